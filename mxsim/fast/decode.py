@@ -1,0 +1,125 @@
+"""Vectorized decoder: element codes to floats through a per-format lookup table.
+
+The table is computed with NumPy from the format's bit fields (an implementation independent of
+the reference decoder, which the tests compare it with, code by code).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ..formats import get_format
+from .chunks import map_chunks
+
+__all__ = ["decode", "value_table", "MAX_FAST_WIDTH"]
+
+MAX_FAST_WIDTH = 16
+_DTYPES = {"float32": np.float32, "float64": np.float64}
+
+
+def check_fast_format(fmt) -> None:
+    if fmt.width > MAX_FAST_WIDTH:
+        raise ValueError(
+            f"format {fmt.name!r} has {fmt.width}-bit codes; the array path handles codes of at most "
+            f"{MAX_FAST_WIDTH} bits (use mxsim.ref for wider formats)"
+        )
+
+
+def code_dtype(fmt) -> np.dtype:
+    """uint8 for formats of at most 8 bits, else uint16."""
+    return np.dtype(np.uint8 if fmt.width <= 8 else np.uint16)
+
+
+@lru_cache(maxsize=None)
+def value_table(fmt) -> np.ndarray:
+    """float64 value of every code 0 .. 2^width - 1 (NaN codes: quiet NaN with the code's sign).
+
+    Raises ValueError if some value is not exactly a float64 (very wide custom exponents).
+    """
+    check_fast_format(fmt)
+    codes = np.arange(1 << fmt.width, dtype=np.int64)
+    if fmt.kind == "int":
+        if fmt.encoding == "sign_magnitude":
+            q = np.where(codes & fmt.sign_mask, -(codes & fmt.max_int), codes & fmt.max_int)
+            negative = (codes & fmt.sign_mask) != 0
+        else:
+            q = np.where(codes & fmt.sign_mask, codes - (1 << fmt.bits), codes)
+            negative = q < 0
+        values = np.ldexp(q.astype(np.float64), -fmt.frac_bits)
+        return np.copysign(values, np.where(negative, -1.0, 1.0))
+    m = fmt.mantissa_bits
+    negative = (codes & fmt.sign_mask) != 0
+    field = (codes >> m) & ((1 << fmt.exponent_bits) - 1)
+    mantissa = codes & ((1 << m) - 1)
+    denormal = (field == 0) & fmt.subnormals
+    significand = np.where(denormal, mantissa, mantissa | (1 << m)).astype(np.float64)
+    exponent = np.where(denormal, fmt.emin, field - fmt.bias) - m
+    # significand * 2^exponent is exact in float64 when it neither overflows nor needs bits
+    # below 2^-1074; check that before trusting the table.
+    if exponent.min() < -1074 or fmt.emax >= 1024:
+        raise ValueError(f"format {fmt.name!r} has values outside float64; decode it with mxsim.ref")
+    values = np.ldexp(significand, exponent)
+    all_ones = (1 << fmt.exponent_bits) - 1
+    if fmt.specials == "ieee":
+        values = np.where(field == all_ones, np.where(mantissa == 0, np.inf, np.nan), values)
+    elif fmt.specials == "fn":
+        values = np.where((field == all_ones) & (mantissa == (1 << m) - 1), np.nan, values)
+    return np.copysign(values, np.where(negative, -1.0, 1.0))
+
+
+@lru_cache(maxsize=None)
+def _table_as(fmt, dtype_name: str) -> np.ndarray:
+    table = value_table(fmt)
+    narrow = table.astype(_DTYPES[dtype_name])
+    finite = np.isfinite(table)
+    if not np.array_equal(narrow[finite].astype(np.float64), table[finite]):
+        raise ValueError(f"format {fmt.name!r} has values that {dtype_name} cannot hold exactly; use dtype=np.float64")
+    return narrow
+
+
+def _default_dtype(fmt) -> str:
+    try:
+        _table_as(fmt, "float32")
+        return "float32"
+    except ValueError:
+        return "float64"
+
+
+def decode(codes, fmt, dtype=None) -> np.ndarray:
+    """Decode an integer array of element codes of ``fmt`` to floats, exactly.
+
+    ``dtype``: float32 or float64; by default float32 when it holds every value of the format
+    exactly (all the OCP element and scale formats), else float64. NaN codes decode to a quiet
+    NaN carrying the code's sign bit, Inf codes to +-inf, -0 to -0.0.
+    Raises ValueError for a non-integer array or a code outside [0, 2^width).
+    """
+    fmt = get_format(fmt, kind="element")
+    check_fast_format(fmt)
+    codes = np.asarray(codes)
+    if codes.dtype.kind not in "ui":
+        raise ValueError(f"codes must be an integer array, got dtype {codes.dtype}")
+    if codes.size and (codes.min() < 0 or codes.max() >= (1 << fmt.width)):
+        bad = np.flatnonzero((codes.ravel() < 0) | (codes.ravel() >= (1 << fmt.width)))[0]
+        raise ValueError(
+            f"code {int(codes.ravel()[bad])} at flat index {bad} is out of range for format {fmt.name!r}: "
+            f"expected [0, {hex((1 << fmt.width) - 1)}]"
+        )
+    if dtype is None:
+        dtype_name = _default_dtype(fmt)
+    else:
+        dtype_name = np.dtype(dtype).name
+        if dtype_name not in _DTYPES:
+            raise ValueError(f"dtype={dtype!r} is not allowed; expected one of: {', '.join(_DTYPES)}")
+    table = _table_as(fmt, dtype_name)
+    flat = np.ascontiguousarray(codes).reshape(-1)
+    if flat.dtype.itemsize > 2 or flat.dtype.kind == "i":
+        flat = flat.astype(code_dtype(fmt))
+    out = np.empty(flat.shape, dtype=table.dtype)
+
+    def kernel(start, stop, chunk, out_chunk):
+        np.take(table, chunk, out=out_chunk)
+
+    map_chunks(kernel, flat.size, flat, out)
+    return out.reshape(codes.shape)

@@ -1,0 +1,108 @@
+"""Block formats: k elements sharing a scale, optionally sub-blocks sharing a sub-scale.
+
+One description covers every family:
+
+* OCP MX (MXFP8/6/4, MXINT8): ``block_size=32``, E8M0 scale, no sub-blocks;
+* shared microexponents (MX9/MX6/MX4, Rouhani et al. ISCA 2023): ``block_size=16``, E8M0 shared
+  exponent, ``subblock_size=2`` with ``subscale_bits=1`` (one microexponent bit per pair), and
+  sign-magnitude integer elements with ``frac_bits = m - 1``;
+* block floating point (MSFP12/16): as above with no sub-blocks;
+* NVFP4: ``block_size=16``, UE4M3 block scale, and an FP32 ``tensor_scale``.
+
+Storage per block: scale width + (block_size / subblock_size) * subscale_bits
++ block_size * element width bits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from .element import ElementFormat, FloatFormat, IntFormat, _require, _require_int
+
+__all__ = ["BlockFormat"]
+
+
+@dataclass(frozen=True)
+class BlockFormat:
+    """A block-scaled format.
+
+    Fields: ``element`` (the element format), ``block_size`` (k, elements per scale), ``scale``
+    (an unsigned float format: E8M0 or UE4M3), ``subblock_size`` and ``subscale_bits`` (k2 and d2
+    of a two-level format; ``None`` and 0 for single-level), ``tensor_scale`` (a per-tensor float
+    format such as fp32, or ``None``).
+    """
+
+    name: str
+    element: ElementFormat
+    block_size: int
+    scale: FloatFormat
+    subblock_size: int | None = None
+    subscale_bits: int = 0
+    tensor_scale: FloatFormat | None = None
+    kind: str = field(default="block", init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        owner = f"block format {self.name!r}"
+        _require(isinstance(self.name, str) and self.name != "", "format name must be a non-empty string")
+        _require(
+            isinstance(self.element, (FloatFormat, IntFormat)),
+            f"{owner}: element must be a FloatFormat or IntFormat, got {type(self.element).__name__}",
+        )
+        _require(self.element.signed, f"{owner}: element format {self.element.name!r} must be signed")
+        _require_int(owner, "block_size", self.block_size, 1, 1 << 20)
+        _require(
+            isinstance(self.scale, FloatFormat) and not self.scale.signed,
+            f"{owner}: scale must be an unsigned FloatFormat (e.g. e8m0, ue4m3), got {self.scale!r}",
+        )
+        if self.subblock_size is None:
+            _require(
+                self.subscale_bits == 0,
+                f"{owner}: subscale_bits={self.subscale_bits!r} needs a subblock_size",
+            )
+        else:
+            _require_int(owner, "subblock_size", self.subblock_size, 1, self.block_size)
+            _require(
+                self.block_size % self.subblock_size == 0,
+                f"{owner}: subblock_size={self.subblock_size} must divide block_size={self.block_size}",
+            )
+            _require_int(owner, "subscale_bits", self.subscale_bits, 1, 8)
+        _require(
+            self.tensor_scale is None or isinstance(self.tensor_scale, FloatFormat),
+            f"{owner}: tensor_scale must be a FloatFormat or None",
+        )
+
+    @property
+    def subblocks(self) -> int:
+        """Sub-blocks per block (0 for a single-level format)."""
+        return 0 if self.subblock_size is None else self.block_size // self.subblock_size
+
+    @property
+    def scale_storage_bits(self) -> int:
+        """Bits a stored scale occupies: its width rounded up to whole bytes (UE4M3's 7 bits are
+        stored as a byte with the top bit 0, as PTX's ``ue4m3``)."""
+        return -(-self.scale.width // 8) * 8
+
+    @property
+    def bits_per_block(self) -> int:
+        """Stored scale bits + sub-scale bits + element bits of one block (no tensor scale)."""
+        return self.scale_storage_bits + self.subblocks * self.subscale_bits + self.block_size * self.element.width
+
+    @property
+    def bits_per_element(self) -> Fraction:
+        """Average storage per element, excluding any tensor-level scale."""
+        return Fraction(self.bits_per_block, self.block_size)
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "kind": "block",
+            "element": self.element.name,
+            "block_size": self.block_size,
+            "scale": self.scale.name,
+            "subblock_size": self.subblock_size,
+            "subscale_bits": self.subscale_bits,
+            "tensor_scale": None if self.tensor_scale is None else self.tensor_scale.name,
+            "bits_per_block": self.bits_per_block,
+            "bits_per_element": self.bits_per_element,
+        }

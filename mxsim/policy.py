@@ -1,0 +1,99 @@
+"""Element-encoding policy of the numerics contract (conventions.md section 1), shared by the
+reference model and the fast path: option names, their validation, and what overflow produces.
+
+Rounding modes (applied to the magnitude of the exact value on the format's grid):
+
+* ``rne``: nearest, ties to the even integer significand (for a 0-mantissa-bit format such as
+  E8M0 the significand of a tie is 1 or 2, so ties go up);
+* ``rna``: nearest, ties away from zero;
+* ``rtz``: toward zero; ``rup``: toward +inf; ``rdn``: toward -inf;
+* ``stochastic``: with caller-supplied random bits r of ``rand_width`` R bits,
+  magnitude = floor(|x| / ulp + r / 2^R): the same bits always give the same code.
+
+Overflow (the rounded magnitude exceeds the largest finite value, or the input is +-Inf):
+
+* ``saturate``: +-max finite (the default, and what MX conversion requires);
+* ``ieee``: a finite value rounded toward zero for its sign (``rtz``; ``rup`` for negatives;
+  ``rdn`` for positives) gives +-max finite, as IEEE 754 directed rounding does; otherwise, and
+  always for an infinite input, +-Inf where the format has Inf, else NaN where it has NaN, else
+  +-max finite;
+* ``error``: raise :class:`OverflowError`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ROUNDING_MODES",
+    "OVERFLOW_MODES",
+    "check_choice",
+    "check_encode_options",
+    "overflow_code",
+    "saturation_code",
+]
+
+ROUNDING_MODES = ("rne", "rna", "rtz", "rup", "rdn", "stochastic")
+OVERFLOW_MODES = ("saturate", "ieee", "error")
+MAX_RAND_WIDTH = 32
+
+
+def check_choice(name: str, value, allowed) -> None:
+    """Raise ValueError unless ``value`` is one of ``allowed``, naming the option and the choices."""
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name}={value!r} is not allowed; expected one of: {', '.join(allowed)}")
+
+
+def check_encode_options(rounding: str, overflow: str, rand_bits, rand_width: int) -> None:
+    """Validate the element-encoding options (the random bits themselves are checked where read)."""
+    check_choice("rounding", rounding, ROUNDING_MODES)
+    check_choice("overflow", overflow, OVERFLOW_MODES)
+    if rounding == "stochastic":
+        if rand_bits is None:
+            raise ValueError("rounding='stochastic' needs rand_bits (caller-supplied random integers)")
+        if not (isinstance(rand_width, int) and 1 <= rand_width <= MAX_RAND_WIDTH):
+            raise ValueError(f"rand_width={rand_width!r} is not allowed; expected an integer in [1, {MAX_RAND_WIDTH}]")
+    elif rand_bits is not None:
+        raise ValueError(f"rand_bits is only used with rounding='stochastic', not rounding={rounding!r}")
+
+
+def saturation_code(fmt, negative: bool, int8_allow_neg2: bool = False) -> int:
+    """The code of the largest finite magnitude with the given sign.
+
+    Two's-complement integers: +max is q = 2^(bits-1) - 1; -max is -(2^(bits-1) - 1) unless
+    ``int8_allow_neg2`` admits the most negative code -2^(bits-1) (0x80 for MXINT8).
+    """
+    if fmt.kind == "int":
+        if not negative:
+            return fmt.max_int
+        if fmt.encoding == "sign_magnitude":
+            return fmt.sign_mask | fmt.max_int
+        most_negative = -(1 << (fmt.bits - 1)) if int8_allow_neg2 else -fmt.max_int
+        return most_negative & ((1 << fmt.bits) - 1)
+    return fmt.max_code | (fmt.sign_mask if negative else 0)
+
+
+def _rounds_toward_zero(rounding: str, negative: bool) -> bool:
+    return rounding == "rtz" or (rounding == "rup" and negative) or (rounding == "rdn" and not negative)
+
+
+def overflow_code(
+    fmt,
+    negative: bool,
+    overflow: str,
+    rounding: str,
+    infinite_input: bool = False,
+    int8_allow_neg2: bool = False,
+    value_text: str = "",
+) -> int:
+    """The code an overflowing value encodes to (see the module docstring), or OverflowError."""
+    if overflow == "error":
+        sign = "-" if negative else "+"
+        what = f"{sign}inf" if infinite_input else (value_text or "value")
+        raise OverflowError(
+            f"{what} overflows format {fmt.name!r} (largest finite magnitude {fmt.max_normal}) under overflow='error'"
+        )
+    if overflow == "ieee" and (infinite_input or not _rounds_toward_zero(rounding, negative)):
+        if fmt.has_inf:
+            return fmt.inf_code(negative)
+        if fmt.has_nan:
+            return fmt.nan_code(negative)
+    return saturation_code(fmt, negative, int8_allow_neg2)

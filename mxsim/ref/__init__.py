@@ -1,0 +1,11 @@
+"""The integer-only reference model: the source of truth every fast path is checked against.
+
+Scalars only, and no float arithmetic: values are :class:`Exact` (sign, Fraction magnitude, kind).
+"""
+
+from .decode import decode
+from .encode import encode
+from .exact import Exact, floor_log2, to_exact
+from .round import round_magnitude
+
+__all__ = ["encode", "decode", "Exact", "to_exact", "floor_log2", "round_magnitude"]

@@ -1,0 +1,59 @@
+"""Reference decoder: one element code to its exact value (integers and Fractions only)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ..formats import get_format
+from .exact import Exact
+
+__all__ = ["decode"]
+
+
+def _check_code(code, fmt) -> int:
+    if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code < (1 << fmt.width):
+        raise ValueError(
+            f"code {code!r} is out of range for format {fmt.name!r}: expected an integer in [0, {hex((1 << fmt.width) - 1)}]"
+        )
+    return code
+
+
+def decode(code: int, fmt) -> Exact:
+    """Decode ``code`` (an int in [0, 2^width)) of an element/scale format to an :class:`Exact`.
+
+    Float formats: NaN codes give NaN and Inf codes give +-Inf, each keeping the code's sign bit;
+    the negative-zero code gives -0. Integer formats: q * 2^-frac_bits, where two's-complement
+    codes at or above 2^(bits-1) are negative (MXINT8 0x80 is -2.0, always) and the
+    sign-magnitude code with only the sign bit set is -0.
+    """
+    fmt = get_format(fmt, kind="element")
+    code = _check_code(code, fmt)
+    if fmt.kind == "int":
+        return _decode_int(code, fmt)
+    return _decode_float(code, fmt)
+
+
+def _decode_int(code: int, fmt) -> Exact:
+    step = Fraction(2) ** -fmt.frac_bits
+    if fmt.encoding == "sign_magnitude":
+        sign = code >> (fmt.bits - 1)
+        return Exact(sign, (code & fmt.max_int) * step)
+    q = code - (1 << fmt.bits) if code & fmt.sign_mask else code
+    return Exact(int(q < 0), abs(q) * step)
+
+
+def _decode_float(code: int, fmt) -> Exact:
+    m = fmt.mantissa_bits
+    sign = int(bool(code & fmt.sign_mask))
+    field = (code >> m) & ((1 << fmt.exponent_bits) - 1)
+    mantissa = code & ((1 << m) - 1)
+    all_ones = (1 << fmt.exponent_bits) - 1
+    if fmt.specials == "ieee" and field == all_ones:
+        return Exact.nan(sign) if mantissa else Exact.inf(sign)
+    if fmt.specials == "fn" and field == all_ones and mantissa == (1 << m) - 1:
+        return Exact.nan(sign)
+    if field == 0 and fmt.subnormals:
+        significand, exponent = mantissa, fmt.emin
+    else:
+        significand, exponent = (1 << m) | mantissa, field - fmt.bias
+    return Exact(sign, significand * Fraction(2) ** (exponent - m))

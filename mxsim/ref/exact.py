@@ -1,0 +1,107 @@
+"""Exact extended-real values for the reference model: a sign bit, a kind, and a rational magnitude.
+
+A :class:`fractions.Fraction` cannot carry -0, Inf or NaN, so the reference model passes
+:class:`Exact` values around. Conversions from Python numbers are exact: a ``float`` is read
+through ``float.as_integer_ratio`` (its exact binary value), never computed with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal, Union
+
+__all__ = ["Exact", "to_exact", "floor_log2"]
+
+
+@dataclass(frozen=True)
+class Exact:
+    """(-1)^sign * magnitude, or +-Inf, or NaN (with a sign bit, as encodings carry one).
+
+    ``magnitude`` is a non-negative Fraction (0 for Inf and NaN).
+    """
+
+    sign: int
+    magnitude: Fraction = Fraction(0)
+    kind: Literal["finite", "inf", "nan"] = "finite"
+
+    def __post_init__(self) -> None:
+        if self.sign not in (0, 1):
+            raise ValueError(f"Exact.sign must be 0 or 1, got {self.sign!r}")
+        if self.kind not in ("finite", "inf", "nan"):
+            raise ValueError(f"Exact.kind must be 'finite', 'inf' or 'nan', got {self.kind!r}")
+        if self.magnitude < 0:
+            raise ValueError("Exact.magnitude must be non-negative; the sign lives in Exact.sign")
+
+    @classmethod
+    def nan(cls, sign: int = 0) -> "Exact":
+        return cls(sign, Fraction(0), "nan")
+
+    @classmethod
+    def inf(cls, sign: int = 0) -> "Exact":
+        return cls(sign, Fraction(0), "inf")
+
+    @property
+    def is_nan(self) -> bool:
+        return self.kind == "nan"
+
+    @property
+    def is_inf(self) -> bool:
+        return self.kind == "inf"
+
+    @property
+    def is_finite(self) -> bool:
+        return self.kind == "finite"
+
+    @property
+    def is_zero(self) -> bool:
+        return self.kind == "finite" and self.magnitude == 0
+
+    @property
+    def value(self) -> Fraction:
+        """The signed rational value (-0 becomes 0). Raises ValueError for Inf and NaN."""
+        if self.kind != "finite":
+            raise ValueError(f"{self} has no rational value")
+        return -self.magnitude if self.sign else self.magnitude
+
+    def __str__(self) -> str:
+        sign = "-" if self.sign else ""
+        if self.kind == "nan":
+            return f"{sign}nan"
+        if self.kind == "inf":
+            return f"{sign}inf"
+        return f"{sign}{self.magnitude}"
+
+
+Number = Union[Exact, int, Fraction, float]
+
+
+def to_exact(x: Number) -> Exact:
+    """Convert an int, Fraction, float (exactly, -0.0/inf/nan included) or Exact to Exact."""
+    if isinstance(x, Exact):
+        return x
+    if isinstance(x, bool):
+        raise ValueError("a bool is not a number here; pass an int, Fraction, float or Exact")
+    if isinstance(x, (int, Fraction)):
+        return Exact(int(x < 0), abs(Fraction(x)))
+    if isinstance(x, float):
+        negative = x.hex().startswith("-")  # the sign bit, -0.0 and -nan included
+        if x != x:
+            return Exact.nan(int(negative))
+        if x in (float("inf"), float("-inf")):
+            return Exact.inf(int(negative))
+        numerator, denominator = x.as_integer_ratio()
+        return Exact(int(negative), Fraction(abs(numerator), denominator))
+    raise ValueError(f"cannot read {type(x).__name__} {x!r} as an exact value; pass an int, Fraction, float or Exact")
+
+
+def floor_log2(q: Fraction) -> int:
+    """floor(log2(q)) of a positive rational, with integers only (trap T10: never a float log2)."""
+    if q <= 0:
+        raise ValueError("floor_log2 needs a positive value")
+    n, d = q.numerator, q.denominator
+    e = n.bit_length() - d.bit_length()
+    # 2^e <= n/d < 2^(e+1) now holds up to one step; fix it with exact integer comparisons.
+    if (n << max(-e, 0)) < (d << max(e, 0)):
+        e -= 1
+    return e

@@ -1,0 +1,50 @@
+"""Rounding a non-negative rational to an integer: the one rounding rule of the reference model.
+
+Every encoder (float and integer elements, later block elements and accumulators) reduces its
+rounding to this: ``round_magnitude(n, d, ...)`` rounds the magnitude n/d of a signed value to an
+integer. ``negative`` says which sign the value has, for the directed modes rup and rdn.
+"""
+
+from __future__ import annotations
+
+__all__ = ["round_magnitude"]
+
+
+def round_magnitude(
+    numerator: int,
+    denominator: int,
+    rounding: str,
+    negative: bool,
+    rand_bits: int | None = None,
+    rand_width: int = 32,
+) -> int:
+    """Round the magnitude ``numerator / denominator`` (both >= 0, denominator > 0) to an integer.
+
+    ``rounding`` is one of rne, rna, rtz, rup, rdn, stochastic (see :mod:`mxsim.policy`).
+    ``stochastic`` returns floor(n/d + rand_bits / 2^rand_width); ``rand_bits`` must lie in
+    [0, 2^rand_width).
+    """
+    if numerator < 0 or denominator <= 0:
+        raise ValueError("round_magnitude needs numerator >= 0 and denominator > 0")
+    floor, remainder = divmod(numerator, denominator)
+    if rounding == "stochastic":
+        if not (isinstance(rand_bits, int) and 0 <= rand_bits < (1 << rand_width)):
+            raise ValueError(f"rand_bits={rand_bits!r} is not allowed; expected an integer in [0, 2^{rand_width})")
+        # floor(q + r/2^R) = floor((floor(q * 2^R) + r) / 2^R): only R bits below the LSB count.
+        return ((numerator << rand_width) // denominator + rand_bits) >> rand_width
+    if remainder == 0:
+        return floor
+    if rounding == "rtz":
+        return floor
+    if rounding == "rup":
+        return floor + (not negative)
+    if rounding == "rdn":
+        return floor + negative
+    twice = 2 * remainder
+    if twice != denominator:
+        return floor + (twice > denominator)
+    if rounding == "rna":
+        return floor + 1
+    if rounding == "rne":
+        return floor + (floor & 1)
+    raise ValueError(f"rounding={rounding!r} is not allowed")
