@@ -13,6 +13,8 @@ Three kernels, chosen per call; all give the reference's codes (the test suite c
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ..formats import get_format
@@ -32,6 +34,7 @@ class _Binary:
     def __init__(self, dtype):
         self.float = np.dtype(dtype)
         self.uint = np.dtype(np.uint32 if self.float == np.float32 else np.uint64)
+        self.signed = np.dtype(np.int32 if self.float == np.float32 else np.int64)
         self.bits = 8 * self.float.itemsize
         self.mantissa_bits = 23 if self.bits == 32 else 52
         self.bias = 127 if self.bits == 32 else 1023
@@ -130,27 +133,49 @@ class _RneSaturateKernel:
         self.sign_shift = u(binary.bits - fmt.width)
         self.sign_mask = u(fmt.sign_mask)
         self.nan_code = u(fmt.nan_code(False)) if fmt.has_nan else None
+        self._local = threading.local()
+
+    def _scratch(self, size: int):
+        """Per-thread buffers, reused across chunks (no allocation in the loop)."""
+        buffers = getattr(self._local, "buffers", None)
+        if buffers is None or buffers[0].size < size:
+            u = self.b.uint
+            buffers = tuple(np.empty(size, u) for _ in range(4))
+            self._local.buffers = buffers
+        return [b[:size] for b in buffers]
 
     def __call__(self, start, stop, x, out):
+        magnitude, code, scratch, select = self._scratch(x.size)
         bits = x.view(self.b.uint)
-        magnitude = bits & self.magnitude_mask
-        code = magnitude >> self.shift
+        np.bitwise_and(bits, self.magnitude_mask, out=magnitude)
+        # Normal range: round the bit pattern at the target's last mantissa bit (ties to even),
+        # letting a carry ripple into the exponent, then rebias.
+        np.right_shift(magnitude, self.shift, out=code)
         code &= self.one
         code += magnitude
         code += self.round_add
         code >>= self.shift
-        subnormal = (magnitude.view(self.b.float) + self.magic).view(self.b.uint)
-        subnormal -= self.magic_bits
-        np.copyto(code, subnormal, where=magnitude < self.subnormal_limit)
+        # Subnormal range: |x| + 2^magic rounds |x| to the target's subnormal spacing (exact IEEE
+        # addition, ties to even); the low bits of the sum count the target ulps.
+        np.add(magnitude.view(self.b.float), self.magic, out=scratch.view(self.b.float))
+        scratch -= self.magic_bits
+        # Branch-free select (a masked copy mispredicts on mixed data): all-ones where
+        # |x| < 2^emin, from the sign of magnitude - limit (both below 2^(bits-1)).
+        np.subtract(magnitude, self.subnormal_limit, out=select)
+        signed_select = select.view(self.b.signed)
+        np.right_shift(signed_select, self.b.bits - 1, out=signed_select)
+        scratch ^= code
+        scratch &= select
+        code ^= scratch
         np.minimum(code, self.max_code, out=code)
-        nan = magnitude > self.inf_bits
-        if nan.any():
+        if magnitude.max() > self.inf_bits:  # NaN inputs are rare: find them only if present
+            nan = magnitude > self.inf_bits
             if self.nan_code is None:
                 _raise_at(ValueError, f"NaN input cannot be encoded: format {self.fmt.name!r} has no NaN", start, nan, x)
             code[nan] = self.nan_code
-        sign = bits >> self.sign_shift
-        sign &= self.sign_mask
-        code |= sign
+        np.right_shift(bits, self.sign_shift, out=scratch)
+        scratch &= self.sign_mask
+        code |= scratch
         out[...] = code
 
 
@@ -229,7 +254,7 @@ class _GenericKernel:
             code, overflows = self._assemble_float(rounded, grid, negative, floor_log2, is_zero)
         else:
             code, overflows = self._assemble_int(rounded, negative)
-        overflows |= beyond & ~special
+        overflows = (overflows | beyond) & ~special  # Inf and NaN are decided below
         if self.outcomes.error:
             if (overflows | is_inf).any():
                 _raise_at(OverflowError, f"value overflows format {fmt.name!r} under overflow='error'", start, overflows | is_inf, x)

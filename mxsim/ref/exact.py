@@ -7,6 +7,7 @@ through ``float.as_integer_ratio`` (its exact binary value), never computed with
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, Union
@@ -85,7 +86,7 @@ def to_exact(x: Number) -> Exact:
     if isinstance(x, (int, Fraction)):
         return Exact(int(x < 0), abs(Fraction(x)))
     if isinstance(x, float):
-        negative = x.hex().startswith("-")  # the sign bit, -0.0 and -nan included
+        negative = math.copysign(1.0, x) < 0  # reads the sign bit: -0.0 and -nan included
         if x != x:
             return Exact.nan(int(negative))
         if x in (float("inf"), float("-inf")):
