@@ -3,9 +3,23 @@
 Scalars only, and no float arithmetic: values are :class:`Exact` (sign, Fraction magnitude, kind).
 """
 
+from .block import QuantizedBlock, dequantize_block, nvfp4_tensor_scale, quantize_block
 from .decode import decode
 from .encode import encode
 from .exact import Exact, floor_log2, to_exact
 from .round import round_magnitude
+from .scale import scale_exponent
 
-__all__ = ["encode", "decode", "Exact", "to_exact", "floor_log2", "round_magnitude"]
+__all__ = [
+    "encode",
+    "decode",
+    "Exact",
+    "to_exact",
+    "floor_log2",
+    "round_magnitude",
+    "scale_exponent",
+    "quantize_block",
+    "dequantize_block",
+    "nvfp4_tensor_scale",
+    "QuantizedBlock",
+]

@@ -14,7 +14,7 @@ from ..policy import check_encode_options, overflow_code
 from .exact import Exact, Number, floor_log2, to_exact
 from .round import round_magnitude
 
-__all__ = ["encode"]
+__all__ = ["encode", "round_to_grid"]
 
 
 def encode(
@@ -60,10 +60,25 @@ def encode(
     return _encode_float(x, fmt, overflow, rounding_args)
 
 
+def round_to_grid(magnitude: Fraction, fmt, rounding_args) -> tuple[int, int]:
+    """Round a positive magnitude on the format's grid with unbounded exponent range.
+
+    Returns (significand, grid) with rounded value significand * 2^grid; grid is the exponent of
+    the last significand bit at the magnitude's binade (the smallest normal binade for
+    subnormals) for floats, and -frac_bits for integers. ``rounding_args`` are
+    (rounding, negative, rand_bits, rand_width) as for :func:`round_magnitude`.
+    """
+    if fmt.kind == "int":
+        grid = -fmt.frac_bits
+    else:
+        grid = max(floor_log2(magnitude), fmt.emin) - fmt.mantissa_bits
+    scaled = magnitude / Fraction(2) ** grid
+    return round_magnitude(scaled.numerator, scaled.denominator, *rounding_args), grid
+
+
 def _encode_int(x: Exact, fmt, overflow: str, rounding_args, int8_allow_neg2: bool) -> int:
     rounding, negative = rounding_args[:2]
-    scaled = x.magnitude * Fraction(2) ** fmt.frac_bits
-    q = round_magnitude(scaled.numerator, scaled.denominator, *rounding_args)
+    q = round_to_grid(x.magnitude, fmt, rounding_args)[0]
     limit = fmt.max_int
     if negative and fmt.encoding == "twos_complement" and int8_allow_neg2:
         limit += 1
@@ -85,9 +100,7 @@ def _encode_float(x: Exact, fmt, overflow: str, rounding_args) -> int:
     if magnitude < fmt.min_normal and not fmt.subnormals:
         return sign_bits  # field 0 is the smallest normal binade; nothing lies below it
     m = fmt.mantissa_bits
-    grid = max(floor_log2(magnitude), fmt.emin) - m  # exponent of the last significand bit
-    scaled = magnitude / Fraction(2) ** grid
-    significand = round_magnitude(scaled.numerator, scaled.denominator, *rounding_args)
+    significand, grid = round_to_grid(magnitude, fmt, rounding_args)
     if significand * Fraction(2) ** grid > fmt.max_normal:
         return overflow_code(fmt, negative, overflow, rounding, value_text=str(x))
     if significand == 0:

@@ -1,0 +1,86 @@
+"""Block-quantization options of the numerics contract (conventions.md sections 2, 2.1, 2.2).
+
+One frozen :class:`QuantizeOptions` carries every choice, is validated once, and is recorded
+whole in tensors, files and manifests (``as_dict``). The reference model and the fast path both
+read it; neither keeps defaults of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+from .policy import ROUNDING_MODES, check_choice
+
+__all__ = ["QuantizeOptions", "SCALE_RULES"]
+
+SCALE_RULES = ("floor", "ceil", "even", "rceil", "tosa")
+_CHOICES = {
+    "scale_rule": SCALE_RULES,
+    "rounding": ROUNDING_MODES,
+    "inf_policy": ("nan", "saturate"),
+    "partial_block": ("pad", "error"),
+    "nvfp4_scale_min": ("normal", "subnormal"),
+    "nvfp4_arith": ("exact", "fp32_steps"),
+    "nvfp4_tensor_scale": ("amax", "none"),
+}
+
+
+@dataclass(frozen=True)
+class QuantizeOptions:
+    """Every choice block quantization makes (defaults are the contract's).
+
+    * ``scale_rule``: floor (OCP 6.3) | ceil | even | rceil | tosa; see :mod:`mxsim.ref.scale`.
+      Shared-exponent formats (MX9/6/4, MSFP) and NVFP4 have their own rules and accept only
+      the default.
+    * ``rounding``: element rounding (rne | rna | rtz | rup | rdn | stochastic); element overflow
+      after scaling always saturates. Stochastic rounding takes ``rand_bits`` at quantize time.
+    * ``rand_width``: bits of each stochastic-rounding random word (1..32).
+    * ``inf_policy``: nan (a block with +-Inf is a NaN block) | saturate (Inf counts as the
+      largest finite float32 for the scale, and saturates).
+    * ``flush_subnormal_inputs``: read inputs below 2^-126 in magnitude as zero (sign kept).
+    * ``partial_block``: pad (with zeros; the original shape is restored) | error.
+    * ``int8_allow_neg2``: let MXINT8 elements take 0x80 (-2.0).
+    * ``nvfp4_scale_min``: normal (2^-6, torchao) | subnormal (2^-9): block-scale lower clamp.
+    * ``nvfp4_arith``: exact | fp32_steps (torchao's fp32 order of operations).
+    * ``nvfp4_tensor_scale``: amax (s_t = amax / (6 * 448), rounded to fp32) | none (s_t = 1).
+    """
+
+    scale_rule: str = "floor"
+    rounding: str = "rne"
+    rand_width: int = 32
+    inf_policy: str = "nan"
+    flush_subnormal_inputs: bool = False
+    partial_block: str = "pad"
+    int8_allow_neg2: bool = False
+    nvfp4_scale_min: str = "normal"
+    nvfp4_arith: str = "exact"
+    nvfp4_tensor_scale: str = "amax"
+
+    def __post_init__(self) -> None:
+        for name, allowed in _CHOICES.items():
+            check_choice(name, getattr(self, name), allowed)
+        for name in ("flush_subnormal_inputs", "int8_allow_neg2"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}={getattr(self, name)!r} is not allowed; expected True or False")
+        if not (isinstance(self.rand_width, int) and 1 <= self.rand_width <= 32):
+            raise ValueError(f"rand_width={self.rand_width!r} is not allowed; expected an integer in [1, 32]")
+
+    @classmethod
+    def from_kwargs(cls, **kwargs) -> "QuantizeOptions":
+        """Build from keyword options, naming any unknown option and listing the known ones."""
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(kwargs) - set(known))
+        if unknown:
+            raise ValueError(f"unknown option(s) {', '.join(unknown)}; known options: {', '.join(known)}")
+        return cls(**kwargs)
+
+    def check_format(self, fmt) -> None:
+        """Reject options a block format family does not have."""
+        if (fmt.subblocks or fmt.scale.name != "e8m0") and self.scale_rule != "floor":
+            raise ValueError(
+                f"scale_rule={self.scale_rule!r} is not allowed for {fmt.name!r}: its scale rule is fixed "
+                "(shared exponent floor(log2 amax), or the NVFP4 recipe); only 'floor' is accepted"
+            )
+
+    def as_dict(self) -> dict:
+        return asdict(self)
