@@ -3,14 +3,16 @@
 Public surface:
 
 * formats: :func:`get_format`, :class:`FloatFormat`, :class:`IntFormat`, :class:`BlockFormat`;
-* arrays (fast path): :func:`encode`, :func:`decode`;
+* arrays (fast path): :func:`encode`, :func:`decode`, :func:`quantize` -> :class:`MXTensor`;
 * the integer-only reference model: :mod:`mxsim.ref` (``ref.encode``, ``ref.decode``).
 """
 
 from . import ref
 from .fast import decode, encode
 from .formats import BlockFormat, FloatFormat, IntFormat, format_names, get_format
+from .block_policy import SCALE_RULES, QuantizeOptions
 from .policy import OVERFLOW_MODES, ROUNDING_MODES
+from .tensor import MXTensor, quantize
 
 __version__ = "0.1.0"
 
@@ -24,6 +26,10 @@ __all__ = [
     "BlockFormat",
     "ROUNDING_MODES",
     "OVERFLOW_MODES",
+    "quantize",
+    "MXTensor",
+    "QuantizeOptions",
+    "SCALE_RULES",
     "ref",
     "__version__",
 ]
