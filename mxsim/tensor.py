@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 from .block_policy import QuantizeOptions
-from .fast.block import dequantize_blocks, quantize_blocks
+from .fast.block import dequantize_blocks, dequantize_blocks_float32, quantize_blocks
 from .fast.decode import code_dtype
 from .fast.encode import _as_binary_array
 from .formats import get_format
@@ -151,9 +151,12 @@ class MXTensor:
             raise ValueError(f"dtype={dtype} is not allowed; expected float32 or float64")
         k = self.fmt.block_size
         subscales = None if self.subscales is None else self.subscales.reshape(-1, self.fmt.subblocks)
-        values = dequantize_blocks(
-            self.scales.reshape(-1), subscales, self.codes.reshape(-1, k), self.fmt, self.tensor_scale
-        ).reshape(self.codes.shape)
+        blocks = (self.scales.reshape(-1), subscales, self.codes.reshape(-1, k), self.fmt)
+        if dtype == np.float32 and self.fmt.scale.name == "e8m0":
+            values = dequantize_blocks_float32(*blocks)
+        else:  # exact in float64, then (for float32) one rounding
+            values = dequantize_blocks(*blocks, self.tensor_scale)
+        values = values.reshape(self.codes.shape)
         length = self.shape[self.axis] if self.shape else 1
         values = np.moveaxis(values[..., :length], -1, self.axis).reshape(self.shape)
         with np.errstate(over="ignore"):

@@ -22,10 +22,11 @@ import numpy as np
 from ..block_policy import QuantizeOptions
 from ..ref.block import FP32_MAX, quantize_block
 from ..ref.scale import E8M0_MAX, E8M0_MIN, fraction_bits
+from .chunks import CHUNK, map_chunks
 from .decode import value_table
-from .encode import encode
+from .encode import _Binary, _IntKernel, _RneSaturateKernel, encode
 
-__all__ = ["quantize_blocks", "dequantize_blocks", "floor_log2"]
+__all__ = ["quantize_blocks", "dequantize_blocks", "dequantize_blocks_float32", "floor_log2"]
 
 TINY = 2.0**-1000
 E8M0_NAN = 0xFF
@@ -87,11 +88,81 @@ def _nan_codes(fmt, codes: np.ndarray, nan_blocks: np.ndarray) -> None:
     codes[nan_blocks] = fmt.element.nan_code() if fmt.element.has_nan else 0
 
 
+class _ChunkedE8M0Quantizer:
+    """Single-level E8M0 formats, float32 input, rne, no flushing: cache-sized chunks of blocks,
+    block maxima from the integer bit patterns, the scale applied as an exact power-of-two
+    float32 product, and the element kernels of mxsim.fast.encode on the result.
+
+    Why the float32 product is exact enough: x * 2^-E is exact unless it falls below 2^-126,
+    and anything that small lies far below half the smallest step of every element format, so
+    rne gives (signed) zero either way."""
+
+    FP32 = _Binary(np.float32)
+
+    @classmethod
+    def applies(cls, blocks, fmt, options: QuantizeOptions) -> bool:
+        element = fmt.element
+        kernel_fits = _RneSaturateKernel.applies(element, "rne", "saturate", cls.FP32) or _IntKernel.applies(
+            element, "rne", "saturate", cls.FP32
+        )
+        return (
+            blocks.dtype == np.float32
+            and fmt.scale.name == "e8m0"
+            and not fmt.subblocks
+            and options.rounding == "rne"
+            and not options.flush_subnormal_inputs
+            and kernel_fits
+        )
+
+    def __init__(self, fmt, options: QuantizeOptions):
+        self.fmt, self.options = fmt, options
+        element = fmt.element
+        if element.kind == "float":
+            self.element_kernel = _RneSaturateKernel(element, self.FP32)
+        else:
+            self.element_kernel = _IntKernel(element, "rne", "saturate", options.int8_allow_neg2)
+        self.nan_element = element.nan_code() if element.has_nan else 0
+
+    def __call__(self, start, stop, x, scales, codes):
+        magnitude = x.view(np.uint32) & np.uint32(0x7FFFFFFF)
+        # Block maxima of the bit patterns (ordered like the magnitudes); reduceat on the flat
+        # view is about 1.6x faster than max(axis=1) on short rows.
+        k = self.fmt.block_size
+        amax_bits = np.maximum.reduceat(magnitude.reshape(-1), np.arange(0, magnitude.size, k))
+        nan_blocks = None
+        if amax_bits.max() >= 0x7F800000:  # Inf or NaN somewhere in the chunk
+            nan_blocks = (magnitude > 0x7F800000).any(axis=1)
+            infinite = amax_bits == 0x7F800000
+            if self.options.inf_policy == "nan":
+                nan_blocks |= infinite
+            else:
+                amax_bits = np.where(infinite, np.uint32(0x7F7FFFFF), amax_bits)  # Inf counts as fp32 max
+            x = np.where(nan_blocks[:, None], np.float32(0), x)
+        amax = amax_bits.view(np.float32).astype(np.float64)
+        exponent = np.full(amax.shape, E8M0_MIN, dtype=np.int64)
+        nonzero = amax > 0
+        exponent[nonzero] = _scale_exponents(amax[nonzero], self.fmt.element, self.options.scale_rule)
+        np.clip(exponent, E8M0_MIN, E8M0_MAX, out=exponent)
+        factor = np.ldexp(np.float32(1), -exponent).astype(np.float32)
+        scaled = np.multiply(x, factor[:, None])
+        self.element_kernel(start, stop, scaled.reshape(-1), codes.reshape(-1))
+        np.add(exponent, -E8M0_MIN, out=scales, casting="unsafe")
+        if nan_blocks is not None:
+            scales[nan_blocks] = E8M0_NAN
+            codes[nan_blocks] = self.nan_element
+
+
 def quantize_blocks(blocks: np.ndarray, fmt, options: QuantizeOptions, tensor_scale=None, rand_bits=None):
     """Quantize (n_blocks, block_size) values: returns (scales, subscales, codes) with scales of
     shape (n_blocks,), subscales (n_blocks, subblocks) or None, codes (n_blocks, block_size)."""
     if fmt.scale.name == "ue4m3":
         return _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits)
+    if _ChunkedE8M0Quantizer.applies(blocks, fmt, options):
+        scales = np.empty(len(blocks), dtype=np.uint8)
+        codes = np.empty(blocks.shape, dtype=np.uint8)
+        kernel = _ChunkedE8M0Quantizer(fmt, options)
+        map_chunks(kernel, len(blocks), blocks, scales, codes, chunk=max(1, CHUNK // fmt.block_size))
+        return scales, None, codes
     x, magnitude, nan_blocks = _read(blocks, options)
     amax = magnitude.max(axis=1, initial=0.0)
     zero = amax == 0
@@ -172,3 +243,26 @@ def dequantize_blocks(scales, subscales, codes, fmt, tensor_scale=None) -> np.nd
     if subscales is not None:
         factor = np.ldexp(factor, -np.repeat(subscales.astype(np.int64), fmt.subblock_size, axis=1))
     return values * factor
+
+
+def dequantize_blocks_float32(scales, subscales, codes, fmt) -> np.ndarray:
+    """float32 values of E8M0-scaled blocks: element * 2^(E - tau) as one float32 product of two
+    exact float32 operands (the element and a power of two), hence rounded once, nearest-even,
+    overflowing to +-Inf; chunked over blocks on two threads."""
+    if fmt.scale.name != "e8m0":
+        raise ValueError("dequantize_blocks_float32 handles E8M0-scaled formats only")
+    elements = value_table(fmt.element).astype(np.float32)
+    powers = value_table(fmt.scale).astype(np.float32)  # 2^-127 .. 2^127 and NaN: all exact
+    out = np.empty(codes.shape, dtype=np.float32)
+    arrays = [codes, scales, out] + ([] if subscales is None else [subscales])
+
+    def kernel(start, stop, codes, scales, out, subscales=None):
+        np.take(elements, codes, out=out)
+        factor = powers[scales][:, None]
+        if subscales is not None:
+            factor = np.ldexp(factor, -np.repeat(subscales.astype(np.int32), fmt.subblock_size, axis=1))
+        with np.errstate(over="ignore"):
+            np.multiply(out, factor, out=out)
+
+    map_chunks(kernel, len(codes), *arrays, chunk=max(1, CHUNK // fmt.block_size))
+    return out

@@ -23,22 +23,22 @@ def _executor() -> ThreadPoolExecutor:
     return _pool
 
 
-def map_chunks(kernel, n: int, *arrays) -> None:
-    """Call ``kernel(start, stop, *views)`` over [0, n) in chunks; ``views`` are the 1-D
-    ``arrays`` sliced to the chunk (arrays of length 1 are passed through unsliced).
+def map_chunks(kernel, n: int, *arrays, chunk: int = CHUNK) -> None:
+    """Call ``kernel(start, stop, *views)`` over [0, n) in chunks of ``chunk`` rows; ``views``
+    are the ``arrays`` sliced along their first axis (arrays of length 1 pass through unsliced).
 
     Exceptions raised by the kernel propagate to the caller (the first one, in index order).
     """
 
     def run(lo: int, hi: int) -> None:
-        for start in range(lo, hi, CHUNK):
-            stop = min(start + CHUNK, hi)
+        for start in range(lo, hi, chunk):
+            stop = min(start + chunk, hi)
             kernel(start, stop, *(a if a.shape[0] == 1 else a[start:stop] for a in arrays))
 
-    if n <= 2 * CHUNK or _THREADS == 1:
+    if n <= 2 * chunk or _THREADS == 1:
         run(0, n)
         return
-    half = (n // 2 + CHUNK - 1) // CHUNK * CHUNK
+    half = (n // 2 + chunk - 1) // chunk * chunk
     futures = [_executor().submit(run, 0, half), _executor().submit(run, half, n)]
     for future in futures:
         future.result()

@@ -1,0 +1,178 @@
+"""Vectorized NumPy bit packing, bit-identical to the reference :mod:`mxsim.ref.pack`.
+
+Same API and the same layout (see :mod:`mxsim.ref.pack` for the layout definition):
+``pack_blocks``, ``unpack_blocks``, ``pack``, ``unpack``, ``packed_nbytes``.
+
+Method: each group of fields (scales, sub-scales, elements) becomes a 0/1 matrix in stream order
+(field bit j at stream position j for ``lsb``/``bytes``, at w - 1 - j for ``msb``);
+``np.packbits`` / ``np.unpackbits`` with bitorder little (``lsb``, ``bytes``) or big (``msb``)
+convert between stream bits and bytes. Work goes in chunks of blocks to bound memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..formats import get_format
+from ..ref.pack import (
+    DEFAULT_ELEMENT_STREAM,
+    DEFAULT_SCALE_PLACEMENT,
+    ELEMENT_STREAMS,
+    SCALE_PLACEMENTS,
+    _pack_tensor,
+    _record_bits,
+    _unpack_tensor,
+    check_blocks,
+    check_layout,
+    check_payload,
+    finish_unpack,
+    packed_nbytes,
+    padding_error,
+    section_sizes,
+)
+
+__all__ = [
+    "ELEMENT_STREAMS",
+    "SCALE_PLACEMENTS",
+    "DEFAULT_ELEMENT_STREAM",
+    "DEFAULT_SCALE_PLACEMENT",
+    "check_layout",
+    "packed_nbytes",
+    "pack_blocks",
+    "unpack_blocks",
+    "pack",
+    "unpack",
+]
+
+CHUNK_BITS = 1 << 21  # stream bits (bytes of 0/1 matrix) per chunk
+
+
+def _bitorder(element_stream: str) -> str:
+    return "big" if element_stream == "msb" else "little"
+
+
+def _shifts(width: int, element_stream: str) -> np.ndarray:
+    """Shift of the value bit at each stream position of a field of ``width`` stream bits."""
+    shifts = np.arange(width, dtype=np.uint64)
+    return shifts[::-1].copy() if element_stream == "msb" else shifts
+
+
+def _to_bits(values: np.ndarray, width: int, element_stream: str) -> np.ndarray:
+    """(n, m) codes -> (n, m * width) stream bits."""
+    n, m = values.shape
+    if width == 0 or m == 0:
+        return np.zeros((n, 0), np.uint8)
+    bits = (values.astype(np.uint64)[..., None] >> _shifts(width, element_stream)) & np.uint64(1)
+    return bits.astype(np.uint8).reshape(n, m * width)
+
+
+def _from_bits(bits: np.ndarray, width: int, element_stream: str) -> np.ndarray:
+    """(n, m * width) stream bits -> (n, m) codes (uint64)."""
+    n = bits.shape[0]
+    if width == 0:
+        return np.zeros((n, 0), np.uint64)
+    fields = bits.reshape(n, -1, width).astype(np.uint64) << _shifts(width, element_stream)
+    return np.bitwise_or.reduce(fields, axis=-1) if fields.shape[1] else np.zeros((n, 0), np.uint64)
+
+
+def _records_to_bytes(parts: list[np.ndarray], element_stream: str) -> np.ndarray:
+    """Stream bits of n records (a list of (n, b_i) matrices) -> (n, record bytes), each record
+    zero-padded to a whole byte."""
+    bits = np.concatenate(parts, axis=1)
+    pad = -bits.shape[1] % 8
+    if pad:
+        bits = np.concatenate([bits, np.zeros((bits.shape[0], pad), np.uint8)], axis=1)
+    return np.packbits(bits, axis=1, bitorder=_bitorder(element_stream))
+
+
+def _bytes_to_bits(data: np.ndarray, element_stream: str) -> np.ndarray:
+    return np.unpackbits(data, axis=-1, bitorder=_bitorder(element_stream))
+
+
+def _chunks(n: int, bits_per_item: int, multiple: int = 1):
+    """Slices of range(n), each about CHUNK_BITS stream bits and a multiple of ``multiple`` items."""
+    step = max(CHUNK_BITS // max(bits_per_item, 1), 1)
+    step = -(-step // multiple) * multiple
+    for start in range(0, n, step):
+        yield slice(start, min(start + step, n))
+
+
+def pack_blocks(fmt, scales, subscales, codes, element_stream: str = DEFAULT_ELEMENT_STREAM,
+                scale_placement: str = DEFAULT_SCALE_PLACEMENT) -> bytes:
+    """Pack n blocks (n scales, n * subblocks sub-scales or None, n * block_size codes)."""
+    fmt = get_format(fmt, kind="block")
+    check_layout(element_stream, scale_placement)
+    scales, subscales, codes = check_blocks(fmt, scales, subscales, codes)
+    n, k = scales.size, fmt.block_size
+    sw, dw, ew = _record_bits(fmt, element_stream)
+    order = "lsb" if element_stream == "bytes" else element_stream
+    heads = []
+    out = []
+    record_bits = sw + fmt.subblocks * dw + (k * ew if scale_placement == "interleaved" else 0)
+    for part in _chunks(n, record_bits):
+        fields = [_to_bits(scales[part, None], sw, order)]
+        if subscales is not None:
+            fields.append(_to_bits(subscales[part], dw, order))
+        if scale_placement == "interleaved":
+            fields.append(_to_bits(codes[part], ew, order))
+        (out if scale_placement == "interleaved" else heads).append(_records_to_bytes(fields, order).reshape(-1))
+    if scale_placement == "separate":
+        flat = codes.reshape(-1)
+        out = heads
+        # chunks of a multiple of 8 codes hold whole bytes, so they concatenate exactly
+        for part in _chunks(flat.size, ew, 8):
+            out.append(_records_to_bytes([_to_bits(flat[None, part], ew, order)], order).reshape(-1))
+    return b"".join(chunk.tobytes() for chunk in out)
+
+
+def unpack_blocks(fmt, data, n_blocks: int, element_stream: str = DEFAULT_ELEMENT_STREAM,
+                  scale_placement: str = DEFAULT_SCALE_PLACEMENT):
+    """Inverse of :func:`pack_blocks`: (scales (n,), subscales (n, subblocks) or None, codes
+    (n, block_size)) from a payload of exactly :func:`packed_nbytes` bytes."""
+    fmt = get_format(fmt, kind="block")
+    check_layout(element_stream, scale_placement)
+    data = check_payload(fmt, data, n_blocks, element_stream, scale_placement)
+    n, k, sb = int(n_blocks), fmt.block_size, fmt.subblocks
+    sw, dw, ew = _record_bits(fmt, element_stream)
+    order = "lsb" if element_stream == "bytes" else element_stream
+    record, _ = section_sizes(fmt, n, element_stream, scale_placement)
+    raw = np.frombuffer(data, dtype=np.uint8)
+    records = raw[: n * record].reshape(n, record)
+    used = sw + sb * dw + (k * ew if scale_placement == "interleaved" else 0)
+    scales = np.empty(n, np.uint64)
+    subscales = np.empty((n, sb), np.uint64)
+    codes = np.empty((n, k), np.uint64)
+    for part in _chunks(n, record * 8):
+        bits = _bytes_to_bits(records[part], order)
+        if bits[:, used:].any():
+            first = part.start + int(np.flatnonzero(bits[:, used:].any(axis=1))[0])
+            where = f"block {first}" if scale_placement == "interleaved" else f"the scale record of block {first}"
+            raise padding_error(where)
+        scales[part] = _from_bits(bits[:, :sw], sw, order)[:, 0]
+        subscales[part] = _from_bits(bits[:, sw : sw + sb * dw], dw, order)
+        if scale_placement == "interleaved":
+            codes[part] = _from_bits(bits[:, sw + sb * dw : used], ew, order)
+    if scale_placement == "separate":
+        flat = codes.reshape(-1)
+        section = raw[n * record :]
+        # chunks of a multiple of 8 codes start and end on byte boundaries
+        for part in _chunks(flat.size, ew, 8):
+            first_byte, stop_byte = part.start * ew // 8, -(-part.stop * ew // 8)
+            bits = _bytes_to_bits(section[None, first_byte:stop_byte], order)
+            count = (part.stop - part.start) * ew
+            if part.stop == flat.size and bits[:, count:].any():
+                raise padding_error("the end of the element section")
+            flat[part] = _from_bits(bits[:, :count], ew, order).reshape(-1)
+    return finish_unpack(fmt, scales, subscales if sb else None, codes)
+
+
+def pack(tensor, element_stream: str = DEFAULT_ELEMENT_STREAM, scale_placement: str = DEFAULT_SCALE_PLACEMENT) -> bytes:
+    """The payload of an :class:`mxsim.MXTensor` (scales, sub-scales, element codes)."""
+    return _pack_tensor(pack_blocks, tensor, element_stream, scale_placement)
+
+
+def unpack(data, fmt, shape, axis: int = -1, element_stream: str = DEFAULT_ELEMENT_STREAM,
+           scale_placement: str = DEFAULT_SCALE_PLACEMENT, tensor_scale=None, **options):
+    """Inverse of :func:`pack`: an MXTensor of ``fmt`` for an array of ``shape`` blocked along
+    ``axis``; ``tensor_scale`` and the QuantizeOptions ``options`` are recorded on it."""
+    return _unpack_tensor(unpack_blocks, data, fmt, shape, axis, element_stream, scale_placement, tensor_scale, options)
