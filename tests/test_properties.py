@@ -154,7 +154,9 @@ def test_fast_path_equals_reference_on_arbitrary_bit_patterns(dtype, name, data)
         reference.append(_codes_or_error(lambda: ref.encode(float(x), name, rounding, overflow, int8_allow_neg2=allow)))
     errors = [r for r in reference if isinstance(r, type)]
     if errors:
-        assert fast == errors[0], (xs, fast, reference)  # the first offending element decides
+        # Several bad elements: the fast path may report any of them (it checks chunk by chunk,
+        # input validity before overflow), but always one the reference also rejects.
+        assert fast in errors, (xs, fast, reference)
     else:
         assert not isinstance(fast, type), (xs, fast, reference)
         assert fast.tolist() == reference
