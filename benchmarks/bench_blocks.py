@@ -10,12 +10,10 @@ to a NumPy copy of the input measured in the same run (memory bandwidth). torcha
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-
 import numpy as np
 
 import mxsim
+from timing import median_rate
 
 try:
     import torch
@@ -24,16 +22,6 @@ except ImportError:
     torch = None
 
 FORMATS = {"mxfp8_e4m3": "float8_e4m3fn", "mxfp6_e3m2": "fp6_e3m2", "mxfp4_e2m1": "float4_e2m1fn_x2"}
-
-
-def median_rate(function, n: int, repeat: int) -> float:
-    function()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return n / statistics.median(times)
 
 
 def _pack_functions():

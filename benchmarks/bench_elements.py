@@ -10,12 +10,10 @@ all measured in the same run. The machine is noisy: read the medians and ratios,
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-
 import numpy as np
 
 import mxsim
+from timing import median_rate
 
 try:
     import ml_dtypes
@@ -30,17 +28,6 @@ FORMATS = {
     "fp4_e2m1": "float4_e2m1fn",
     "int8": None,
 }
-
-
-def median_rate(function, n: int, repeat: int) -> float:
-    """Median elements per second of ``function()`` over ``repeat`` timed runs (after a warm-up)."""
-    function()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return n / statistics.median(times)
 
 
 def main() -> None:
