@@ -13,6 +13,7 @@ from .formats import BlockFormat, FloatFormat, IntFormat, format_names, get_form
 from .block_policy import SCALE_RULES, QuantizeOptions
 from .policy import OVERFLOW_MODES, ROUNDING_MODES
 from .tensor import MXTensor, quantize
+from .fileformat import load
 
 __version__ = "0.1.0"
 
@@ -28,6 +29,7 @@ __all__ = [
     "OVERFLOW_MODES",
     "quantize",
     "MXTensor",
+    "load",
     "QuantizeOptions",
     "SCALE_RULES",
     "ref",

@@ -11,10 +11,10 @@ from dataclasses import asdict, dataclass, fields
 
 from .policy import ROUNDING_MODES, check_choice
 
-__all__ = ["QuantizeOptions", "SCALE_RULES"]
+__all__ = ["QuantizeOptions", "SCALE_RULES", "OPTION_CHOICES"]
 
 SCALE_RULES = ("floor", "ceil", "even", "rceil", "tosa")
-_CHOICES = {
+OPTION_CHOICES = {
     "scale_rule": SCALE_RULES,
     "rounding": ROUNDING_MODES,
     "inf_policy": ("nan", "saturate"),
@@ -57,7 +57,7 @@ class QuantizeOptions:
     nvfp4_tensor_scale: str = "amax"
 
     def __post_init__(self) -> None:
-        for name, allowed in _CHOICES.items():
+        for name, allowed in OPTION_CHOICES.items():
             check_choice(name, getattr(self, name), allowed)
         for name in ("flush_subnormal_inputs", "int8_allow_neg2"):
             if not isinstance(getattr(self, name), bool):
@@ -76,7 +76,8 @@ class QuantizeOptions:
 
     def check_format(self, fmt) -> None:
         """Reject options a block format family does not have."""
-        if (fmt.subblocks or fmt.scale.name != "e8m0") and self.scale_rule != "floor":
+        shared_exponent = fmt.element.kind == "int" and fmt.element.encoding == "sign_magnitude"
+        if (fmt.subblocks or fmt.scale.name != "e8m0" or shared_exponent) and self.scale_rule != "floor":
             raise ValueError(
                 f"scale_rule={self.scale_rule!r} is not allowed for {fmt.name!r}: its scale rule is fixed "
                 "(shared exponent floor(log2 amax), or the NVFP4 recipe); only 'floor' is accepted"

@@ -3,16 +3,30 @@
 ``mxsim info``                 a table of every format of the catalogue
 ``mxsim info FORMAT``          the parameters and derived properties of one format
 ``mxsim info FORMAT --codes``  every code of an element format with its exact value
+``mxsim quantize IN.npy OUT --format F [options]``   quantize an array into an mxsim tensor file
+``mxsim dequantize IN OUT.npy [--dtype float32]``     decode an mxsim tensor file to an array
+
+Errors are one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import io
 import sys
+from dataclasses import fields
 from fractions import Fraction
 
+import numpy as np
+
 from . import __version__, ref
-from .formats import FORMATS, get_format
+from .block_policy import OPTION_CHOICES
+from .block_policy import QuantizeOptions
+from .fileformat import atomic_write, load, save
+from .formats import ALIASES, FORMATS, format_names, get_format
+from .ref.pack import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, ELEMENT_STREAMS, SCALE_PLACEMENTS
+from .tensor import quantize
 
 __all__ = ["main"]
 
@@ -111,24 +125,104 @@ def _cmd_info(args) -> str:
     return _codes(fmt) if args.codes else _details(fmt)
 
 
+def _load_array(path) -> np.ndarray:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (ValueError, EOFError) as error:  # numpy's messages for non-.npy or object files
+        raise ValueError(f"{path}: cannot read as a .npy array ({error})") from None
+    if not isinstance(array, np.ndarray):
+        array.close()
+        raise ValueError(f"{path}: is an .npz archive; expected a single .npy array")
+    return array
+
+
+def _cmd_quantize(args) -> str:
+    x = _load_array(args.input)
+    options = {f.name: getattr(args, f.name) for f in fields(QuantizeOptions) if getattr(args, f.name) is not None}
+    rand_bits = None if args.rand_bits is None else _load_array(args.rand_bits)
+    tensor = quantize(x, args.format, axis=args.axis, rand_bits=rand_bits, **options)
+    save(tensor, args.output, element_stream=args.element_stream, scale_placement=args.scale_placement)
+    return (
+        f"{args.output}: {tensor.fmt.name}, shape {tensor.shape}, axis {tensor.axis}, {tensor.scales.size} blocks, "
+        f"{args.element_stream}/{args.scale_placement}"
+    )
+
+
+def _cmd_dequantize(args) -> str:
+    tensor = load(args.input)
+    values = tensor.dequantize(args.dtype)
+    buffer = io.BytesIO()
+    np.save(buffer, values, allow_pickle=False)
+    atomic_write(args.output, buffer.getvalue())
+    return f"{args.output}: {values.dtype} array of shape {values.shape} from {tensor.fmt.name}"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit code 2, as argparse's own)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _add_option_flags(parser) -> None:
+    """One flag per QuantizeOptions field; choices come from mxsim.block_policy, defaults from
+    QuantizeOptions itself (an unset flag is not passed on)."""
+    for f in fields(QuantizeOptions):
+        flag = "--" + f.name.replace("_", "-")
+        help_text = f"QuantizeOptions.{f.name} (default: {f.default})"
+        if isinstance(f.default, bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+        elif isinstance(f.default, int):
+            parser.add_argument(flag, type=int, default=None, metavar="N", help=help_text)
+        else:
+            parser.add_argument(flag, choices=OPTION_CHOICES.get(f.name), default=None, help=help_text)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mxsim", description="Bit-accurate MX number format simulator.")
+    parser = _Parser(prog="mxsim", description="Bit-accurate MX number format simulator.")
     parser.add_argument("--version", action="version", version=f"mxsim {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     info = commands.add_parser("info", help="list formats, or describe one")
     info.add_argument("format", nargs="?", help="a format name (default: a table of all)")
     info.add_argument("--codes", action="store_true", help="list every code of the format with its exact value")
     info.set_defaults(run=_cmd_info)
+
+    block_names = format_names("block") + [alias for alias, name in ALIASES.items() if FORMATS[name].kind == "block"]
+    quant = commands.add_parser("quantize", help="quantize a .npy array into an mxsim tensor file")
+    quant.add_argument("input", metavar="IN.npy", help="float16/bfloat16/float32/float64 array")
+    quant.add_argument("output", metavar="OUT", help="mxsim tensor file to write (atomically)")
+    quant.add_argument("--format", required=True, choices=block_names, metavar="FORMAT",
+                       help=f"block format: {', '.join(block_names)}")
+    quant.add_argument("--axis", type=int, default=-1, help="the axis blocks run along (default: -1)")
+    quant.add_argument("--element-stream", choices=ELEMENT_STREAMS, default=DEFAULT_ELEMENT_STREAM,
+                       help=f"bit order of the packed codes (default: {DEFAULT_ELEMENT_STREAM})")
+    quant.add_argument("--scale-placement", choices=SCALE_PLACEMENTS, default=DEFAULT_SCALE_PLACEMENT,
+                       help=f"where block scales go (default: {DEFAULT_SCALE_PLACEMENT})")
+    quant.add_argument("--rand-bits", metavar="RAND.npy", help="integer random words of the input's shape "
+                       "(for --rounding stochastic)")
+    _add_option_flags(quant)
+    quant.set_defaults(run=_cmd_quantize)
+
+    dequant = commands.add_parser("dequantize", help="decode an mxsim tensor file to a .npy array")
+    dequant.add_argument("input", metavar="IN", help="mxsim tensor file")
+    dequant.add_argument("output", metavar="OUT.npy", help=".npy file to write (atomically; no suffix is added)")
+    dequant.add_argument("--dtype", choices=("float32", "float64"), default="float32",
+                         help="output dtype (default: float32)")
+    dequant.set_defaults(run=_cmd_dequantize)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        print(args.run(args))
-    except ValueError as error:
-        print(f"mxsim: error: {error}", file=sys.stderr)
+        output = args.run(args)
+    except (ValueError, OverflowError, OSError) as error:
+        print(f"mxsim: error: {error}".replace("\n", " "), file=sys.stderr)
         return 2
+    try:
+        print(output)
+    except BrokenPipeError:  # e.g. `mxsim info | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # as the Python docs advise
     return 0
 
 

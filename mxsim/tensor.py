@@ -129,10 +129,27 @@ class MXTensor:
             raise ValueError(f"format {fmt.name!r} has no sub-scales")
         if fmt.tensor_scale is None and tensor_scale is not None:
             raise ValueError(f"format {fmt.name!r} has no tensor scale")
-        ndim = codes.ndim
-        axis = _normalize_axis(axis, ndim)
+        if tensor_scale is not None:
+            tensor_scale = Fraction(tensor_scale)
+            if tensor_scale <= 0 or float(tensor_scale) != tensor_scale or np.float32(float(tensor_scale)) != float(tensor_scale):
+                raise ValueError(f"tensor_scale={tensor_scale} must be a positive float32 value")
+        axis = _normalize_axis(axis, codes.ndim)
+        stored = np.moveaxis(np.empty(codes.shape, dtype=np.bool_), -1, axis).shape
         if shape is None:
-            shape = np.moveaxis(np.empty(codes.shape, dtype=np.bool_), -1, axis).shape
+            shape = stored
+        shape = tuple(int(n) for n in shape)
+        if shape == ():  # a scalar is stored as one padded block
+            fits = stored == (fmt.block_size,)
+        elif len(shape) == len(stored):
+            padded = -(-shape[axis] // fmt.block_size) * fmt.block_size
+            fits = padded == stored[axis] and all(a == b for i, (a, b) in enumerate(zip(shape, stored)) if i != axis)
+        else:
+            fits = False
+        if not fits:
+            raise ValueError(
+                f"shape {shape} does not fit codes of shape {codes.shape} (axis {axis}, block_size "
+                f"{fmt.block_size}): the block axis must pad to {stored[axis]} and the other axes match"
+            )
         return cls(fmt, scales.astype(np.uint8), codes.astype(code_dtype(fmt.element)), shape, axis, opts, subscales, tensor_scale)
 
     @staticmethod
@@ -164,6 +181,13 @@ class MXTensor:
 
     def __repr__(self) -> str:
         return f"MXTensor({self.fmt.name}, shape={self.shape}, axis={self.axis}, blocks={self.scales.size})"
+
+    def save(self, path, **layout) -> None:
+        """Write this tensor to ``path`` (see :func:`mxsim.fileformat.save`; ``layout``:
+        element_stream='lsb'|'msb'|'bytes', scale_placement='separate'|'interleaved')."""
+        from .fileformat import save
+
+        save(self, path, **layout)
 
 
 def quantize(x, fmt, axis: int = -1, rand_bits=None, **options) -> MXTensor:

@@ -58,7 +58,8 @@ def _scale_exponents(amax: np.ndarray, element, rule: str) -> np.ndarray:
 
 
 def _read(blocks: np.ndarray, options: QuantizeOptions):
-    x = blocks.astype(np.float64)
+    with np.errstate(invalid="ignore"):  # signalling NaNs quieten when widened; they stay NaN
+        x = blocks.astype(np.float64)
     if options.flush_subnormal_inputs:
         x = np.where(np.abs(x) < 2.0**-126, np.copysign(0.0, x), x)
     nan = np.isnan(x)
@@ -138,6 +139,7 @@ class _ChunkedE8M0Quantizer:
             else:
                 amax_bits = np.where(infinite, np.uint32(0x7F7FFFFF), amax_bits)  # Inf counts as fp32 max
             x = np.where(nan_blocks[:, None], np.float32(0), x)
+            amax_bits = np.where(nan_blocks, np.uint32(0), amax_bits)  # no NaN bit patterns below
         amax = amax_bits.view(np.float32).astype(np.float64)
         exponent = np.full(amax.shape, E8M0_MIN, dtype=np.int64)
         nonzero = amax > 0
@@ -187,7 +189,7 @@ def quantize_blocks(blocks: np.ndarray, fmt, options: QuantizeOptions, tensor_sc
 
 
 def _fp32_exact(x: np.ndarray) -> bool:
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         narrowed = x.astype(np.float32).astype(np.float64)
     return bool(np.all((narrowed == x) | np.isnan(x)))
 
@@ -200,17 +202,19 @@ def _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits):
     amax = magnitude.max(axis=1, initial=0.0)
     lowest = 2.0**-6 if options.nvfp4_scale_min == "normal" else 2.0**-9
     if options.nvfp4_arith == "fp32_steps":
-        wanted = ((amax / 6).astype(np.float32).astype(np.float64) / s_t).astype(np.float32).astype(np.float64)
+        with np.errstate(over="ignore"):
+            wanted = ((amax / 6).astype(np.float32).astype(np.float64) / s_t).astype(np.float32).astype(np.float64)
     else:
         wanted = amax / (6 * s_t)
     scale_codes = encode(np.clip(wanted, lowest, float(fmt.scale.max_normal)), fmt.scale)
     scale = value_table(fmt.scale)[scale_codes]
     if options.nvfp4_arith == "fp32_steps":
-        inverse = np.float64(np.float32(1 / s_t))
-        factor = (inverse / scale).astype(np.float32).astype(np.float64)
         with np.errstate(over="ignore"):
+            inverse = np.float64(np.float32(1 / s_t))
+            factor = (inverse / scale).astype(np.float32).astype(np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
             scaled = (x * factor[:, None]).astype(np.float32).astype(np.float64)
-        scaled = np.where(np.isinf(x), x, scaled)
+        scaled = np.where(np.isinf(x) | (x == 0), x, scaled)  # zeros stay zero even when factor is Inf
     else:
         scaled = x / (s_t * scale)[:, None]
     codes = _element_codes(scaled, fmt, options, rand_bits)

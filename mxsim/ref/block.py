@@ -44,10 +44,9 @@ class QuantizedBlock:
     codes: tuple[int, ...]
 
 
-def to_fp32(q: Fraction) -> Fraction:
-    """q rounded to float32, nearest-even (exact integer arithmetic)."""
-    x = to_exact(q)
-    return decode(encode(x, "fp32", "rne", "ieee"), "fp32").value
+def to_fp32(q: Fraction) -> Exact:
+    """q rounded to float32, nearest-even, overflowing to +-Inf (exact integer arithmetic)."""
+    return decode(encode(to_exact(q), "fp32", "rne", "ieee"), "fp32")
 
 
 def nvfp4_tensor_scale(tensor_amax: Fraction, options: QuantizeOptions = QuantizeOptions()) -> Fraction:
@@ -56,7 +55,7 @@ def nvfp4_tensor_scale(tensor_amax: Fraction, options: QuantizeOptions = Quantiz
     smallest fp32 subnormal instead, so that the block scales stay finite."""
     if options.nvfp4_tensor_scale == "none" or tensor_amax == 0:
         return Fraction(1)
-    return max(to_fp32(Fraction(tensor_amax) / NVFP4_SCALE_NUMERATOR), FP32_MIN_SUBNORMAL)
+    return max(to_fp32(Fraction(tensor_amax) / NVFP4_SCALE_NUMERATOR).value, FP32_MIN_SUBNORMAL)
 
 
 def _read_inputs(values: Sequence[Number], fmt, options: QuantizeOptions) -> list[Exact]:
@@ -156,16 +155,23 @@ def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits) -> Quan
     lowest = TWO**-6 if options.nvfp4_scale_min == "normal" else TWO**-9
     amax = _amax(xs)
     fp32_steps = options.nvfp4_arith == "fp32_steps"
-    wanted = to_fp32(to_fp32(amax / 6) / tensor_scale) if fp32_steps else amax / 6 / tensor_scale
+    if fp32_steps:  # IEEE fp32 steps: a quotient may overflow to Inf, which the clamp absorbs
+        quotient = to_fp32(to_fp32(amax / 6).value / tensor_scale)
+        wanted = fmt.scale.max_normal if quotient.is_inf else quotient.value
+    else:
+        wanted = amax / 6 / tensor_scale
     scale_code = encode(min(max(wanted, lowest), fmt.scale.max_normal), fmt.scale, "rne")
     scale = decode(scale_code, fmt.scale).value
+    if fp32_steps:
+        inverse = to_fp32(1 / tensor_scale)
+        factor = inverse if inverse.is_inf else to_fp32(inverse.value / scale)
     codes = []
     for i, x in enumerate(xs):
         rand = _rand(rand_bits, i)
-        if fp32_steps and x.is_finite:
-            factor = to_fp32(to_fp32(1 / tensor_scale) / scale)
-            y = to_fp32(x.magnitude * factor)
-            codes.append(_encode_element(Exact(x.sign, y), Fraction(1), fmt, options, rand))
+        if fp32_steps and x.is_finite and not x.is_zero:
+            # (mxsim) x * Inf is +-Inf (it saturates); a zero stays zero rather than 0 * Inf = NaN
+            y = Exact.inf(x.sign) if factor.is_inf else to_fp32(x.magnitude * factor.value)
+            codes.append(_encode_element(Exact(x.sign, y.magnitude, y.kind), Fraction(1), fmt, options, rand))
         else:
             codes.append(_encode_element(x, tensor_scale * scale, fmt, options, rand))
     return QuantizedBlock(scale_code, (), tuple(codes))
