@@ -97,6 +97,97 @@ def _chunks(n: int, bits_per_item: int, multiple: int = 1):
         yield slice(start, min(start + step, n))
 
 
+def _group(width: int) -> tuple[int, int] | None:
+    """(codes, bytes) of the smallest whole-byte group of ``width``-bit fields, if it fits in
+    64 bits (every width up to 8, and 10, 12, 16); None otherwise."""
+    codes = 8 // np.gcd(width, 8)
+    return (codes, codes * width // 8) if 0 < codes * width <= 64 else None
+
+
+def _word_dtype(bits: int) -> np.dtype:
+    """The narrowest unsigned integer holding ``bits`` bits (bits <= 64)."""
+    return np.dtype(next(t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if bits <= 8 * np.dtype(t).itemsize))
+
+
+def _field_shifts(codes: int, width: int, element_stream: str) -> list[int]:
+    """Bit offset of each field of a group inside its group integer (first field lowest for
+    lsb, highest for msb)."""
+    shifts = [i * width for i in range(codes)]
+    return shifts[::-1] if element_stream == "msb" else shifts
+
+
+def _group_bytes(words: np.ndarray, nbytes: int, element_stream: str) -> np.ndarray:
+    """(groups,) integers -> (groups, nbytes) bytes: little-endian low bytes (lsb) or
+    big-endian low bytes (msb)."""
+    size = words.dtype.itemsize
+    if element_stream == "msb":
+        return words.astype(words.dtype.newbyteorder(">")).view(np.uint8).reshape(-1, size)[:, size - nbytes :]
+    return words.astype(words.dtype.newbyteorder("<")).view(np.uint8).reshape(-1, size)[:, :nbytes]
+
+
+def _stream_pack(flat: np.ndarray, width: int, element_stream: str) -> np.ndarray | None:
+    """A stream of ``width``-bit codes as bytes, zero-padded at the end; None if unsupported.
+
+    Each group of g codes (g * width = a whole number of bytes, at most 64 bits) becomes one
+    integer whose little-endian (lsb) or big-endian (msb) bytes are the group's bytes: FP4 packs
+    two codes per byte, FP6 four codes per three bytes, FP8 one per byte."""
+    group = _group(width)
+    if group is None:
+        return None
+    g, nbytes = group
+    n = flat.size
+    dtype = _word_dtype(g * width)
+    if n % g:
+        padded = np.zeros(n + g - n % g, dtype)
+        padded[:n] = flat
+    else:
+        padded = flat.astype(dtype, copy=False)
+    columns = padded.reshape(-1, g)
+    words = np.zeros(len(columns), dtype)
+    for i, shift in enumerate(_field_shifts(g, width, element_stream)):
+        words |= columns[:, i] << dtype.type(shift)
+    return _group_bytes(words, nbytes, element_stream).reshape(-1)[: -(-n * width // 8)]
+
+
+def _stream_unpack(section: np.ndarray, count: int, width: int, element_stream: str) -> np.ndarray | None:
+    """Inverse of :func:`_stream_pack`: ``count`` codes from the section's bytes."""
+    group = _group(width)
+    if group is None:
+        return None
+    g, nbytes = group
+    groups = -(-count // g)
+    dtype = _word_dtype(g * width)
+    size = dtype.itemsize
+    if nbytes == size and section.size == groups * nbytes:
+        raw = section
+    else:
+        raw = np.zeros(groups * nbytes, np.uint8)
+        raw[: section.size] = section[: groups * nbytes]
+    if nbytes == size:
+        words = raw.view(dtype.newbyteorder(">" if element_stream == "msb" else "<"))
+    else:
+        wide = np.zeros((groups, size), np.uint8)
+        target = wide[:, size - nbytes :] if element_stream == "msb" else wide[:, :nbytes]
+        target[...] = raw.reshape(groups, nbytes)
+        words = wide.view(dtype.newbyteorder(">" if element_stream == "msb" else "<"))[:, 0]
+    words = words.astype(dtype)
+    mask = dtype.type((1 << width) - 1)
+    codes = np.empty((groups, g), dtype)
+    for i, shift in enumerate(_field_shifts(g, width, element_stream)):
+        np.bitwise_and(words >> dtype.type(shift), mask, out=codes[:, i])
+    return codes.reshape(-1)[:count]
+
+
+def _tail_padding(section: np.ndarray, used_bits: int, element_stream: str) -> int:
+    """The padding bits of the last byte of a stream of ``used_bits`` bits (must be zero): the
+    high bits for lsb streams, the low bits for msb streams."""
+    used = used_bits % 8
+    if not used or not section.size:
+        return 0
+    last = int(section[-1])
+    return last & ((1 << (8 - used)) - 1) if element_stream == "msb" else last >> used
+
+
 def pack_blocks(fmt, scales, subscales, codes, element_stream: str = DEFAULT_ELEMENT_STREAM,
                 scale_placement: str = DEFAULT_SCALE_PLACEMENT) -> bytes:
     """Pack n blocks (n scales, n * subblocks sub-scales or None, n * block_size codes)."""
@@ -119,9 +210,13 @@ def pack_blocks(fmt, scales, subscales, codes, element_stream: str = DEFAULT_ELE
     if scale_placement == "separate":
         flat = codes.reshape(-1)
         out = heads
-        # chunks of a multiple of 8 codes hold whole bytes, so they concatenate exactly
-        for part in _chunks(flat.size, ew, 8):
-            out.append(_records_to_bytes([_to_bits(flat[None, part], ew, order)], order).reshape(-1))
+        stream = _stream_pack(flat, ew, order)
+        if stream is not None:
+            out.append(stream)
+        else:  # widths whose byte groups exceed 64 bits: the bit-matrix route
+            # chunks of a multiple of 8 codes hold whole bytes, so they concatenate exactly
+            for part in _chunks(flat.size, ew, 8):
+                out.append(_records_to_bytes([_to_bits(flat[None, part], ew, order)], order).reshape(-1))
     return b"".join(chunk.tobytes() for chunk in out)
 
 
@@ -155,6 +250,12 @@ def unpack_blocks(fmt, data, n_blocks: int, element_stream: str = DEFAULT_ELEMEN
     if scale_placement == "separate":
         flat = codes.reshape(-1)
         section = raw[n * record :]
+        stream = _stream_unpack(section, flat.size, ew, order)
+        if stream is not None:
+            if _tail_padding(section, flat.size * ew, order):
+                raise padding_error("the end of the element section")
+            flat[:] = stream
+            return finish_unpack(fmt, scales, subscales if sb else None, codes)
         # chunks of a multiple of 8 codes start and end on byte boundaries
         for part in _chunks(flat.size, ew, 8):
             first_byte, stop_byte = part.start * ew // 8, -(-part.stop * ew // 8)
