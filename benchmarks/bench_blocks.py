@@ -13,6 +13,7 @@ import argparse
 import numpy as np
 
 import mxsim
+from mxsim.fast.pack import pack, unpack
 from timing import median_rate
 
 try:
@@ -22,15 +23,6 @@ except ImportError:
     torch = None
 
 FORMATS = {"mxfp8_e4m3": "float8_e4m3fn", "mxfp6_e3m2": "fp6_e3m2", "mxfp4_e2m1": "float4_e2m1fn_x2"}
-
-
-def _pack_functions():
-    """mxsim's pack/unpack, if this version has them (they arrive with the bitstream layer)."""
-    try:
-        from mxsim.fast.pack import pack_tensor, unpack_tensor
-    except ImportError:
-        return None
-    return pack_tensor, unpack_tensor
 
 
 def main() -> None:
@@ -44,20 +36,20 @@ def main() -> None:
     print(f"n = 2^{args.log2n} float32; medians of {args.repeat} runs; M = 10^6 elements/s")
     print(f"numpy copy (memory bandwidth): {copy / 1e6:.1f} M/s\n")
     rows = []
-    packing = _pack_functions()
     for name, torch_name in FORMATS.items():
         tensor = mxsim.quantize(x, name)
         rows.append((f"{name} quantize", median_rate(lambda: mxsim.quantize(x, name), n, args.repeat)))
         rows.append((f"{name} dequantize", median_rate(lambda: tensor.dequantize(), n, args.repeat)))
-        if packing is not None:
-            pack, unpack = packing
-            payload = pack(tensor)
-            rows.append((f"{name} quantize+pack", median_rate(lambda: pack(mxsim.quantize(x, name)), n, args.repeat)))
-            rows.append((f"{name} pack", median_rate(lambda: pack(tensor), n, args.repeat)))
-            rows.append((f"{name} unpack", median_rate(lambda: unpack(payload, tensor), n, args.repeat)))
-            rows.append(
-                (f"{name} unpack+dequantize", median_rate(lambda: unpack(payload, tensor).dequantize(), n, args.repeat))
+        payload = pack(tensor)
+        rows.append((f"{name} quantize+pack", median_rate(lambda: pack(mxsim.quantize(x, name)), n, args.repeat)))
+        rows.append((f"{name} pack", median_rate(lambda: pack(tensor), n, args.repeat)))
+        rows.append((f"{name} unpack", median_rate(lambda: unpack(payload, name, x.shape), n, args.repeat)))
+        rows.append(
+            (
+                f"{name} unpack+dequantize",
+                median_rate(lambda: unpack(payload, name, x.shape).dequantize(), n, args.repeat),
             )
+        )
         if torch is not None:
             hp = torch.from_numpy(x).reshape(-1, 32)
             elem = getattr(torch, torch_name) if hasattr(torch, torch_name) else torch_name

@@ -11,6 +11,8 @@ convert between stream bits and bytes. Work goes in chunks of blocks to bound me
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..formats import get_format
@@ -125,7 +127,43 @@ def _group_bytes(words: np.ndarray, nbytes: int, element_stream: str) -> np.ndar
     return words.astype(words.dtype.newbyteorder("<")).view(np.uint8).reshape(-1, size)[:, :nbytes]
 
 
+def _byte_overlaps(codes: int, width: int, element_stream: str):
+    """For each byte j of a group and each field i that overlaps it: (j, i, shift), where the
+    field's contribution to the byte is field << shift (shift >= 0) or field >> -shift."""
+    for j in range(codes * width // 8):
+        for i in range(codes):
+            low, high = i * width, (i + 1) * width  # stream bits of field i
+            if high <= 8 * j or low >= 8 * j + 8:
+                continue
+            # lsb: stream bit b is bit b % 8 of its byte; msb: bit 7 - b % 8 (and field MSB first)
+            shift = low - 8 * j if element_stream != "msb" else 8 * j + 8 - high
+            yield j, i, shift
+
+
+def _shifted(values: np.ndarray, shift: int) -> np.ndarray:
+    return values << np.uint8(shift) if shift >= 0 else values >> np.uint8(-shift)
+
+
 def _stream_pack(flat: np.ndarray, width: int, element_stream: str) -> np.ndarray | None:
+    """A stream of ``width``-bit codes as bytes, zero-padded at the end; None if unsupported."""
+    if width > 8:
+        return _stream_pack_words(flat, width, element_stream)
+    g, nbytes = _group(width)
+    n = flat.size
+    if width == 8:
+        return flat.astype(np.uint8)
+    padded = flat.astype(np.uint8, copy=False)
+    if n % g:
+        padded = np.zeros(n + g - n % g, np.uint8)
+        padded[:n] = flat
+    fields = padded.reshape(-1, g)
+    out = np.zeros((len(fields), nbytes), np.uint8)
+    for j, i, shift in _byte_overlaps(g, width, element_stream):
+        out[:, j] |= _shifted(fields[:, i], shift)  # uint8 arithmetic drops bits beyond the byte
+    return out.reshape(-1)[: -(-n * width // 8)]
+
+
+def _stream_pack_words(flat: np.ndarray, width: int, element_stream: str) -> np.ndarray | None:
     """A stream of ``width``-bit codes as bytes, zero-padded at the end; None if unsupported.
 
     Each group of g codes (g * width = a whole number of bytes, at most 64 bits) becomes one
@@ -136,7 +174,7 @@ def _stream_pack(flat: np.ndarray, width: int, element_stream: str) -> np.ndarra
         return None
     g, nbytes = group
     n = flat.size
-    dtype = _word_dtype(g * width)
+    dtype = _word_dtype(g * width)  # wide fields: each group of g fields as one integer
     if n % g:
         padded = np.zeros(n + g - n % g, dtype)
         padded[:n] = flat
@@ -151,6 +189,37 @@ def _stream_pack(flat: np.ndarray, width: int, element_stream: str) -> np.ndarra
 
 def _stream_unpack(section: np.ndarray, count: int, width: int, element_stream: str) -> np.ndarray | None:
     """Inverse of :func:`_stream_pack`: ``count`` codes from the section's bytes."""
+    if width > 8:
+        return _stream_unpack_words(section, count, width, element_stream)
+    g, nbytes = _group(width)
+    groups = -(-count // g)
+    if width == 8:
+        return section[:count]
+    if nbytes == 1 and section.size == groups:  # 1, 2, 4-bit fields: a byte -> g codes table
+        return np.take(_byte_table(width, element_stream), section, axis=0).reshape(-1)[:count]
+    raw = section[: groups * nbytes]
+    if raw.size < groups * nbytes:
+        raw = np.concatenate([raw, np.zeros(groups * nbytes - raw.size, np.uint8)])
+    return _unpack_planes(raw.reshape(groups, nbytes), width, element_stream).reshape(-1)[:count]
+
+
+@lru_cache(maxsize=None)
+def _byte_table(width: int, element_stream: str) -> np.ndarray:
+    """(256, g) codes held by each byte value, for fields that tile a byte exactly."""
+    return _unpack_planes(np.arange(256, dtype=np.uint8)[:, None], width, element_stream)
+
+
+def _unpack_planes(data: np.ndarray, width: int, element_stream: str) -> np.ndarray:
+    """(groups, group bytes) -> (groups, g) codes of ``width`` <= 8 bits."""
+    g = _group(width)[0]
+    codes = np.zeros((len(data), g), np.uint8)
+    for j, i, shift in _byte_overlaps(g, width, element_stream):
+        codes[:, i] |= _shifted(data[:, j], -shift)
+    codes &= np.uint8((1 << width) - 1)
+    return codes
+
+
+def _stream_unpack_words(section: np.ndarray, count: int, width: int, element_stream: str) -> np.ndarray | None:
     group = _group(width)
     if group is None:
         return None
@@ -188,6 +257,32 @@ def _tail_padding(section: np.ndarray, used_bits: int, element_stream: str) -> i
     return last & ((1 << (8 - used)) - 1) if element_stream == "msb" else last >> used
 
 
+def _byte_scales_route(fmt, scale_bits: int, element_bits: int, scale_placement: str) -> bool:
+    """The common layouts with a direct route: one-byte scales, no sub-scales, and element
+    fields that group into whole bytes (per block, when interleaved)."""
+    whole_blocks = scale_placement == "separate" or (fmt.block_size * element_bits) % 8 == 0
+    return scale_bits == 8 and not fmt.subblocks and _group(element_bits) is not None and whole_blocks
+
+
+def _pack_byte_scales(scales, codes, width: int, order: str, scale_placement: str) -> np.ndarray:
+    n = scales.size
+    if scale_placement == "separate":
+        return np.concatenate([scales.astype(np.uint8, copy=False), _stream_pack(codes.reshape(-1), width, order)])
+    rows = _stream_pack(codes.reshape(-1), width, order).reshape(n, codes.shape[1] * width // 8)
+    return np.concatenate([scales.astype(np.uint8, copy=False)[:, None], rows], axis=1).reshape(-1)
+
+
+def _unpack_byte_scales(raw: np.ndarray, n: int, k: int, width: int, order: str, scale_placement: str):
+    if scale_placement == "separate":
+        scales, section = raw[:n], raw[n:]
+        if _tail_padding(section, n * k * width, order):
+            raise padding_error("the end of the element section")
+    else:  # whole-byte blocks: no padding anywhere
+        rows = raw.reshape(n, 1 + k * width // 8)
+        scales, section = rows[:, 0], rows[:, 1:].reshape(-1)
+    return scales, _stream_unpack(section, n * k, width, order).reshape(n, k)
+
+
 def pack_blocks(fmt, scales, subscales, codes, element_stream: str = DEFAULT_ELEMENT_STREAM,
                 scale_placement: str = DEFAULT_SCALE_PLACEMENT) -> bytes:
     """Pack n blocks (n scales, n * subblocks sub-scales or None, n * block_size codes)."""
@@ -197,6 +292,8 @@ def pack_blocks(fmt, scales, subscales, codes, element_stream: str = DEFAULT_ELE
     n, k = scales.size, fmt.block_size
     sw, dw, ew = _record_bits(fmt, element_stream)
     order = "lsb" if element_stream == "bytes" else element_stream
+    if _byte_scales_route(fmt, sw, ew, scale_placement):
+        return _pack_byte_scales(scales, codes, ew, order, scale_placement).tobytes()
     heads = []
     out = []
     record_bits = sw + fmt.subblocks * dw + (k * ew if scale_placement == "interleaved" else 0)
@@ -230,6 +327,9 @@ def unpack_blocks(fmt, data, n_blocks: int, element_stream: str = DEFAULT_ELEMEN
     n, k, sb = int(n_blocks), fmt.block_size, fmt.subblocks
     sw, dw, ew = _record_bits(fmt, element_stream)
     order = "lsb" if element_stream == "bytes" else element_stream
+    if _byte_scales_route(fmt, sw, ew, scale_placement):
+        scales, codes = _unpack_byte_scales(np.frombuffer(data, dtype=np.uint8), n, k, ew, order, scale_placement)
+        return finish_unpack(fmt, scales, None, codes)
     record, _ = section_sizes(fmt, n, element_stream, scale_placement)
     raw = np.frombuffer(data, dtype=np.uint8)
     records = raw[: n * record].reshape(n, record)

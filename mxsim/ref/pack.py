@@ -131,7 +131,8 @@ def packed_nbytes(fmt, n_blocks: int, element_stream: str = DEFAULT_ELEMENT_STRE
 def _check_field(name: str, array: np.ndarray, width: int, what: str) -> None:
     if array.dtype.kind not in "ui":
         raise ValueError(f"{name} must be an integer array, got dtype {array.dtype}")
-    if array.size and (int(array.min()) < 0 or int(array.max()) >= (1 << width)):
+    below_zero = array.dtype.kind == "i" and array.size and int(array.min()) < 0
+    if array.size and (below_zero or int(array.max()) >= (1 << width)):
         bad = array[(array < 0) | (array >= (1 << width))].reshape(-1)[0]
         raise ValueError(
             f"{name} hold values outside [0, {(1 << width) - 1}] ({width}-bit {what}); first offender: {int(bad)}"
@@ -202,7 +203,8 @@ def finish_unpack(fmt, scales, subscales, codes):
     if subscales is not None:
         _check_field(f"subscales {what}", subscales, fmt.subscale_bits, f"sub-scale codes of {fmt.name}")
         subscales = subscales.astype(np.uint8)
-    return scales.astype(code_dtype(fmt.scale_storage_bits)), subscales, codes.astype(code_dtype(fmt.element.width))
+    scale_type, code_type = code_dtype(fmt.scale_storage_bits), code_dtype(fmt.element.width)
+    return scales.astype(scale_type, copy=False), subscales, codes.astype(code_type, copy=False)
 
 
 # --- the reference packer: bitstring, one field at a time ---------------------------------------------
