@@ -87,7 +87,9 @@ def test_shapes_dtypes_and_layouts_are_kept():
 def test_float16_and_bfloat16_inputs_are_widened_exactly():
     rng = np.random.default_rng(3)
     wide = (rng.standard_normal(4096) * 2.0 ** rng.integers(-30, 30, 4096)).astype(np.float32)
-    for narrow in (wide.astype(np.float16), wide.astype(ml_dtypes.bfloat16)):
+    with np.errstate(over="ignore"):  # values beyond float16 become inf: still a valid input
+        narrowed = (wide.astype(np.float16), wide.astype(ml_dtypes.bfloat16))
+    for narrow in narrowed:
         for rounding in ("rne", "rtz", "rna"):
             expected = mxsim.encode(narrow.astype(np.float64), "fp8_e4m3", rounding)
             assert np.array_equal(mxsim.encode(narrow, "fp8_e4m3", rounding), expected)

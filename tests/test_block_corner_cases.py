@@ -672,7 +672,6 @@ def idempotence_options(name, data):
       maximum / scale lies in [5.65, 6.38] and rounds to 6, so 6 * scale re-quantizes to scale;
       a subnormal UE4M3 scale does not (amax/6 = 1.5 * 2^-9 -> 2^-8; 4.5 -> 4; 4 * 2^-8 / 6 -> 2^-9).
     """
-    fmt = mxsim.get_format(name)
     options = {"inf_policy": data.draw(st.sampled_from(["nan", "saturate"]))}
     if name == "nvfp4":
         arith = data.draw(st.sampled_from(["exact", "fp32_steps"]))
@@ -720,7 +719,6 @@ def test_value_idempotent_ceil_rules(name, rule, data):
 
 
 def sampled_options(name, data):
-    fmt = mxsim.get_format(name)
     options = {
         "rounding": data.draw(st.sampled_from(mxsim.ROUNDING_MODES)),
         "inf_policy": data.draw(st.sampled_from(["nan", "saturate"])),
@@ -755,7 +753,9 @@ def test_fast_matches_reference(name, data):
         has_inf = options["inf_policy"] == "saturate" and np.isinf(x).any()
         assume(has_inf or finite.size == 0 or finite.max() == 0 or finite.max() >= 2.0**-90)
     rand = rand_words(data, n, options.get("rand_width", 32)) if options["rounding"] == "stochastic" else None
-    t = mxsim.quantize(x.astype(dtype), name, rand_bits=rand, **options)
+    with np.errstate(invalid="ignore"):  # signalling NaN bit patterns quieten when widened
+        wide = x.astype(dtype)
+    t = mxsim.quantize(wide, name, rand_bits=rand, **options)
     opts = mxsim.QuantizeOptions(**options)
     padded = np.concatenate([x, np.zeros(-n % k, np.float32)])
     rand_padded = None if rand is None else np.concatenate([rand, np.zeros(-n % k, np.uint64)])

@@ -21,16 +21,11 @@ import numpy as np
 import pytest
 from gfloat import decode_float
 from gfloat.formats import (
-    format_info_ocp_e2m1,
-    format_info_ocp_e2m3,
-    format_info_ocp_e3m2,
-    format_info_ocp_e4m3,
-    format_info_ocp_e5m2,
-    format_info_ocp_e8m0,
     format_info_ocp_int8,
 )
 
 import mxsim
+from oracle_formats import GFLOAT_FORMATS
 from mxsim import ref
 
 # ---------------------------------------------------------------------------------------------
@@ -80,15 +75,6 @@ ML_DTYPES = {
     "fp16": np.float16,
 }
 
-GFLOAT_FORMATS = {
-    "fp8_e4m3": format_info_ocp_e4m3,
-    "fp8_e5m2": format_info_ocp_e5m2,
-    "fp6_e3m2": format_info_ocp_e3m2,
-    "fp6_e2m3": format_info_ocp_e2m3,
-    "fp4_e2m1": format_info_ocp_e2m1,
-    "e8m0": format_info_ocp_e8m0,
-    "int8": format_info_ocp_int8,
-}
 
 
 def definition_decode(code: int, name: str):
