@@ -148,3 +148,12 @@ def test_cli_errors_are_one_clear_line():
     assert result.returncode == 2 and result.stderr.startswith("mxsim: error: unknown format 'fp7'")
     result = run_cli("info", "mxfp4", "--codes")
     assert result.returncode == 2 and "block format" in result.stderr
+
+
+def test_reference_reads_numpy_scalars_exactly():
+    assert ref.encode(np.float32(0.75), "fp4_e2m1", "rna") == ref.encode(0.75, "fp4_e2m1", "rna") == 0x2
+    assert ref.encode(np.float16(-0.0), "fp8_e4m3") == 0x80
+    assert ref.encode(ml_dtypes.bfloat16(448), "fp8_e4m3") == 0x7E
+    assert ref.encode(np.int64(-2), "int8", int8_allow_neg2=True) == 0x80
+    with pytest.raises(ValueError, match="cannot read longdouble"):
+        ref.encode(np.longdouble(1), "fp8_e4m3")

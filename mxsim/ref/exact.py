@@ -78,11 +78,20 @@ Number = Union[Exact, int, Fraction, float]
 
 
 def to_exact(x: Number) -> Exact:
-    """Convert an int, Fraction, float (exactly, -0.0/inf/nan included) or Exact to Exact."""
+    """Convert an int, Fraction, float (exactly, -0.0/inf/nan included) or Exact to Exact.
+
+    NumPy integer scalars and float16/bfloat16/float32/float64 scalars are accepted too (every
+    one of them is exactly a Python int or float)."""
     if isinstance(x, Exact):
         return x
     if isinstance(x, bool):
         raise ValueError("a bool is not a number here; pass an int, Fraction, float or Exact")
+    dtype = getattr(x, "dtype", None)  # NumPy / ml_dtypes scalars: widen exactly, then read
+    if dtype is not None and getattr(x, "shape", None) == ():
+        if dtype.name in ("float16", "bfloat16", "float32", "float64"):
+            x = float(x)
+        elif dtype.kind in "iu":
+            x = int(x)
     if isinstance(x, (int, Fraction)):
         return Exact(int(x < 0), abs(Fraction(x)))
     if isinstance(x, float):
