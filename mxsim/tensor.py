@@ -33,6 +33,12 @@ def _normalize_axis(axis, ndim: int) -> int:
     return int(axis) % max(ndim, 1)
 
 
+def restore_layout(values: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
+    """Blocked values (block axis last, padded) back to the original ``shape`` and ``axis``."""
+    length = shape[axis] if shape else 1
+    return np.moveaxis(values[..., :length], -1, axis).reshape(shape)
+
+
 class MXTensor:
     """A block-quantized tensor. Build one with :func:`mxsim.quantize` or :meth:`from_codes`."""
 
@@ -173,11 +179,9 @@ class MXTensor:
             values = dequantize_blocks_float32(*blocks)
         else:  # exact in float64, then (for float32) one rounding
             values = dequantize_blocks(*blocks, self.tensor_scale)
-        values = values.reshape(self.codes.shape)
-        length = self.shape[self.axis] if self.shape else 1
-        values = np.moveaxis(values[..., :length], -1, self.axis).reshape(self.shape)
+        values = restore_layout(values.reshape(self.codes.shape), self.shape, self.axis)
         with np.errstate(over="ignore"):
-            return values.astype(dtype)
+            return values.astype(dtype, copy=False)
 
     def __repr__(self) -> str:
         return f"MXTensor({self.fmt.name}, shape={self.shape}, axis={self.axis}, blocks={self.scales.size})"

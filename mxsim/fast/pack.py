@@ -16,6 +16,8 @@ from functools import lru_cache
 import numpy as np
 
 from ..formats import get_format
+from .decode import value_table
+from .chunks import map_chunks
 from ..ref.pack import (
     DEFAULT_ELEMENT_STREAM,
     DEFAULT_SCALE_PLACEMENT,
@@ -31,6 +33,7 @@ from ..ref.pack import (
     packed_nbytes,
     padding_error,
     section_sizes,
+    tensor_layout,
 )
 
 __all__ = [
@@ -44,6 +47,7 @@ __all__ = [
     "unpack_blocks",
     "pack",
     "unpack",
+    "dequantize_packed",
 ]
 
 CHUNK_BITS = 1 << 21  # stream bits (bytes of 0/1 matrix) per chunk
@@ -196,7 +200,14 @@ def _stream_unpack(section: np.ndarray, count: int, width: int, element_stream: 
     if width == 8:
         return section[:count]
     if nbytes == 1 and section.size == groups:  # 1, 2, 4-bit fields: a byte -> g codes table
-        return np.take(_byte_table(width, element_stream), section, axis=0).reshape(-1)[:count]
+        table = _byte_table(width, element_stream)
+        codes = np.empty((groups, g), np.uint8)
+
+        def kernel(start, stop, chunk, out):
+            np.take(table, chunk, axis=0, out=out)
+
+        map_chunks(kernel, groups, section, codes)
+        return codes.reshape(-1)[:count]
     raw = section[: groups * nbytes]
     if raw.size < groups * nbytes:
         raw = np.concatenate([raw, np.zeros(groups * nbytes - raw.size, np.uint8)])
@@ -377,3 +388,44 @@ def unpack(data, fmt, shape, axis: int = -1, element_stream: str = DEFAULT_ELEME
     """Inverse of :func:`pack`: an MXTensor of ``fmt`` for an array of ``shape`` blocked along
     ``axis``; ``tensor_scale`` and the QuantizeOptions ``options`` are recorded on it."""
     return _unpack_tensor(unpack_blocks, data, fmt, shape, axis, element_stream, scale_placement, tensor_scale, options)
+
+
+def dequantize_packed(data, fmt, shape, axis: int = -1, element_stream: str = DEFAULT_ELEMENT_STREAM,
+                      scale_placement: str = DEFAULT_SCALE_PLACEMENT, dtype=np.float32, **unpack_options) -> np.ndarray:
+    """``unpack(data, ...).dequantize(dtype)`` in one pass where the layout allows: float32
+    output, one-byte E8M0 scales, no sub-scales, element fields that tile a byte (FP4, FP8).
+    Each packed byte is looked up in a table of the float32 values it holds, then multiplied by
+    its block's power-of-two scale: the same single rounding as :meth:`MXTensor.dequantize`.
+    Other layouts and formats go through :func:`unpack` and :meth:`MXTensor.dequantize`."""
+    from ..tensor import restore_layout
+
+    fmt = get_format(fmt, kind="block")
+    check_layout(element_stream, scale_placement)
+    sw, _, ew = _record_bits(fmt, element_stream)
+    order = "lsb" if element_stream == "bytes" else element_stream
+    # fields that tile a byte and are exactly the element's width (every byte value is valid)
+    tiles_a_byte = ew == fmt.element.width and _group(ew) is not None and _group(ew)[1] == 1
+    if not (np.dtype(dtype) == np.float32 and fmt.scale.name == "e8m0" and tiles_a_byte
+            and _byte_scales_route(fmt, sw, ew, scale_placement) and not unpack_options):
+        return unpack(data, fmt, shape, axis, element_stream, scale_placement, **unpack_options).dequantize(dtype)
+    codes_shape, axis = tensor_layout(fmt, shape, axis)
+    n = int(np.prod(codes_shape, dtype=np.int64)) // fmt.block_size
+    raw = np.frombuffer(check_payload(fmt, data, n, element_stream, scale_placement), dtype=np.uint8)
+    per_block = fmt.block_size * ew // 8
+    if scale_placement == "separate":
+        scales, packed = raw[:n], raw[n:].reshape(n, per_block)
+    else:
+        rows = raw.reshape(n, 1 + per_block)
+        scales, packed = rows[:, 0], rows[:, 1:]
+    codes_of_byte = _byte_table(ew, order)  # (256, codes per byte)
+    table = value_table(fmt.element).astype(np.float32)[codes_of_byte]
+    powers = value_table(fmt.scale).astype(np.float32)
+    out = np.empty((n, per_block, codes_of_byte.shape[1]), np.float32)
+
+    def kernel(start, stop, packed, scales, out):
+        np.take(table, packed, axis=0, out=out)
+        with np.errstate(over="ignore"):
+            np.multiply(out, powers[scales][:, None, None], out=out)
+
+    map_chunks(kernel, n, packed, scales, out, chunk=max(1, (1 << 16) // fmt.block_size))
+    return restore_layout(out.reshape(codes_shape), tuple(int(s) for s in shape), axis)
