@@ -161,9 +161,15 @@ def _stream_pack(flat: np.ndarray, width: int, element_stream: str) -> np.ndarra
         padded = np.zeros(n + g - n % g, np.uint8)
         padded[:n] = flat
     fields = padded.reshape(-1, g)
-    out = np.zeros((len(fields), nbytes), np.uint8)
-    for j, i, shift in _byte_overlaps(g, width, element_stream):
-        out[:, j] |= _shifted(fields[:, i], shift)  # uint8 arithmetic drops bits beyond the byte
+    out = np.empty((len(fields), nbytes), np.uint8)
+    overlaps = list(_byte_overlaps(g, width, element_stream))
+
+    def kernel(start, stop, fields, out):
+        out[...] = 0
+        for j, i, shift in overlaps:
+            out[:, j] |= _shifted(fields[:, i], shift)  # uint8 arithmetic drops bits beyond the byte
+
+    map_chunks(kernel, len(fields), fields, out)
     return out.reshape(-1)[: -(-n * width // 8)]
 
 
