@@ -157,3 +157,22 @@ def test_reference_reads_numpy_scalars_exactly():
     assert ref.encode(np.int64(-2), "int8", int8_allow_neg2=True) == 0x80
     with pytest.raises(ValueError, match="cannot read longdouble"):
         ref.encode(np.longdouble(1), "fp8_e4m3")
+
+
+def test_block_kernels_match_the_reference_across_chunks_and_threads():
+    from mxsim.fast.chunks import BLOCK_CHUNK
+    from mxsim.fast.pack import dequantize_packed, pack
+
+    rng = np.random.default_rng(8)
+    n = 3 * BLOCK_CHUNK + 96
+    x = (rng.standard_normal(n) * 2.0 ** rng.integers(-20, 20, n)).astype(np.float32)
+    x[BLOCK_CHUNK + 5] = np.nan  # a NaN block in the second chunk
+    for name in ("mxfp8_e4m3", "mxfp4"):
+        t = mxsim.quantize(x, name)
+        blocks = np.concatenate([np.arange(4), rng.integers(0, n // 32, 60), [BLOCK_CHUNK // 32, n // 32 - 1]])
+        for b in blocks:
+            expected = ref.quantize_block([float(v) for v in x[32 * b : 32 * b + 32]], name)
+            assert (t.scales[b], t.codes[32 * b : 32 * b + 32].tolist()) == (expected.scale, list(expected.codes))
+        values = t.dequantize()
+        assert np.array_equal(dequantize_packed(pack(t), name, x.shape).view(np.uint32), values.view(np.uint32))
+        assert np.isnan(values[BLOCK_CHUNK : BLOCK_CHUNK + 32]).all()

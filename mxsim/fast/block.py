@@ -22,7 +22,7 @@ import numpy as np
 from ..block_policy import QuantizeOptions
 from ..ref.block import FP32_MAX, quantize_block
 from ..ref.scale import E8M0_MAX, E8M0_MIN, fraction_bits
-from .chunks import CHUNK, map_chunks
+from .chunks import BLOCK_CHUNK, map_chunks
 from .decode import value_table
 from .encode import _Binary, _IntKernel, _RneSaturateKernel, encode
 
@@ -163,7 +163,7 @@ def quantize_blocks(blocks: np.ndarray, fmt, options: QuantizeOptions, tensor_sc
         scales = np.empty(len(blocks), dtype=np.uint8)
         codes = np.empty(blocks.shape, dtype=np.uint8)
         kernel = _ChunkedE8M0Quantizer(fmt, options)
-        map_chunks(kernel, len(blocks), blocks, scales, codes, chunk=max(1, CHUNK // fmt.block_size))
+        map_chunks(kernel, len(blocks), blocks, scales, codes, chunk=max(1, BLOCK_CHUNK // fmt.block_size))
         return scales, None, codes
     x, magnitude, nan_blocks = _read(blocks, options)
     amax = magnitude.max(axis=1, initial=0.0)
@@ -268,5 +268,5 @@ def dequantize_blocks_float32(scales, subscales, codes, fmt) -> np.ndarray:
         with np.errstate(over="ignore"):
             np.multiply(out, factor, out=out)
 
-    map_chunks(kernel, len(codes), *arrays, chunk=max(1, CHUNK // fmt.block_size))
+    map_chunks(kernel, len(codes), *arrays, chunk=max(1, BLOCK_CHUNK // fmt.block_size))
     return out

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..formats import get_format
 from .decode import value_table
-from .chunks import map_chunks
+from .chunks import BLOCK_CHUNK, map_chunks
 from ..ref.pack import (
     DEFAULT_ELEMENT_STREAM,
     DEFAULT_SCALE_PLACEMENT,
@@ -433,5 +433,5 @@ def dequantize_packed(data, fmt, shape, axis: int = -1, element_stream: str = DE
         with np.errstate(over="ignore"):
             np.multiply(out, powers[scales][:, None, None], out=out)
 
-    map_chunks(kernel, n, packed, scales, out, chunk=max(1, (1 << 16) // fmt.block_size))
+    map_chunks(kernel, n, packed, scales, out, chunk=max(1, BLOCK_CHUNK // fmt.block_size))
     return restore_layout(out.reshape(codes_shape), tuple(int(s) for s in shape), axis)
