@@ -3,10 +3,14 @@
 Same API and the same layout (see :mod:`mxsim.ref.pack` for the layout definition):
 ``pack_blocks``, ``unpack_blocks``, ``pack``, ``unpack``, ``packed_nbytes``.
 
-Method: each group of fields (scales, sub-scales, elements) becomes a 0/1 matrix in stream order
-(field bit j at stream position j for ``lsb``/``bytes``, at w - 1 - j for ``msb``);
-``np.packbits`` / ``np.unpackbits`` with bitorder little (``lsb``, ``bytes``) or big (``msb``)
-convert between stream bits and bytes. Work goes in chunks of blocks to bound memory.
+Method: the element stream, the bulk of a payload, is packed in whole-byte groups of fields
+(FP4: two codes per byte, FP6: four per three bytes, MX4's 3-bit fields: eight per three bytes):
+each output byte is the OR of its overlapping fields shifted in uint8 arithmetic, on two threads;
+1, 2 and 4-bit fields unpack through a 256-entry byte table. One-byte scales without sub-scales
+are copied directly. Everything else (sub-scale records, odd interleaved records) goes through a
+0/1 bit matrix and ``np.packbits`` / ``np.unpackbits`` (bitorder little for ``lsb``/``bytes``,
+big for ``msb``), in chunks of blocks to bound memory. :func:`dequantize_packed` decodes packed
+FP4/FP8 bytes straight to float32.
 """
 
 from __future__ import annotations
@@ -176,9 +180,9 @@ def _stream_pack(flat: np.ndarray, width: int, element_stream: str) -> np.ndarra
 def _stream_pack_words(flat: np.ndarray, width: int, element_stream: str) -> np.ndarray | None:
     """A stream of ``width``-bit codes as bytes, zero-padded at the end; None if unsupported.
 
-    Each group of g codes (g * width = a whole number of bytes, at most 64 bits) becomes one
-    integer whose little-endian (lsb) or big-endian (msb) bytes are the group's bytes: FP4 packs
-    two codes per byte, FP6 four codes per three bytes, FP8 one per byte."""
+    For fields wider than a byte (10, 12, 16 bits): each group of g codes (g * width = a whole
+    number of bytes, at most 64 bits) becomes one integer whose little-endian (lsb) or
+    big-endian (msb) bytes are the group's bytes."""
     group = _group(width)
     if group is None:
         return None
