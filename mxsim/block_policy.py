@@ -8,6 +8,7 @@ read it; neither keeps defaults of its own.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from fractions import Fraction
 
 from .policy import ROUNDING_MODES, check_choice
 
@@ -82,6 +83,12 @@ class QuantizeOptions:
                 f"scale_rule={self.scale_rule!r} is not allowed for {fmt.name!r}: its scale rule is fixed "
                 "(shared exponent floor(log2 amax), or the NVFP4 recipe); only 'floor' is accepted"
             )
+
+    @property
+    def nvfp4_scale_lowest(self) -> Fraction:
+        """The NVFP4 block-scale lower clamp: 2^-6 ('normal', E4M3's smallest normal, torchao)
+        or 2^-9 ('subnormal', its smallest subnormal)."""
+        return Fraction(1, 2**6) if self.nvfp4_scale_min == "normal" else Fraction(1, 2**9)
 
     def as_dict(self) -> dict:
         return asdict(self)

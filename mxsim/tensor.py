@@ -22,7 +22,7 @@ from .fast.block import dequantize_blocks, dequantize_blocks_float32, quantize_b
 from .fast.decode import code_dtype
 from .fast.encode import _as_binary_array
 from .formats import get_format
-from .ref.block import nvfp4_tensor_scale
+from .ref.block import FP32_MAX, nvfp4_tensor_scale
 
 __all__ = ["MXTensor", "quantize"]
 
@@ -78,7 +78,7 @@ class MXTensor:
             finite = np.abs(values[np.isfinite(values)]).astype(np.float64)
             amax = Fraction(float(finite.max())) if finite.size else Fraction(0)
             if opts.inf_policy == "saturate" and np.isinf(values).any():
-                amax = Fraction(float(np.finfo(np.float32).max))
+                amax = FP32_MAX  # an Inf counts as the largest fp32, as in the block amax
             tensor_scale = nvfp4_tensor_scale(amax, opts)
         scales, subscales, codes = quantize_blocks(blocks, fmt, opts, tensor_scale, rand)
         lead = padded_shape[:-1]

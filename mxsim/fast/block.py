@@ -20,7 +20,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..block_policy import QuantizeOptions
-from ..ref.block import FP32_MAX, quantize_block
+from ..ref.block import FP32_MAX, FP32_MIN_NORMAL, nan_block_element_code, quantize_block
 from ..ref.scale import E8M0_MAX, E8M0_MIN, fraction_bits
 from .chunks import BLOCK_CHUNK, map_chunks
 from .decode import value_table
@@ -29,7 +29,6 @@ from .encode import _Binary, _IntKernel, _RneSaturateKernel, encode
 __all__ = ["quantize_blocks", "dequantize_blocks", "dequantize_blocks_float32", "floor_log2"]
 
 TINY = 2.0**-1000
-E8M0_NAN = 0xFF
 
 
 def floor_log2(magnitude: np.ndarray) -> np.ndarray:
@@ -61,7 +60,7 @@ def _read(blocks: np.ndarray, options: QuantizeOptions):
     with np.errstate(invalid="ignore"):  # signalling NaNs quieten when widened; they stay NaN
         x = blocks.astype(np.float64)
     if options.flush_subnormal_inputs:
-        x = np.where(np.abs(x) < 2.0**-126, np.copysign(0.0, x), x)
+        x = np.where(np.abs(x) < float(FP32_MIN_NORMAL), np.copysign(0.0, x), x)
     nan = np.isnan(x)
     inf = np.isinf(x)
     nan_blocks = nan.any(axis=1) | (inf.any(axis=1) if options.inf_policy == "nan" else False)
@@ -86,7 +85,7 @@ def _element_codes(scaled: np.ndarray, fmt, options: QuantizeOptions, rand_bits)
 
 
 def _nan_codes(fmt, codes: np.ndarray, nan_blocks: np.ndarray) -> None:
-    codes[nan_blocks] = fmt.element.nan_code() if fmt.element.has_nan else 0
+    codes[nan_blocks] = nan_block_element_code(fmt.element)
 
 
 class _ChunkedE8M0Quantizer:
@@ -122,7 +121,7 @@ class _ChunkedE8M0Quantizer:
             self.element_kernel = _RneSaturateKernel(element, self.FP32)
         else:
             self.element_kernel = _IntKernel(element, "rne", "saturate", options.int8_allow_neg2)
-        self.nan_element = element.nan_code() if element.has_nan else 0
+        self.nan_element = nan_block_element_code(element)
 
     def __call__(self, start, stop, x, scales, codes):
         magnitude = x.view(np.uint32) & np.uint32(0x7FFFFFFF)
@@ -150,7 +149,7 @@ class _ChunkedE8M0Quantizer:
         self.element_kernel(start, stop, scaled.reshape(-1), codes.reshape(-1))
         np.add(exponent, -E8M0_MIN, out=scales, casting="unsafe")
         if nan_blocks is not None:
-            scales[nan_blocks] = E8M0_NAN
+            scales[nan_blocks] = self.fmt.scale.nan_code()
             codes[nan_blocks] = self.nan_element
 
 
@@ -184,7 +183,7 @@ def quantize_blocks(blocks: np.ndarray, fmt, options: QuantizeOptions, tensor_sc
     codes = _element_codes(np.ldexp(x, -shift), fmt, options, rand_bits)
     _nan_codes(fmt, codes, nan_blocks)
     scales = (exponent - E8M0_MIN).astype(np.uint8)
-    scales[nan_blocks] = E8M0_NAN
+    scales[nan_blocks] = fmt.scale.nan_code()
     return scales, subscales, codes
 
 
@@ -200,7 +199,7 @@ def _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits):
         return _nvfp4_by_reference(blocks, fmt, options, tensor_scale, rand_bits)
     x, magnitude, nan_blocks = _read(blocks, options)
     amax = magnitude.max(axis=1, initial=0.0)
-    lowest = 2.0**-6 if options.nvfp4_scale_min == "normal" else 2.0**-9
+    lowest = float(options.nvfp4_scale_lowest)
     if options.nvfp4_arith == "fp32_steps":
         with np.errstate(over="ignore"):
             wanted = ((amax / 6).astype(np.float32).astype(np.float64) / s_t).astype(np.float32).astype(np.float64)

@@ -24,13 +24,21 @@ from .encode import encode
 from .exact import Exact, Number, floor_log2, to_exact
 from .scale import E8M0_MAX, E8M0_MIN, scale_exponent
 
-__all__ = ["QuantizedBlock", "quantize_block", "dequantize_block", "nvfp4_tensor_scale", "to_fp32", "FP32_MAX"]
+__all__ = [
+    "QuantizedBlock",
+    "quantize_block",
+    "dequantize_block",
+    "nvfp4_tensor_scale",
+    "nan_block_element_code",
+    "to_fp32",
+    "FP32_MAX",
+    "FP32_MIN_NORMAL",
+]
 
 TWO = Fraction(2)
 FP32_MAX = (2 - TWO**-23) * TWO**127
 FP32_MIN_NORMAL = TWO**-126
 FP32_MIN_SUBNORMAL = TWO**-149
-E8M0_NAN = 0xFF
 NVFP4_SCALE_NUMERATOR = 6 * 448  # largest E2M1 magnitude times largest E4M3 magnitude
 
 
@@ -105,9 +113,15 @@ def quantize_block(
     return _quantize_e8m0(xs, fmt, options, rand_bits)
 
 
-def _nan_block(fmt, scale_code: int) -> QuantizedBlock:
-    element_code = fmt.element.nan_code() if fmt.element.has_nan else 0
-    return QuantizedBlock(scale_code, (0,) * fmt.subblocks, (element_code,) * fmt.block_size)
+def nan_block_element_code(element) -> int:
+    """The code every element of a NaN block gets: the element's NaN code, else 0."""
+    return element.nan_code() if element.has_nan else 0
+
+
+def _nan_block(fmt) -> QuantizedBlock:
+    """Scale = the scale format's NaN code (E8M0 0xFF, UE4M3 0x7F), sub-scales 0."""
+    code = nan_block_element_code(fmt.element)
+    return QuantizedBlock(fmt.scale.nan_code(), (0,) * fmt.subblocks, (code,) * fmt.block_size)
 
 
 def _encode_element(x: Exact, divisor: Fraction, fmt, options: QuantizeOptions, rand) -> int:
@@ -137,7 +151,7 @@ def _microexponents(xs: list[Exact], fmt, exponent: int) -> list[int]:
 
 def _quantize_e8m0(xs, fmt, options, rand_bits) -> QuantizedBlock:
     if _is_nan_block(xs, options):
-        return _nan_block(fmt, E8M0_NAN)
+        return _nan_block(fmt)
     amax = _amax(xs)
     exponent = E8M0_MIN if amax == 0 else scale_exponent(amax, fmt.element, options.scale_rule)
     exponent = min(max(exponent, E8M0_MIN), E8M0_MAX)
@@ -151,8 +165,8 @@ def _quantize_e8m0(xs, fmt, options, rand_bits) -> QuantizedBlock:
 
 def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits) -> QuantizedBlock:
     if _is_nan_block(xs, options):
-        return _nan_block(fmt, fmt.scale.nan_code())
-    lowest = TWO**-6 if options.nvfp4_scale_min == "normal" else TWO**-9
+        return _nan_block(fmt)
+    lowest = options.nvfp4_scale_lowest
     amax = _amax(xs)
     fp32_steps = options.nvfp4_arith == "fp32_steps"
     if fp32_steps:  # IEEE fp32 steps: a quotient may overflow to Inf, which the clamp absorbs
