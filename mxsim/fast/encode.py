@@ -23,7 +23,7 @@ from .chunks import map_chunks
 from .decode import check_fast_format, code_dtype
 from .round import round_shifted
 
-__all__ = ["encode"]
+__all__ = ["encode", "encode_dyadic", "floor_log2_int64"]
 
 _INPUT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
@@ -218,6 +218,65 @@ class _IntKernel:
         out[...] = code
 
 
+def floor_log2_int64(n: np.ndarray) -> np.ndarray:
+    """floor(log2(n)) of int64 values in [1, 2^62], exactly (float64(n) may round up to the next
+    power of two; that case steps back). Values below 1 give a harmless negative number."""
+    e = np.frexp(n.astype(np.float64))[1] - 1
+    return e - ((n >> np.clip(e, 0, 62)) == 0)
+
+
+def encode_dyadic(significand, lsb_exponent, negative, fmt, rounding, rand=None, rand_width=32, allow_neg2=False):
+    """Round the finite values (-1)^negative * significand * 2^lsb_exponent into ``fmt`` codes.
+
+    ``significand``: int64 in [0, 2^62); ``lsb_exponent``: int64; ``negative``: bool. Same
+    rounding as :func:`mxsim.ref.encode` (``rand``: stochastic words). Returns ``(code,
+    overflows)``: the code of the rounded value where it fits, and a mask of the values whose
+    rounding exceeds the largest finite magnitude (their code is left to the caller's overflow
+    rule). ``allow_neg2``: two's-complement integers may take the most negative code.
+    """
+    is_zero = significand == 0
+    floor_log2 = lsb_exponent + floor_log2_int64(significand)
+    # Anything at or above 2^(emax + 2) overflows whatever the rounding; keep its integer
+    # arithmetic harmless and report it as an overflow.
+    beyond = ~is_zero & (floor_log2 > fmt.emax + 1)
+    significand = np.where(beyond, 0, significand)
+    if fmt.kind == "float":
+        grid = np.maximum(floor_log2, fmt.emin) - fmt.mantissa_bits
+    else:
+        grid = np.full_like(floor_log2, -fmt.frac_bits)
+    rounded = round_shifted(significand, grid - lsb_exponent, rounding, negative, rand, rand_width)
+    if fmt.kind == "float":
+        code, overflows = _assemble_float(fmt, rounded, grid, negative, floor_log2, is_zero)
+    else:
+        code, overflows = _assemble_int(fmt, rounded, negative, allow_neg2)
+    return code, (overflows & ~is_zero) | beyond
+
+
+def _assemble_float(fmt, rounded, grid, negative, floor_log2, is_zero):
+    m = fmt.mantissa_bits
+    max_significand = (fmt.max_code & ((1 << m) - 1)) | (1 << m)
+    top_grid = fmt.emax - m
+    overflows = (grid > top_grid) | ((grid == top_grid) & (rounded > max_significand))
+    carry = rounded == (1 << (m + 1))
+    rounded = np.where(carry, rounded >> 1, rounded)
+    grid = grid + carry
+    normal_code = ((grid + m + fmt.bias) << m) | (rounded - (1 << m))
+    code = np.where(rounded < (1 << m), rounded, normal_code)
+    if not fmt.subnormals:  # no zero and nothing below the smallest normal (e8m0)
+        code = np.where((floor_log2 < fmt.emin) & ~is_zero, 0, code)
+    return code | np.where(negative, fmt.sign_mask, 0), overflows
+
+
+def _assemble_int(fmt, rounded, negative, allow_neg2):
+    limit = np.where(negative & allow_neg2, fmt.max_int + 1, fmt.max_int)
+    overflows = rounded > limit
+    if fmt.encoding == "sign_magnitude":
+        code = rounded | np.where(negative, fmt.sign_mask, 0)
+    else:
+        code = np.where(negative, -rounded, rounded) & ((1 << fmt.bits) - 1)
+    return code, overflows
+
+
 class _GenericKernel:
     """Every format, rounding and overflow mode, from the exact significand and exponent of x."""
 
@@ -240,22 +299,11 @@ class _GenericKernel:
         _check_specials(fmt, start, x, is_nan, negative & ~is_zero & ~is_nan, is_zero)
         negative &= fmt.signed
         significand |= (field != 0).astype(np.int64) << 52
+        significand[special] = 0  # Inf and NaN are decided below
         lsb_exponent = np.maximum(field, 1) - 1075
-        floor_log2 = lsb_exponent + np.frexp(significand.astype(np.float64))[1] - 1
-        # Anything at or above 2^(emax + 2) overflows whatever the rounding; keep its integer
-        # arithmetic harmless and decide it below.
-        beyond = special | (floor_log2 > fmt.emax + 1)
-        significand[beyond] = 0
-        if fmt.kind == "float":
-            grid = np.maximum(floor_log2, fmt.emin) - fmt.mantissa_bits
-        else:
-            grid = np.full_like(floor_log2, -fmt.frac_bits)
-        rounded = round_shifted(significand, grid - lsb_exponent, self.rounding, negative, rand, self.rand_width)
-        if fmt.kind == "float":
-            code, overflows = self._assemble_float(rounded, grid, negative, floor_log2, is_zero)
-        else:
-            code, overflows = self._assemble_int(rounded, negative)
-        overflows = (overflows | beyond) & ~special  # Inf and NaN are decided below
+        code, overflows = encode_dyadic(
+            significand, lsb_exponent, negative, fmt, self.rounding, rand, self.rand_width, self.allow_neg2
+        )
         if self.outcomes.error:
             if (overflows | is_inf).any():
                 _raise_at(OverflowError, f"value overflows format {fmt.name!r} under overflow='error'", start, overflows | is_inf, x)
@@ -266,31 +314,6 @@ class _GenericKernel:
         if fmt.has_nan:
             code = np.where(is_nan, self.outcomes.nan[negative.astype(np.intp)], code)
         out[...] = code
-
-    def _assemble_float(self, rounded, grid, negative, floor_log2, is_zero):
-        fmt = self.fmt
-        m = fmt.mantissa_bits
-        max_significand = (fmt.max_code & ((1 << m) - 1)) | (1 << m)
-        top_grid = fmt.emax - m
-        overflows = (grid > top_grid) | ((grid == top_grid) & (rounded > max_significand))
-        carry = rounded == (1 << (m + 1))
-        rounded = np.where(carry, rounded >> 1, rounded)
-        grid = grid + carry
-        normal_code = ((grid + m + fmt.bias) << m) | (rounded - (1 << m))
-        code = np.where(rounded < (1 << m), rounded, normal_code)
-        if not fmt.subnormals:  # no zero and nothing below the smallest normal (e8m0)
-            code = np.where((floor_log2 < fmt.emin) & ~is_zero, 0, code)
-        return code | np.where(negative, fmt.sign_mask, 0), overflows
-
-    def _assemble_int(self, rounded, negative):
-        fmt = self.fmt
-        limit = np.where(negative & self.allow_neg2, fmt.max_int + 1, fmt.max_int)
-        overflows = rounded > limit
-        if fmt.encoding == "sign_magnitude":
-            code = rounded | np.where(negative, fmt.sign_mask, 0)
-        else:
-            code = np.where(negative, -rounded, rounded) & ((1 << fmt.bits) - 1)
-        return code, overflows
 
 
 def encode(
