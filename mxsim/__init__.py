@@ -4,6 +4,7 @@ Public surface:
 
 * formats: :func:`get_format`, :class:`FloatFormat`, :class:`IntFormat`, :class:`BlockFormat`;
 * arrays (fast path): :func:`encode`, :func:`decode`, :func:`quantize` -> :class:`MXTensor`;
+* the dot-product datapath: :func:`dot` of two MXTensors, configured by :class:`Accumulator`;
 * the integer-only reference model: :mod:`mxsim.ref` (``ref.encode``, ``ref.decode``).
 """
 
@@ -14,6 +15,8 @@ from .block_policy import SCALE_RULES, QuantizeOptions
 from .policy import OVERFLOW_MODES, ROUNDING_MODES
 from .tensor import MXTensor, quantize
 from .fileformat import load
+from .accumulator import Accumulator
+from .tensor_dot import DotResult, dot
 
 __version__ = "0.1.0"
 
@@ -30,6 +33,9 @@ __all__ = [
     "quantize",
     "MXTensor",
     "load",
+    "dot",
+    "DotResult",
+    "Accumulator",
     "QuantizeOptions",
     "SCALE_RULES",
     "ref",

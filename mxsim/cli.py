@@ -5,6 +5,8 @@
 ``mxsim info FORMAT --codes``  every code of an element format with its exact value
 ``mxsim quantize IN.npy OUT --format F [options]``   quantize an array into an mxsim tensor file
 ``mxsim dequantize IN OUT.npy [--dtype float32]``     decode an mxsim tensor file to an array
+``mxsim dot A B OUT.npy [--preset P] [accumulator flags] [--details OUT.npz]``   DotGeneral of two
+                               tensor files along their block axes
 
 Errors are one line on stderr and exit code 2.
 """
@@ -26,7 +28,9 @@ from .block_policy import QuantizeOptions
 from .fileformat import atomic_write, load, save
 from .formats import ALIASES, FORMATS, format_names, get_format
 from .ref.pack import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, ELEMENT_STREAMS, SCALE_PLACEMENTS
+from .accumulator import ACCUMULATOR_CHOICES, PRESETS, Accumulator
 from .tensor import quantize
+from .tensor_dot import dot
 
 __all__ = ["main"]
 
@@ -138,7 +142,7 @@ def _load_array(path) -> np.ndarray:
 
 def _cmd_quantize(args) -> str:
     x = _load_array(args.input)
-    options = {f.name: getattr(args, f.name) for f in fields(QuantizeOptions) if getattr(args, f.name) is not None}
+    options = _given_options(args, QuantizeOptions)
     rand_bits = None if args.rand_bits is None else _load_array(args.rand_bits)
     tensor = quantize(x, args.format, axis=args.axis, rand_bits=rand_bits, **options)
     save(tensor, args.output, element_stream=args.element_stream, scale_placement=args.scale_placement)
@@ -151,10 +155,31 @@ def _cmd_quantize(args) -> str:
 def _cmd_dequantize(args) -> str:
     tensor = load(args.input)
     values = tensor.dequantize(args.dtype)
-    buffer = io.BytesIO()
-    np.save(buffer, values, allow_pickle=False)
-    atomic_write(args.output, buffer.getvalue())
+    _save_npy(args.output, values)
     return f"{args.output}: {values.dtype} array of shape {values.shape} from {tensor.fmt.name}"
+
+
+def _save_npy(path, array: np.ndarray) -> None:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    atomic_write(path, buffer.getvalue())
+
+
+def _cmd_dot(args) -> str:
+    a, b = load(args.a), load(args.b)
+    options = _given_options(args, Accumulator)
+    acc = Accumulator.preset(args.preset, **options) if args.preset else Accumulator.from_kwargs(**options)
+    result = dot(a, b, acc, details=True)
+    _save_npy(args.out_path, result.values)
+    if args.details:
+        register = result.accumulator
+        if register.dtype == object:  # wider than int64: exact decimal strings
+            register = register.astype(str)
+        buffer = io.BytesIO()
+        np.savez(buffer, bits=result.bits, block_bits=result.block_bits, accumulator=register,
+                 lsb_exponent=result.lsb_exponent, anchor=result.anchor)
+        atomic_write(args.details, buffer.getvalue())
+    return f"{args.out_path}: {result.values.dtype} array of shape {result.values.shape} ({a.fmt.name} x {b.fmt.name}, {acc.mode})"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -164,18 +189,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _add_option_flags(parser) -> None:
-    """One flag per QuantizeOptions field; choices come from mxsim.block_policy, defaults from
-    QuantizeOptions itself (an unset flag is not passed on)."""
-    for f in fields(QuantizeOptions):
+def _add_option_flags(parser, options_class, choices: dict) -> None:
+    """One flag per field of an options dataclass (QuantizeOptions, Accumulator); choices come
+    from its module, defaults from the class itself (an unset flag is not passed on)."""
+    for f in fields(options_class):
         flag = "--" + f.name.replace("_", "-")
-        help_text = f"QuantizeOptions.{f.name} (default: {f.default})"
+        help_text = f"{options_class.__name__}.{f.name} (default: {f.default})"
         if isinstance(f.default, bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
-        elif isinstance(f.default, int):
-            parser.add_argument(flag, type=int, default=None, metavar="N", help=help_text)
+        elif f.name in choices:
+            parser.add_argument(flag, choices=choices[f.name], default=None, help=help_text)
         else:
-            parser.add_argument(flag, choices=OPTION_CHOICES.get(f.name), default=None, help=help_text)
+            parser.add_argument(flag, type=int, default=None, metavar="N", help=help_text)
+
+
+def _given_options(args, options_class) -> dict:
+    return {f.name: getattr(args, f.name) for f in fields(options_class) if getattr(args, f.name) is not None}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -200,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"where block scales go (default: {DEFAULT_SCALE_PLACEMENT})")
     quant.add_argument("--rand-bits", metavar="RAND.npy", help="integer random words of the input's shape "
                        "(for --rounding stochastic)")
-    _add_option_flags(quant)
+    _add_option_flags(quant, QuantizeOptions, OPTION_CHOICES)
     quant.set_defaults(run=_cmd_quantize)
 
     dequant = commands.add_parser("dequantize", help="decode an mxsim tensor file to a .npy array")
@@ -209,6 +238,17 @@ def build_parser() -> argparse.ArgumentParser:
     dequant.add_argument("--dtype", choices=("float32", "float64"), default="float32",
                          help="output dtype (default: float32)")
     dequant.set_defaults(run=_cmd_dequantize)
+
+    dot = commands.add_parser("dot", help="DotGeneral of two mxsim tensor files along their block axes")
+    dot.add_argument("a", metavar="A", help="mxsim tensor file")
+    dot.add_argument("b", metavar="B", help="mxsim tensor file (same block-axis length and block size)")
+    dot.add_argument("out_path", metavar="OUT.npy", help=".npy file of the results (float32; float16 for --output fp16)")
+    dot.add_argument("--preset", choices=tuple(PRESETS), default=None,
+                     help="start from a named accumulator (default: the contract's defaults); flags override fields")
+    dot.add_argument("--details", metavar="OUT.npz",
+                     help="also write the output bits and each block's bits, accumulator, lsb_exponent and anchor")
+    _add_option_flags(dot, Accumulator, ACCUMULATOR_CHOICES)
+    dot.set_defaults(run=_cmd_dot)
     return parser
 
 
