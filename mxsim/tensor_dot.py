@@ -95,7 +95,7 @@ def dot(a: MXTensor, b: MXTensor, accumulator=None, *, details: bool = False):
     acc = _accumulator(accumulator)
     lead = _lead_shape(a, b)
     rows = int(np.prod(lead, dtype=np.int64))
-    bits, blocks = dot_general_blocks(_operand(a, lead), _operand(b, lead), acc, rows)
+    bits, blocks = dot_general_blocks(_operand(a, lead), _operand(b, lead), acc, rows, anchors=details)
     values = output_values(bits, acc).reshape(lead)
     if not details:
         return values

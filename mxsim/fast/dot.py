@@ -40,7 +40,7 @@ __all__ = ["Operand", "BlockDots", "dot_blocks", "dot_general_blocks", "output_v
 
 FINITE, POS_INF, NEG_INF, NAN = 0, 1, 2, 3
 _INT64_LIMIT = 1 << 62
-_NO_EXPONENT = np.iinfo(np.int64).min // 4
+_NO_EXPONENT = -(1 << 20)  # below any anchor: sums of two stay far from int32 limits
 
 
 @dataclass(frozen=True)
@@ -110,12 +110,49 @@ def _terms(element) -> _Terms:
 
 @lru_cache(maxsize=None)
 def _grid_table(fmt, dtype_name: str) -> np.ndarray:
-    """Signed value of every element code (with tau = 0) in units of 2^(E_min - f); 0 for Inf
-    and NaN. Times 2^(taumax - tau) it is the element on the block format's fixed grid."""
+    """Signed value of every element code (with tau = 0) in units of 2^(E_min - f). Times
+    2^(taumax - tau) it is the element on the block format's fixed grid. Inf and NaN codes are
+    0 in integer tables and +-Inf / NaN in float tables (whose products and sums then follow
+    IEEE 754, which is the contract's rule for specials)."""
     t = _terms(fmt.element)
     shift = t.exponent - ref_dot._min_exponent(fmt.element)
     values = t.significand << shift
-    return np.where(t.negative, -values, values).astype(dtype_name)
+    values = np.where(t.negative, -values, values).astype(dtype_name)
+    if np.dtype(dtype_name).kind == "f":
+        values[t.inf] = np.where(t.negative[t.inf], -np.inf, np.inf)
+        values[t.nan] = np.nan
+    return values
+
+
+@lru_cache(maxsize=None)
+def _anchor_table(fmt) -> tuple[np.ndarray, int]:
+    """(table, sentinel): E of every element code (tau = 0), with zero, Inf and NaN codes at
+    ``sentinel``, so low that no product with them can be the anchor. int8 when the
+    exponents are small (faster lookups), else int32."""
+    t = _terms(fmt.element)
+    finite_nonzero = t.significand != 0
+    small = int(np.abs(t.exponent[finite_nonzero]).max(initial=0)) + _DotKernel._taumax(fmt) <= 15
+    sentinel = -64 if small else _NO_EXPONENT
+    table = np.where(finite_nonzero, t.exponent, sentinel).astype(np.int8 if small else np.int32)
+    return table, sentinel
+
+
+@lru_cache(maxsize=None)
+def _pair_table(fmt_a, fmt_b, dtype_name: str) -> np.ndarray:
+    """Product of every code pair on the fixed grid, indexed by (code_a << width_b) | code_b
+    (IEEE specials: Inf * 0 = NaN, ...). For small formats without sub-blocks."""
+    va = _grid_table(fmt_a, "float64")
+    vb = _grid_table(fmt_b, "float64")
+    with np.errstate(invalid="ignore"):
+        return np.multiply.outer(va, vb).reshape(-1).astype(dtype_name)
+
+
+@lru_cache(maxsize=None)
+def _special_table(fmt) -> np.ndarray | None:
+    """True for Inf and NaN codes; None if the element format has neither."""
+    t = _terms(fmt.element)
+    special = t.nan | t.inf
+    return special if special.any() else None
 
 
 @lru_cache(maxsize=None)
@@ -160,107 +197,226 @@ def _max_abs(table: np.ndarray) -> int:
 # --- one block pair at a time, vectorized over blocks -------------------------------------------
 class _DotKernel:
     """Register, anchor and specials of a chunk of block pairs, for one format pair and
-    accumulator."""
+    accumulator. ``anchors``: compute the anchor in modes that do not need it (exact,
+    fp32_sequential); otherwise it is reported as 0."""
 
-    def __init__(self, fmt_a, fmt_b, acc: Accumulator):
-        self.fmt_a, self.fmt_b, self.acc = fmt_a, fmt_b, acc
+    def __init__(self, fmt_a, fmt_b, acc: Accumulator, anchors: bool = True):
+        self.fmt_a, self.fmt_b, self.acc, self.anchors = fmt_a, fmt_b, acc, anchors
         self.k = fmt_a.block_size
         self.ta, self.tb = _terms(fmt_a.element), _terms(fmt_b.element)
         self.frac = ref_dot._frac_bits(fmt_a.element) + ref_dot._frac_bits(fmt_b.element)
-        self.special_codes = (
-            bool((self.ta.nan | self.ta.inf).any()) or bool((self.tb.nan | self.tb.inf).any())
-        )
+        self.lsb = ref_dot.product_lsb(fmt_a, fmt_b)
+        self.has_specials = _special_table(fmt_a) is not None or _special_table(fmt_b) is not None
+        bound_a = _max_abs(_grid_table(fmt_a, "int64")) << self._taumax(fmt_a)
+        bound_b = _max_abs(_grid_table(fmt_b, "int64")) << self._taumax(fmt_b)
+        self.product_bound = bound_a * bound_b  # largest |product| on the fixed grid
         self.route = getattr(self, f"_route_{acc.mode}")()
 
-    # Each _route_* picks how its mode runs for this pair and returns the chunk function.
+    @staticmethod
+    def _taumax(fmt) -> int:
+        return (1 << fmt.subscale_bits) - 1 if fmt.subblocks else 0
+
+    # Each _route_* picks how its mode runs for this pair and returns the chunk function, which
+    # maps (codes_a, codes_b, subscales_a, subscales_b) to (register, lsb, anchor, special).
     def _route_exact(self):
-        taumax_a = (1 << self.fmt_a.subscale_bits) - 1 if self.fmt_a.subblocks else 0
-        taumax_b = (1 << self.fmt_b.subscale_bits) - 1 if self.fmt_b.subblocks else 0
-        bound_a = _max_abs(_grid_table(self.fmt_a, "int64")) << taumax_a
-        bound_b = _max_abs(_grid_table(self.fmt_b, "int64")) << taumax_b
-        bound = self.k * bound_a * bound_b
-        if bound < 1 << 24 and max(bound_a, bound_b) < 1 << 24:
-            self.dtype = "float32"
-        elif bound < 1 << 53:
-            self.dtype = "float64"
-        else:
-            self.dtype = "object"
+        bound = self.k * self.product_bound
         self.register_dtype = np.int64 if bound < _INT64_LIMIT else object
-        return self._exact
+        self.register_limit = bound
+        # The float dtype that holds every product and partial sum exactly; the lookups may be
+        # narrower than the sum.
+        self.sum_dtype = "float32" if bound < 1 << 24 else "float64" if bound < 1 << 53 else None
+        if self.sum_dtype is None:
+            return self._exact_python_ints
+        self.ones = np.ones(self.k, dtype=self.sum_dtype)
+        small = self.fmt_a.element.width + self.fmt_b.element.width <= 12
+        if small and not (self.fmt_a.subblocks or self.fmt_b.subblocks):
+            self.pair = _pair_table(self.fmt_a, self.fmt_b, self.sum_dtype)
+            return self._exact_pairs
+        largest = max(_max_abs(_grid_table(f, "int64")) << self._taumax(f) for f in (self.fmt_a, self.fmt_b))
+        self.lookup_dtype = "float32" if largest < 1 << 24 else "float64"
+        return self._exact_floats
 
     def _route_aligned(self):
         f = self.acc.frac_bits
         # |q_i| <= Ma*Mb * 2^(F - frac) <= 4 * 2^F (and rne may round up by one): the sum of k
-        # of them must stay inside int64 for the array route.
+        # of them must stay inside int64 for the array routes.
         largest = (_max_abs(self.ta.significand) * _max_abs(self.tb.significand)) >> self.frac
         bound = self.k * ((largest + 1) << f) + self.k
+        self.register_limit = bound
         if bound >= _INT64_LIMIT:
             self.register_dtype = object
             return self._by_reference
         self.register_dtype = np.int64
         limit = self.acc.register_bound
         self.clamp = limit is not None and bound >= limit
+        if self.product_bound < 1 << 53 and bound < 1 << 53:
+            self.ones = np.ones(self.k)
+            return self._aligned_floats
         return self._aligned
 
     def _route_fp32_sequential(self):
         va, vb = _float32_values(self.fmt_a), _float32_values(self.fmt_b)
-        lsb = ref_dot.product_lsb(self.fmt_a, self.fmt_b)
         sig_bits = int(_max_abs(self.ta.significand)).bit_length() + int(_max_abs(self.tb.significand)).bit_length()
         top = self.fmt_a.element.emax + self.fmt_b.element.emax + 2
         self.register_dtype = np.int64
-        if va is None or vb is None or sig_bits > 24 or lsb < -149 or top > 127:
+        self.register_limit = 1 << 24  # an fp32 significand
+        if va is None or vb is None or sig_bits > 24 or self.lsb < -149 or top > 127:
             return self._by_reference  # some product is not exact in float32
         self.va, self.vb = va, vb
         return self._fp32_sequential
 
-    # --- helpers -----------------------------------------------------------------------------
-    def _taus(self, fmt, subscales) -> np.ndarray:
+    # --- pieces ------------------------------------------------------------------------------
+    @staticmethod
+    def _taus(fmt, subscales) -> np.ndarray:
         return np.repeat(subscales.astype(np.int64), fmt.subblock_size, axis=1)
 
-    def _exact(self, codes_a, codes_b, sub_a, sub_b):
-        va = _grid_table(self.fmt_a, self.dtype if self.dtype != "object" else "int64")[codes_a]
-        vb = _grid_table(self.fmt_b, self.dtype if self.dtype != "object" else "int64")[codes_b]
-        if self.dtype == "object":
-            va, vb = va.astype(object), vb.astype(object)
-        for fmt, v, sub in ((self.fmt_a, va, sub_a), (self.fmt_b, vb, sub_b)):
-            if fmt.subblocks:  # v * 2^(taumax - tau): the grid leaves room for the largest tau
-                taumax = (1 << fmt.subscale_bits) - 1
-                shift = taumax - self._taus(fmt, sub)
-                v *= (np.left_shift(1, shift).astype(v.dtype) if self.dtype != "object" else (1 << shift).astype(object))
-        if self.dtype == "object":
-            register = (va * vb).sum(axis=1)
+    def _grid_values(self, fmt, codes, sub, dtype_name: str) -> np.ndarray:
+        """Elements on the fixed grid: table value * 2^(taumax - tau)."""
+        v = np.take(_grid_table(fmt, dtype_name), codes)
+        if fmt.subblocks:
+            shift = self._taumax(fmt) - self._taus(fmt, sub)
+            v = v * np.left_shift(1, shift).astype(v.dtype)
+        return v
+
+    def _anchor(self, codes_a, codes_b, sub_a, sub_b):
+        """Largest Ea + Eb over products of two finite nonzero elements, 0 if none; and the
+        per-product exponents (int64)."""
+        (table_a, sentinel_a), (table_b, sentinel_b) = _anchor_table(self.fmt_a), _anchor_table(self.fmt_b)
+        ea, eb = np.take(table_a, codes_a), np.take(table_b, codes_b)
+        if ea.dtype != eb.dtype:
+            ea, eb = ea.astype(np.int32), eb.astype(np.int32)
+        e = ea + eb
+        if self.fmt_a.subblocks or self.fmt_b.subblocks:
+            e = e.astype(np.int64)
+            for fmt, sub in ((self.fmt_a, sub_a), (self.fmt_b, sub_b)):
+                if fmt.subblocks:
+                    e -= self._taus(fmt, sub)
+        anchor = e.max(axis=1).astype(np.int64)
+        # a product with a sentinel lies below every real sum of exponents
+        return np.where(anchor < max(sentinel_a, sentinel_b) // 2, 0, anchor), e
+
+    def _anchor_if_wanted(self, codes_a, codes_b, sub_a, sub_b):
+        if not self.anchors:
+            return np.zeros(codes_a.shape[0], dtype=np.int64)
+        return self._anchor(codes_a, codes_b, sub_a, sub_b)[0]
+
+    def _special_rows(self, codes_a, codes_b) -> np.ndarray:
+        """Indices of the blocks with an Inf or NaN element."""
+        if not self.has_specials:
+            return np.zeros(0, dtype=np.intp)
+        odd = np.zeros(codes_a.shape, dtype=bool)
+        for fmt, codes in ((self.fmt_a, codes_a), (self.fmt_b, codes_b)):
+            table = _special_table(fmt)
+            if table is not None:
+                odd |= np.take(table, codes)
+        return np.flatnonzero(odd.any(axis=1))
+
+    def _specials(self, codes_a, codes_b, rows=None) -> np.ndarray:
+        """Per block: FINITE, POS_INF, NEG_INF or NAN from the element products (exact and
+        aligned modes; the rules of :func:`mxsim.ref.dot._special`)."""
+        special = np.zeros(codes_a.shape[0], dtype=np.int8)
+        if rows is None:
+            rows = self._special_rows(codes_a, codes_b)
+        if rows.size == 0:
+            return special
+        ta, tb = self.ta, self.tb
+        ca, cb = codes_a[rows], codes_b[rows]
+        nan = ta.nan[ca] | tb.nan[cb] | (ta.inf[ca] & tb.zero[cb]) | (ta.zero[ca] & tb.inf[cb])
+        inf = (ta.inf[ca] | tb.inf[cb]) & ~nan
+        negative = ta.negative[ca] ^ tb.negative[cb]
+        pos, neg = (inf & ~negative).any(axis=1), (inf & negative).any(axis=1)
+        special[rows] = np.where(nan.any(axis=1) | (pos & neg), NAN, np.where(pos, POS_INF, np.where(neg, NEG_INF, FINITE)))
+        return special
+
+    # --- routes ------------------------------------------------------------------------------
+    def _exact_python_ints(self, codes_a, codes_b, sub_a, sub_b):
+        va = self._grid_values(self.fmt_a, codes_a, sub_a, "int64").astype(object)
+        vb = self._grid_values(self.fmt_b, codes_b, sub_b, "int64").astype(object)
+        register = (va * vb).sum(axis=1)
+        lsb = np.full(codes_a.shape[0], self.lsb, dtype=np.int64)
+        anchor = self._anchor_if_wanted(codes_a, codes_b, sub_a, sub_b)
+        return register, lsb, anchor, self._specials(codes_a, codes_b)
+
+    def _exact_pairs(self, codes_a, codes_b, sub_a, sub_b):
+        index = codes_a.astype(np.uint16)
+        index <<= self.fmt_b.element.width
+        index |= codes_b
+        products = np.take(self.pair, index)
+        with np.errstate(invalid="ignore"):
+            total = products @ self.ones
+        return self._exact_register(total, codes_a, codes_b, sub_a, sub_b)
+
+    def _exact_floats(self, codes_a, codes_b, sub_a, sub_b):
+        va = self._grid_values(self.fmt_a, codes_a, sub_a, self.lookup_dtype)
+        vb = self._grid_values(self.fmt_b, codes_b, sub_b, self.lookup_dtype)
+        with np.errstate(invalid="ignore"):
+            total = np.einsum("ij,ij->i", va, vb, dtype=self.sum_dtype)
+        return self._exact_register(total, codes_a, codes_b, sub_a, sub_b)
+
+    def _exact_register(self, total, codes_a, codes_b, sub_a, sub_b):
+        """The register from an exact float sum; IEEE specials in the sum flag exactly the blocks
+        with an Inf or NaN element, whose registers count the finite products only."""
+        odd = np.flatnonzero(~np.isfinite(total))
+        total[odd] = 0
+        register = total.astype(np.int64)
+        special = np.zeros(codes_a.shape[0], dtype=np.int8)
+        if odd.size:
+            ia = self._grid_values(self.fmt_a, codes_a[odd], sub_a[odd], "int64")
+            ib = self._grid_values(self.fmt_b, codes_b[odd], sub_b[odd], "int64")
+            register[odd] = (ia * ib).sum(axis=1)
+            special = self._specials(codes_a, codes_b, odd)
+        lsb = np.full(codes_a.shape[0], self.lsb, dtype=np.int64)
+        return register, lsb, self._anchor_if_wanted(codes_a, codes_b, sub_a, sub_b), special
+
+    def _aligned_floats(self, codes_a, codes_b, sub_a, sub_b):
+        """Products exact in float64 on the fixed grid, scaled by one power of two per block to
+        the grid 2^(anchor - F), then truncated (np.trunc) or rounded half-even (np.rint): every
+        step is exact while the bounds checked in _route_aligned hold."""
+        acc = self.acc
+        va = self._grid_values(self.fmt_a, codes_a, sub_a, "float64")
+        vb = self._grid_values(self.fmt_b, codes_b, sub_b, "float64")
+        with np.errstate(invalid="ignore"):
+            products = np.multiply(va, vb)
+        products[~np.isfinite(products)] = 0  # specials are decided apart
+        anchor, _ = self._anchor(codes_a, codes_b, sub_a, sub_b)
+        lsb = anchor - acc.frac_bits
+        products *= np.ldexp(1.0, self.lsb - lsb)[:, None]
+        (np.trunc if acc.shift_rounding == "truncate" else np.rint)(products, out=products)
+        if not self.clamp:
+            return (products @ self.ones).astype(np.int64), lsb, anchor, self._specials(codes_a, codes_b)
+        return self._sum(products.astype(np.int64), lsb, anchor, codes_a, codes_b)
+
+    def _aligned_fixed_grid(self, codes_a, codes_b, sub_a, sub_b):
+        """Products exact on the fixed grid, shifted by one amount per block to 2^(anchor - F)."""
+        acc = self.acc
+        products = self._grid_values(self.fmt_a, codes_a, sub_a, "int64")
+        products *= self._grid_values(self.fmt_b, codes_b, sub_b, "int64")
+        anchor, _ = self._anchor(codes_a, codes_b, sub_a, sub_b)
+        lsb = anchor - acc.frac_bits
+        shift = (lsb - self.lsb)[:, None]
+        negative = products < 0
+        magnitude = np.abs(products)
+        if acc.shift_rounding == "truncate":
+            q = np.right_shift(magnitude, np.clip(shift, 0, 63)) << np.clip(-shift, 0, 63)
         else:
-            register = np.einsum("ij,ij->i", va, vb).astype(np.int64)
-        lsb = np.full(register.shape, ref_dot.product_lsb(self.fmt_a, self.fmt_b), dtype=np.int64)
-        anchor = self._anchor(codes_a, codes_b, sub_a, sub_b)
-        return register, lsb, anchor, self.specials(codes_a, codes_b)
-
-    def _exponents(self, codes_a, codes_b, sub_a, sub_b):
-        e = self.ta.exponent[codes_a] + self.tb.exponent[codes_b]
-        if self.fmt_a.subblocks:
-            e -= self._taus(self.fmt_a, sub_a)
-        if self.fmt_b.subblocks:
-            e -= self._taus(self.fmt_b, sub_b)
-        return e
-
-    def _anchor(self, codes_a, codes_b, sub_a, sub_b, e=None, nonzero=None):
-        if e is None:
-            e = self._exponents(codes_a, codes_b, sub_a, sub_b)
-        if nonzero is None:
-            nonzero = (self.ta.significand[codes_a] != 0) & (self.tb.significand[codes_b] != 0)
-        anchor = np.where(nonzero, e, _NO_EXPONENT).max(axis=1)
-        return np.where(anchor == _NO_EXPONENT, 0, anchor)
+            q = round_shifted(magnitude, shift, "rne", negative)
+        return self._sum(np.where(negative, -q, q), lsb, anchor, codes_a, codes_b)
 
     def _aligned(self, codes_a, codes_b, sub_a, sub_b):
+        """Significand products and per-product shifts (pairs whose fixed-grid products exceed
+        int64, e.g. FP8 E5M2)."""
         acc = self.acc
-        magnitude = self.ta.significand[codes_a] * self.tb.significand[codes_b]
-        e = self._exponents(codes_a, codes_b, sub_a, sub_b)
-        anchor = self._anchor(codes_a, codes_b, sub_a, sub_b, e, magnitude != 0)
+        magnitude = np.take(self.ta.significand, codes_a) * np.take(self.tb.significand, codes_b)
+        anchor, e = self._anchor(codes_a, codes_b, sub_a, sub_b)
         lsb = anchor - acc.frac_bits
-        negative = self.ta.negative[codes_a] ^ self.tb.negative[codes_b]
+        negative = np.take(self.ta.negative, codes_a) ^ np.take(self.tb.negative, codes_b)
         rounding = "rtz" if acc.shift_rounding == "truncate" else "rne"
         q = round_shifted(magnitude, (lsb + self.frac)[:, None] - e, rounding, negative)
-        q = np.where(negative, -q, q)
+        return self._sum(np.where(negative, -q, q), lsb, anchor, codes_a, codes_b)
+
+    def _sum(self, q, lsb, anchor, codes_a, codes_b):
+        """The register: the q_i added in index order with the overflow rule."""
+        acc = self.acc
         bound = acc.register_bound
         if not self.clamp:
             register = q.sum(axis=1)
@@ -271,10 +427,10 @@ class _DotKernel:
             for column in q.T:
                 register += column
                 np.clip(register, -bound, bound - 1, out=register)
-        return register, lsb, anchor, self.specials(codes_a, codes_b)
+        return register, lsb, anchor, self._specials(codes_a, codes_b)
 
     def _fp32_sequential(self, codes_a, codes_b, sub_a, sub_b):
-        pa, pb = self.va[codes_a], self.vb[codes_b]
+        pa, pb = np.take(self.va, codes_a), np.take(self.vb, codes_b)
         for fmt, p, sub in ((self.fmt_a, pa, sub_a), (self.fmt_b, pb, sub_b)):
             if fmt.subblocks:
                 p *= np.ldexp(np.float32(1), -self._taus(fmt, sub)).astype(np.float32)
@@ -286,7 +442,7 @@ class _DotKernel:
         negative, magnitude, exponent, special = float32_parts(total)
         register = np.where(special == FINITE, np.where(negative, -magnitude, magnitude), 0)
         lsb = np.where(special == FINITE, exponent, 0)
-        return register, lsb, self._anchor(codes_a, codes_b, sub_a, sub_b), special
+        return register, lsb, self._anchor_if_wanted(codes_a, codes_b, sub_a, sub_b), special
 
     def _by_reference(self, codes_a, codes_b, sub_a, sub_b):
         results = []
@@ -294,34 +450,15 @@ class _DotKernel:
             blocks = []
             for fmt, codes, sub in ((self.fmt_a, codes_a, sub_a), (self.fmt_b, codes_b, sub_b)):
                 taus = tuple(int(t) for t in sub[i]) if fmt.subblocks else ()
-                # scale 127 (E8M0 1.0) or the scale format's code of 1.0: only the register matters
+                # the scale code of 1.0: only the register matters here
                 blocks.append(QuantizedBlock(_unit_scale_code(fmt), taus, tuple(int(c) for c in codes[i])))
             r = ref_dot.dot(blocks[0], blocks[1], self.fmt_a, self.fmt_b, self.acc)
-            results.append((r.accumulator, r.lsb_exponent, r.anchor, r.exact))
+            results.append((r.accumulator, r.lsb_exponent, r.anchor if self.anchors or self.acc.mode == "aligned" else 0, r.exact))
         register = np.array([r[0] for r in results] + [None], dtype=object)[:-1]
         lsb = np.array([r[1] for r in results], dtype=np.int64)
         anchor = np.array([r[2] for r in results], dtype=np.int64)
         special = np.array([_special_code(r[3]) for r in results], dtype=np.int8)
         return register, lsb, anchor, special
-
-    def specials(self, codes_a, codes_b) -> np.ndarray:
-        """Per block: FINITE, POS_INF, NEG_INF or NAN from the element products (exact and
-        aligned modes; the rules of :func:`mxsim.ref.dot._special`)."""
-        special = np.zeros(codes_a.shape[0], dtype=np.int8)
-        if not self.special_codes:
-            return special
-        ta, tb = self.ta, self.tb
-        odd = ta.nan[codes_a] | ta.inf[codes_a] | tb.nan[codes_b] | tb.inf[codes_b]
-        rows = np.flatnonzero(odd.any(axis=1))
-        if rows.size == 0:
-            return special
-        ca, cb = codes_a[rows], codes_b[rows]
-        nan = ta.nan[ca] | tb.nan[cb] | (ta.inf[ca] & tb.zero[cb]) | (ta.zero[ca] & tb.inf[cb])
-        inf = (ta.inf[ca] | tb.inf[cb]) & ~nan
-        negative = ta.negative[ca] ^ tb.negative[cb]
-        pos, neg = (inf & ~negative).any(axis=1), (inf & negative).any(axis=1)
-        special[rows] = np.where(nan.any(axis=1) | (pos & neg), NAN, np.where(pos, POS_INF, np.where(neg, NEG_INF, FINITE)))
-        return special
 
 
 def _unit_scale_code(fmt) -> int:
@@ -408,60 +545,72 @@ def _check_operands(a: Operand, b: Operand):
     return fmt_a, fmt_b
 
 
-def dot_blocks(a: Operand, b: Operand, acc: Accumulator = Accumulator()) -> BlockDots:
+class _Scales:
+    """The scale side of a block pair: value = register * 2^lsb * scale_a * scale_b * tensor
+    scales = significand * 2^exponent, with the tensor scales folded into one integer factor."""
+
+    def __init__(self, a: Operand, b: Operand, fmt_a, fmt_b):
+        self.sig_a, self.exp_a, self.nan_a = _terms_of_scale(fmt_a.scale)
+        self.sig_b, self.exp_b, self.nan_b = _terms_of_scale(fmt_b.scale)
+        self.factor, self.factor_exp = 1, 0
+        for ts in (a.tensor_scale, b.tensor_scale):
+            if ts is not None:
+                s, e = _dyadic(Fraction(ts))
+                self.factor, self.factor_exp = self.factor * s, self.factor_exp + e
+        self.largest_factor = int(self.sig_a.max()) * int(self.sig_b.max()) * self.factor
+
+    def apply(self, scales_a, scales_b, register, lsb, special, wide: bool):
+        special = np.where(self.nan_a[scales_a] | self.nan_b[scales_b], NAN, special).astype(np.int8)
+        exponent = lsb + self.exp_a[scales_a] + self.exp_b[scales_b] + self.factor_exp
+        scale_sig = self.sig_a[scales_a] * self.sig_b[scales_b]
+        if wide:
+            significand = register.astype(object) * scale_sig.astype(object) * self.factor
+        else:
+            significand = register * scale_sig * self.factor
+        return np.where(special == FINITE, significand, 0), exponent, special
+
+
+def dot_blocks(a: Operand, b: Operand, acc: Accumulator = Accumulator(), anchors: bool = True) -> BlockDots:
     """Dot of N block pairs (``a.codes`` and ``b.codes`` of shape (N, block_size)): the same
-    results as :func:`mxsim.ref.dot.dot` on each pair."""
+    results as :func:`mxsim.ref.dot.dot` on each pair. ``anchors=False`` skips the anchor in the
+    modes whose result does not depend on it (it is then reported as 0)."""
     fmt_a, fmt_b = _check_operands(a, b)
-    kernel = _DotKernel(fmt_a, fmt_b, acc)
+    kernel = _DotKernel(fmt_a, fmt_b, acc, anchors)
+    scales = _Scales(a, b, fmt_a, fmt_b)
+    # Values that int64 cannot hold (significand >= 2^62) take Python ints, on one thread.
+    wide = kernel.register_dtype is object or kernel.register_limit * scales.largest_factor >= _INT64_LIMIT
     n = a.codes.shape[0]
-    register = np.empty(n, dtype=kernel.register_dtype)
-    lsb, anchor = np.empty(n, np.int64), np.empty(n, np.int64)
-    special = np.empty(n, np.int8)
+    out = BlockDots(
+        np.empty(n, np.uint32 if get_format(acc.output).width == 32 else np.uint16),
+        np.empty(n, dtype=kernel.register_dtype),
+        np.empty(n, np.int64),
+        np.empty(n, np.int64),
+        np.empty(n, np.int8),
+        np.empty(n, dtype=object if wide else np.int64),
+        np.empty(n, np.int64),
+    )
     empty = np.zeros((n, 0), np.uint8)
     sub_a = a.subscales if a.subscales is not None else empty
     sub_b = b.subscales if b.subscales is not None else empty
 
-    def run(start, stop, ca, cb, sa, sb, out_register, out_lsb, out_anchor, out_special):
-        out_register[...], out_lsb[...], out_anchor[...], out_special[...] = kernel.route(ca, cb, sa, sb)
+    def run(start, stop, ca, cb, sa, sb, sc_a, sc_b, codes, register, lsb, anchor, special, significand, exponent):
+        register[...], lsb[...], anchor[...], block_special = kernel.route(ca, cb, sa, sb)
+        significand[...], exponent[...], special[...] = scales.apply(sc_a, sc_b, register, lsb, block_special, wide)
+        negative, magnitude, exponent_out = _split_signed(significand, exponent)
+        codes[...] = round_output(negative, magnitude, exponent_out, special, acc)
 
-    chunk = max(1, BLOCK_CHUNK // fmt_a.block_size)
-    if n:
-        if kernel.register_dtype is object:  # Python-int routes gain nothing from threads
-            run(0, n, a.codes, b.codes, sub_a, sub_b, register, lsb, anchor, special)
-        else:
-            map_chunks(run, n, a.codes, b.codes, sub_a, sub_b, register, lsb, anchor, special, chunk=chunk)
-    significand, exponent, special = _apply_scales(a, b, fmt_a, fmt_b, register, lsb, special)
-    negative, magnitude, exponent_out = _split_signed(significand, exponent)
-    codes = round_output(negative, magnitude, exponent_out, special, acc)
-    return BlockDots(codes, register, lsb, anchor, special, significand, exponent)
-
-
-def _apply_scales(a, b, fmt_a, fmt_b, register, lsb, special):
-    """significand * 2^exponent = register * 2^lsb * scale_a * scale_b (* tensor scales)."""
-    sig_a, exp_a, nan_a = _terms_of_scale(fmt_a.scale)
-    sig_b, exp_b, nan_b = _terms_of_scale(fmt_b.scale)
-    special = np.where(nan_a[a.scales] | nan_b[b.scales], NAN, special).astype(np.int8)
-    exponent = lsb + exp_a[a.scales] + exp_b[b.scales]
-    factor, factor_exp = 1, 0
-    for ts in (a.tensor_scale, b.tensor_scale):
-        if ts is not None:
-            s, e = _dyadic(Fraction(ts))
-            factor, factor_exp = factor * s, factor_exp + e
-    exponent = exponent + factor_exp
-    scale_sig = sig_a[a.scales] * sig_b[b.scales]
-    if register.dtype != object:
-        largest = int(np.abs(register).max(initial=0)) * int(scale_sig.max(initial=0)) * factor
-        if largest < _INT64_LIMIT:
-            significand = register * scale_sig * factor
-            return np.where(special == FINITE, significand, 0), exponent, special
-    significand = register.astype(object) * scale_sig.astype(object) * factor
-    return np.where(special == FINITE, significand, 0), exponent, special
+    arrays = (a.codes, b.codes, sub_a, sub_b, a.scales, b.scales) + tuple(getattr(out, f) for f in out.__dataclass_fields__)
+    if n and wide:  # Python-int routes gain nothing from threads
+        run(0, n, *arrays)
+    elif n:
+        map_chunks(run, n, *arrays, chunk=max(1, BLOCK_CHUNK // fmt_a.block_size))
+    return out
 
 
-def dot_general_blocks(a: Operand, b: Operand, acc: Accumulator = Accumulator(), rows: int = 1):
+def dot_general_blocks(a: Operand, b: Operand, acc: Accumulator = Accumulator(), rows: int = 1, anchors: bool = True):
     """DotGeneral of ``rows`` rows of n block pairs each (codes of shape (rows * n, k), row-major):
     returns (output codes of shape (rows,), :class:`BlockDots` of shape (rows, n))."""
-    blocks = dot_blocks(a, b, acc)
+    blocks = dot_blocks(a, b, acc, anchors)
     n = a.codes.shape[0] // rows if rows else 0
     blocks = blocks.reshape((rows, n))
     if acc.across_blocks == "fp32":
