@@ -3,6 +3,7 @@
 Scalars only, and no float arithmetic: values are :class:`Exact` (sign, Fraction magnitude, kind).
 """
 
+from . import dot
 from .block import QuantizedBlock, dequantize_block, nvfp4_tensor_scale, quantize_block
 from .decode import decode
 from .encode import encode
@@ -22,4 +23,5 @@ __all__ = [
     "dequantize_block",
     "nvfp4_tensor_scale",
     "QuantizedBlock",
+    "dot",
 ]
