@@ -31,9 +31,9 @@ import numpy as np
 from ..accumulator import Accumulator
 from ..formats import get_format
 from ..ref import dot as ref_dot
-from ..ref.block import QuantizedBlock
+from ..ref.block import QuantizedBlock, check_tensor_scale
 from .chunks import BLOCK_CHUNK, map_chunks
-from .encode import encode_dyadic
+from .encode import encode_dyadic, floor_log2_int64
 from .round import round_shifted
 
 __all__ = ["Operand", "BlockDots", "dot_blocks", "dot_general_blocks", "output_values"]
@@ -509,15 +509,32 @@ def round_output(negative, magnitude, exponent, special, acc: Accumulator) -> np
     """Output codes (uint32 for fp32, uint16 for bf16/fp16) of (-1)^negative * magnitude *
     2^exponent, or of the special outcome; the rules of :func:`mxsim.ref.dot.round_output`."""
     out = get_format(acc.output, kind="float")
-    code, overflows = encode_dyadic(magnitude, exponent, negative, out, acc.output_rounding)
-    inf = np.where(negative, out.inf_code(True), out.inf_code(False))
-    code = np.where(overflows, inf, code)
+    if acc.output == "fp32" and acc.output_rounding == "rne" and int(magnitude.max(initial=0)) < 1 << 53:
+        code = _round_fp32_rne(negative, magnitude, exponent)
+    else:
+        code, overflows = encode_dyadic(magnitude, exponent, negative, out, acc.output_rounding)
+        inf = np.where(negative, out.inf_code(True), out.inf_code(False))
+        code = np.where(overflows, inf, code)
     if acc.ftz:
         code = np.where((code & ~out.sign_mask) < (1 << out.mantissa_bits), code & out.sign_mask, code)
     code = np.where(special == POS_INF, out.inf_code(False), code)
     code = np.where(special == NEG_INF, out.inf_code(True), code)
     code = np.where(special == NAN, out.nan_code(), code)
     return code.astype(np.uint32 if out.width == 32 else np.uint16)
+
+
+def _round_fp32_rne(negative, magnitude, exponent) -> np.ndarray:
+    """fp32 bits of (-1)^negative * magnitude * 2^exponent, nearest-even, by the hardware: the
+    value is exact in float64 (magnitude < 2^53; the exponent is clamped where the result is
+    beyond fp32 either way, so ldexp stays exact), and the float64 -> float32 cast rounds once
+    (nearest-even, subnormals kept, overflow to Inf)."""
+    top = exponent + floor_log2_int64(np.maximum(magnitude, 1))
+    # beyond 2^200 or below 2^-400 the fp32 result is Inf or 0 whatever the exact value
+    exponent = np.where(top > 200, exponent - (top - 200), np.where(top < -400, exponent - (top + 400), exponent))
+    value = np.ldexp(magnitude.astype(np.float64), exponent.astype(np.int32))
+    with np.errstate(over="ignore"):
+        bits = value.astype(np.float32).view(np.uint32).astype(np.int64)
+    return np.where(negative, bits | (1 << 31), bits)
 
 
 def output_values(codes: np.ndarray, acc: Accumulator) -> np.ndarray:
@@ -542,6 +559,15 @@ def _check_operands(a: Operand, b: Operand):
     for name, op, fmt in (("a", a, fmt_a), ("b", b, fmt_b)):
         if op.codes.shape != (op.codes.shape[0], fmt.block_size) or op.scales.shape != op.codes.shape[:1]:
             raise ValueError(f"operand {name}: codes {op.codes.shape} and scales {op.scales.shape} do not describe {fmt.name!r} blocks")
+        expected = (op.codes.shape[0], fmt.subblocks) if fmt.subblocks else None
+        if (op.subscales is None) != (expected is None) or (expected and op.subscales.shape != expected):
+            raise ValueError(f"operand {name}: {fmt.name!r} needs sub-scales of shape {expected}")
+        fields = [("codes", op.codes, fmt.element.width), ("scales", op.scales, fmt.scale.width)]
+        if expected:
+            fields.append(("sub-scales", op.subscales, fmt.subscale_bits))
+        for what, array, width in fields:
+            if array.dtype.kind != "u" or (array.size and int(array.max()) >= 1 << width):
+                raise ValueError(f"operand {name}: {what} must be unsigned integers below 2^{width} for {fmt.name!r}")
     return fmt_a, fmt_b
 
 
@@ -553,7 +579,8 @@ class _Scales:
         self.sig_a, self.exp_a, self.nan_a = _terms_of_scale(fmt_a.scale)
         self.sig_b, self.exp_b, self.nan_b = _terms_of_scale(fmt_b.scale)
         self.factor, self.factor_exp = 1, 0
-        for ts in (a.tensor_scale, b.tensor_scale):
+        for fmt, ts in ((fmt_a, a.tensor_scale), (fmt_b, b.tensor_scale)):
+            check_tensor_scale(fmt, ts)
             if ts is not None:
                 s, e = _dyadic(Fraction(ts))
                 self.factor, self.factor_exp = self.factor * s, self.factor_exp + e

@@ -30,6 +30,8 @@ __all__ = [
     "dequantize_block",
     "nvfp4_tensor_scale",
     "nan_block_element_code",
+    "check_block",
+    "check_tensor_scale",
     "to_fp32",
     "FP32_MAX",
     "FP32_MIN_NORMAL",
@@ -191,10 +193,40 @@ def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits) -> Quan
     return QuantizedBlock(scale_code, (), tuple(codes))
 
 
+def check_block(block: QuantizedBlock, fmt, tensor_scale=None, name: str = "block") -> None:
+    """Raise ValueError unless ``block`` has the format's number of codes and sub-scales, each
+    sub-scale in [0, 2^subscale_bits), and ``tensor_scale`` (if given) suits the format: a
+    positive finite binary value, for formats with a tensor scale only. Codes are checked where
+    they are decoded."""
+    if len(block.codes) != fmt.block_size or len(block.subscales) != fmt.subblocks:
+        raise ValueError(
+            f"{name} has {len(block.codes)} codes and {len(block.subscales)} sub-scales; "
+            f"{fmt.name!r} has {fmt.block_size} and {fmt.subblocks}"
+        )
+    limit = 1 << fmt.subscale_bits
+    for tau in block.subscales:
+        if isinstance(tau, bool) or not isinstance(tau, int) or not 0 <= tau < limit:
+            raise ValueError(f"{name} sub-scale {tau!r} is out of range for {fmt.name!r}: expected an integer in [0, {limit - 1}]")
+    check_tensor_scale(fmt, tensor_scale)
+
+
+def check_tensor_scale(fmt, tensor_scale) -> None:
+    """Raise ValueError unless ``tensor_scale`` is None, or a positive finite binary value for a
+    format that has a tensor scale."""
+    if tensor_scale is None:
+        return
+    if fmt.tensor_scale is None:
+        raise ValueError(f"format {fmt.name!r} has no tensor scale; pass tensor_scale=None")
+    x = to_exact(tensor_scale)
+    if not x.is_finite or x.sign or x.magnitude == 0 or x.magnitude.denominator & (x.magnitude.denominator - 1):
+        raise ValueError(f"tensor_scale={tensor_scale!r} must be a positive finite binary floating-point value")
+
+
 def dequantize_block(block: QuantizedBlock, fmt, tensor_scale: Fraction | None = None) -> list[Exact]:
     """Exact values of a block: element * 2^(E - tau_j) (E8M0 families) or element * scale * s_t
     (NVFP4). A NaN scale code makes every value NaN."""
     fmt = get_format(fmt, kind="block")
+    check_block(block, fmt, tensor_scale)
     scale = decode(block.scale, fmt.scale)
     if scale.is_nan:
         return [Exact.nan() for _ in block.codes]

@@ -29,7 +29,7 @@ from typing import Sequence
 
 from ..accumulator import Accumulator
 from ..formats import get_format
-from .block import QuantizedBlock, to_fp32
+from .block import QuantizedBlock, check_block, to_fp32
 from .decode import decode
 from .encode import encode
 from .exact import Exact, floor_log2
@@ -296,12 +296,8 @@ def dot(
     size. ``tensor_scale_*``: NVFP4's fp32 tensor scales (default 1).
     """
     fmt_a, fmt_b = _check_pair(fmt_a, fmt_a if fmt_b is None else fmt_b, 1, 1)
-    for name, block, fmt in (("a", a, fmt_a), ("b", b, fmt_b)):
-        if len(block.codes) != fmt.block_size or len(block.subscales) != fmt.subblocks:
-            raise ValueError(
-                f"block {name} has {len(block.codes)} codes and {len(block.subscales)} sub-scales; "
-                f"{fmt.name!r} has {fmt.block_size} and {fmt.subblocks}"
-            )
+    check_block(a, fmt_a, tensor_scale_a, "block a")
+    check_block(b, fmt_b, tensor_scale_b, "block b")
     products = _products(block_terms(a.codes, a.subscales, fmt_a), block_terms(b.codes, b.subscales, fmt_b))
     frac = _frac_bits(fmt_a.element) + _frac_bits(fmt_b.element)
     factor_a = _scale_factor(a.scale, fmt_a, tensor_scale_a)
