@@ -170,8 +170,7 @@ def _cmd_dot(args) -> str:
     options = _given_options(args, Accumulator)
     acc = Accumulator.preset(args.preset, **options) if args.preset else Accumulator.from_kwargs(**options)
     result = dot(a, b, acc, details=True)
-    _save_npy(args.out_path, result.values)
-    if args.details:
+    if args.details:  # written first, and removed again if the results cannot be written
         register = result.accumulator
         if register.dtype == object:  # wider than int64: exact decimal strings
             register = register.astype(str)
@@ -179,6 +178,12 @@ def _cmd_dot(args) -> str:
         np.savez(buffer, bits=result.bits, block_bits=result.block_bits, accumulator=register,
                  lsb_exponent=result.lsb_exponent, anchor=result.anchor)
         atomic_write(args.details, buffer.getvalue())
+    try:
+        _save_npy(args.out_path, result.values)
+    except OSError:
+        if args.details:
+            os.unlink(args.details)
+        raise
     return f"{args.out_path}: {result.values.dtype} array of shape {result.values.shape} ({a.fmt.name} x {b.fmt.name}, {acc.mode})"
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from .accumulator import Accumulator
 from .fast.dot import Operand, dot_general_blocks, output_values
+from . import ref
 from .tensor import MXTensor
 
 __all__ = ["dot", "DotResult"]
@@ -69,10 +70,23 @@ def _lead_shape(a: MXTensor, b: MXTensor) -> tuple:
         ) from None
 
 
+def _zeroed_padding(t: MXTensor) -> np.ndarray:
+    """The codes with the padding of a partial last block set to +0, whatever it held (codes
+    wrapped with from_codes may carry anything there; dequantize ignores it, and so must dot)."""
+    length = t.shape[t.axis] if t.shape else 1
+    if t.codes.shape[-1] == length or not t.codes[..., length:].any():
+        return t.codes
+    if not ref.decode(0, t.fmt.element).is_zero:
+        raise ValueError(f"format {t.fmt.name!r} has no zero code to pad a partial block with")
+    codes = t.codes.copy()
+    codes[..., length:] = 0
+    return codes
+
+
 def _operand(t: MXTensor, lead: tuple) -> Operand:
     n_blocks = t.scales.shape[-1]
     rows = int(np.prod(lead, dtype=np.int64))
-    codes = np.broadcast_to(t.codes, lead + t.codes.shape[-1:]).reshape(rows * n_blocks, t.fmt.block_size)
+    codes = np.broadcast_to(_zeroed_padding(t), lead + t.codes.shape[-1:]).reshape(rows * n_blocks, t.fmt.block_size)
     scales = np.broadcast_to(t.scales, lead + (n_blocks,)).reshape(-1)
     subscales = None
     if t.subscales is not None:
@@ -95,7 +109,8 @@ def dot(a: MXTensor, b: MXTensor, accumulator=None, *, details: bool = False):
     acc = _accumulator(accumulator)
     lead = _lead_shape(a, b)
     rows = int(np.prod(lead, dtype=np.int64))
-    bits, blocks = dot_general_blocks(_operand(a, lead), _operand(b, lead), acc, rows, anchors=details)
+    n_blocks = a.scales.shape[-1] if a.scales.ndim else 1
+    bits, blocks = dot_general_blocks(_operand(a, lead), _operand(b, lead), acc, rows, details, n_blocks)
     values = output_values(bits, acc).reshape(lead)
     if not details:
         return values

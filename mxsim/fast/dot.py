@@ -386,22 +386,6 @@ class _DotKernel:
             return (products @ self.ones).astype(np.int64), lsb, anchor, self._specials(codes_a, codes_b)
         return self._sum(products.astype(np.int64), lsb, anchor, codes_a, codes_b)
 
-    def _aligned_fixed_grid(self, codes_a, codes_b, sub_a, sub_b):
-        """Products exact on the fixed grid, shifted by one amount per block to 2^(anchor - F)."""
-        acc = self.acc
-        products = self._grid_values(self.fmt_a, codes_a, sub_a, "int64")
-        products *= self._grid_values(self.fmt_b, codes_b, sub_b, "int64")
-        anchor, _ = self._anchor(codes_a, codes_b, sub_a, sub_b)
-        lsb = anchor - acc.frac_bits
-        shift = (lsb - self.lsb)[:, None]
-        negative = products < 0
-        magnitude = np.abs(products)
-        if acc.shift_rounding == "truncate":
-            q = np.right_shift(magnitude, np.clip(shift, 0, 63)) << np.clip(-shift, 0, 63)
-        else:
-            q = round_shifted(magnitude, shift, "rne", negative)
-        return self._sum(np.where(negative, -q, q), lsb, anchor, codes_a, codes_b)
-
     def _aligned(self, codes_a, codes_b, sub_a, sub_b):
         """Significand products and per-product shifts (pairs whose fixed-grid products exceed
         int64, e.g. FP8 E5M2)."""
@@ -634,11 +618,16 @@ def dot_blocks(a: Operand, b: Operand, acc: Accumulator = Accumulator(), anchors
     return out
 
 
-def dot_general_blocks(a: Operand, b: Operand, acc: Accumulator = Accumulator(), rows: int = 1, anchors: bool = True):
-    """DotGeneral of ``rows`` rows of n block pairs each (codes of shape (rows * n, k), row-major):
-    returns (output codes of shape (rows,), :class:`BlockDots` of shape (rows, n))."""
+def dot_general_blocks(
+    a: Operand, b: Operand, acc: Accumulator = Accumulator(), rows: int = 1, anchors: bool = True, n_blocks: int | None = None
+):
+    """DotGeneral of ``rows`` rows of ``n_blocks`` block pairs each (codes of shape
+    (rows * n_blocks, k), row-major; ``n_blocks`` defaults to N / rows): returns (output codes of
+    shape (rows,), :class:`BlockDots` of shape (rows, n_blocks))."""
     blocks = dot_blocks(a, b, acc, anchors)
-    n = a.codes.shape[0] // rows if rows else 0
+    n = n_blocks if n_blocks is not None else (a.codes.shape[0] // rows if rows else 0)
+    if rows * n != a.codes.shape[0]:
+        raise ValueError(f"{a.codes.shape[0]} blocks do not make {rows} rows of {n} blocks")
     blocks = blocks.reshape((rows, n))
     if acc.across_blocks == "fp32":
         values = output_values(blocks.codes, acc).astype(np.float32)
