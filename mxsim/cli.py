@@ -7,13 +7,17 @@
 ``mxsim dequantize IN OUT.npy [--dtype float32]``     decode an mxsim tensor file to an array
 ``mxsim dot A B OUT.npy [--preset P] [accumulator flags] [--details OUT.npz]``   DotGeneral of two
                                tensor files along their block axes
+``mxsim golden generate DIR [--suite KIND --params JSON] [--seed N] [--level L] [--shard I/N]``
+                               golden test vectors (default: the canonical collection)
+``mxsim golden verify DIR``    recompute every vector with the reference model (exit 1 on a mismatch)
 
-Errors are one line on stderr and exit code 2.
+Errors are one line on stderr and exit code 2; a verification that finds mismatches exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import io
 import sys
@@ -29,6 +33,10 @@ from .fileformat import atomic_write, load, save
 from .formats import ALIASES, FORMATS, format_names, get_format
 from .ref.pack import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, ELEMENT_STREAMS, SCALE_PLACEMENTS
 from .accumulator import ACCUMULATOR_CHOICES, PRESETS, Accumulator
+from .golden import generate as generate_suite
+from .golden import generate_canonical, suite_from_spec
+from .golden import verify as verify_suites
+from .golden.suites import KINDS
 from .tensor import quantize
 from .tensor_dot import dot
 
@@ -187,6 +195,55 @@ def _cmd_dot(args) -> str:
     return f"{args.out_path}: {result.values.dtype} array of shape {result.values.shape} ({a.fmt.name} x {b.fmt.name}, {acc.mode})"
 
 
+def _shard(text):
+    if text is None:
+        return None
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard={text!r} is not allowed; expected I/N, e.g. 0/4") from None
+    return index, count
+
+
+def _progress(flag) -> bool:
+    return sys.stderr.isatty() if flag is None else flag
+
+
+def _cmd_golden_generate(args) -> str:
+    shard, progress = _shard(args.shard), _progress(args.progress)
+    if args.suite is None:
+        if args.params != "{}":
+            raise ValueError("--params needs --suite")
+        directories = generate_canonical(args.out, args.seed, args.level, shard, progress)
+    else:
+        try:
+            params = json.loads(args.params)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"--params is not valid JSON: {error}") from None
+        if not isinstance(params, dict):
+            raise ValueError("--params must be a JSON object")
+        try:
+            suite = suite_from_spec(args.suite, **params)
+        except TypeError as error:
+            raise ValueError(f"--params: {error}") from None
+        directories = [generate_suite(suite, args.out, args.seed, args.level, shard, progress)]
+    vectors = sum(json.loads((d / "manifest.json").read_text())["count"] for d in directories)
+    return f"{args.out}: {len(directories)} suite(s), {vectors} vectors"
+
+
+class _VerifyFailed(Exception):
+    pass
+
+
+def _cmd_golden_verify(args) -> str:
+    report = verify_suites(args.path, _progress(args.progress))
+    lines = [f"{args.path}: {report.suites} suite(s), {report.vectors} vectors recomputed"]
+    if not report.ok:
+        lines += [f"MISMATCH {problem}" for problem in report.problems]
+        raise _VerifyFailed("\n".join(lines))
+    return lines[0] + ", all match"
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (exit code 2, as argparse's own)."""
 
@@ -254,6 +311,25 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also write the output bits and each block's bits, accumulator, lsb_exponent and anchor")
     _add_option_flags(dot, Accumulator, ACCUMULATOR_CHOICES)
     dot.set_defaults(run=_cmd_dot)
+
+    golden = commands.add_parser("golden", help="generate or verify golden test vectors for RTL")
+    actions = golden.add_subparsers(dest="golden_command", required=True)
+    gen = actions.add_parser("generate", help="write golden suites (default: the canonical collection)")
+    gen.add_argument("out", metavar="DIR", help="root directory (suites go to DIR/<kind>/<suite>/)")
+    gen.add_argument("--suite", choices=tuple(KINDS), help="one suite of this kind instead of the canonical collection")
+    gen.add_argument("--params", default="{}", metavar="JSON",
+                     help='the suite\'s parameters as in its manifest, e.g. \'{"block_a": "mxfp8_e4m3", '
+                          '"accumulator": {"mode": "aligned", "frac_bits": 8, "width": 14}}\'')
+    gen.add_argument("--seed", type=int, default=0, help="random seed (default 0; the canonical suite uses 0)")
+    gen.add_argument("--level", type=int, default=1, help="random vectors scale with the level, 1..10 (default 1)")
+    gen.add_argument("--shard", metavar="I/N", help="write shard I of N (0-based) of every suite")
+    gen.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="show a progress bar (default: when stderr is a terminal)")
+    gen.set_defaults(run=_cmd_golden_generate)
+    check = actions.add_parser("verify", help="recompute every vector of the suites under DIR with the reference model")
+    check.add_argument("path", metavar="DIR", help="a suite directory or a root of suites")
+    check.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    check.set_defaults(run=_cmd_golden_verify)
     return parser
 
 
@@ -261,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         output = args.run(args)
+    except _VerifyFailed as failure:  # a verification that ran and found problems: exit 1
+        print(str(failure), file=sys.stderr)
+        return 1
     except (ValueError, OverflowError, OSError) as error:
         print(f"mxsim: error: {error}".replace("\n", " "), file=sys.stderr)
         return 2

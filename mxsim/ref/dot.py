@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Sequence
 
 from ..accumulator import Accumulator
@@ -83,7 +84,11 @@ def element_term(code: int, element, tau: int = 0) -> Term:
     use the smallest normal exponent). Integers: f = frac_bits, E = 0, M = |q| (MXINT8 0x80 has
     M = 128, value -2). Derived from the exact decoded value, so it follows the decoder's rules.
     """
-    element = get_format(element, kind="element")
+    return _element_term(code, get_format(element, kind="element"), tau)
+
+
+@lru_cache(maxsize=1 << 16)
+def _element_term(code: int, element, tau: int) -> Term:
     x = decode(code, element)
     if not x.is_finite:
         return Term(x.sign, 0, -tau, _frac_bits(element), x.kind)

@@ -1,0 +1,51 @@
+"""The catalogue of corner classes. Every vector's ``flags`` field has bit i set when it
+exercises class i; the manifest counts vectors per class. Classes are computed from each
+vector's content by the suite (not from how it was chosen), except ``exhaustive``, ``directed``
+and ``random``, which say where the stimulus came from."""
+
+from __future__ import annotations
+
+__all__ = ["CLASSES", "flag_bits", "class_names", "ORIGIN_MASK"]
+
+CLASSES: dict[str, str] = {
+    "exhaustive": "part of an exhaustive enumeration (every code, or every code pair)",
+    "directed": "a directed corner case from the catalogue",
+    "random": "seeded random stimulus",
+    "zero": "a zero input, element or result",
+    "negative_zero": "a -0 input or result",
+    "max": "a largest-magnitude finite element or result",
+    "overflow": "an input or exact result beyond the largest finite output",
+    "saturation": "a value clamped to the largest finite magnitude",
+    "tie": "an exact tie for the rounding (midpoint between two representable values)",
+    "subnormal_input": "a subnormal input (fp32 subnormal, or a subnormal element code)",
+    "subnormal_output": "a subnormal result code",
+    "carry": "rounding carried into the next binade",
+    "nan": "a NaN input, element or result",
+    "inf": "an Inf input, element or result",
+    "scale_min": "an E8M0 scale code 0x00 (2^-127)",
+    "scale_max": "an E8M0 scale code 0xFE (2^127)",
+    "scale_nan": "a NaN scale code (E8M0 0xFF, UE4M3 0x7F)",
+    "scale_clamp": "the block scale was clamped to the scale format's range",
+    "int8_neg2": "the MXINT8 code 0x80 (-2.0)",
+    "all_zero": "a block of zeros only",
+    "cancellation": "nonzero products that sum to exactly zero",
+    "subnormal_product": "a product with a subnormal element",
+    "shift_inexact": "the aligned register dropped product bits (truncate and rne can differ)",
+    "acc_overflow": "the aligned register overflowed its width (saturated or wrapped)",
+    "mixed_signs": "products of both signs",
+}
+_BITS = {name: i for i, name in enumerate(CLASSES)}
+
+
+def flag_bits(names) -> int:
+    """The flags word of a set of class names."""
+    value = 0
+    for name in names:
+        value |= 1 << _BITS[name]
+    return value
+
+
+def class_names(flags: int) -> list[str]:
+    return [name for name, bit in _BITS.items() if flags >> bit & 1]
+
+ORIGIN_MASK = flag_bits(["exhaustive", "directed", "random"])

@@ -1,0 +1,56 @@
+"""One field of a golden suite: a fixed-width hex column.
+
+A value is written as ceil(bits / 4) lower-case hex digits, no prefix; a signed field holds its
+value as two's complement in ``bits`` bits (zero-extended to the digit width), so a testbench
+reads it with ``$readmemh`` into a ``bits``-wide register and declares it signed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Field"]
+
+
+@dataclass(frozen=True)
+class Field:
+    """``name`` (the file is ``<name>.hex``), width in ``bits``, ``signed``, and what it holds."""
+
+    name: str
+    bits: int
+    signed: bool = False
+    description: str = ""
+
+    @property
+    def hex_digits(self) -> int:
+        return -(-self.bits // 4)
+
+    @property
+    def file(self) -> str:
+        return f"{self.name}.hex"
+
+    def to_hex(self, value: int) -> str:
+        low, high = (-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1) if self.signed else (0, (1 << self.bits) - 1)
+        if not low <= value <= high:
+            raise ValueError(f"field {self.name!r}: {value} does not fit {self.bits} {'signed ' if self.signed else ''}bits")
+        return format(value % (1 << self.bits), f"0{self.hex_digits}x")
+
+    def from_hex(self, text: str) -> int:
+        if len(text) != self.hex_digits:
+            raise ValueError(f"field {self.name!r}: {text!r} is not {self.hex_digits} hex digits")
+        value = int(text, 16)
+        if value >> self.bits:
+            raise ValueError(f"field {self.name!r}: {text!r} has bits above bit {self.bits - 1}")
+        if self.signed and value >> (self.bits - 1):
+            value -= 1 << self.bits
+        return value
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "file": self.file,
+            "bits": self.bits,
+            "hex_digits": self.hex_digits,
+            "signed": self.signed,
+            "description": self.description,
+        }

@@ -1,0 +1,83 @@
+// tb_decode: self-checking testbench of mx_elem_decode against an mxsim golden decode suite
+// (golden/decode/fp8_e4m3 or golden/decode/fp4_e2m1: code.hex, value.hex, one vector a line).
+//
+//   iverilog -g2005 -P tb_decode.FMT=0 -o tb_decode.vvp rtl/tb_decode.v rtl/mx_elem_decode.v
+//   vvp -n tb_decode.vvp +dir=golden/decode/fp8_e4m3 +count=256
+//
+// Compares the field `value` (fp32 bits) for every vector, prints the first MAXSHOW mismatches
+// (line number, field, expected, got) and ends with the line "N passed, N failed".
+`default_nettype none
+module tb_decode;
+    parameter FMT     = 0;        // 0 = FP8 E4M3, 1 = FP4 E2M1
+    parameter MAXN    = 65536;    // capacity of the vector memories (>= +count)
+    parameter MAXSHOW = 10;       // mismatches printed in full
+
+    reg [7:0]  code_mem  [0:MAXN-1];
+    reg [31:0] value_mem [0:MAXN-1];
+
+    reg  [7:0]  code;
+    wire [31:0] fp32;
+
+    mx_elem_decode #(.FMT(FMT)) dut (.code(code), .fp32(fp32));
+
+    reg [8*1024-1:0] dir;
+    reg [8*1100-1:0] fname;
+    integer n, i, passed, failed, fd;
+    reg bad;
+
+    task load_check;              // fail loudly if a golden file is missing
+        input [8*1100-1:0] path;
+        begin
+            fd = $fopen(path, "r");
+            if (fd == 0) begin
+                $display("ERROR: cannot open %0s", path);
+                $display("0 passed, %0d failed", (n > 0) ? n : 1);
+                $finish;
+            end
+            $fclose(fd);
+        end
+    endtask
+
+    initial begin
+        passed = 0;
+        failed = 0;
+        n = 0;
+        if (!$value$plusargs("dir=%s", dir)) begin
+            $display("ERROR: missing +dir=<golden suite directory>");
+            $display("0 passed, 1 failed");
+            $finish;
+        end
+        if (!$value$plusargs("count=%d", n) || n <= 0 || n > MAXN) begin
+            $display("ERROR: +count=N missing or outside [1, MAXN=%0d]", MAXN);
+            $display("0 passed, 1 failed");
+            $finish;
+        end
+        $sformat(fname, "%0s/code.hex", dir);
+        load_check(fname);
+        $readmemh(fname, code_mem, 0, n - 1);
+        $sformat(fname, "%0s/value.hex", dir);
+        load_check(fname);
+        $readmemh(fname, value_mem, 0, n - 1);
+
+        for (i = 0; i < n; i = i + 1) begin
+            code = code_mem[i];
+            #1;
+            bad = 1'b0;
+            if ((^code_mem[i] === 1'bx) || (^value_mem[i] === 1'bx)) begin
+                bad = 1'b1;
+                if (failed < MAXSHOW)
+                    $display("MISMATCH line %0d: golden entry unreadable (file shorter than count?)", i + 1);
+            end else if (fp32 !== value_mem[i]) begin
+                bad = 1'b1;
+                if (failed < MAXSHOW)
+                    $display("MISMATCH line %0d field value: code %h expected %h got %h",
+                             i + 1, code_mem[i], value_mem[i], fp32);
+            end
+            if (bad) failed = failed + 1;
+            else     passed = passed + 1;
+        end
+        $display("%0d passed, %0d failed", passed, failed);
+        $finish;
+    end
+endmodule
+`default_nettype wire

@@ -1,0 +1,351 @@
+"""RTL proof of the golden vectors: the Verilog models in ``rtl/`` (mx_elem_decode, mx_dot) must
+reproduce mxsim's golden suites bit for bit under Icarus Verilog, and the testbenches must have
+teeth (a one-behaviour mutation of the RTL is caught).
+
+* decode: ``golden/decode/{fp8_e4m3,fp4_e2m1}`` through ``rtl/tb_decode.v`` (field ``value``);
+* dot: every ``golden/dot/<format>-aligned-f<F>-w<W>-<truncate|rne>-<saturate|wrap>`` suite of
+  an E4M3 or E2M1 format through ``rtl/tb_dot.v`` (fields acc, lsb, anchor, result);
+* teeth: the same dot suites with the RTL compiled ``-DMUTATE_SHIFT`` (inverted shift rounding)
+  and ``-DMUTATE_WRAP`` (inverted overflow handling) must report failures;
+* parameters the golden suites do not exercise (rne, wrap, other F and W, K < 32) are checked on
+  seeded random blocks against ``mxsim.ref.dot.dot`` directly.
+
+Without ``iverilog``/``vvp`` the file skips, or fails when the environment variable CI is set
+(CI installs Icarus Verilog).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mxsim.accumulator import Accumulator
+from mxsim.ref.block import QuantizedBlock
+from mxsim.ref.dot import dot
+
+ROOT = Path(__file__).resolve().parents[1]
+RTL = ROOT / "rtl"
+# MXSIM_GOLDEN points the RTL proof at another golden tree (e.g. a freshly generated one).
+GOLDEN = Path(os.environ.get("MXSIM_GOLDEN") or ROOT / "golden")
+
+DECODE_SUITES = {"fp8_e4m3": 0, "fp4_e2m1": 1}  # suite -> FMT parameter
+REQUIRED_DOT_SUITES = (
+    "mxfp8_e4m3-aligned-f8-w14-truncate-saturate",
+    "mxfp4_e2m1-aligned-f4-w10-truncate-saturate",
+)
+DOT_FORMATS = {"mxfp8_e4m3": (0, 8), "mxfp4_e2m1": (1, 4)}  # format -> (FMT, element bits)
+SUITE_NAME = re.compile(r"^(mxfp8_e4m3|mxfp4_e2m1)-aligned-f(\d+)-w(\d+)-(truncate|rne)-(saturate|wrap)$")
+SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed$", re.MULTILINE)
+
+
+# ------------------------------------------------------------------------------------------------
+# Tools
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def icarus():
+    """Paths of iverilog and vvp; skip (or fail under CI) when Icarus Verilog is not installed."""
+    iverilog, vvp = shutil.which("iverilog"), shutil.which("vvp")
+    if not (iverilog and vvp):
+        reason = "Icarus Verilog (iverilog, vvp) is not installed; the RTL proof of the golden vectors needs it"
+        if os.environ.get("CI"):
+            pytest.fail(reason + " (CI is set, and CI installs it)")
+        pytest.skip(reason)
+    return iverilog, vvp
+
+
+@pytest.fixture(scope="module")
+def build(icarus, tmp_path_factory):
+    """compile(top, sources, params, defines) -> path of a vvp image (cached per configuration)."""
+    out = tmp_path_factory.mktemp("rtl_build")
+    cache: dict = {}
+
+    def compile_(top: str, sources: tuple[str, ...], params: dict, defines: tuple[str, ...] = ()) -> Path:
+        key = (top, sources, tuple(sorted(params.items())), defines)
+        if key not in cache:
+            image = out / f"{top}_{len(cache)}.vvp"
+            cmd = [icarus[0], "-g2005", "-Wall", "-s", top, "-o", str(image)]
+            cmd += [f"-P{top}.{name}={value}" for name, value in params.items()]
+            cmd += [f"-D{define}" for define in defines]
+            cmd += [str(RTL / source) for source in sources]
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+            assert done.returncode == 0, f"iverilog failed:\n{' '.join(cmd)}\n{done.stdout}{done.stderr}"
+            cache[key] = image
+        return cache[key]
+
+    return compile_
+
+
+def run_tb(icarus, image: Path, suite: Path, count: int) -> tuple[int, int, str]:
+    """Run a testbench image on a suite; (passed, failed, full output)."""
+    done = subprocess.run(
+        [icarus[1], "-n", str(image), f"+dir={suite}", f"+count={count}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    output = done.stdout + done.stderr
+    summaries = SUMMARY.findall(output)
+    assert done.returncode == 0 and summaries, f"testbench gave no summary line (rc {done.returncode}):\n{output}"
+    passed, failed = map(int, summaries[-1])
+    return passed, failed, output
+
+
+# ------------------------------------------------------------------------------------------------
+# Suites
+# ------------------------------------------------------------------------------------------------
+
+
+def manifest(suite: Path) -> dict:
+    path = suite / "manifest.json"
+    assert path.is_file(), f"golden suite {suite} has no manifest.json"
+    data = json.loads(path.read_text())
+    fields = {f["name"]: f for f in data["fields"]}
+    for f in fields.values():
+        assert f["hex_digits"] == (f["bits"] + 3) // 4, f"{suite.name}: field {f['name']} hex_digits"
+        assert (suite / f["file"]).is_file(), f"{suite.name}: missing {f['file']}"
+    assert isinstance(data["count"], int) and data["count"] > 0, f"{suite.name}: bad count"
+    return {"count": data["count"], "fields": fields, "params": data.get("params", {})}
+
+
+def dot_params(suite: Path, info: dict) -> dict:
+    """mx_dot / tb_dot parameters of a suite, from its name, cross-checked with the manifest."""
+    m = SUITE_NAME.match(suite.name)
+    assert m, f"unrecognised dot suite name {suite.name}"
+    fmt, f_bits, width, rounding, overflow = m.groups()
+    code, ew = DOT_FORMATS[fmt]
+    fields = info["fields"]
+    for name in ("a_scale", "a_elems", "b_scale", "b_elems", "acc", "lsb", "anchor", "result"):
+        assert name in fields, f"{suite.name}: manifest has no field {name}"
+    elem_bits = fields["a_elems"]["bits"]
+    assert elem_bits % ew == 0 and fields["b_elems"]["bits"] == elem_bits, f"{suite.name}: element field widths"
+    assert fields["acc"]["bits"] == int(width) and fields["acc"]["signed"], f"{suite.name}: acc must be signed W bits"
+    assert fields["lsb"]["bits"] == 16 and fields["anchor"]["bits"] == 16, f"{suite.name}: lsb/anchor widths"
+    assert fields["result"]["bits"] == 32, f"{suite.name}: result width"
+    params = info["params"]
+    if params:  # the generator's record of the configuration must agree with the name
+        acc = params.get("accumulator", {})
+        expected = {
+            "mode": "aligned",
+            "frac_bits": int(f_bits),
+            "width": int(width),
+            "shift_rounding": rounding,
+            "overflow": overflow,
+            "output": "fp32",
+            "output_rounding": "rne",
+            "ftz": False,
+        }
+        assert {key: acc.get(key, expected[key]) for key in expected} == expected, f"{suite.name}: params {acc}"
+        assert params.get("block_b", fmt) == params.get("block_a", fmt) == fmt, f"{suite.name}: formats {params}"
+    return {
+        "FMT": code,
+        "K": elem_bits // ew,
+        "F": int(f_bits),
+        "W": int(width),
+        "SHIFT_RNE": int(rounding == "rne"),
+        "WRAP": int(overflow == "wrap"),
+        "MAXN": info["count"],
+    }
+
+
+def golden_dot_suites() -> list[str]:
+    found = set(REQUIRED_DOT_SUITES)
+    if (GOLDEN / "dot").is_dir():
+        found |= {p.name for p in (GOLDEN / "dot").iterdir() if p.is_dir() and SUITE_NAME.match(p.name)}
+    return sorted(found)
+
+
+def golden_suite(kind: str, name: str) -> Path:
+    suite = GOLDEN / kind / name
+    assert suite.is_dir(), f"golden suite {suite} is missing (regenerate the golden vectors)"
+    return suite
+
+
+# ------------------------------------------------------------------------------------------------
+# Golden suites, clean RTL
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(DECODE_SUITES))
+def test_decode_golden(icarus, build, name):
+    suite = golden_suite("decode", name)
+    info = manifest(suite)
+    assert {"code", "value"} <= set(info["fields"]), f"{name}: manifest needs fields code and value"
+    image = build("tb_decode", ("tb_decode.v", "mx_elem_decode.v"), {"FMT": DECODE_SUITES[name], "MAXN": info["count"]})
+    passed, failed, output = run_tb(icarus, image, suite, info["count"])
+    assert failed == 0, output
+    assert passed == info["count"], output
+
+
+@pytest.mark.parametrize("name", golden_dot_suites())
+def test_dot_golden(icarus, build, name):
+    suite = golden_suite("dot", name)
+    info = manifest(suite)
+    image = build("tb_dot", ("tb_dot.v", "mx_dot.v"), dot_params(suite, info))
+    passed, failed, output = run_tb(icarus, image, suite, info["count"])
+    assert failed == 0, output
+    assert passed == info["count"], output
+
+
+# ------------------------------------------------------------------------------------------------
+# Teeth: a one-behaviour mutation of mx_dot must be caught on the same golden suites
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mutation", ["MUTATE_SHIFT", "MUTATE_WRAP"])
+@pytest.mark.parametrize("name", REQUIRED_DOT_SUITES)
+def test_dot_mutation_caught(icarus, build, name, mutation):
+    suite = golden_suite("dot", name)
+    info = manifest(suite)
+    image = build("tb_dot", ("tb_dot.v", "mx_dot.v"), dot_params(suite, info), (mutation,))
+    passed, failed, output = run_tb(icarus, image, suite, info["count"])
+    assert passed + failed == info["count"], output
+    assert failed > 0, f"{mutation} went unnoticed on {name}: the suite lacks vectors that tell it apart\n{output}"
+    assert "MISMATCH line" in output, output
+
+
+# ------------------------------------------------------------------------------------------------
+# Parameters outside the golden suites, against the reference model directly
+# ------------------------------------------------------------------------------------------------
+
+
+def write_suite(path: Path, fields: list[tuple[str, int]], rows: list[dict]) -> None:
+    """The golden-file layout: one <field>.hex per field, fixed-width two's-complement hex."""
+    path.mkdir(parents=True, exist_ok=True)
+    for name, bits in fields:
+        digits = (bits + 3) // 4
+        text = "".join(f"{row[name] & ((1 << bits) - 1):0{digits}x}\n" for row in rows)
+        (path / f"{name}.hex").write_text(text)
+
+
+def pack(codes: list[int], ew: int) -> int:
+    """A block word: element i at bits [i*ew, (i+1)*ew) (conventions.md section 3, RTL word)."""
+    return sum(c << (i * ew) for i, c in enumerate(codes))
+
+
+def random_codes(rng: random.Random, ew: int, k: int, kind: int) -> list[int]:
+    """Blocks that reach every datapath branch, by kind: 0 any code (NaN included), 1 wide
+    exponent spread, 2 large same-sign runs (saturation, wrap), 3 subnormals and zeros, 4 exact
+    cancellation, 5 zeros."""
+    if ew == 8:
+        if kind == 0:
+            return [rng.randrange(256) for _ in range(k)]
+        if kind == 1:
+            return [rng.choice((0, 0x80)) | rng.randrange(0x7F) for _ in range(k)]
+        if kind == 2:
+            sign = rng.choice((0, 0x80))
+            return [sign | rng.randrange(0x70, 0x7F) for _ in range(k)]
+        if kind == 3:
+            return [rng.choice((0, 0x80)) | rng.randrange(0x10) for _ in range(k)]
+    else:
+        if kind in (0, 1, 3):
+            return [rng.randrange(16) for _ in range(k)]
+        if kind == 2:
+            sign = rng.choice((0, 8))
+            return [sign | rng.randrange(4, 8) for _ in range(k)]
+    if kind == 4:
+        half = [rng.randrange(1 << (ew - 1)) for _ in range(k // 2)]
+        return (half + [c ^ (1 << (ew - 1)) for c in half] + [0] * k)[:k]
+    return [0] * k
+
+
+PARAMETER_CASES = [
+    # format, K, F, W, shift_rounding, overflow
+    ("mxfp8_e4m3", 32, 8, 14, "rne", "saturate"),
+    ("mxfp8_e4m3", 32, 8, 14, "truncate", "wrap"),
+    ("mxfp8_e4m3", 32, 0, 6, "rne", "wrap"),
+    ("mxfp8_e4m3", 32, 30, 42, "rne", "saturate"),  # contract 5.1 exact width: never overflows
+    ("mxfp8_e4m3", 8, 5, 9, "truncate", "saturate"),
+    ("mxfp4_e2m1", 32, 4, 10, "rne", "wrap"),
+    ("mxfp4_e2m1", 32, 0, 4, "rne", "saturate"),
+    ("mxfp4_e2m1", 5, 2, 5, "rne", "wrap"),
+    ("mxfp4_e2m1", 32, 9, 16, "truncate", "saturate"),  # exact width: no rounding, no overflow
+]
+
+
+@pytest.mark.parametrize("case", PARAMETER_CASES, ids=lambda c: "-".join(map(str, c)))
+def test_dot_parameters_against_reference(icarus, build, tmp_path, case):
+    fmt, k, f_bits, width, rounding, overflow = case
+    code, ew = DOT_FORMATS[fmt]
+    accumulator = Accumulator(mode="aligned", frac_bits=f_bits, width=width, shift_rounding=rounding, overflow=overflow)
+    rng = random.Random(f"{case}")
+    scales = (0x00, 0x01, 0x7F, 0xFE, 0xFF)
+    rows = []
+    for _ in range(250):
+        kind = rng.randrange(6)  # operands of one kind 40% of the time: large x large saturates
+        a = random_codes(rng, ew, k, kind)
+        b = random_codes(rng, ew, k, kind if rng.random() < 0.4 else rng.randrange(6))
+        sa = rng.choice(scales) if rng.random() < 0.3 else rng.randrange(100, 160)
+        sb = rng.choice(scales) if rng.random() < 0.3 else rng.randrange(256)
+        pad = (0,) * (32 - k)  # K < 32: the reference block is padded with zeros, which add nothing
+        r = dot(
+            QuantizedBlock(sa, (), tuple(a) + pad), QuantizedBlock(sb, (), tuple(b) + pad), fmt, accumulator=accumulator
+        )
+        rows.append(
+            {
+                "a_scale": sa,
+                "a_elems": pack(a, ew),
+                "b_scale": sb,
+                "b_elems": pack(b, ew),
+                "acc": r.accumulator,
+                "lsb": r.lsb_exponent,
+                "anchor": r.anchor,
+                "result": r.code,
+            }
+        )
+    fields = [
+        ("a_scale", 8),
+        ("a_elems", k * ew),
+        ("b_scale", 8),
+        ("b_elems", k * ew),
+        ("acc", width),
+        ("lsb", 16),
+        ("anchor", 16),
+        ("result", 32),
+    ]
+    write_suite(tmp_path, fields, rows)
+    params = {
+        "FMT": code,
+        "K": k,
+        "F": f_bits,
+        "W": width,
+        "SHIFT_RNE": int(rounding == "rne"),
+        "WRAP": int(overflow == "wrap"),
+        "MAXN": len(rows),
+    }
+    passed, failed, output = run_tb(icarus, build("tb_dot", ("tb_dot.v", "mx_dot.v"), params), tmp_path, len(rows))
+    assert (passed, failed) == (len(rows), 0), output
+
+
+# ------------------------------------------------------------------------------------------------
+# Optional: the cocotb scoreboard (rtl/cocotb), mxsim's reference checking mx_dot in simulation
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        ("mxfp8_e4m3", 32, 8, 14, "truncate", "saturate"),
+        ("mxfp4_e2m1", 32, 4, 10, "rne", "wrap"),
+    ],
+    ids=lambda c: "-".join(map(str, c)),
+)
+def test_cocotb_scoreboard(icarus, tmp_path, config):
+    pytest.importorskip("cocotb", reason="cocotb is not installed (pip install cocotb)")
+    pytest.importorskip("cocotb_tools.runner", reason="cocotb >= 2.0 (cocotb_tools.runner) is needed")
+    spec = importlib.util.spec_from_file_location("mx_dot_cocotb_run", RTL / "cocotb" / "run.py")
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    fmt, k, f_bits, width, rounding, overflow = config
+    tests, failed = runner.run(fmt, k, f_bits, width, rounding, overflow, count=150, seed=7, build_dir=tmp_path)
+    assert (tests, failed) == (1, 0)
