@@ -37,6 +37,14 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("dot", {"block_a": "mxfp8_e4m3", "accumulator": {"mode": "aligned", "frac_bits": 13, "width": 24}}),
         ("dot", {"block_a": "mxfp8_e4m3", "accumulator": {"mode": "fp32_sequential"}}),
     ]
+    + [("pack", {"block": b, "element_stream": st}) for b in ["mxfp8_e4m3", "mxfp6_e3m2", "mxfp4_e2m1", "mx9", "nvfp4"]
+       for st in ("lsb", "msb")]
+    + [
+        ("dotgeneral", {"block_a": "mxfp8_e4m3"}),
+        ("dotgeneral", {"block_a": "mxfp8_e4m3", "accumulator": {"across_blocks": "exact"}}),
+        ("dotgeneral", {"block_a": "mxfp8_e5m2"}),
+        ("dotgeneral", {"block_a": "mxfp4_e2m1", "accumulator": {"mode": "aligned", "frac_bits": 13, "width": 24}}),
+    ]
 )
 
 

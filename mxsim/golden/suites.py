@@ -12,8 +12,10 @@ significant bits; fp32 inputs of a block likewise at [32*i, 32*i + 32)):
 * ``encode``: ``x`` (fp32 bits) -> ``code``, for one rounding and overflow mode;
 * ``quantize``: ``x`` (k fp32 values; NVFP4 also ``tensor_scale``) -> ``scale``, ``scale_exp``
   (E8M0 families: the unbiased exponent), ``subscales`` (two-level formats), ``codes``;
+* ``pack``: one block (``scale``, ``subscales``, ``codes``) -> ``stream``, its byte image;
 * ``dot``: two blocks (``*_scale``, ``*_sub``, ``*_elems``; NVFP4 ``*_tensor_scale``) ->
-  ``acc`` (the register), ``lsb``, ``anchor``, ``result`` (output-format bits).
+  ``acc`` (the register), ``lsb``, ``anchor``, ``result`` (output-format bits);
+* ``dotgeneral``: two vectors of n blocks -> ``result`` and every block's rounded Dot.
 
 Every suite ends with ``flags``: the corner classes of :mod:`mxsim.golden.classes`.
 """
@@ -36,7 +38,10 @@ from ..ref.exact import Exact, floor_log2
 from ..ref.scale import E8M0_MIN
 from .fields import Field
 
-__all__ = ["Suite", "DecodeSuite", "EncodeSuite", "QuantizeSuite", "DotSuite", "suite_from_spec", "KINDS"]
+__all__ = [
+    "Suite", "DecodeSuite", "EncodeSuite", "QuantizeSuite", "PackSuite", "DotSuite", "DotGeneralSuite",
+    "suite_from_spec", "KINDS",
+]
 
 ORIGINS = ("exhaustive", "directed", "random")
 FP32 = "fp32"
@@ -643,7 +648,164 @@ class DotSuite(Suite):
         return classes
 
 
-KINDS = {"decode": DecodeSuite, "encode": EncodeSuite, "quantize": QuantizeSuite, "dot": DotSuite}
+@dataclass
+class PackSuite(Suite):
+    """One block (scale, sub-scales, codes) -> its byte-stream image ``[scale][sub-scales]
+    [e0]...[e(k-1)]`` in one element-stream layout (contract 3.2; mxsim.ref.pack): byte j of the
+    stream at bits [8j, 8j+8) of the ``stream`` field."""
+
+    block: str
+    element_stream: str = "lsb"
+    kind = "pack"
+
+    def __post_init__(self):
+        from ..ref.pack import ELEMENT_STREAMS, packed_nbytes
+
+        self.fmt = get_format(self.block, kind="block")
+        if self.element_stream not in ELEMENT_STREAMS:
+            raise ValueError(f"element_stream={self.element_stream!r} is not allowed; expected one of: {', '.join(ELEMENT_STREAMS)}")
+        fmt = self.fmt
+        self.name = f"{fmt.name}-{self.element_stream}"
+        self.nbytes = packed_nbytes(fmt, 1, self.element_stream, "interleaved")
+        self.inputs = [Field("scale", fmt.scale_storage_bits, description=f"{fmt.scale.name} scale code")]
+        if fmt.subblocks:
+            self.inputs.append(Field("subscales", fmt.subblocks * fmt.subscale_bits, description="sub-scale j at bits [j*d2, (j+1)*d2)"))
+        self.inputs.append(Field("codes", fmt.block_size * fmt.element.width, description="codes, element i at bits [i*w, (i+1)*w)"))
+        self.outputs = [Field("stream", 8 * self.nbytes, description=f"the block's {self.nbytes} bytes, byte j at bits [8j, 8j+8)")]
+
+    def params(self) -> dict:
+        return {"block": self.fmt.name, "element_stream": self.element_stream}
+
+    def describe(self) -> dict:
+        return {"block": _jsonable(self.fmt.describe()), "scale_placement": "interleaved"}
+
+    def stimulus(self, rng: random.Random, level: int):
+        fmt = self.fmt
+        rows = []
+        k, w = fmt.block_size, fmt.element.width
+        patterns = [[0] * k, [(1 << w) - 1] * k, [i % (1 << w) for i in range(k)], [1 << (i % w) for i in range(k)]]
+        for codes in patterns:
+            rows.append((self._inputs(codes, 0, 0), "directed"))
+            rows.append((self._inputs(codes, (1 << fmt.scale.width) - 1, (1 << (fmt.subblocks * fmt.subscale_bits)) - 1), "directed"))
+        for _ in range(100 * level):
+            codes = [rng.getrandbits(w) for _ in range(k)]
+            rows.append((self._inputs(codes, rng.getrandbits(fmt.scale.width), rng.getrandbits(fmt.subblocks * fmt.subscale_bits)), "random"))
+        return rows
+
+    def _inputs(self, codes, scale, subscales) -> dict:
+        inputs = {"scale": scale, "codes": _pack(codes, self.fmt.element.width)}
+        if self.fmt.subblocks:
+            inputs["subscales"] = subscales
+        return inputs
+
+    def compute(self, inputs: dict):
+        import numpy as np
+
+        from ..ref.pack import pack_blocks
+
+        fmt = self.fmt
+        codes = np.array([_unpack(inputs["codes"], fmt.element.width, fmt.block_size)], dtype=np.int64)
+        subs = None
+        if fmt.subblocks:
+            subs = np.array([_unpack(inputs["subscales"], fmt.subscale_bits, fmt.subblocks)], dtype=np.int64)
+        data = pack_blocks(fmt, np.array([inputs["scale"]]), subs, codes, self.element_stream, "interleaved")
+        classes = set()
+        if decode(inputs["scale"], fmt.scale).is_nan:
+            classes.add("scale_nan")
+        if all(c == 0 for c in codes[0]):
+            classes.add("all_zero")
+        return {"stream": int.from_bytes(data, "little")}, classes
+
+
+@dataclass
+class DotGeneralSuite(DotSuite):
+    """Two vectors of ``n_blocks`` blocks -> the DotGeneral ``result`` and each block's rounded
+    Dot (``block_results``), for one accumulator configuration (``across_blocks`` included).
+    Block j's fields sit at [j*width, (j+1)*width) of each operand field."""
+
+    n_blocks: int = 4
+    kind = "dotgeneral"
+
+    def __post_init__(self):
+        if not (isinstance(self.n_blocks, int) and 1 <= self.n_blocks <= 64):
+            raise ValueError(f"n_blocks={self.n_blocks!r} is not allowed; expected an integer in [1, 64]")
+        super().__post_init__()
+        n = self.n_blocks
+        self.name = f"{self.name}-n{n}-{self.acc.across_blocks}"
+        self.single = [f for f in self.inputs]
+        self.inputs = [
+            f if f.name.endswith("tensor_scale") else Field(f.name, f.bits * n, f.signed, f"{n} blocks, block j at bits [j*{f.bits}, (j+1)*{f.bits}): {f.description}")
+            for f in self.single
+        ]
+        out = get_format(self.acc.output, kind="float")
+        self.outputs = [
+            Field("result", out.width, description=f"{out.name} bits of the DotGeneral"),
+            Field("block_results", out.width * n, description=f"each block's Dot rounded to {out.name}, block j at bits [j*{out.width}, (j+1)*{out.width})"),
+        ]
+
+    def params(self) -> dict:
+        return {**super().params(), "n_blocks": self.n_blocks}
+
+    def stimulus(self, rng: random.Random, level: int):
+        singles = DotSuite.stimulus(self, rng, 1)
+        singles = [row for row, origin in singles if origin != "exhaustive"]
+        n = self.n_blocks
+        rows = []
+        for start in range(0, len(singles) - n + 1, n):
+            rows.append((self._join(singles[start : start + n]), "directed" if start < 64 else "random"))
+        for _ in range(8):  # cancellation across blocks: block 1 is block 0 with a negated b side
+            first = dict(rng.choice(singles))
+            other = dict(first)
+            other["b_elems"] = _pack([c ^ self.fb.element.sign_mask for c in _unpack(first["b_elems"], self.fb.element.width, self.fb.block_size)], self.fb.element.width) if self.fb.element.kind == "float" else first["b_elems"]
+            rows.append((self._join([first, other] + [rng.choice(singles) for _ in range(n - 2)]), "directed"))
+        return rows[: 60 * level + 8] if level == 1 else rows
+
+    def _join(self, blocks: list[dict]) -> dict:
+        joined = {}
+        for f in self.single:
+            if f.name.endswith("tensor_scale"):
+                joined[f.name] = blocks[0][f.name]
+            else:
+                joined[f.name] = _pack([b[f.name] for b in blocks], f.bits)
+        return joined
+
+    def compute(self, inputs: dict):
+        n = self.n_blocks
+        per_block = [
+            {f.name: (inputs[f.name] if f.name.endswith("tensor_scale") else _unpack(inputs[f.name], f.bits, n)[j]) for f in self.single}
+            for j in range(n)
+        ]
+        pairs = [self._blocks(row) for row in per_block]
+        (ta, tb) = pairs[0][1]
+        g = ref_dot.dot_general([p[0][0] for p in pairs], [p[0][1] for p in pairs], self.fa, self.fb, self.acc,
+                                tensor_scale_a=ta, tensor_scale_b=tb)
+        out = get_format(self.acc.output, kind="float")
+        classes = set()
+        if g.value.is_nan:
+            classes.add("nan")
+        elif g.value.is_inf:
+            classes.add("inf")
+            if all(b.value.is_finite for b in g.blocks):
+                classes.add("overflow")
+        elif g.value.is_zero:
+            classes.add("negative_zero" if g.value.sign else "zero")
+            if any(not b.value.is_zero for b in g.blocks):
+                classes.add("cancellation")
+        elif _is_subnormal_code(g.code, out):
+            classes.add("subnormal_output")
+        if len({b.value.sign for b in g.blocks if b.value.is_finite and not b.value.is_zero}) == 2:
+            classes.add("mixed_signs")
+        return {"result": g.code, "block_results": _pack([b.code for b in g.blocks], out.width)}, classes
+
+
+KINDS = {
+    "decode": DecodeSuite,
+    "encode": EncodeSuite,
+    "quantize": QuantizeSuite,
+    "pack": PackSuite,
+    "dot": DotSuite,
+    "dotgeneral": DotGeneralSuite,
+}
 
 
 def suite_from_spec(kind: str, **params) -> Suite:
