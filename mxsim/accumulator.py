@@ -28,9 +28,9 @@ Fields (defaults are the contract's):
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 
-from .policy import check_choice
+from .policy import check_choice, options_from_kwargs
 
 __all__ = ["Accumulator", "ACCUMULATOR_CHOICES", "PRESETS", "OUTPUT_ROUNDING_MODES"]
 
@@ -85,11 +85,7 @@ class Accumulator:
     @classmethod
     def from_kwargs(cls, **kwargs) -> "Accumulator":
         """Build from keyword options, naming any unknown option and listing the known ones."""
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(kwargs) - set(known))
-        if unknown:
-            raise ValueError(f"unknown accumulator option(s) {', '.join(unknown)}; known options: {', '.join(known)}")
-        return cls(**kwargs)
+        return options_from_kwargs(cls, kwargs, "accumulator ")
 
     @classmethod
     def preset(cls, name: str, **overrides) -> "Accumulator":

@@ -7,10 +7,10 @@ read it; neither keeps defaults of its own.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from fractions import Fraction
 
-from .policy import ROUNDING_MODES, check_choice
+from .policy import ROUNDING_MODES, check_choice, options_from_kwargs
 
 __all__ = ["QuantizeOptions", "SCALE_RULES", "OPTION_CHOICES"]
 
@@ -69,11 +69,7 @@ class QuantizeOptions:
     @classmethod
     def from_kwargs(cls, **kwargs) -> "QuantizeOptions":
         """Build from keyword options, naming any unknown option and listing the known ones."""
-        known = [f.name for f in fields(cls)]
-        unknown = sorted(set(kwargs) - set(known))
-        if unknown:
-            raise ValueError(f"unknown option(s) {', '.join(unknown)}; known options: {', '.join(known)}")
-        return cls(**kwargs)
+        return options_from_kwargs(cls, kwargs)
 
     def check_format(self, fmt) -> None:
         """Reject options a block format family does not have."""

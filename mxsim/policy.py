@@ -22,11 +22,14 @@ Overflow (the rounded magnitude exceeds the largest finite value, or the input i
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 __all__ = [
     "ROUNDING_MODES",
     "OVERFLOW_MODES",
     "check_choice",
     "check_encode_options",
+    "options_from_kwargs",
     "overflow_code",
     "saturation_code",
 ]
@@ -40,6 +43,16 @@ def check_choice(name: str, value, allowed) -> None:
     """Raise ValueError unless ``value`` is one of ``allowed``, naming the option and the choices."""
     if not isinstance(value, str) or value not in allowed:
         raise ValueError(f"{name}={value!r} is not allowed; expected one of: {', '.join(allowed)}")
+
+
+def options_from_kwargs(options_class, kwargs: dict, what: str = ""):
+    """Build a frozen options dataclass from keywords, naming any unknown option (``what`` says
+    whose, e.g. "accumulator ") and listing the known ones."""
+    known = [f.name for f in fields(options_class)]
+    unknown = sorted(set(kwargs) - set(known))
+    if unknown:
+        raise ValueError(f"unknown {what}option(s) {', '.join(unknown)}; known options: {', '.join(known)}")
+    return options_class(**kwargs)
 
 
 def check_encode_options(rounding: str, overflow: str, rand_bits, rand_width: int) -> None:

@@ -65,6 +65,17 @@ def _fp32_value(bits: int) -> Exact:
     return decode(bits, FP32)
 
 
+def _kind_classes(x: Exact) -> set:
+    """nan, inf, zero or negative_zero, as the value is."""
+    if x.is_nan:
+        return {"nan"}
+    if x.is_inf:
+        return {"inf"}
+    if x.is_zero:
+        return {"negative_zero" if x.sign else "zero"}
+    return set()
+
+
 def _is_subnormal_code(code: int, fmt) -> bool:
     return fmt.kind == "float" and fmt.subnormals and 0 < (code & ~fmt.sign_mask) < (1 << fmt.mantissa_bits)
 
@@ -126,14 +137,8 @@ class DecodeSuite(Suite):
         value = _fp32_bits(x)
         if x.is_finite and _fp32_value(value).magnitude != x.magnitude:
             raise ValueError(f"{self.fmt.name} code {code:#x} is not exactly an fp32 value")
-        classes = set()
-        if x.is_nan:
-            classes.add("nan")
-        elif x.is_inf:
-            classes.add("inf")
-        elif x.is_zero:
-            classes.add("negative_zero" if x.sign else "zero")
-        elif x.magnitude == self.fmt.max_normal:
+        classes = _kind_classes(x)
+        if x.is_finite and x.magnitude and x.magnitude == self.fmt.max_normal:
             classes.add("max")
         if _is_subnormal_code(code, self.fmt):
             classes.add("subnormal_input")
@@ -212,14 +217,8 @@ class EncodeSuite(Suite):
     def compute(self, inputs: dict):
         x = _fp32_value(inputs["x"])
         code = encode(x, self.fmt, self.rounding, self.overflow)
-        classes = set()
-        if x.is_nan:
-            classes.add("nan")
-        elif x.is_inf:
-            classes.add("inf")
-        elif x.is_zero:
-            classes.add("negative_zero" if x.sign else "zero")
-        else:
+        classes = _kind_classes(x)
+        if x.is_finite and not x.is_zero:
             if x.magnitude < Fraction(1, 1 << 126):
                 classes.add("subnormal_input")
             if x.magnitude > self.fmt.max_normal:
