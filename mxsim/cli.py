@@ -214,7 +214,7 @@ def _cmd_golden_generate(args) -> str:
     if args.suite is None:
         if args.params != "{}":
             raise ValueError("--params needs --suite")
-        directories = generate_canonical(args.out, args.seed, args.level, shard, progress)
+        directories = generate_canonical(args.out, args.seed, args.level, shard, progress, args.npz)
     else:
         try:
             params = json.loads(args.params)
@@ -226,7 +226,7 @@ def _cmd_golden_generate(args) -> str:
             suite = suite_from_spec(args.suite, **params)
         except TypeError as error:
             raise ValueError(f"--params: {error}") from None
-        directories = [generate_suite(suite, args.out, args.seed, args.level, shard, progress)]
+        directories = [generate_suite(suite, args.out, args.seed, args.level, shard, progress, args.npz)]
     vectors = sum(json.loads((d / "manifest.json").read_text())["count"] for d in directories)
     return f"{args.out}: {len(directories)} suite(s), {vectors} vectors"
 
@@ -325,6 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--shard", metavar="I/N", help="write shard I of N (0-based) of every suite")
     gen.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="show a progress bar (default: when stderr is a terminal)")
+    gen.add_argument("--npz", action="store_true", help="also write vectors.npz (one array per field) per suite")
     gen.set_defaults(run=_cmd_golden_generate)
     check = actions.add_parser("verify", help="recompute every vector of the suites under DIR with the reference model")
     check.add_argument("path", metavar="DIR", help="a suite directory or a root of suites")

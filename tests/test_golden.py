@@ -255,3 +255,17 @@ def test_dotgeneral_suite_block_results_add_up_in_fp32():
             assert result == 0x7FC00000
         else:
             assert int(np.float32(total).view(np.uint32)) == result
+
+
+def test_npz_holds_the_same_vectors_and_is_reproducible(tmp_path):
+    suite = suite_from_spec("dot", block_a="mxfp4_e2m1")
+    a = generate(suite, tmp_path / "a", npz=True)
+    b = generate(suite, tmp_path / "b", npz=True)
+    assert (a / "vectors.npz").read_bytes() == (b / "vectors.npz").read_bytes()
+    with np.load(a / "vectors.npz") as arrays:
+        assert arrays["acc"].dtype == np.uint64 and arrays["a_elems"].dtype.kind == "U"
+        assert [int(x) for x in arrays["result"]] == _hex_lines(a, "result")
+        assert [int(x, 16) for x in arrays["a_elems"]] == _hex_lines(a, "a_elems")
+    assert verify(a).ok
+    (a / "vectors.npz").write_bytes(b"not an archive")
+    assert any("vectors.npz" in p for p in verify(a).problems)

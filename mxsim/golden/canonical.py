@@ -52,5 +52,5 @@ def canonical_suites():
     return [suite_from_spec(kind, **params) for kind, params in CANONICAL_SUITES]
 
 
-def generate_canonical(root, seed: int = 0, level: int = 1, shard=None, progress: bool = False) -> list[Path]:
-    return [generate(s, root, seed, level, shard, progress) for s in canonical_suites()]
+def generate_canonical(root, seed: int = 0, level: int = 1, shard=None, progress: bool = False, npz: bool = False) -> list[Path]:
+    return [generate(s, root, seed, level, shard, progress, npz) for s in canonical_suites()]

@@ -29,6 +29,30 @@ from .suites import Suite, suite_from_spec
 __all__ = ["generate", "verify", "VerifyReport", "suite_dir"]
 
 MANIFEST = "manifest.json"
+NPZ = "vectors.npz"
+
+
+def _npz_bytes(suite: Suite, lines: dict) -> bytes:
+    import io
+    import zipfile
+
+    import numpy as np
+
+    arrays = {}
+    for f in suite.fields:
+        if f.bits <= 64:
+            arrays[f.name] = np.array([int(x, 16) for x in lines[f.name]], dtype=np.uint64)
+        else:
+            arrays[f.name] = np.array(lines[f.name], dtype=f"U{f.hex_digits}")
+    # np.savez stamps the zip entries with the current time; write them with a fixed one so the
+    # same vectors give the same bytes
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        for name, array in arrays.items():
+            entry = io.BytesIO()
+            np.save(entry, array, allow_pickle=False)
+            archive.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), entry.getvalue())
+    return buffer.getvalue()
 
 
 def suite_dir(root, suite: Suite) -> Path:
@@ -44,8 +68,10 @@ def _sha256(data: bytes) -> str:
 
 
 def generate(suite: Suite, root, seed: int = 0, level: int = 1, shard: tuple[int, int] | None = None,
-             progress: bool = False) -> Path:
-    """Write ``suite`` under ``root``; returns the directory written."""
+             progress: bool = False, npz: bool = False) -> Path:
+    """Write ``suite`` under ``root``; returns the directory written. ``npz``: also write
+    ``vectors.npz`` (one array per field: uint64 for fields of at most 64 bits, else the hex
+    strings), listed in the manifest like the hex files."""
     if not (isinstance(level, int) and 1 <= level <= 10):
         raise ValueError(f"level={level!r} is not allowed; expected an integer in [1, 10]")
     rows = suite.stimulus(_rng(seed, suite), level)
@@ -74,6 +100,10 @@ def generate(suite: Suite, root, seed: int = 0, level: int = 1, shard: tuple[int
         data = "".join(line + "\n" for line in lines[f.name]).encode()
         atomic_write(directory / f.file, data)
         hashes[f.file] = _sha256(data)
+    if npz:
+        data = _npz_bytes(suite, lines)
+        atomic_write(directory / NPZ, data)
+        hashes[NPZ] = _sha256(data)
     manifest = {
         "mxsim_version": __version__,
         "kind": suite.kind,
@@ -135,6 +165,12 @@ def _verify_suite(directory: Path, report: VerifyReport, progress: bool) -> None
     if [f.describe() for f in suite.fields] != manifest["fields"]:
         report.problems.append(f"{where}: the manifest's field layout differs from what mxsim {__version__} writes for this suite")
         return
+    if NPZ in manifest["files"]:
+        try:
+            if _sha256((directory / NPZ).read_bytes()) != manifest["files"][NPZ]:
+                report.problems.append(f"{where}/{NPZ}: SHA-256 differs from the manifest (edited or truncated)")
+        except OSError as error:
+            report.problems.append(f"{where}/{NPZ}: missing ({error.strerror})")
     columns = {}
     for f in suite.fields:
         try:
