@@ -173,12 +173,8 @@ def _float32_values(fmt) -> np.ndarray | None:
 @lru_cache(maxsize=None)
 def _terms_of_scale(scale_fmt):
     """(significand, exponent - frac_bits, is_nan) of every scale code: value = sig * 2^exp."""
-    terms = [ref_dot.element_term(code, scale_fmt) for code in range(1 << scale_fmt.width)]
-    return (
-        np.array([t.significand for t in terms], dtype=np.int64),
-        np.array([t.exponent - t.frac_bits for t in terms], dtype=np.int64),
-        np.array([t.kind == "nan" for t in terms], dtype=bool),
-    )
+    t = _terms(scale_fmt)
+    return t.significand, t.exponent - ref_dot._frac_bits(scale_fmt), t.nan
 
 
 def _dyadic(q: Fraction) -> tuple[int, int]:
@@ -207,9 +203,9 @@ class _DotKernel:
         self.frac = ref_dot._frac_bits(fmt_a.element) + ref_dot._frac_bits(fmt_b.element)
         self.lsb = ref_dot.product_lsb(fmt_a, fmt_b)
         self.has_specials = _special_table(fmt_a) is not None or _special_table(fmt_b) is not None
-        bound_a = _max_abs(_grid_table(fmt_a, "int64")) << self._taumax(fmt_a)
-        bound_b = _max_abs(_grid_table(fmt_b, "int64")) << self._taumax(fmt_b)
-        self.product_bound = bound_a * bound_b  # largest |product| on the fixed grid
+        # the largest |product| on the fixed grid
+        self.product_bound = ref_dot.largest_grid_value(fmt_a) * ref_dot.largest_grid_value(fmt_b)
+        self.register_limit = ref_dot.register_limit(fmt_a, fmt_b, acc)
         self.route = getattr(self, f"_route_{acc.mode}")()
 
     @staticmethod
@@ -219,9 +215,8 @@ class _DotKernel:
     # Each _route_* picks how its mode runs for this pair and returns the chunk function, which
     # maps (codes_a, codes_b, subscales_a, subscales_b) to (register, lsb, anchor, special).
     def _route_exact(self):
-        bound = self.k * self.product_bound
+        bound = self.register_limit
         self.register_dtype = np.int64 if bound < _INT64_LIMIT else object
-        self.register_limit = bound
         # The float dtype that holds every product and partial sum exactly; the lookups may be
         # narrower than the sum.
         self.sum_dtype = "float32" if bound < 1 << 24 else "float64" if bound < 1 << 53 else None
@@ -235,12 +230,8 @@ class _DotKernel:
         return self._exact_floats
 
     def _route_aligned(self):
-        f = self.acc.frac_bits
-        # |q_i| <= Ma*Mb * 2^(F - frac) <= 4 * 2^F (and rne may round up by one): the sum of k
-        # of them must stay inside int64 for the array routes.
-        largest = (_max_abs(self.ta.significand) * _max_abs(self.tb.significand)) >> self.frac
-        bound = self.k * ((largest + 1) << f) + self.k
-        self.register_limit = bound
+        # every partial sum must stay inside int64 for the array routes
+        bound = self.register_limit
         if bound >= _INT64_LIMIT:
             self.register_dtype = object
             return self._by_reference
@@ -257,7 +248,6 @@ class _DotKernel:
         sig_bits = int(_max_abs(self.ta.significand)).bit_length() + int(_max_abs(self.tb.significand)).bit_length()
         top = self.fmt_a.element.emax + self.fmt_b.element.emax + 2
         self.register_dtype = np.int64
-        self.register_limit = 1 << 24  # an fp32 significand
         if va is None or vb is None or sig_bits > 24 or self.lsb < -149 or top > 127:
             return self._by_reference  # some product is not exact in float32
         self.va, self.vb = va, vb

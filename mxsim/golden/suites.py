@@ -197,8 +197,6 @@ class EncodeSuite(Suite):
         for v in self._directed():
             for sign in (0, 1):
                 x = v if isinstance(v, Exact) else Exact(sign, v)
-                if not isinstance(v, Exact):
-                    x = Exact(sign, v)
                 bits = _fp32_bits(x)
                 if _fp32_value(bits).is_finite and x.is_finite and _fp32_value(bits).magnitude != x.magnitude:
                     continue  # not an fp32 value (e.g. a midpoint below fp32 resolution)
@@ -393,36 +391,12 @@ class QuantizeSuite(Suite):
 
 
 # --- block dot -------------------------------------------------------------------------------
-@lru_cache(maxsize=None)
-def _largest_grid_value(fmt) -> int:
-    """The largest |element| of a block format on its fixed grid (contract 5.1)."""
-    lsb = ref_dot._element_lsb(fmt)
-    largest = 0
-    for code in range(1 << fmt.element.width):
-        t = ref_dot.element_term(code, fmt.element)
-        if t.kind == "finite":
-            largest = max(largest, t.significand << (t.exponent - t.frac_bits - lsb))
-    return largest
-
-
 def register_bits(fmt_a, fmt_b, acc: Accumulator) -> int:
     """Bits of the ``acc`` field: W for a bounded aligned register; else a width that holds every
-    value the register can take (contract 5.1 for exact; fp32's signed 24-bit significand)."""
-    k = fmt_a.block_size
-    if acc.mode == "aligned":
-        if acc.width is not None:
-            return acc.width
-        largest = (_largest_significand(fmt_a) * _largest_significand(fmt_b)) >> (
-            ref_dot._frac_bits(fmt_a.element) + ref_dot._frac_bits(fmt_b.element)
-        )
-        return (k * ((largest + 1) << acc.frac_bits) + k).bit_length() + 1
-    if acc.mode == "fp32_sequential":
-        return 25
-    return (k * _largest_grid_value(fmt_a) * _largest_grid_value(fmt_b)).bit_length() + 1
-
-
-def _largest_significand(fmt) -> int:
-    return max(ref_dot.element_term(c, fmt.element).significand for c in range(1 << fmt.element.width))
+    value the register can take (:func:`mxsim.ref.dot.register_limit`; contract 5.1 for exact)."""
+    if acc.mode == "aligned" and acc.width is not None:
+        return acc.width
+    return ref_dot.register_limit(fmt_a, fmt_b, acc).bit_length() + 1
 
 
 def _jsonable(d: dict) -> dict:

@@ -41,6 +41,8 @@ __all__ = [
     "element_term",
     "block_terms",
     "product_lsb",
+    "largest_grid_value",
+    "register_limit",
     "round_output",
     "fp32_add",
     "BlockDot",
@@ -119,6 +121,38 @@ def _element_lsb(fmt) -> int:
 def product_lsb(fmt_a, fmt_b) -> int:
     """The fixed grid of ``exact`` mode: the exponent of the smallest product LSB of the pair."""
     return _element_lsb(get_format(fmt_a, kind="block")) + _element_lsb(get_format(fmt_b, kind="block"))
+
+
+@lru_cache(maxsize=None)
+def largest_grid_value(fmt) -> int:
+    """The largest |element| of a block format in units of its smallest element LSB (contract
+    5.1's "max integer magnitude": 229376 for E4M3, 1.75 * 2^31 for E5M2)."""
+    fmt = get_format(fmt, kind="block")
+    lsb = _element_lsb(fmt)
+    terms = (element_term(code, fmt.element) for code in range(1 << fmt.element.width))
+    return max((t.significand << (t.exponent - t.frac_bits - lsb) for t in terms if t.kind == "finite"), default=0)
+
+
+def register_limit(fmt_a, fmt_b, accumulator: Accumulator) -> int:
+    """An upper bound on |register| of one block Dot, ignoring ``width``: ``exact``
+    k * largest_a * largest_b (attained by the worst-case block: the section 5.1 widths);
+    ``aligned`` k * (floor(max Ma*Mb / 2^(fa+fb)) + 1) * 2^F + k (every q_i, rne included, is at
+    most the first term over k); ``fp32_sequential`` the largest 24-bit significand."""
+    fmt_a, fmt_b = get_format(fmt_a, kind="block"), get_format(fmt_b, kind="block")
+    k = fmt_a.block_size
+    if accumulator.mode == "exact":
+        return k * largest_grid_value(fmt_a) * largest_grid_value(fmt_b)
+    if accumulator.mode == "fp32_sequential":
+        return (1 << (FP32_ULP_SHIFT + 1)) - 1
+    largest = (_largest_significand(fmt_a.element) * _largest_significand(fmt_b.element)) >> (
+        _frac_bits(fmt_a.element) + _frac_bits(fmt_b.element)
+    )
+    return k * ((largest + 1) << accumulator.frac_bits) + k
+
+
+@lru_cache(maxsize=None)
+def _largest_significand(element) -> int:
+    return max(element_term(code, element).significand for code in range(1 << element.width))
 
 
 def _scale_factor(scale_code: int, fmt, tensor_scale) -> Exact:
