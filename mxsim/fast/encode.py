@@ -157,7 +157,8 @@ class _RneSaturateKernel:
         code >>= self.shift
         # Subnormal range: |x| + 2^magic rounds |x| to the target's subnormal spacing (exact IEEE
         # addition, ties to even); the low bits of the sum count the target ulps.
-        np.add(magnitude.view(self.b.float), self.magic, out=scratch.view(self.b.float))
+        with np.errstate(invalid="ignore"):  # a signalling-NaN input; NaN codes are set below
+            np.add(magnitude.view(self.b.float), self.magic, out=scratch.view(self.b.float))
         scratch -= self.magic_bits
         # Branch-free select (a masked copy mispredicts on mixed data): all-ones where
         # |x| < 2^emin, from the sign of magnitude - limit (both below 2^(bits-1)).
