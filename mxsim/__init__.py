@@ -5,7 +5,13 @@ Public surface:
 * formats: :func:`get_format`, :class:`FloatFormat`, :class:`IntFormat`, :class:`BlockFormat`;
 * arrays (fast path): :func:`encode`, :func:`decode`, :func:`quantize` -> :class:`MXTensor`;
 * the dot-product datapath: :func:`dot` of two MXTensors, configured by :class:`Accumulator`;
-* the integer-only reference model: :mod:`mxsim.ref` (``ref.encode``, ``ref.decode``).
+* the integer-only reference model: :mod:`mxsim.ref` (``ref.encode``, ``ref.decode``);
+* golden vectors for RTL testbenches: :mod:`mxsim.golden` (and ``mxsim golden generate``).
+
+Imported on their own (``import mxsim.strategies``), so that ``import mxsim`` stays light:
+
+* :mod:`mxsim.strategies`: hypothesis strategies and ready-made checks of your implementation;
+* :mod:`mxsim.interop`: codes and tensors to and from ml_dtypes, torch, torchao and gpt-oss.
 """
 
 from . import ref

@@ -149,7 +149,8 @@ def check_element_encoder(
 
     Inputs are carrier values (``dtype``: float32, float64, bfloat16 as float32, float16): half
     drawn near the format's decision points (:func:`mxsim.strategies.boundary_values` with
-    ``kinds`` and ``ulps``), half from arbitrary bit patterns. NaN inputs are drawn only for
+    ``kinds`` and ``ulps``), half from arbitrary bit patterns (only the former when ``kinds`` is
+    given). NaN inputs are drawn only for
     formats with a NaN. With ``rounding='stochastic'`` the encoder is called as
     ``encoder(x, r)`` with a ``rand_width``-bit random word r. Where the reference raises (an
     input the contract rejects: overflow='error', a negative or zero input to E8M0), the encoder

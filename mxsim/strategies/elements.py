@@ -158,6 +158,8 @@ def _carrier_code(carrier, kind: str, point: Fraction | None, offset: int, negat
         code = carrier.quiet_nan_code | offset if offset >= 0 else carrier.inf_code | -offset
     elif kind == "inf":
         code = carrier.inf_code
+    elif kind == "zero":  # +-offset: the carrier's smallest subnormals
+        code = abs(offset)
     else:
         code = min(max(carrier.code_of(point) + offset, 0), carrier.inf_code)
     return code | (carrier.sign_bit if negative else 0)
@@ -198,7 +200,7 @@ def boundary_values(fmt, dtype="float32", *, kinds=None, ulps: int = 2):
     ``kinds``: a subset of :data:`BOUNDARY_KINDS` (default: all the format takes). Values come
     back as ``np.float32`` (float32 and bfloat16, see :mod:`mxsim.strategies._carriers`),
     ``np.float64`` or ``np.float16``. NaN draws carry payloads (quiet and signalling) and signs;
-    a negative offset from zero gives the carrier's smallest subnormals. Shrinks toward the
+    an offset k from zero gives the carrier subnormal with code |k|. Shrinks toward the
     simplest point (+0, then the smallest grid values), offset 0, positive sign.
     """
     return labelled_boundary_values(fmt, dtype, kinds=kinds, ulps=ulps).map(lambda drawn: drawn.value)
