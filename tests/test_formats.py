@@ -2,6 +2,7 @@
 
 from fractions import Fraction as F
 
+import numpy as np
 import pytest
 
 import mxsim
@@ -119,6 +120,20 @@ def test_wrong_kind_is_rejected():
         (lambda: BlockFormat("x", get_format("e8m0"), 32, get_format("e8m0")), "must be signed"),
         (lambda: BlockFormat("x", get_format("int3_sm"), 16, get_format("e8m0"), 3, 1), "must divide"),
         (lambda: BlockFormat("x", get_format("int3_sm"), 16, get_format("e8m0"), None, 1), "needs a subblock_size"),
+        # Block quantization implements E8M0 and UE4M3 scales only; a 5-bit E5M0 used to quantize
+        # into out-of-range scale codes (found while writing the docs).
+        (
+            lambda: BlockFormat("x", get_format("fp4_e2m1"), 32, FloatFormat("e5m0", 5, 0, 15, False, False, "fn")),
+            "scale 'e5m0' is not supported; allowed: E8M0.*UE4M3",
+        ),
+        (
+            lambda: BlockFormat("x", get_format("fp4_e2m1"), 32, get_format("e8m0"), tensor_scale=get_format("fp32")),
+            "tensor_scale must be None, or fp32 with a UE4M3 block scale",
+        ),
+        (
+            lambda: BlockFormat("x", get_format("fp4_e2m1"), 16, get_format("ue4m3"), tensor_scale=get_format("bf16")),
+            "tensor_scale must be None, or fp32",
+        ),
     ],
 )
 def test_impossible_parameters_raise_with_the_field_named(build, message):
@@ -135,3 +150,13 @@ def test_custom_format_works_end_to_end():
         value = mxsim.ref.decode(code, fmt)
         if not value.is_nan:
             assert mxsim.ref.encode(value, fmt) == code
+
+
+def test_a_scale_with_the_e8m0_parameters_under_another_name_is_e8m0():
+    """The block rules are chosen by the scale, so an identical scale format is the same scale."""
+    mine = FloatFormat("my_scale", 8, 0, 127, signed=False, subnormals=False, specials="fn")
+    fmt = BlockFormat("my_mxfp4", get_format("fp4_e2m1"), 32, mine)
+    assert fmt.scale == get_format("e8m0")
+    x = np.linspace(-3, 3, 32, dtype=np.float32)
+    t = mxsim.quantize(x, fmt)
+    assert t.scales.tolist() == mxsim.quantize(x, "mxfp4_e2m1").scales.tolist() == [127 + 1 - 2]  # floor(log2 3) - emax_elem 2

@@ -15,12 +15,24 @@ Storage per block: scale width + (block_size / subblock_size) * subscale_bits
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from .element import ElementFormat, FloatFormat, IntFormat, _require, _require_int
 
-__all__ = ["BlockFormat"]
+__all__ = ["BlockFormat", "SCALE_FORMATS"]
+
+# The scale formats block quantization implements, by their parameters (exponent_bits,
+# mantissa_bits, bias, signed, subnormals, specials): a copy under another name is the same format.
+SCALE_FORMATS = {
+    "e8m0": (8, 0, 127, False, False, "fn"),
+    "ue4m3": (4, 3, 7, False, True, "fn"),
+}
+_FP32 = (8, 23, 127, True, True, "ieee")
+
+
+def _parameters(fmt: FloatFormat) -> tuple:
+    return (fmt.exponent_bits, fmt.mantissa_bits, fmt.bias, fmt.signed, fmt.subnormals, fmt.specials)
 
 
 @dataclass(frozen=True)
@@ -55,6 +67,14 @@ class BlockFormat:
             isinstance(self.scale, FloatFormat) and not self.scale.signed,
             f"{owner}: scale must be an unsigned FloatFormat (e.g. e8m0, ue4m3), got {self.scale!r}",
         )
+        scale_name = {params: name for name, params in SCALE_FORMATS.items()}.get(_parameters(self.scale))
+        _require(
+            scale_name is not None,
+            f"{owner}: scale {self.scale.name!r} is not supported; allowed: E8M0 (exponent_bits=8, mantissa_bits=0, "
+            "bias=127, no subnormals, NaN 0xFF) or UE4M3 (exponent_bits=4, mantissa_bits=3, bias=7, NaN 0x7F)",
+        )
+        if self.scale.name != scale_name:  # the rules are chosen by the scale's name
+            object.__setattr__(self, "scale", replace(self.scale, name=scale_name))
         if self.subblock_size is None:
             _require(
                 self.subscale_bits == 0,
@@ -68,8 +88,9 @@ class BlockFormat:
             )
             _require_int(owner, "subscale_bits", self.subscale_bits, 1, 8)
         _require(
-            self.tensor_scale is None or isinstance(self.tensor_scale, FloatFormat),
-            f"{owner}: tensor_scale must be a FloatFormat or None",
+            self.tensor_scale is None
+            or (isinstance(self.tensor_scale, FloatFormat) and _parameters(self.tensor_scale) == _FP32 and self.scale.name == "ue4m3"),
+            f"{owner}: tensor_scale must be None, or fp32 with a UE4M3 block scale (NVFP4); got {self.tensor_scale!r}",
         )
 
     @property
