@@ -417,6 +417,19 @@ def torchao_rceil_subnormal():
     }
 
 
+def torchao_floor_clamped_scale():
+    import ml_dtypes
+    import torch
+
+    scale, codes = _torchao_block([2.0**-120], torch.float8_e4m3fn, "FLOOR", shown=1)
+    element = np.array(codes, np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)[0]
+    return {
+        # torchao clamps the divisor to 2^-126 (the smallest normal fp32) but stores code 0 (2^-127)
+        "library": block_text(scale, codes, [element * 2.0 ** (scale - 127)]),
+        "mxsim": block([2.0**-120], "mxfp8_e4m3", shown=1),
+    }
+
+
 def _scale_rule_example(values, elem_dtype_name: str, fmt: str, mode: str):
     import torch
 
@@ -548,6 +561,8 @@ EXAMPLES: list[Example] = [
     Example("A7", "torchao", "the four scale modes, MXFP8 E4M3 (no difference)", "`[496, 1, 0, …]`",
             "FLOOR: scale 0x7F; 0x7E 0x38; CEIL: scale 0x80; 0x78 0x30; EVEN: scale 0x80; 0x78 0x30; "
             "RCEIL: scale 0x80; 0x78 0x30", "same; same; same; same", torchao_scale_rules_e4m3),
+    Example("A8", "torchao", "FLOOR, a normal block whose scale clamps to 0x00 (E4M3)", "`[2**-120, 0, …]` (float32)",
+            "scale 0x00; 0x68 (3.76158e-37)", "scale 0x00; 0x70 (7.52316e-37)", torchao_floor_clamped_scale),
     # microxcaling
     Example("X1", "microxcaling", "element rounding default (`round=\"nearest\"`: half away from zero)",
             "MXFP4 block `[4, 2.5, 0, …]`", "2.5 → 3", "scale 0x7F; 0x06 (4), 0x04 (2)", mxc_rounding,
