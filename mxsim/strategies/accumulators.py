@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from ..accumulator import ACCUMULATOR_CHOICES, PRESETS, Accumulator
+from ..accumulator import ACCUMULATOR_CHOICES, MAX_FRAC_BITS, MAX_WIDTH, PRESETS, Accumulator
 
 __all__ = ["accumulators"]
 
@@ -28,9 +28,11 @@ def accumulators(
     modes = allowed if modes is None else tuple(modes)
     if not modes or any(m not in allowed for m in modes):
         raise ValueError(f"modes={modes!r} is not allowed; expected a non-empty subset of {', '.join(allowed)}")
-    for name, pair, low in (("frac_bits", frac_bits, 0), ("widths", widths, 2)):
-        if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(v, int) for v in pair) and low <= pair[0] <= pair[1]):
-            raise ValueError(f"{name}={pair!r} is not allowed; expected a pair of integers (lo, hi) with {low} <= lo <= hi")
+    for name, pair, low, high in (("frac_bits", frac_bits, 0, MAX_FRAC_BITS), ("widths", widths, 2, MAX_WIDTH)):
+        if not (
+            isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(v, int) for v in pair) and low <= pair[0] <= pair[1] <= high
+        ):
+            raise ValueError(f"{name}={pair!r} is not allowed; expected a pair of integers (lo, hi) with {low} <= lo <= hi <= {high}")
     common = {
         name: st.sampled_from(ACCUMULATOR_CHOICES[name])
         for name in ("output", "output_rounding", "across_blocks")

@@ -17,7 +17,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..formats import get_format
-from ..ref import QuantizedBlock
+from ..ref import QuantizedBlock, floor_log2
 from ..ref import decode as ref_decode
 from ._carriers import get_carrier
 from .elements import _codes_by_class, decision_points, element_codes
@@ -36,15 +36,17 @@ CODE_BLOCK_KINDS = ("random", "all_zero", "single_outlier", "max", "cancellation
 """random: finite codes of every class; all_zero: zero codes; single_outlier: one code of +-max
 or a large normal, the rest at most max/16 in magnitude; max: every element +max, or every
 element -max (the widest same-sign sum); cancellation: the second half negates the first, so the
-exact sum is zero; specials: NaN/Inf element codes where the element has them, or a NaN scale."""
+exact sum is zero (sub-blocks share one microexponent); specials: NaN/Inf element codes where
+the element has them, else a NaN scale."""
 
 _ULPS = 2
 
 
-def _block_format(fmt):
+def block_format(fmt, argument: str = "fmt"):
+    """The block format ``fmt``; ValueError naming ``argument`` for anything else."""
     fmt = get_format(fmt)
     if fmt.kind != "block":
-        raise ValueError(f"fmt={fmt.name!r} is not a block format; expected one of the block formats (e.g. 'mxfp8_e4m3')")
+        raise ValueError(f"{argument}={fmt.name!r} is not a block format; expected one of the block formats (e.g. 'mxfp8_e4m3')")
     return fmt
 
 
@@ -130,7 +132,7 @@ def block_values(
     the range of floor(log2 amax), clipped to the carrier's normal range. ``outlier_gap``: how
     many binades a single outlier stands above the rest.
     """
-    fmt = _block_format(fmt)
+    fmt = block_format(fmt)
     carrier = get_carrier(dtype)
     kinds = _check_kinds(kinds, VALUE_BLOCK_KINDS)
     fields = _Fields(carrier)
@@ -164,7 +166,9 @@ def block_values(
             codes[where] = fields.code(top, mantissa, draw(st.booleans()))
         elif kind == "scale_boundary":
             point = draw(boundaries)
-            power = draw(tops)
+            binade = floor_log2(point)  # keep point * 2^power a normal of the carrier
+            low, high = max(lo, fields.min_exponent - binade), min(hi, fields.max_exponent - binade - 1)
+            power = draw(st.integers(min(low, high), high))
             amax = min(max(carrier.code_of(point * Fraction(2) ** power) + draw(st.integers(-_ULPS, _ULPS)), 1), inf - 1)
             top = (amax >> carrier.mantissa_bits) - carrier.bias
             rest = draw(_elements(fields, (1, 1 + dynamic_range), n))
@@ -216,10 +220,12 @@ def block_codes(fmt, *, kinds=None, scale_codes=None) -> st.SearchStrategy[Quant
     ``kinds``: a subset of :data:`CODE_BLOCK_KINDS` (default all). ``scale_codes``: a strategy
     for the scale code (default: codes near 2^0 and the extremes 0x00, 0x01, 0xFE, plus the NaN
     code 0xFF in specials blocks; UE4M3 scales: any finite code, plus NaN in specials blocks).
+    A specials block of a format whose element has no NaN or Inf always gets the NaN scale,
+    whatever ``scale_codes`` says: it is the only special such a block can hold.
     Element codes of random blocks are drawn with every finite class (zero, -0, subnormal,
     normal, max) about equally likely.
     """
-    fmt = _block_format(fmt)
+    fmt = block_format(fmt)
     kinds = _check_kinds(kinds, CODE_BLOCK_KINDS)
     element, n = fmt.element, fmt.block_size
     table = _codes_by_class(element)
@@ -230,7 +236,11 @@ def block_codes(fmt, *, kinds=None, scale_codes=None) -> st.SearchStrategy[Quant
     small = tuple(c for c in range(1 << element.width) if _is_small(c, element))
     large = tuple(c for c in table.get("max", ()) + table.get("normal", ()) if not _is_small(c, element))
     subscales = st.tuples(*[st.integers(0, (1 << fmt.subscale_bits) - 1)] * fmt.subblocks)
-    scales = {special: scale_codes or _default_scales(fmt, special) for special in (False, True)}
+    scales = {False: scale_codes if scale_codes is not None else _default_scales(fmt, False)}
+    # A specials block always holds a special: NaN/Inf elements where the element has them,
+    # else the NaN scale (the only special such a block can carry).
+    nan_scale = st.just(fmt.scale.nan_code())
+    scales[True] = (scale_codes if scale_codes is not None else _default_scales(fmt, True)) if specials else nan_scale
     blocks = {
         "random": st.tuples(*[st.sampled_from(finite)] * n),
         "all_zero": st.tuples(*[st.sampled_from(zeros)] * n),
@@ -253,7 +263,10 @@ def block_codes(fmt, *, kinds=None, scale_codes=None) -> st.SearchStrategy[Quant
         elif kind == "specials" and specials:
             for where in draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=3, unique=True)):
                 codes[where] = draw(st.sampled_from(specials))
-        return QuantizedBlock(draw(scales[kind == "specials"]), tuple(draw(subscales)), tuple(codes))
+        taus = draw(subscales)
+        if kind == "cancellation":  # element i and its negation share one microexponent
+            taus = (taus[0],) * len(taus) if taus else taus
+        return QuantizedBlock(draw(scales[kind == "specials"]), tuple(taus), tuple(codes))
 
     return one_block()
 

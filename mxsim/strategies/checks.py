@@ -8,8 +8,9 @@ against mxsim's reference model, raising :class:`CheckFailure` with the shrunk c
 * :func:`check_dot`: ``dot(a, b) -> output code`` for two :class:`mxsim.ref.QuantizedBlock`.
 
 Each check is reproducible (``seed``; no example database) and returns a :class:`CheckReport`
-when the implementation agrees on every input tried. A failure is shrunk for at most
-``shrink_seconds`` (default 30 s): the reported input is the smallest failing one found by then. Codes in a failure are printed in hex and
+when the implementation agrees on every input tried. A failure is shrunk for about
+``shrink_seconds`` (default 30 s; hypothesis finishes its current shrink pass, a few seconds at
+most): the reported input is the smallest failing one found by then. Codes in a failure are printed in hex and
 binary at the format's width, with their values. Call a check from a plain test function, not
 from inside another ``@given`` test.
 """
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
@@ -37,7 +38,7 @@ from ..ref import encode as ref_encode
 from ..ref.block import quantize_block
 from ..ref.dot import dot as ref_dot
 from ._carriers import get_carrier
-from .blocks import block_codes, block_values
+from .blocks import block_codes, block_format, block_values
 from .elements import BoundaryValue, _element, carrier_values, labelled_boundary_values
 from .report import show_code, show_exact, show_value
 
@@ -82,6 +83,8 @@ def _run(body, strategy, max_examples: int, seed: int, shrink_seconds: float) ->
         print_blob=False,
         report_multiple_bugs=False,
         suppress_health_check=list(HealthCheck),
+        # no explain phase: it re-runs the failure under a tracer, past shrink_seconds
+        phases=[phase for phase in Phase if phase is not Phase.explain],
     )
     @hypothesis_seed(seed)
     @given(strategy)
@@ -291,7 +294,7 @@ def check_block_quantizer(
     :class:`mxsim.QuantizeOptions` fields (scale_rule, rounding, inf_policy, ...; stochastic
     rounding is not checked here); ``tensor_scale`` is NVFP4's s_t (default 1).
     """
-    block_fmt = get_format(fmt, kind="block")
+    block_fmt = block_format(fmt)
     opts = QuantizeOptions.from_kwargs(**options)
     opts.check_format(block_fmt)
     if opts.rounding == "stochastic":
@@ -367,8 +370,8 @@ def check_dot(
     if not isinstance(accumulator, Accumulator):
         raise ValueError(f"accumulator={accumulator!r} is not allowed; expected an mxsim.Accumulator")
     check_choice("nan", nan, NAN_POLICIES)
-    fmt_a = get_format(fmt_a, kind="block")
-    fmt_b = fmt_a if fmt_b is None else get_format(fmt_b, kind="block")
+    fmt_a = block_format(fmt_a, "fmt_a")
+    fmt_b = fmt_a if fmt_b is None else block_format(fmt_b, "fmt_b")
     ref_dot(*(QuantizedBlock(1, (0,) * f.subblocks, (0,) * f.block_size) for f in (fmt_a, fmt_b)), fmt_a, fmt_b, accumulator)
     output = get_format(accumulator.output)
     report = CheckReport(f"{fmt_a.name} x {fmt_b.name} dot ({accumulator})")
