@@ -781,7 +781,7 @@ def near_scale_boundary(amax: Fraction, fmt: str, carrier: Carrier, ulps: int = 
 def test_block_values_kinds_have_their_properties(fmt, carrier_name):
     carrier = CARRIERS[carrier_name]
     n = 40
-    lo_exp = max(-20, 2 - DEFS[carrier.fmt].bias)  # the default amax_exponents, clipped
+    lo_exp = max(-20, 1 - DEFS[carrier.fmt].bias)  # the default amax_exponents, clipped to the normal range
     hi_exp = min(20, DEFS[carrier.fmt].bias)
     # all_zero: +-0 only, both signs reached
     signs = set()
