@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-import ml_dtypes
 import numpy as np
 import pytest
 from gfloat import decode_float
@@ -25,7 +24,7 @@ from gfloat.formats import (
 )
 
 import mxsim
-from oracle_formats import GFLOAT_FORMATS
+from oracle_formats import GFLOAT_FORMATS, ML_DTYPES
 from mxsim import ref
 
 # ---------------------------------------------------------------------------------------------
@@ -64,16 +63,6 @@ WIDTHS = {name: (1 if d[3] else 0) + d[0] + d[1] for name, d in FLOAT_DEFINITION
 WIDTHS.update({name: d[0] for name, d in INT_DEFINITIONS.items()})
 SMALL_FORMATS = list(WIDTHS)  # every element/scale format of at most 16 bits
 
-ML_DTYPES = {
-    "fp8_e4m3": ml_dtypes.float8_e4m3fn,
-    "fp8_e5m2": ml_dtypes.float8_e5m2,
-    "fp6_e3m2": ml_dtypes.float6_e3m2fn,
-    "fp6_e2m3": ml_dtypes.float6_e2m3fn,
-    "fp4_e2m1": ml_dtypes.float4_e2m1fn,
-    "e8m0": ml_dtypes.float8_e8m0fnu,
-    "bf16": ml_dtypes.bfloat16,
-    "fp16": np.float16,
-}
 
 
 

@@ -30,6 +30,7 @@ from gfloat.formats import (
 )
 
 import mxsim
+from oracle_formats import GFLOAT_MODES
 from oracle_formats import GFLOAT_FORMATS as ORACLE_GFLOAT
 from mxsim import ref
 
@@ -898,13 +899,6 @@ def test_e8m0_lowest_binade(x, code):
 # ---------------------------------------------------------------------------------------------
 
 GFLOAT_FORMATS = {name: info for name, info in ORACLE_GFLOAT.items() if name != "e8m0"}
-GFLOAT_MODES = {
-    "rne": RoundMode.TiesToEven,
-    "rna": RoundMode.TiesToAway,
-    "rtz": RoundMode.TowardZero,
-    "rup": RoundMode.TowardPositive,
-    "rdn": RoundMode.TowardNegative,
-}
 
 
 def _decoded(codes, name):

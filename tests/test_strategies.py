@@ -37,13 +37,14 @@ import ml_dtypes
 import numpy as np
 import pytest
 import torch
-from gfloat import RoundMode, encode_float, round_float
+from gfloat import encode_float, round_float
 from gfloat import formats as gf
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
 import mxsim
+from oracle_formats import GFLOAT_MODES, ML_DTYPES
 from mxsim import Accumulator, MXTensor
 from mxsim.accumulator import PRESETS
 from mxsim.ref import QuantizedBlock
@@ -400,16 +401,6 @@ def hypothesis_phases(phases):
 # The oracles themselves: the decoder typed in here agrees with ml_dtypes and gfloat
 # =================================================================================================
 
-ML_DTYPES = {
-    "fp8_e4m3": ml_dtypes.float8_e4m3fn,
-    "fp8_e5m2": ml_dtypes.float8_e5m2,
-    "fp6_e3m2": ml_dtypes.float6_e3m2fn,
-    "fp6_e2m3": ml_dtypes.float6_e2m3fn,
-    "fp4_e2m1": ml_dtypes.float4_e2m1fn,
-    "e8m0": ml_dtypes.float8_e8m0fnu,
-    "bf16": ml_dtypes.bfloat16,
-    "fp16": np.float16,
-}
 
 
 def _ml_decode_all(name: str) -> np.ndarray:
@@ -1158,13 +1149,6 @@ GFLOAT_INFO = {
     "fp6_e3m2": gf.format_info_ocp_e3m2,
     "fp6_e2m3": gf.format_info_ocp_e2m3,
     "fp4_e2m1": gf.format_info_ocp_e2m1,
-}
-GFLOAT_MODES = {
-    "rne": RoundMode.TiesToEven,
-    "rna": RoundMode.TiesToAway,
-    "rtz": RoundMode.TowardZero,
-    "rup": RoundMode.TowardPositive,
-    "rdn": RoundMode.TowardNegative,
 }
 
 
