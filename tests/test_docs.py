@@ -7,7 +7,7 @@
    outputs with the installed ml_dtypes, torch, gfloat, torchao and mxsim.
 3. The QSNR figure script writes an SVG and a table, byte-reproducibly for equal arguments, and
    the committed table is what the script computes.
-4. The ``pycon`` examples of the quick start and the custom-format page run as doctests.
+4. The ``pycon`` examples of the quick start, the custom-format, testing and interop pages run as doctests.
 """
 
 from __future__ import annotations
@@ -217,7 +217,7 @@ def test_committed_qsnr_table_is_current():
 # 4. Doctests of the pages
 
 
-@pytest.mark.parametrize("name", ["index.md", "formats/custom.md"])
+@pytest.mark.parametrize("name", ["index.md", "formats/custom.md", "testing.md", "interop.md"])
 def test_page_examples_run(name):
     text = (DOCS / name).read_text()
     blocks = re.findall(r"```pycon\n(.*?)```", text, re.DOTALL)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
@@ -82,6 +82,7 @@ def _run(body, strategy, max_examples: int, seed: int, shrink_seconds: float) ->
         deadline=None,
         print_blob=False,
         report_multiple_bugs=False,
+        verbosity=Verbosity.quiet,  # the CheckFailure message is the report
         suppress_health_check=list(HealthCheck),
         # no explain phase: it re-runs the failure under a tracer, past shrink_seconds
         phases=[phase for phase in Phase if phase is not Phase.explain],
