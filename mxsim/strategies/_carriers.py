@@ -99,4 +99,3 @@ def get_carrier(dtype) -> Carrier:
         dtype = np.dtype(dtype).name
     check_choice("dtype", dtype, tuple(CARRIERS))
     return CARRIERS[dtype]
-

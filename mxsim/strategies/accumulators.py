@@ -30,12 +30,16 @@ def accumulators(
         raise ValueError(f"modes={modes!r} is not allowed; expected a non-empty subset of {', '.join(allowed)}")
     for name, pair, low, high in (("frac_bits", frac_bits, 0, MAX_FRAC_BITS), ("widths", widths, 2, MAX_WIDTH)):
         if not (
-            isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(v, int) for v in pair) and low <= pair[0] <= pair[1] <= high
+            isinstance(pair, tuple)
+            and len(pair) == 2
+            and all(isinstance(v, int) for v in pair)
+            and low <= pair[0] <= pair[1] <= high
         ):
-            raise ValueError(f"{name}={pair!r} is not allowed; expected a pair of integers (lo, hi) with {low} <= lo <= hi <= {high}")
+            raise ValueError(
+                f"{name}={pair!r} is not allowed; expected a pair of integers (lo, hi) with {low} <= lo <= hi <= {high}"
+            )
     common = {
-        name: st.sampled_from(ACCUMULATOR_CHOICES[name])
-        for name in ("output", "output_rounding", "across_blocks")
+        name: st.sampled_from(ACCUMULATOR_CHOICES[name]) for name in ("output", "output_rounding", "across_blocks")
     }
     common["ftz"] = st.booleans()
     options = []

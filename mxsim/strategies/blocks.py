@@ -46,7 +46,9 @@ def block_format(fmt, argument: str = "fmt"):
     """The block format ``fmt``; ValueError naming ``argument`` for anything else."""
     fmt = get_format(fmt)
     if fmt.kind != "block":
-        raise ValueError(f"{argument}={fmt.name!r} is not a block format; expected one of the block formats (e.g. 'mxfp8_e4m3')")
+        raise ValueError(
+            f"{argument}={fmt.name!r} is not a block format; expected one of the block formats (e.g. 'mxfp8_e4m3')"
+        )
     return fmt
 
 
@@ -60,7 +62,9 @@ def _check_kinds(kinds, allowed: tuple[str, ...]) -> tuple[str, ...]:
 def _check_range(name: str, pair, low: int, high: int) -> tuple[int, int]:
     ok = isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(v, int) for v in pair)
     if not ok or not low <= pair[0] <= pair[1] <= high:
-        raise ValueError(f"{name}={pair!r} is not allowed; expected a pair of integers (lo, hi) with {low} <= lo <= hi <= {high}")
+        raise ValueError(
+            f"{name}={pair!r} is not allowed; expected a pair of integers (lo, hi) with {low} <= lo <= hi <= {high}"
+        )
     return pair
 
 
@@ -147,6 +151,7 @@ def block_values(
     tops = st.integers(lo, hi)
     boundaries = st.sampled_from(_scale_boundary_points(fmt))
     inf, nan = carrier.inf_code, carrier.quiet_nan_code
+    subnormals = st.integers(0, (2 << carrier.mantissa_bits) - 1)  # bit 0 the sign
 
     @st.composite
     def one_block(draw) -> np.ndarray:
@@ -154,7 +159,6 @@ def block_values(
         if kind == "all_zero":
             codes = [carrier.sign_bit if s else 0 for s in draw(st.tuples(*[st.booleans()] * n))]
         elif kind == "carrier_subnormal":
-            subnormals = st.integers(0, (2 << carrier.mantissa_bits) - 1)  # bit 0 the sign
             codes = [(w >> 1) | (carrier.sign_bit if w & 1 else 0) for w in draw(st.tuples(*[subnormals] * n))]
         elif kind == "single_outlier":
             top = draw(tops)
@@ -169,7 +173,9 @@ def block_values(
             binade = floor_log2(point)  # keep point * 2^power a normal of the carrier
             low, high = max(lo, fields.min_exponent - binade), min(hi, fields.max_exponent - binade - 1)
             power = draw(st.integers(min(low, high), high))
-            amax = min(max(carrier.code_of(point * Fraction(2) ** power) + draw(st.integers(-_ULPS, _ULPS)), 1), inf - 1)
+            amax = min(
+                max(carrier.code_of(point * Fraction(2) ** power) + draw(st.integers(-_ULPS, _ULPS)), 1), inf - 1
+            )
             top = (amax >> carrier.mantissa_bits) - carrier.bias
             rest = draw(_elements(fields, (1, 1 + dynamic_range), n))
             codes = _assemble(fields, top, 1, rest)

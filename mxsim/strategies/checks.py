@@ -42,7 +42,14 @@ from .blocks import block_codes, block_format, block_values
 from .elements import BoundaryValue, _element, carrier_values, labelled_boundary_values
 from .report import show_code, show_exact, show_value
 
-__all__ = ["CheckFailure", "CheckReport", "check_block_quantizer", "check_dot", "check_element_decoder", "check_element_encoder"]
+__all__ = [
+    "CheckFailure",
+    "CheckReport",
+    "check_block_quantizer",
+    "check_dot",
+    "check_element_decoder",
+    "check_element_encoder",
+]
 
 NAN_POLICIES = ("exact", "any")
 
@@ -184,8 +191,13 @@ def check_element_encoder(
         got, error = _call(encoder, *((x, word) if stochastic else (x,)))
         try:
             expected = ref_encode(
-                to_exact(float(drawn.value)), element, rounding, overflow,
-                rand_bits=word, rand_width=rand_width, int8_allow_neg2=int8_allow_neg2,
+                to_exact(float(drawn.value)),
+                element,
+                rounding,
+                overflow,
+                rand_bits=word,
+                rand_width=rand_width,
+                int8_allow_neg2=int8_allow_neg2,
             )
             rejected = None
         except (ValueError, OverflowError) as reason:
@@ -201,8 +213,16 @@ def check_element_encoder(
         ]
         if stochastic:
             lines.append(f"  random   : 0x{word:0{(rand_width + 3) // 4}x} ({rand_width} bits)")
-        lines.append(f"  expected : {show_code(expected, element)}" if rejected is None else f"  expected : an exception ({rejected})")
-        lines.append(f"  got      : {show_code(got, element)}" if error is None else f"  got      : {type(error).__name__}: {error}")
+        lines.append(
+            f"  expected : {show_code(expected, element)}"
+            if rejected is None
+            else f"  expected : an exception ({rejected})"
+        )
+        lines.append(
+            f"  got      : {show_code(got, element)}"
+            if error is None
+            else f"  got      : {type(error).__name__}: {error}"
+        )
         raise CheckFailure("\n".join(lines))
 
     _run(body, st.tuples(inputs, words), max_examples, seed, shrink_seconds)
@@ -272,8 +292,11 @@ def _as_block(result, fmt) -> QuantizedBlock:
         scale, subscales, codes = parts
     else:
         raise ValueError(f"returned {len(parts)} items; expected (scale, codes) or (scale, subscales, codes)")
-    as_ints = lambda xs: tuple(_as_code(c) for c in np.asarray(xs).reshape(-1).tolist())
-    return QuantizedBlock(_as_code(scale), as_ints(subscales), as_ints(codes))
+    return QuantizedBlock(_as_code(scale), _as_codes(subscales), _as_codes(codes))
+
+
+def _as_codes(array) -> tuple:
+    return tuple(_as_code(c) for c in np.asarray(array).reshape(-1).tolist())
 
 
 def check_block_quantizer(
@@ -299,10 +322,15 @@ def check_block_quantizer(
     opts = QuantizeOptions.from_kwargs(**options)
     opts.check_format(block_fmt)
     if opts.rounding == "stochastic":
-        raise ValueError(f"rounding='stochastic' is not checked by check_block_quantizer; expected one of {', '.join(ROUNDING_MODES[:-1])}")
+        raise ValueError(
+            "rounding='stochastic' is not checked by check_block_quantizer; "
+            f"expected one of {', '.join(ROUNDING_MODES[:-1])}"
+        )
     carrier = get_carrier(dtype)
     scale_tensor = None if tensor_scale is None else Fraction(tensor_scale)
-    report = CheckReport(f"{block_fmt.name} quantizer ({', '.join(f'{k}={v}' for k, v in options.items()) or 'defaults'})")
+    report = CheckReport(
+        f"{block_fmt.name} quantizer ({', '.join(f'{k}={v}' for k, v in options.items()) or 'defaults'})"
+    )
 
     def body(values):
         report.examples += 1
@@ -330,7 +358,10 @@ def _block_mismatch(check, values, carrier, fmt, expected: QuantizedBlock, got, 
         lines.append(f"  got      : {type(error).__name__}: {error}")
         return "\n".join(lines)
     if got.scale != expected.scale:
-        lines += [f"  scale expected : {show_code(expected.scale, fmt.scale)}", f"  scale got      : {show_code(got.scale, fmt.scale)}"]
+        lines += [
+            f"  scale expected : {show_code(expected.scale, fmt.scale)}",
+            f"  scale got      : {show_code(got.scale, fmt.scale)}",
+        ]
     if got.subscales != expected.subscales:
         lines += [f"  subscales expected : {list(expected.subscales)}", f"  subscales got      : {list(got.subscales)}"]
     if len(got.codes) != len(expected.codes):
@@ -373,7 +404,9 @@ def check_dot(
     check_choice("nan", nan, NAN_POLICIES)
     fmt_a = block_format(fmt_a, "fmt_a")
     fmt_b = fmt_a if fmt_b is None else block_format(fmt_b, "fmt_b")
-    ref_dot(*(QuantizedBlock(1, (0,) * f.subblocks, (0,) * f.block_size) for f in (fmt_a, fmt_b)), fmt_a, fmt_b, accumulator)
+    ref_dot(
+        *(QuantizedBlock(1, (0,) * f.subblocks, (0,) * f.block_size) for f in (fmt_a, fmt_b)), fmt_a, fmt_b, accumulator
+    )
     output = get_format(accumulator.output)
     report = CheckReport(f"{fmt_a.name} x {fmt_b.name} dot ({accumulator})")
 
@@ -387,15 +420,27 @@ def check_dot(
             return
         lines = [f"{report.check} disagrees with mxsim's reference"]
         for name, block, fmt in (("a", a, fmt_a), ("b", b, fmt_b)):
-            lines.append(f"  {name}: scale {show_code(block.scale, fmt.scale)}" + (f", subscales {list(block.subscales)}" if block.subscales else ""))
+            lines.append(
+                f"  {name}: scale {show_code(block.scale, fmt.scale)}"
+                + (f", subscales {list(block.subscales)}" if block.subscales else "")
+            )
             codes = [f"0x{c:0{(fmt.element.width + 3) // 4}x}" for c in block.codes]
             lines += ["     " + " ".join(codes[i : i + 16]) for i in range(0, len(codes), 16)]
         lines += [
-            f"  exact    : {show_exact(expected.exact)} (register {expected.accumulator} x 2^{expected.lsb_exponent}, anchor {expected.anchor})",
+            f"  exact    : {show_exact(expected.exact)} "
+            f"(register {expected.accumulator} x 2^{expected.lsb_exponent}, anchor {expected.anchor})",
             f"  expected : {show_code(expected.code, output)}",
-            f"  got      : {show_code(got, output)}" if error is None else f"  got      : {type(error).__name__}: {error}",
+            f"  got      : {show_code(got, output)}"
+            if error is None
+            else f"  got      : {type(error).__name__}: {error}",
         ]
         raise CheckFailure("\n".join(lines))
 
-    _run(body, st.tuples(block_codes(fmt_a, kinds=kinds), block_codes(fmt_b, kinds=kinds)), max_examples, seed, shrink_seconds)
+    _run(
+        body,
+        st.tuples(block_codes(fmt_a, kinds=kinds), block_codes(fmt_b, kinds=kinds)),
+        max_examples,
+        seed,
+        shrink_seconds,
+    )
     return report

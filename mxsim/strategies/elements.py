@@ -178,7 +178,9 @@ def labelled_boundary_values(fmt, dtype="float32", *, kinds=None, ulps: int = 2)
     kinds = available if kinds is None else tuple(kinds)
     for kind in kinds:
         if kind not in available:
-            raise ValueError(f"kinds: {kind!r} is not allowed for {fmt.name!r}; expected some of {', '.join(available)}")
+            raise ValueError(
+                f"kinds: {kind!r} is not allowed for {fmt.name!r}; expected some of {', '.join(available)}"
+            )
     if not kinds:
         raise ValueError(f"kinds must name at least one of {', '.join(available)}")
     points = st.sampled_from(kinds).flatmap(lambda kind: st.sampled_from(by_kind[kind]))
@@ -186,7 +188,9 @@ def labelled_boundary_values(fmt, dtype="float32", *, kinds=None, ulps: int = 2)
 
     def build(args) -> BoundaryValue:
         (kind, point), offset, negative = args
-        return BoundaryValue(carrier.from_code(_carrier_code(carrier, kind, point, offset, negative)), kind, point, offset)
+        return BoundaryValue(
+            carrier.from_code(_carrier_code(carrier, kind, point, offset, negative)), kind, point, offset
+        )
 
     return st.tuples(points, st.integers(-ulps, ulps), signs).map(build)
 
