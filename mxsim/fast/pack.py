@@ -47,6 +47,8 @@ __all__ = [
     "DEFAULT_SCALE_PLACEMENT",
     "check_layout",
     "packed_nbytes",
+    "pack_stream",
+    "unpack_stream",
     "pack_blocks",
     "unpack_blocks",
     "pack",
@@ -152,8 +154,10 @@ def _shifted(values: np.ndarray, shift: int) -> np.ndarray:
     return values << np.uint8(shift) if shift >= 0 else values >> np.uint8(-shift)
 
 
-def _stream_pack(flat: np.ndarray, width: int, element_stream: str) -> np.ndarray | None:
-    """A stream of ``width``-bit codes as bytes, zero-padded at the end; None if unsupported."""
+def pack_stream(flat: np.ndarray, width: int, element_stream: str) -> np.ndarray | None:
+    """A stream of ``width``-bit codes as bytes, zero-padded at the end (``element_stream`` 'lsb':
+    code i in stream bits [i*width, (i+1)*width), stream bit b = bit b%8 of byte b//8; 'msb':
+    big-endian); None if unsupported (some widths above 8 bits; never for widths up to 8)."""
     if width > 8:
         return _stream_pack_words(flat, width, element_stream)
     g, nbytes = _group(width)
@@ -201,8 +205,8 @@ def _stream_pack_words(flat: np.ndarray, width: int, element_stream: str) -> np.
     return _group_bytes(words, nbytes, element_stream).reshape(-1)[: -(-n * width // 8)]
 
 
-def _stream_unpack(section: np.ndarray, count: int, width: int, element_stream: str) -> np.ndarray | None:
-    """Inverse of :func:`_stream_pack`: ``count`` codes from the section's bytes."""
+def unpack_stream(section: np.ndarray, count: int, width: int, element_stream: str) -> np.ndarray | None:
+    """Inverse of :func:`pack_stream`: ``count`` codes from the section's bytes."""
     if width > 8:
         return _stream_unpack_words(section, count, width, element_stream)
     g, nbytes = _group(width)
@@ -288,8 +292,8 @@ def _byte_scales_route(fmt, scale_bits: int, element_bits: int, scale_placement:
 def _pack_byte_scales(scales, codes, width: int, order: str, scale_placement: str) -> np.ndarray:
     n = scales.size
     if scale_placement == "separate":
-        return np.concatenate([scales.astype(np.uint8, copy=False), _stream_pack(codes.reshape(-1), width, order)])
-    rows = _stream_pack(codes.reshape(-1), width, order).reshape(n, codes.shape[1] * width // 8)
+        return np.concatenate([scales.astype(np.uint8, copy=False), pack_stream(codes.reshape(-1), width, order)])
+    rows = pack_stream(codes.reshape(-1), width, order).reshape(n, codes.shape[1] * width // 8)
     return np.concatenate([scales.astype(np.uint8, copy=False)[:, None], rows], axis=1).reshape(-1)
 
 
@@ -301,7 +305,7 @@ def _unpack_byte_scales(raw: np.ndarray, n: int, k: int, width: int, order: str,
     else:  # whole-byte blocks: no padding anywhere
         rows = raw.reshape(n, 1 + k * width // 8)
         scales, section = rows[:, 0], rows[:, 1:].reshape(-1)
-    return scales, _stream_unpack(section, n * k, width, order).reshape(n, k)
+    return scales, unpack_stream(section, n * k, width, order).reshape(n, k)
 
 
 def pack_blocks(fmt, scales, subscales, codes, element_stream: str = DEFAULT_ELEMENT_STREAM,
@@ -328,7 +332,7 @@ def pack_blocks(fmt, scales, subscales, codes, element_stream: str = DEFAULT_ELE
     if scale_placement == "separate":
         flat = codes.reshape(-1)
         out = heads
-        stream = _stream_pack(flat, ew, order)
+        stream = pack_stream(flat, ew, order)
         if stream is not None:
             out.append(stream)
         else:  # widths whose byte groups exceed 64 bits: the bit-matrix route
@@ -371,7 +375,7 @@ def unpack_blocks(fmt, data, n_blocks: int, element_stream: str = DEFAULT_ELEMEN
     if scale_placement == "separate":
         flat = codes.reshape(-1)
         section = raw[n * record :]
-        stream = _stream_unpack(section, flat.size, ew, order)
+        stream = unpack_stream(section, flat.size, ew, order)
         if stream is not None:
             if _tail_padding(section, flat.size * ew, order):
                 raise padding_error("the end of the element section")

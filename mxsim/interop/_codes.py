@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 
-from ..fast.pack import _stream_pack, _stream_unpack
+from ..fast.pack import pack_stream, unpack_stream
 from ..formats import get_format
 
 __all__ = ["DTYPE_NAMES", "as_codes", "dtype_format", "check_width", "pack_fp4", "unpack_fp4"]
@@ -76,12 +76,12 @@ def pack_fp4(codes: np.ndarray, argument: str = "codes") -> np.ndarray:
             f"{argument} of shape {codes.shape}: FP4 codes pack two per byte along the last axis, so its length must "
             "be even"
         )
-    packed = _stream_pack(np.ascontiguousarray(codes).reshape(-1), 4, "lsb")
+    packed = pack_stream(np.ascontiguousarray(codes).reshape(-1), 4, "lsb")
     return packed.reshape(codes.shape[:-1] + (codes.shape[-1] // 2,))
 
 
 def unpack_fp4(packed: np.ndarray) -> np.ndarray:
     """Inverse of :func:`pack_fp4`: (..., n) bytes -> (..., 2n) uint8 FP4 codes (a new array)."""
     flat = np.ascontiguousarray(packed, dtype=np.uint8).reshape(-1)
-    codes = _stream_unpack(flat, 2 * flat.size, 4, "lsb")
+    codes = unpack_stream(flat, 2 * flat.size, 4, "lsb")
     return codes.reshape(packed.shape[:-1] + (2 * packed.shape[-1],))
