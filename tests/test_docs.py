@@ -213,6 +213,20 @@ def test_committed_qsnr_table_is_current():
     assert qsnr.markdown_table(qsnr.compute(n, seed), n, seed) == committed
 
 
+def test_qsnr_commentary_quotes_the_table():
+    """The differences quoted in the prose of qsnr.md are those of the committed table."""
+    rows = re.findall(r"^\| `([^`]+)`[^|]* \| [\d.]+ \| ([\d.]+) \| ([\d.]+) \|$", (DOCS / "img" / "qsnr-table.md").read_text(), re.M)
+    gauss = {name: float(g) for name, g, _ in rows}
+    heavy = {name: float(t) for name, _, t in rows}
+    text = (DOCS / "qsnr.md").read_text()
+    assert f"by about {gauss['mx9'] - gauss['msfp16']:.2f} dB" in text
+    assert f"({gauss['mx9'] - gauss['fp8_e4m3']:.2f} dB here against the per-tensor baseline)" in text
+    above = sorted(round(gauss[name] - gauss["mxfp8_e4m3"]) for name in ("mxint8", "msfp16"))
+    assert f"sit {above[0]} to {above[1]} dB" in text
+    assert f"MXINT8 loses about {round(gauss['mxint8'] - heavy['mxint8'])} dB" in text
+    assert gauss["mxfp8_e5m2"] == gauss["mxfp6_e3m2"] and "score the same" in text
+
+
 # --------------------------------------------------------------------------------------------------
 # 4. Doctests of the pages
 
