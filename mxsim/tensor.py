@@ -19,7 +19,7 @@ import numpy as np
 
 from .block_policy import QuantizeOptions
 from .fast.block import dequantize_blocks, dequantize_blocks_float32, quantize_blocks
-from .fast.decode import code_dtype
+from .fast.decode import check_codes, code_dtype
 from .fast.encode import _as_binary_array
 from .formats import get_format
 from .ref.block import FP32_MAX, nvfp4_tensor_scale
@@ -121,15 +121,15 @@ class MXTensor:
         n_blocks = codes.shape[-1] // fmt.block_size
         if scales.shape != codes.shape[:-1] + (n_blocks,):
             raise ValueError(f"scales have shape {scales.shape}; expected {codes.shape[:-1] + (n_blocks,)} for codes {codes.shape}")
-        cls._check_codes("codes", codes, fmt.element.width)
-        cls._check_codes("scales", scales, fmt.scale.width)
+        check_codes("codes", codes, fmt.element.width)
+        check_codes("scales", scales, fmt.scale.width)
         if fmt.subblocks:
             if subscales is None:
                 raise ValueError(f"format {fmt.name!r} needs subscales of shape {scales.shape + (fmt.subblocks,)}")
             subscales = np.asarray(subscales)
             if subscales.shape != scales.shape + (fmt.subblocks,):
                 raise ValueError(f"subscales have shape {subscales.shape}; expected {scales.shape + (fmt.subblocks,)}")
-            cls._check_codes("subscales", subscales, fmt.subscale_bits)
+            check_codes("subscales", subscales, fmt.subscale_bits)
             subscales = subscales.astype(np.uint8)
         elif subscales is not None:
             raise ValueError(f"format {fmt.name!r} has no sub-scales")
@@ -157,13 +157,6 @@ class MXTensor:
                 f"{fmt.block_size}): the block axis must pad to {stored[axis]} and the other axes match"
             )
         return cls(fmt, scales.astype(np.uint8), codes.astype(code_dtype(fmt.element)), shape, axis, opts, subscales, tensor_scale)
-
-    @staticmethod
-    def _check_codes(name: str, array: np.ndarray, width: int) -> None:
-        if array.dtype.kind not in "ui":
-            raise ValueError(f"{name} must be an integer array, got dtype {array.dtype}")
-        if array.size and (array.min() < 0 or array.max() >= (1 << width)):
-            raise ValueError(f"{name} hold values outside [0, {(1 << width) - 1}] ({width}-bit codes)")
 
     # --- decoding ------------------------------------------------------------------------------
     def dequantize(self, dtype=np.float32) -> np.ndarray:

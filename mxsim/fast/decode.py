@@ -13,7 +13,7 @@ import numpy as np
 from ..formats import get_format
 from .chunks import map_chunks
 
-__all__ = ["decode", "value_table", "MAX_FAST_WIDTH"]
+__all__ = ["decode", "value_table", "check_codes", "MAX_FAST_WIDTH"]
 
 MAX_FAST_WIDTH = 16
 _DTYPES = {"float32": np.float32, "float64": np.float64}
@@ -25,6 +25,17 @@ def check_fast_format(fmt) -> None:
             f"format {fmt.name!r} has {fmt.width}-bit codes; the array path handles codes of at most "
             f"{MAX_FAST_WIDTH} bits (use mxsim.ref for wider formats)"
         )
+
+
+def check_codes(name: str, array: np.ndarray, width: int) -> None:
+    """ValueError naming ``name`` unless ``array`` is an integer array of ``width``-bit codes
+    (every value in [0, 2^width))."""
+    if array.dtype.kind not in "ui":
+        raise ValueError(f"{name} must be an integer array, got dtype {array.dtype}")
+    if array.dtype.kind == "u" and array.dtype.itemsize * 8 <= width:
+        return  # every value of the dtype fits: no pass over the data
+    if array.size and (array.min() < 0 or array.max() >= (1 << width)):
+        raise ValueError(f"{name} hold values outside [0, {(1 << width) - 1}] ({width}-bit codes)")
 
 
 def code_dtype(fmt) -> np.dtype:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal, Union
 
-__all__ = ["FloatFormat", "IntFormat", "ElementFormat", "FLOAT_SPECIALS", "INT_ENCODINGS"]
+__all__ = ["FloatFormat", "IntFormat", "ElementFormat", "FLOAT_SPECIALS", "INT_ENCODINGS", "negated_code"]
 
 FLOAT_SPECIALS = ("ieee", "fn", "none")
 INT_ENCODINGS = ("twos_complement", "sign_magnitude")
@@ -301,3 +301,12 @@ class IntFormat:
 
 
 ElementFormat = Union[FloatFormat, IntFormat]
+
+
+def negated_code(code: int, fmt: ElementFormat) -> int:
+    """The code of -value for a code of ``fmt``: the sign bit flipped (float and sign-magnitude
+    formats; NaN and Inf keep their kind), or the two's-complement negation modulo 2^width, which
+    maps the most negative code (MXINT8 0x80) to itself."""
+    if fmt.kind == "int" and fmt.encoding == "twos_complement":
+        return -code % (1 << fmt.width)
+    return code ^ fmt.sign_mask

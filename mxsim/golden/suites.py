@@ -30,9 +30,11 @@ from functools import lru_cache
 from ..accumulator import Accumulator
 from ..block_policy import QuantizeOptions
 from ..formats import get_format
+from ..formats.element import negated_code
 from ..ref import dot as ref_dot
 from ..ref.block import QuantizedBlock, nvfp4_tensor_scale, quantize_block
 from ..ref.decode import decode as _decode
+from ..ref.decode import finite_magnitudes
 from ..ref.encode import encode
 from ..ref.exact import Exact, floor_log2
 from ..ref.scale import E8M0_MIN
@@ -78,14 +80,6 @@ def _kind_classes(x: Exact) -> set:
 
 def _is_subnormal_code(code: int, fmt) -> bool:
     return fmt.kind == "float" and fmt.subnormals and 0 < (code & ~fmt.sign_mask) < (1 << fmt.mantissa_bits)
-
-
-@lru_cache(maxsize=None)
-def _values(element) -> tuple[Fraction, ...]:
-    """The distinct finite non-negative values of an element format, ascending."""
-    element = get_format(element, kind="element")
-    values = {decode(c, element) for c in range(1 << element.width)}
-    return tuple(sorted({v.magnitude for v in values if v.is_finite}))
 
 
 class Suite:
@@ -176,7 +170,7 @@ class EncodeSuite(Suite):
         return {"element": self.fmt.describe()}
 
     def _directed(self) -> list[Fraction | Exact]:
-        values = _values(self.fmt)
+        values = finite_magnitudes(self.fmt)
         out: list = [Exact(0), Exact(1), Exact.inf(0), Exact.inf(1)]
         if getattr(self.fmt, "has_nan", False):  # elsewhere NaN is a block-level matter
             out.append(Exact.nan(0))
@@ -203,8 +197,8 @@ class EncodeSuite(Suite):
                 if bits not in seen:
                     seen.add(bits)
                     rows.append(({"x": bits}, "directed"))
-        span = max(floor_log2(_values(self.fmt)[-1]), 0) + 2
-        low = floor_log2(_values(self.fmt)[1]) - 2 if len(_values(self.fmt)) > 1 else -10
+        span = max(floor_log2(finite_magnitudes(self.fmt)[-1]), 0) + 2
+        low = floor_log2(finite_magnitudes(self.fmt)[1]) - 2 if len(finite_magnitudes(self.fmt)) > 1 else -10
         for _ in range(1000 * level):
             exponent = rng.randint(max(low, -149), min(span, 127))
             sig = rng.getrandbits(24) | (1 << 23)
@@ -319,7 +313,7 @@ class QuantizeSuite(Suite):
         if kind == "huge":
             return [Exact(rng.getrandbits(1), Fraction(rng.randint(1 << 23, (1 << 24) - 1)) * Fraction(2) ** 104) for _ in range(k)]
         if kind == "grid":  # values on and between the element grid at a random scale: ties, carries
-            values = _values(self.fmt.element)
+            values = finite_magnitudes(self.fmt.element)
             shift = Fraction(2) ** rng.randint(-20, 20)
             xs = []
             for _ in range(k):
@@ -536,9 +530,7 @@ class DotSuite(Suite):
         for _ in range(8):  # cancellation: b's products against a's negated copy
             codes = self._codes(fa, rng, "normal")
             half = fa.block_size // 2
-            negated = [c ^ fa.element.sign_mask if fa.element.kind == "float" or fa.element.encoding == "sign_magnitude"
-                       else (-((c ^ (1 << (fa.element.bits - 1))) - (1 << (fa.element.bits - 1)))) & ((1 << fa.element.bits) - 1)
-                       for c in codes[:half]]
+            negated = [negated_code(c, fa.element) for c in codes[:half]]
             codes = codes[:half] + negated
             b_codes = self._codes(fb, rng, "normal")
             b_codes = b_codes[:half] + b_codes[:half]

@@ -7,10 +7,11 @@ import dataclasses
 
 import numpy as np
 
+from ..fast.decode import check_codes
 from ..fast.pack import pack_stream, unpack_stream
 from ..formats import get_format
 
-__all__ = ["DTYPE_NAMES", "as_codes", "dtype_format", "check_width", "pack_fp4", "unpack_fp4"]
+__all__ = ["DTYPE_NAMES", "as_codes", "dtype_format", "pack_fp4", "unpack_fp4"]
 
 # mxsim element/scale format -> (ml_dtypes or numpy dtype name, torch dtype name). The dtypes
 # hold one code per byte in the low bits, except torch's float4_e2m1fn_x2 (two codes per byte)
@@ -43,29 +44,14 @@ def dtype_format(fmt, argument: str = "fmt"):
     raise ValueError(f"{argument}={found.name!r} has no ml_dtypes/torch dtype; {allowed}")
 
 
-def check_width(codes: np.ndarray, fmt, argument: str) -> None:
-    """ValueError if any code has bits above ``fmt``'s width (ml_dtypes reads such bytes
-    inconsistently, e.g. FP4 0x17 as -6)."""
-    if fmt.width < 8 and codes.size and int(codes.max()) >> fmt.width:
-        raise ValueError(
-            f"{argument} hold values outside [0, {(1 << fmt.width) - 1}]: {fmt.name} codes are {fmt.width} bits "
-            "(the bits above them must be zero)"
-        )
-
-
 def as_codes(codes, fmt, argument: str = "codes") -> np.ndarray:
     """``codes`` as a uint8 array of ``fmt`` codes: the same array if it is uint8 (no copy), else
-    an integer array converted after the range check (a copy). ValueError for other dtypes."""
+    an integer array converted after the range check (a copy). ValueError for other dtypes and
+    for codes with bits above the format's width (ml_dtypes reads such bytes inconsistently,
+    e.g. FP4 0x17 as -6)."""
     array = np.asarray(codes)
-    if array.dtype.kind not in "ui":
-        raise ValueError(
-            f"{argument} must be an integer array of {fmt.name} codes (uint8 for no copy), got dtype {array.dtype}"
-        )
-    if array.dtype != np.uint8 and array.size and (array.min() < 0 or array.max() > 255):
-        raise ValueError(f"{argument} hold values outside [0, 255]; {fmt.name} codes are unsigned bit patterns")
-    array = array.astype(np.uint8, copy=False)
-    check_width(array, fmt, argument)
-    return array
+    check_codes(argument, array, fmt.width)
+    return array.astype(np.uint8, copy=False)
 
 
 def pack_fp4(codes: np.ndarray, argument: str = "codes") -> np.ndarray:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..fast.decode import check_codes
 from ..formats import get_format
-from ._codes import DTYPE_NAMES, as_codes, dtype_format, check_width
+from ._codes import DTYPE_NAMES, as_codes, dtype_format
 from ._optional import require
 
 __all__ = ["from_ml_dtypes", "to_ml_dtypes"]
@@ -57,5 +58,5 @@ def from_ml_dtypes(array, fmt=None) -> tuple[np.ndarray, str]:
             carried = [name for name, (dtype, _) in DTYPE_NAMES.items() if _dtype(ml_dtypes, dtype) == array.dtype]
             raise ValueError(f"fmt={found.name!r} is not carried by dtype {array.dtype}; allowed: {', '.join(carried)}")
     codes = array.view(np.uint8)
-    check_width(codes, found, "array")
+    check_codes("array", codes, found.width)
     return codes, found.name

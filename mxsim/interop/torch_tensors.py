@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._codes import DTYPE_NAMES, as_codes, dtype_format, check_width, pack_fp4, unpack_fp4
+from ..fast.decode import check_codes
+from ._codes import DTYPE_NAMES, as_codes, dtype_format, pack_fp4, unpack_fp4
 from ._optional import require
 
 __all__ = ["from_torch", "to_torch"]
@@ -78,5 +79,5 @@ def from_torch(tensor, fmt=None) -> tuple[np.ndarray, str]:
         if codes.ndim == 0:
             raise ValueError("tensor is 0-d; packed FP4 needs a last axis of byte pairs")
         return unpack_fp4(codes), found.name
-    check_width(codes, found, "tensor")
+    check_codes("tensor", codes, found.width)
     return codes, found.name

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 
 from ..formats import get_format
 from .exact import Exact
 
-__all__ = ["decode"]
+__all__ = ["decode", "finite_magnitudes"]
 
 
 def _check_code(code, fmt) -> int:
@@ -57,3 +58,12 @@ def _decode_float(code: int, fmt) -> Exact:
     else:
         significand, exponent = (1 << m) | mantissa, field - fmt.bias
     return Exact(sign, significand * Fraction(2) ** (exponent - m))
+
+
+@lru_cache(maxsize=None)
+def finite_magnitudes(fmt) -> tuple[Fraction, ...]:
+    """The distinct finite non-negative values of an element or scale format, ascending (0 first
+    where the format has a zero)."""
+    fmt = get_format(fmt, kind="element")
+    values = (decode(code, fmt) for code in range(1 << fmt.width))
+    return tuple(sorted({v.magnitude for v in values if v.is_finite}))

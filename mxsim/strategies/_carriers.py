@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 
 import numpy as np
 
+from ..formats import get_format
 from ..policy import check_choice
 from ..ref import encode as ref_encode
 
@@ -21,25 +23,40 @@ __all__ = ["CARRIERS", "Carrier", "get_carrier"]
 
 @dataclass(frozen=True)
 class Carrier:
-    """An IEEE binary interchange type: ``exponent_bits`` and ``mantissa_bits`` of its code,
-    ``storage`` the NumPy type values come back as, ``shift`` the left shift from the carrier's
-    code to the storage bits (16 for bf16 in float32, else 0)."""
+    """An IEEE binary interchange type of the format catalogue (``format_name``: fp32, fp64,
+    bf16, fp16), with ``storage`` the NumPy type values come back as and ``shift`` the left
+    shift from the carrier's code to the storage bits (16 for bf16 in float32, else 0). The
+    layout (exponent and mantissa bits, bias, Inf and NaN codes) is read from the format."""
 
     name: str
     format_name: str
-    exponent_bits: int
-    mantissa_bits: int
     storage: type
     storage_bits: type
     shift: int = 0
 
+    @cached_property
+    def format(self):
+        return get_format(self.format_name)
+
+    @property
+    def exponent_bits(self) -> int:
+        return self.format.exponent_bits
+
+    @property
+    def mantissa_bits(self) -> int:
+        return self.format.mantissa_bits
+
     @property
     def width(self) -> int:
-        return 1 + self.exponent_bits + self.mantissa_bits
+        return self.format.width
 
     @property
     def sign_bit(self) -> int:
-        return 1 << (self.width - 1)
+        return self.format.sign_mask
+
+    @property
+    def bias(self) -> int:
+        return self.format.bias
 
     @property
     def max_biased_exponent(self) -> int:
@@ -47,16 +64,12 @@ class Carrier:
         return (1 << self.exponent_bits) - 2
 
     @property
-    def bias(self) -> int:
-        return (1 << (self.exponent_bits - 1)) - 1
-
-    @property
     def inf_code(self) -> int:
-        return (self.max_biased_exponent + 1) << self.mantissa_bits
+        return self.format.inf_code()
 
     @property
     def quiet_nan_code(self) -> int:
-        return self.inf_code | (1 << (self.mantissa_bits - 1))
+        return self.format.nan_code()
 
     def code_of(self, magnitude: Fraction) -> int:
         """The code of a non-negative exact magnitude rounded to this type (nearest-even,
@@ -81,10 +94,10 @@ class Carrier:
 
 
 CARRIERS = {
-    "float32": Carrier("float32", "fp32", 8, 23, np.float32, np.uint32),
-    "float64": Carrier("float64", "fp64", 11, 52, np.float64, np.uint64),
-    "bfloat16": Carrier("bfloat16", "bf16", 8, 7, np.float32, np.uint32, shift=16),
-    "float16": Carrier("float16", "fp16", 5, 10, np.float16, np.uint16),
+    "float32": Carrier("float32", "fp32", np.float32, np.uint32),
+    "float64": Carrier("float64", "fp64", np.float64, np.uint64),
+    "bfloat16": Carrier("bfloat16", "bf16", np.float32, np.uint32, shift=16),
+    "float16": Carrier("float16", "fp16", np.float16, np.uint16),
 }
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..formats import get_format
+from ..formats.element import negated_code
 from ..ref import QuantizedBlock, floor_log2
 from ..ref import decode as ref_decode
 from ._carriers import get_carrier
@@ -197,12 +198,6 @@ def block_values(
 
 
 # --- codes ---------------------------------------------------------------------------------------
-def _negate(code: int, element) -> int:
-    if element.kind == "int" and element.encoding == "twos_complement":
-        return -code % (1 << element.width)
-    return code ^ element.sign_mask
-
-
 def _default_scales(fmt, specials: bool):
     scale = fmt.scale
     if scale.name == "e8m0":
@@ -265,7 +260,7 @@ def block_codes(fmt, *, kinds=None, scale_codes=None) -> st.SearchStrategy[Quant
         if kind == "single_outlier":
             codes[draw(st.integers(0, n - 1))] = draw(st.sampled_from(large))
         elif kind == "cancellation":
-            codes += [_negate(c, element) for c in codes] + ([0] if n % 2 else [])
+            codes += [negated_code(c, element) for c in codes] + ([0] if n % 2 else [])
         elif kind == "specials" and specials:
             for where in draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=3, unique=True)):
                 codes[where] = draw(st.sampled_from(specials))

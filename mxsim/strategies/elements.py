@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from ..formats import get_format
 from ..ref import decode as ref_decode
+from ..ref.decode import finite_magnitudes
 from ._carriers import get_carrier
 
 __all__ = [
@@ -118,7 +119,7 @@ def decision_points(fmt) -> tuple[tuple[str, Fraction | None], ...]:
     (magnitude None for Inf and NaN), simplest first. Kinds are :data:`BOUNDARY_KINDS`; a kind
     the format cannot take as input is left out (zero for E8M0; NaN for formats without NaN)."""
     fmt = _element(fmt)
-    grid = sorted({v.magnitude for v in map(lambda c: ref_decode(c, fmt), range(1 << fmt.width)) if v.is_finite})
+    grid = finite_magnitudes(fmt)
     positive = [m for m in grid if m > 0]
     smallest, largest = positive[0], fmt.max_normal
     points: list[tuple[str, Fraction | None]] = []
