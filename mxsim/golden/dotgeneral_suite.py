@@ -1,0 +1,93 @@
+"""The ``dotgeneral`` suite kind: two vectors of blocks -> the DotGeneral result and every block's Dot."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from ..formats import get_format
+from ..ref import dot as ref_dot
+from .fields import Field
+from .dot_suite import DotSuite
+from .suite import is_subnormal_code, pack_word, unpack_word
+
+
+@dataclass
+class DotGeneralSuite(DotSuite):
+    """Two vectors of ``n_blocks`` blocks -> the DotGeneral ``result`` and each block's rounded
+    Dot (``block_results``), for one accumulator configuration (``across_blocks`` included).
+    Block j's fields sit at [j*width, (j+1)*width) of each operand field."""
+
+    n_blocks: int = 4
+    kind = "dotgeneral"
+
+    def __post_init__(self):
+        if not (isinstance(self.n_blocks, int) and 1 <= self.n_blocks <= 64):
+            raise ValueError(f"n_blocks={self.n_blocks!r} is not allowed; expected an integer in [1, 64]")
+        super().__post_init__()
+        n = self.n_blocks
+        self.name = f"{self.name}-n{n}-{self.acc.across_blocks}"
+        self.single = [f for f in self.inputs]
+        self.inputs = [
+            f if f.name.endswith("tensor_scale") else Field(f.name, f.bits * n, f.signed, f"{n} blocks, block j at bits [j*{f.bits}, (j+1)*{f.bits}): {f.description}")
+            for f in self.single
+        ]
+        out = get_format(self.acc.output, kind="float")
+        self.outputs = [
+            Field("result", out.width, description=f"{out.name} bits of the DotGeneral"),
+            Field("block_results", out.width * n, description=f"each block's Dot rounded to {out.name}, block j at bits [j*{out.width}, (j+1)*{out.width})"),
+        ]
+
+    def params(self) -> dict:
+        return {**super().params(), "n_blocks": self.n_blocks}
+
+    def stimulus(self, rng: random.Random, level: int):
+        singles = DotSuite.stimulus(self, rng, 1)
+        singles = [row for row, origin in singles if origin != "exhaustive"]
+        n = self.n_blocks
+        rows = []
+        for start in range(0, len(singles) - n + 1, n):
+            rows.append((self._join(singles[start : start + n]), "directed" if start < 64 else "random"))
+        for _ in range(8):  # cancellation across blocks: block 1 is block 0 with a negated b side
+            first = dict(rng.choice(singles))
+            other = dict(first)
+            other["b_elems"] = pack_word([c ^ self.fb.element.sign_mask for c in unpack_word(first["b_elems"], self.fb.element.width, self.fb.block_size)], self.fb.element.width) if self.fb.element.kind == "float" else first["b_elems"]
+            rows.append((self._join([first, other] + [rng.choice(singles) for _ in range(n - 2)]), "directed"))
+        return rows[: 60 * level + 8] if level == 1 else rows
+
+    def _join(self, blocks: list[dict]) -> dict:
+        joined = {}
+        for f in self.single:
+            if f.name.endswith("tensor_scale"):
+                joined[f.name] = blocks[0][f.name]
+            else:
+                joined[f.name] = pack_word([b[f.name] for b in blocks], f.bits)
+        return joined
+
+    def compute(self, inputs: dict):
+        n = self.n_blocks
+        per_block = [
+            {f.name: (inputs[f.name] if f.name.endswith("tensor_scale") else unpack_word(inputs[f.name], f.bits, n)[j]) for f in self.single}
+            for j in range(n)
+        ]
+        pairs = [self._blocks(row) for row in per_block]
+        (ta, tb) = pairs[0][1]
+        g = ref_dot.dot_general([p[0][0] for p in pairs], [p[0][1] for p in pairs], self.fa, self.fb, self.acc,
+                                tensor_scale_a=ta, tensor_scale_b=tb)
+        out = get_format(self.acc.output, kind="float")
+        classes = set()
+        if g.value.is_nan:
+            classes.add("nan")
+        elif g.value.is_inf:
+            classes.add("inf")
+            if all(b.value.is_finite for b in g.blocks):
+                classes.add("overflow")
+        elif g.value.is_zero:
+            classes.add("negative_zero" if g.value.sign else "zero")
+            if any(not b.value.is_zero for b in g.blocks):
+                classes.add("cancellation")
+        elif is_subnormal_code(g.code, out):
+            classes.add("subnormal_output")
+        if len({b.value.sign for b in g.blocks if b.value.is_finite and not b.value.is_zero}) == 2:
+            classes.add("mixed_signs")
+        return {"result": g.code, "block_results": pack_word([b.code for b in g.blocks], out.width)}, classes

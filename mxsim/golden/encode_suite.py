@@ -1,0 +1,107 @@
+"""The ``encode`` suite kind: fp32 inputs -> element codes, for one rounding and overflow mode."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..formats import get_format
+from ..ref.decode import finite_magnitudes
+from ..ref.encode import encode
+from ..ref.exact import Exact, floor_log2
+from .fields import Field
+from .suite import Suite, decode, fp32_bits, fp32_value, kind_classes, is_subnormal_code
+
+
+@dataclass
+class EncodeSuite(Suite):
+    """fp32 inputs -> element codes for one rounding and overflow mode."""
+
+    element: str
+    rounding: str = "rne"
+    overflow: str = "saturate"
+    kind = "encode"
+
+    def __post_init__(self):
+        self.fmt = get_format(self.element, kind="element")
+        if self.rounding == "stochastic" or self.overflow == "error":
+            raise ValueError(
+                f"rounding={self.rounding!r}, overflow={self.overflow!r}: encode suites take rounding "
+                "rne|rna|rtz|rup|rdn and overflow saturate|ieee"
+            )
+        encode(0 if self.fmt.kind == "int" or self.fmt.subnormals else 1, self.fmt, self.rounding, self.overflow)
+        self.name = f"{self.fmt.name}-{self.rounding}-{self.overflow}"
+        self.inputs = [Field("x", 32, description="fp32 bits of the input")]
+        self.outputs = [Field("code", self.fmt.width, description=f"{self.fmt.name} code")]
+
+    def params(self) -> dict:
+        return {"element": self.fmt.name, "rounding": self.rounding, "overflow": self.overflow}
+
+    def describe(self) -> dict:
+        return {"element": self.fmt.describe()}
+
+    def _directed(self) -> list[Fraction | Exact]:
+        values = finite_magnitudes(self.fmt)
+        out: list = [Exact(0), Exact(1), Exact.inf(0), Exact.inf(1)]
+        if getattr(self.fmt, "has_nan", False):  # elsewhere NaN is a block-level matter
+            out.append(Exact.nan(0))
+        ulp = Fraction(1, 1 << 149)
+        for lo, hi in zip(values, values[1:]):
+            mid = (lo + hi) / 2
+            out += [lo, mid, hi]
+            step = Fraction(2) ** (floor_log2(mid) - 23) if mid else ulp
+            out += [mid - step, mid + step]
+        top = values[-1]
+        top_step = (values[-1] - values[-2]) if len(values) > 1 else top
+        out += [top + top_step / 2, top + top_step, 2 * top, Fraction(2) ** 127, Fraction(1, 1 << 149), Fraction(1, 1 << 126)]
+        return out
+
+    def stimulus(self, rng: random.Random, level: int):
+        rows = []
+        seen = set()
+        for v in self._directed():
+            for sign in (0, 1):
+                x = v if isinstance(v, Exact) else Exact(sign, v)
+                bits = fp32_bits(x)
+                if fp32_value(bits).is_finite and x.is_finite and fp32_value(bits).magnitude != x.magnitude:
+                    continue  # not an fp32 value (e.g. a midpoint below fp32 resolution)
+                if bits not in seen:
+                    seen.add(bits)
+                    rows.append(({"x": bits}, "directed"))
+        span = max(floor_log2(finite_magnitudes(self.fmt)[-1]), 0) + 2
+        low = floor_log2(finite_magnitudes(self.fmt)[1]) - 2 if len(finite_magnitudes(self.fmt)) > 1 else -10
+        for _ in range(1000 * level):
+            exponent = rng.randint(max(low, -149), min(span, 127))
+            sig = rng.getrandbits(24) | (1 << 23)
+            x = Exact(rng.getrandbits(1), Fraction(sig, 1 << 23) * Fraction(2) ** exponent)
+            rows.append(({"x": fp32_bits(x)}, "random"))
+        return rows
+
+    def compute(self, inputs: dict):
+        x = fp32_value(inputs["x"])
+        code = encode(x, self.fmt, self.rounding, self.overflow)
+        classes = kind_classes(x)
+        if x.is_finite and not x.is_zero:
+            if x.magnitude < Fraction(1, 1 << 126):
+                classes.add("subnormal_input")
+            if x.magnitude > self.fmt.max_normal:
+                classes.add("overflow")
+            y = decode(code, self.fmt)
+            if y.is_finite and y.magnitude == self.fmt.max_normal and x.magnitude > self.fmt.max_normal:
+                classes.add("saturation")
+            if y.is_finite and y.magnitude == self.fmt.max_normal:
+                classes.add("max")
+            lo = decode(encode(x, self.fmt, "rtz", "saturate"), self.fmt)
+            hi = decode(encode(x, self.fmt, "rna", "saturate"), self.fmt)
+            if lo.magnitude != hi.magnitude and x.magnitude * 2 == lo.magnitude + hi.magnitude:
+                classes.add("tie")
+            if y.is_finite and y.magnitude and floor_log2(y.magnitude) > floor_log2(x.magnitude):
+                classes.add("carry")
+            if is_subnormal_code(code, self.fmt):
+                classes.add("subnormal_output")
+            if y.is_zero:
+                classes.add("negative_zero" if y.sign else "zero")
+        if self.fmt.kind == "int" and self.fmt.encoding == "twos_complement" and code == self.fmt.sign_mask:
+            classes.add("int8_neg2")
+        return {"code": code}, classes

@@ -1,0 +1,79 @@
+"""The ``pack`` suite kind: one block -> its byte-stream image in one element-stream layout."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from ..formats import get_format
+from .fields import Field
+from .suite import Suite, decode, pack_word, unpack_word, jsonable
+
+
+@dataclass
+class PackSuite(Suite):
+    """One block (scale, sub-scales, codes) -> its byte-stream image ``[scale][sub-scales]
+    [e0]...[e(k-1)]`` in one element-stream layout (contract 3.2; mxsim.ref.pack): byte j of the
+    stream at bits [8j, 8j+8) of the ``stream`` field."""
+
+    block: str
+    element_stream: str = "lsb"
+    kind = "pack"
+
+    def __post_init__(self):
+        from ..ref.pack import ELEMENT_STREAMS, packed_nbytes
+
+        self.fmt = get_format(self.block, kind="block")
+        if self.element_stream not in ELEMENT_STREAMS:
+            raise ValueError(f"element_stream={self.element_stream!r} is not allowed; expected one of: {', '.join(ELEMENT_STREAMS)}")
+        fmt = self.fmt
+        self.name = f"{fmt.name}-{self.element_stream}"
+        self.nbytes = packed_nbytes(fmt, 1, self.element_stream, "interleaved")
+        self.inputs = [Field("scale", fmt.scale_storage_bits, description=f"{fmt.scale.name} scale code")]
+        if fmt.subblocks:
+            self.inputs.append(Field("subscales", fmt.subblocks * fmt.subscale_bits, description="sub-scale j at bits [j*d2, (j+1)*d2)"))
+        self.inputs.append(Field("codes", fmt.block_size * fmt.element.width, description="codes, element i at bits [i*w, (i+1)*w)"))
+        self.outputs = [Field("stream", 8 * self.nbytes, description=f"the block's {self.nbytes} bytes, byte j at bits [8j, 8j+8)")]
+
+    def params(self) -> dict:
+        return {"block": self.fmt.name, "element_stream": self.element_stream}
+
+    def describe(self) -> dict:
+        return {"block": jsonable(self.fmt.describe()), "scale_placement": "interleaved"}
+
+    def stimulus(self, rng: random.Random, level: int):
+        fmt = self.fmt
+        rows = []
+        k, w = fmt.block_size, fmt.element.width
+        patterns = [[0] * k, [(1 << w) - 1] * k, [i % (1 << w) for i in range(k)], [1 << (i % w) for i in range(k)]]
+        for codes in patterns:
+            rows.append((self._inputs(codes, 0, 0), "directed"))
+            rows.append((self._inputs(codes, (1 << fmt.scale.width) - 1, (1 << (fmt.subblocks * fmt.subscale_bits)) - 1), "directed"))
+        for _ in range(100 * level):
+            codes = [rng.getrandbits(w) for _ in range(k)]
+            rows.append((self._inputs(codes, rng.getrandbits(fmt.scale.width), rng.getrandbits(fmt.subblocks * fmt.subscale_bits)), "random"))
+        return rows
+
+    def _inputs(self, codes, scale, subscales) -> dict:
+        inputs = {"scale": scale, "codes": pack_word(codes, self.fmt.element.width)}
+        if self.fmt.subblocks:
+            inputs["subscales"] = subscales
+        return inputs
+
+    def compute(self, inputs: dict):
+        import numpy as np
+
+        from ..ref.pack import pack_blocks
+
+        fmt = self.fmt
+        codes = np.array([unpack_word(inputs["codes"], fmt.element.width, fmt.block_size)], dtype=np.int64)
+        subs = None
+        if fmt.subblocks:
+            subs = np.array([unpack_word(inputs["subscales"], fmt.subscale_bits, fmt.subblocks)], dtype=np.int64)
+        data = pack_blocks(fmt, np.array([inputs["scale"]]), subs, codes, self.element_stream, "interleaved")
+        classes = set()
+        if decode(inputs["scale"], fmt.scale).is_nan:
+            classes.add("scale_nan")
+        if all(c == 0 for c in codes[0]):
+            classes.add("all_zero")
+        return {"stream": int.from_bytes(data, "little")}, classes

@@ -1,0 +1,152 @@
+"""The ``quantize`` suite kind: a block of fp32 inputs -> scale, sub-scales and element codes."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from ..block_policy import QuantizeOptions
+from ..formats import get_format
+from ..ref.block import nvfp4_tensor_scale, quantize_block
+from ..ref.decode import finite_magnitudes
+from ..ref.exact import Exact, floor_log2
+from ..ref.scale import E8M0_MIN
+from .fields import Field
+from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word, jsonable
+
+
+@dataclass
+class QuantizeSuite(Suite):
+    """k fp32 inputs -> a block's scale (code and unbiased exponent), sub-scales and codes."""
+
+    block: str
+    options: dict = field(default_factory=dict)
+    kind = "quantize"
+
+    def __post_init__(self):
+        self.fmt = get_format(self.block, kind="block")
+        self.opts = QuantizeOptions.from_kwargs(**self.options)
+        self.opts.check_format(self.fmt)
+        if self.opts.rounding == "stochastic":
+            raise ValueError("quantize suites take a deterministic rounding (not stochastic)")
+        changed = {k: v for k, v in self.opts.as_dict().items() if v != getattr(QuantizeOptions(), k)}
+        self.name = "-".join([self.fmt.name] + [f"{k}={v}" for k, v in sorted(changed.items())])
+        k, fmt = self.fmt.block_size, self.fmt
+        self.inputs = [Field("x", 32 * k, description=f"{k} fp32 inputs, element i at bits [32i, 32i+32)")]
+        if fmt.tensor_scale is not None:
+            self.inputs.append(Field("tensor_scale", 32, description="fp32 bits of the tensor scale s_t"))
+        self.outputs = [Field("scale", fmt.scale_storage_bits, description=f"{fmt.scale.name} scale code")]
+        if fmt.scale.name == "e8m0":
+            self.outputs.append(Field("scale_exp", 16, True, "unbiased scale exponent (code - 127; -128 for NaN)"))
+        if fmt.subblocks:
+            self.outputs.append(
+                Field("subscales", fmt.subblocks * fmt.subscale_bits, description="sub-scale j at bits [j*d2, (j+1)*d2)")
+            )
+        self.outputs.append(
+            Field("codes", k * fmt.element.width, description=f"{fmt.element.name} codes, element i at bits [i*w, (i+1)*w)")
+        )
+
+    def params(self) -> dict:
+        return {"block": self.fmt.name, "options": self.opts.as_dict()}
+
+    def describe(self) -> dict:
+        return {"block": jsonable(self.fmt.describe()), "element": jsonable(self.fmt.element.describe())}
+
+    def _block_values(self, rng: random.Random, kind: str) -> list[Exact]:
+        k = self.fmt.block_size
+
+        def gauss(scale_exp: int) -> Exact:
+            # integer draws only (no libm), so that every platform makes the same vectors: a
+            # random 24-bit significand at a bell-shaped exponent around scale_exp
+            exponent = scale_exp + rng.randint(-3, 0) + rng.randint(-3, 1)
+            return Exact(rng.getrandbits(1), Fraction(rng.getrandbits(23) | (1 << 23), 1 << 23) * Fraction(2) ** exponent)
+
+        if kind == "all_zero":
+            return [Exact(rng.getrandbits(1)) for _ in range(k)]
+        if kind == "outlier":
+            xs = [gauss(-8) for _ in range(k)]
+            xs[rng.randrange(k)] = Exact(rng.getrandbits(1), Fraction(rng.randint(1, 1 << 20)))
+            return xs
+        if kind == "nan":
+            xs = [gauss(0) for _ in range(k)]
+            xs[rng.randrange(k)] = Exact.nan()
+            return xs
+        if kind == "inf":
+            xs = [gauss(0) for _ in range(k)]
+            xs[rng.randrange(k)] = Exact.inf(rng.getrandbits(1))
+            return xs
+        if kind == "tiny":
+            return [Exact(rng.getrandbits(1), Fraction(rng.randint(0, 1 << 23), 1 << 149)) for _ in range(k)]
+        if kind == "huge":
+            return [Exact(rng.getrandbits(1), Fraction(rng.randint(1 << 23, (1 << 24) - 1)) * Fraction(2) ** 104) for _ in range(k)]
+        if kind == "grid":  # values on and between the element grid at a random scale: ties, carries
+            values = finite_magnitudes(self.fmt.element)
+            shift = Fraction(2) ** rng.randint(-20, 20)
+            xs = []
+            for _ in range(k):
+                i = rng.randrange(len(values) - 1)
+                v = rng.choice([values[i], values[i + 1], (values[i] + values[i + 1]) / 2])
+                xs.append(Exact(rng.getrandbits(1), v * shift))
+            xs[0] = Exact(0, values[-1] * shift)  # fix the scale at amax = max_normal * shift
+            return xs
+        spread = rng.randint(0, 40)
+        return [gauss(rng.randint(-spread, spread) // 4 + rng.randint(-30, 30) * (kind == "wide")) for _ in range(k)]
+
+    def stimulus(self, rng: random.Random, level: int):
+        rows = []
+        directed = ["all_zero", "outlier", "nan", "inf", "tiny", "huge"] * 2 + ["grid"] * 20
+        for kind in directed:
+            rows.append((self._inputs(self._block_values(rng, kind)), "directed"))
+        for i in range(100 * level):
+            rows.append((self._inputs(self._block_values(rng, "wide" if i % 2 else "normal")), "random"))
+        return rows
+
+    def _inputs(self, xs: list[Exact]) -> dict:
+        bits = [fp32_bits(x) for x in xs]
+        inputs = {"x": pack_word(bits, 32)}
+        if self.fmt.tensor_scale is not None:
+            values = [fp32_value(b) for b in bits]
+            amax = max((v.magnitude for v in values if v.is_finite), default=Fraction(0))
+            inputs["tensor_scale"] = fp32_bits(Exact(0, nvfp4_tensor_scale(amax, self.opts)))
+        return inputs
+
+    def compute(self, inputs: dict):
+        k, fmt = self.fmt.block_size, self.fmt
+        xs = [fp32_value(b) for b in unpack_word(inputs["x"], 32, k)]
+        tensor_scale = fp32_value(inputs["tensor_scale"]).magnitude if "tensor_scale" in inputs else None
+        block = quantize_block(xs, fmt, self.opts, tensor_scale=tensor_scale)
+        out = {"scale": block.scale, "codes": pack_word(block.codes, fmt.element.width)}
+        scale = decode(block.scale, fmt.scale)
+        if fmt.scale.name == "e8m0":
+            out["scale_exp"] = -128 if scale.is_nan else block.scale + E8M0_MIN
+        if fmt.subblocks:
+            out["subscales"] = pack_word(block.subscales, fmt.subscale_bits)
+        classes = set()
+        if any(x.is_nan for x in xs):
+            classes.add("nan")
+        if any(x.is_inf for x in xs):
+            classes.add("inf")
+        if all(x.is_zero for x in xs):
+            classes.add("all_zero")
+        if any(x.is_finite and 0 < x.magnitude < Fraction(1, 1 << 126) for x in xs):
+            classes.add("subnormal_input")
+        if scale.is_nan:
+            classes.add("scale_nan")
+        elif fmt.scale.name == "e8m0":
+            if block.scale == 0:
+                classes.add("scale_min")
+            if block.scale == 0xFE:
+                classes.add("scale_max")
+            finite = [x.magnitude for x in xs if x.is_finite and x.magnitude]
+            if finite and fmt.element.kind == "float" and not (E8M0_MIN <= floor_log2(max(finite)) - fmt.element.emax <= 127):
+                classes.add("scale_clamp")
+        for code in block.codes:
+            y = decode(code, fmt.element)
+            if y.is_finite and y.magnitude == fmt.element.max_normal:
+                classes.add("max")
+            if is_subnormal_code(code, fmt.element):
+                classes.add("subnormal_output")
+            if fmt.element.kind == "int" and fmt.element.encoding == "twos_complement" and code == fmt.element.sign_mask:
+                classes.add("int8_neg2")
+        return out, classes
