@@ -13,7 +13,7 @@ import argparse
 import numpy as np
 
 import mxsim
-from mxsim.fast.pack import dequantize_packed, pack, unpack
+from mxsim.tensor_pack import dequantize_packed, pack, unpack
 from timing import median_rate
 
 try:

@@ -31,7 +31,7 @@ from .block_policy import OPTION_CHOICES
 from .block_policy import QuantizeOptions
 from .fileformat import atomic_write, load, save
 from .formats import ALIASES, FORMATS, format_names, get_format
-from .ref.pack import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, ELEMENT_STREAMS, SCALE_PLACEMENTS
+from .formats.packing import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, ELEMENT_STREAMS, SCALE_PLACEMENTS
 from .accumulator import ACCUMULATOR_CHOICES, PRESETS, Accumulator
 from .golden import generate as generate_suite
 from .golden import generate_canonical, suite_from_spec

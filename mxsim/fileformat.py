@@ -37,9 +37,9 @@ import tempfile
 from fractions import Fraction
 
 from .block_policy import QuantizeOptions
-from .fast.pack import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, check_layout, pack, packed_nbytes, unpack
+from .formats.packing import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, check_layout, packed_nbytes, tensor_layout
+from .tensor_pack import pack, unpack
 from .formats import format_names, get_format
-from .ref.pack import tensor_layout
 
 __all__ = ["save", "load", "MAGIC", "VERSION", "SUPPORTED_VERSIONS", "atomic_write"]
 

@@ -161,7 +161,7 @@ def test_reference_reads_numpy_scalars_exactly():
 
 def test_block_kernels_match_the_reference_across_chunks_and_threads():
     from mxsim.fast.chunks import BLOCK_CHUNK
-    from mxsim.fast.pack import dequantize_packed, pack
+    from mxsim.tensor_pack import dequantize_packed, pack
 
     rng = np.random.default_rng(8)
     n = 3 * BLOCK_CHUNK + 96

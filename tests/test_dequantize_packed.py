@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import mxsim
-from mxsim.fast.pack import ELEMENT_STREAMS, SCALE_PLACEMENTS, dequantize_packed, pack, unpack
+from mxsim.formats.packing import ELEMENT_STREAMS, SCALE_PLACEMENTS
+from mxsim.tensor_pack import dequantize_packed, pack, unpack
 
 RNG = np.random.default_rng(11)
 # Wide dynamic range, zeros, -0, NaN and Inf blocks, and a partial last block along axis 0.

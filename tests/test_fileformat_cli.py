@@ -13,7 +13,7 @@ import pytest
 import mxsim
 from mxsim import fileformat
 from mxsim.cli import main
-from mxsim.fast import pack as fast
+from mxsim import tensor_pack
 
 PREFIX = struct.Struct("<8sHI")
 
@@ -62,7 +62,7 @@ def test_save_load_round_trip_every_block_format(tmp_path, name):
     version, header, payload = split(path)
     assert path.read_bytes()[:8] == fileformat.MAGIC == b"\x89MXSIM\r\n"
     assert version == fileformat.VERSION == 1
-    assert payload == fast.pack(t)
+    assert payload == tensor_pack.pack(t)
     assert header["layout"] == {"element_stream": "lsb", "scale_placement": "separate"}
 
 

@@ -7,6 +7,8 @@ first field holds the top bits; ``bytes`` is ``lsb`` with every code in whole by
 """
 
 from fractions import Fraction
+from functools import partial
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -17,6 +19,12 @@ import mxsim
 from mxsim import BlockFormat, get_format
 from mxsim.fast import pack as fast
 from mxsim.ref import pack as ref
+from mxsim import tensor_pack
+
+ref_tensor = SimpleNamespace(  # tensor-level packing through the reference packer
+    pack=partial(tensor_pack.pack, implementation="reference"),
+    unpack=partial(tensor_pack.unpack, implementation="reference"),
+)
 
 IMPLS = [pytest.param(ref, id="ref"), pytest.param(fast, id="fast")]
 LAYOUTS = [(es, sp) for es in ("lsb", "msb", "bytes") for sp in ("separate", "interleaved")]
@@ -280,30 +288,30 @@ def test_tensor_round_trip_and_ref_equals_fast(name, layout, shape, axis_pick, s
     rng = np.random.default_rng(seed)
     axis = axis_pick % len(shape)
     tensor = mxsim.quantize(_values(rng, shape), name, axis=axis)
-    data = fast.pack(tensor, *layout)
-    assert data == ref.pack(tensor, *layout)
+    data = tensor_pack.pack(tensor, *layout)
+    assert data == ref_tensor.pack(tensor, *layout)
     assert len(data) == fast.packed_nbytes(name, tensor.scales.size, *layout)
-    back = fast.unpack(data, name, shape, axis, *layout, tensor_scale=tensor.tensor_scale)
+    back = tensor_pack.unpack(data, name, shape, axis, *layout, tensor_scale=tensor.tensor_scale)
     assert_same_tensor(back, tensor)
-    assert_same_tensor(ref.unpack(data, name, shape, axis, *layout, tensor_scale=tensor.tensor_scale), tensor)
+    assert_same_tensor(ref_tensor.unpack(data, name, shape, axis, *layout, tensor_scale=tensor.tensor_scale), tensor)
 
 
 def test_unpack_restores_options_scalars_and_empty_tensors():
     t = mxsim.quantize(np.float32(3.0), "mxfp8_e4m3", rounding="rtz")
-    back = fast.unpack(fast.pack(t), "mxfp8_e4m3", (), rounding="rtz")
+    back = tensor_pack.unpack(tensor_pack.pack(t), "mxfp8_e4m3", (), rounding="rtz")
     assert back.shape == () and back.options.rounding == "rtz"
     assert_same_tensor(back, t)
     empty = mxsim.quantize(np.zeros((0, 5), np.float32), "mx6")
-    assert fast.pack(empty) == ref.pack(empty) == b""
-    assert_same_tensor(fast.unpack(b"", "mx6", (0, 5)), empty)
+    assert tensor_pack.pack(empty) == ref_tensor.pack(empty) == b""
+    assert_same_tensor(tensor_pack.unpack(b"", "mx6", (0, 5)), empty)
     nv = mxsim.quantize(np.array([1e-3, 2.0, -7.0, 100.0], np.float32), "nvfp4")
     assert nv.tensor_scale == Fraction(nv.tensor_scale) and nv.tensor_scale != 1
-    back = ref.unpack(ref.pack(nv, "msb", "interleaved"), "nvfp4", (4,), 0, "msb", "interleaved", nv.tensor_scale)
+    back = ref_tensor.unpack(ref_tensor.pack(nv, "msb", "interleaved"), "nvfp4", (4,), 0, "msb", "interleaved", nv.tensor_scale)
     assert_same_tensor(back, nv)
 
 
 def test_pack_needs_an_mxtensor():
-    for impl in (ref, fast):
+    for impl in (ref_tensor, tensor_pack):
         with pytest.raises(ValueError, match="tensor must be an MXTensor, got ndarray"):
             impl.pack(np.zeros(32))
         with pytest.raises(ValueError, match="axis=2 is out of range"):
@@ -314,9 +322,9 @@ def test_fast_pack_chunks_agree_with_one_chunk(monkeypatch):
     rng = np.random.default_rng(5)
     for name in ("mxfp6_e3m2", "mx4"):
         t = mxsim.quantize(_values(rng, (37, 96)), name)
-        whole = {layout: fast.pack(t, *layout) for layout in LAYOUTS}
+        whole = {layout: tensor_pack.pack(t, *layout) for layout in LAYOUTS}
         monkeypatch.setattr(fast, "CHUNK_BITS", 200)  # many chunks, none a whole multiple of a block
         for layout, data in whole.items():
-            assert fast.pack(t, *layout) == data
-            assert_same_tensor(fast.unpack(data, name, t.shape, -1, *layout), t)
+            assert tensor_pack.pack(t, *layout) == data
+            assert_same_tensor(tensor_pack.unpack(data, name, t.shape, -1, *layout), t)
         monkeypatch.undo()

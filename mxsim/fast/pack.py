@@ -1,7 +1,8 @@
 """Vectorized NumPy bit packing, bit-identical to the reference :mod:`mxsim.ref.pack`.
 
-Same API and the same layout (see :mod:`mxsim.ref.pack` for the layout definition):
-``pack_blocks``, ``unpack_blocks``, ``pack``, ``unpack``, ``packed_nbytes``.
+Same API and the same layout (see :mod:`mxsim.ref.pack` for the layout definition; the shared
+layout arithmetic is :mod:`mxsim.formats.packing`): ``pack_blocks``, ``unpack_blocks``,
+``packed_nbytes``; tensor-level packing is :mod:`mxsim.tensor_pack`.
 
 Method: the element stream, the bulk of a payload, is packed in whole-byte groups of fields
 (FP4: two codes per byte, FP6: four per three bytes, MX4's 3-bit fields: eight per three bytes):
@@ -9,8 +10,8 @@ each output byte is the OR of its overlapping fields shifted in uint8 arithmetic
 1, 2 and 4-bit fields unpack through a 256-entry byte table. One-byte scales without sub-scales
 are copied directly. Everything else (sub-scale records, odd interleaved records) goes through a
 0/1 bit matrix and ``np.packbits`` / ``np.unpackbits`` (bitorder little for ``lsb``/``bytes``,
-big for ``msb``), in chunks of blocks to bound memory. :func:`dequantize_packed` decodes packed
-FP4/FP8 bytes straight to float32.
+big for ``msb``), in chunks of blocks to bound memory. :func:`dequantize_packed_blocks` decodes
+packed FP4/FP8 bytes straight to float32.
 """
 
 from __future__ import annotations
@@ -22,22 +23,19 @@ import numpy as np
 from ..formats import get_format
 from .decode import value_table
 from .chunks import BLOCK_CHUNK, map_chunks
-from ..ref.pack import (
+from ..formats.packing import (
     DEFAULT_ELEMENT_STREAM,
     DEFAULT_SCALE_PLACEMENT,
     ELEMENT_STREAMS,
     SCALE_PLACEMENTS,
-    _pack_tensor,
-    _record_bits,
-    _unpack_tensor,
     check_blocks,
     check_layout,
     check_payload,
     finish_unpack,
     packed_nbytes,
     padding_error,
+    record_bits,
     section_sizes,
-    tensor_layout,
 )
 
 __all__ = [
@@ -51,9 +49,7 @@ __all__ = [
     "unpack_stream",
     "pack_blocks",
     "unpack_blocks",
-    "pack",
-    "unpack",
-    "dequantize_packed",
+    "dequantize_packed_blocks",
 ]
 
 CHUNK_BITS = 1 << 21  # stream bits (bytes of 0/1 matrix) per chunk
@@ -315,14 +311,14 @@ def pack_blocks(fmt, scales, subscales, codes, element_stream: str = DEFAULT_ELE
     check_layout(element_stream, scale_placement)
     scales, subscales, codes = check_blocks(fmt, scales, subscales, codes)
     n, k = scales.size, fmt.block_size
-    sw, dw, ew = _record_bits(fmt, element_stream)
+    sw, dw, ew = record_bits(fmt, element_stream)
     order = "lsb" if element_stream == "bytes" else element_stream
     if _byte_scales_route(fmt, sw, ew, scale_placement):
         return _pack_byte_scales(scales, codes, ew, order, scale_placement).tobytes()
     heads = []
     out = []
-    record_bits = sw + fmt.subblocks * dw + (k * ew if scale_placement == "interleaved" else 0)
-    for part in _chunks(n, record_bits):
+    bits_per_record = sw + fmt.subblocks * dw + (k * ew if scale_placement == "interleaved" else 0)
+    for part in _chunks(n, bits_per_record):
         fields = [_to_bits(scales[part, None], sw, order)]
         if subscales is not None:
             fields.append(_to_bits(subscales[part], dw, order))
@@ -350,7 +346,7 @@ def unpack_blocks(fmt, data, n_blocks: int, element_stream: str = DEFAULT_ELEMEN
     check_layout(element_stream, scale_placement)
     data = check_payload(fmt, data, n_blocks, element_stream, scale_placement)
     n, k, sb = int(n_blocks), fmt.block_size, fmt.subblocks
-    sw, dw, ew = _record_bits(fmt, element_stream)
+    sw, dw, ew = record_bits(fmt, element_stream)
     order = "lsb" if element_stream == "bytes" else element_stream
     if _byte_scales_route(fmt, sw, ew, scale_placement):
         scales, codes = _unpack_byte_scales(np.frombuffer(data, dtype=np.uint8), n, k, ew, order, scale_placement)
@@ -392,38 +388,23 @@ def unpack_blocks(fmt, data, n_blocks: int, element_stream: str = DEFAULT_ELEMEN
     return finish_unpack(fmt, scales, subscales if sb else None, codes)
 
 
-def pack(tensor, element_stream: str = DEFAULT_ELEMENT_STREAM, scale_placement: str = DEFAULT_SCALE_PLACEMENT) -> bytes:
-    """The payload of an :class:`mxsim.MXTensor` (scales, sub-scales, element codes)."""
-    return _pack_tensor(pack_blocks, tensor, element_stream, scale_placement)
-
-
-def unpack(data, fmt, shape, axis: int = -1, element_stream: str = DEFAULT_ELEMENT_STREAM,
-           scale_placement: str = DEFAULT_SCALE_PLACEMENT, tensor_scale=None, **options):
-    """Inverse of :func:`pack`: an MXTensor of ``fmt`` for an array of ``shape`` blocked along
-    ``axis``; ``tensor_scale`` and the QuantizeOptions ``options`` are recorded on it."""
-    return _unpack_tensor(unpack_blocks, data, fmt, shape, axis, element_stream, scale_placement, tensor_scale, options)
-
-
-def dequantize_packed(data, fmt, shape, axis: int = -1, element_stream: str = DEFAULT_ELEMENT_STREAM,
-                      scale_placement: str = DEFAULT_SCALE_PLACEMENT, dtype=np.float32, **unpack_options) -> np.ndarray:
-    """``unpack(data, ...).dequantize(dtype)`` in one pass where the layout allows: float32
-    output, one-byte E8M0 scales, no sub-scales, element fields that tile a byte (FP4, FP8).
-    Each packed byte is looked up in a table of the float32 values it holds, then multiplied by
-    its block's power-of-two scale: the same single rounding as :meth:`MXTensor.dequantize`.
-    Other layouts and formats go through :func:`unpack` and :meth:`MXTensor.dequantize`."""
-    from ..tensor import restore_layout
-
+def dequantize_packed_blocks(fmt, data, n_blocks: int, element_stream: str = DEFAULT_ELEMENT_STREAM,
+                             scale_placement: str = DEFAULT_SCALE_PLACEMENT) -> np.ndarray | None:
+    """The float32 values of ``n_blocks`` packed blocks, shape (n_blocks, block_size), in one table
+    lookup and one scale product, or None where the layout does not allow it (the route needs
+    one-byte E8M0 scales, no sub-scales, element fields that tile a byte: FP4, FP8). Each packed
+    byte is looked up in a table of the float32 values it holds, then multiplied by its block's
+    power-of-two scale: the same single rounding as :meth:`mxsim.MXTensor.dequantize` (a NaN
+    scale gives NaN, overflow gives +-Inf)."""
     fmt = get_format(fmt, kind="block")
     check_layout(element_stream, scale_placement)
-    sw, _, ew = _record_bits(fmt, element_stream)
+    sw, _, ew = record_bits(fmt, element_stream)
     order = "lsb" if element_stream == "bytes" else element_stream
     # fields that tile a byte and are exactly the element's width (every byte value is valid)
     tiles_a_byte = ew == fmt.element.width and _group(ew) is not None and _group(ew)[1] == 1
-    if not (np.dtype(dtype) == np.float32 and fmt.scale.name == "e8m0" and tiles_a_byte
-            and _byte_scales_route(fmt, sw, ew, scale_placement) and not unpack_options):
-        return unpack(data, fmt, shape, axis, element_stream, scale_placement, **unpack_options).dequantize(dtype)
-    codes_shape, axis = tensor_layout(fmt, shape, axis)
-    n = int(np.prod(codes_shape, dtype=np.int64)) // fmt.block_size
+    if not (fmt.scale.name == "e8m0" and tiles_a_byte and _byte_scales_route(fmt, sw, ew, scale_placement)):
+        return None
+    n = int(n_blocks)
     raw = np.frombuffer(check_payload(fmt, data, n, element_stream, scale_placement), dtype=np.uint8)
     per_block = fmt.block_size * ew // 8
     if scale_placement == "separate":
@@ -442,4 +423,4 @@ def dequantize_packed(data, fmt, shape, axis: int = -1, element_stream: str = DE
             np.multiply(out, powers[scales][:, None, None], out=out)
 
     map_chunks(kernel, n, packed, scales, out, chunk=max(1, BLOCK_CHUNK // fmt.block_size))
-    return restore_layout(out.reshape(codes_shape), tuple(int(s) for s in shape), axis)
+    return out.reshape(n, fmt.block_size)

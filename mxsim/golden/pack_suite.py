@@ -21,7 +21,7 @@ class PackSuite(Suite):
     kind = "pack"
 
     def __post_init__(self):
-        from ..ref.pack import ELEMENT_STREAMS, packed_nbytes
+        from ..formats.packing import ELEMENT_STREAMS, packed_nbytes
 
         self.fmt = get_format(self.block, kind="block")
         if self.element_stream not in ELEMENT_STREAMS:

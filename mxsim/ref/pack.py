@@ -53,10 +53,10 @@ API (shared with :mod:`mxsim.fast.pack`)
   -> bytes``: flat block arrays (any shapes holding n, n * subblocks and n * block_size codes);
 * ``unpack_blocks(fmt, data, n_blocks, element_stream=..., scale_placement=...) -> (scales,
   subscales, codes)``: shapes (n,), (n, subblocks) or None, (n, block_size);
-* ``pack(tensor, element_stream=..., scale_placement=...) -> bytes``: an MXTensor's payload;
-* ``unpack(data, fmt, shape, axis=-1, element_stream=..., scale_placement=...,
-  tensor_scale=None, **options) -> MXTensor``;
-* ``packed_nbytes(fmt, n_blocks, element_stream=..., scale_placement=...) -> int``.
+* ``packed_nbytes(fmt, n_blocks, element_stream=..., scale_placement=...) -> int`` (from
+  :mod:`mxsim.formats.packing`, where the layout arithmetic both packers share lives).
+
+Tensor-level packing (an MXTensor's payload, either implementation) is :mod:`mxsim.tensor_pack`.
 """
 
 from __future__ import annotations
@@ -65,7 +65,20 @@ import numpy as np
 from bitstring import Bits
 
 from ..formats import get_format
-from ..policy import check_choice
+from ..formats.packing import (
+    DEFAULT_ELEMENT_STREAM,
+    DEFAULT_SCALE_PLACEMENT,
+    ELEMENT_STREAMS,
+    SCALE_PLACEMENTS,
+    check_blocks,
+    check_layout,
+    check_payload,
+    finish_unpack,
+    packed_nbytes,
+    padding_error,
+    record_bits,
+    section_sizes,
+)
 
 __all__ = [
     "ELEMENT_STREAMS",
@@ -76,135 +89,7 @@ __all__ = [
     "packed_nbytes",
     "pack_blocks",
     "unpack_blocks",
-    "pack",
-    "unpack",
 ]
-
-ELEMENT_STREAMS = ("lsb", "msb", "bytes")
-SCALE_PLACEMENTS = ("separate", "interleaved")
-DEFAULT_ELEMENT_STREAM = "lsb"
-DEFAULT_SCALE_PLACEMENT = "separate"
-
-
-# --- layout arithmetic, shared by the reference and the fast path ---------------------------------
-def check_layout(element_stream, scale_placement) -> None:
-    """Raise ValueError naming the field and the allowed values for an unknown layout name."""
-    check_choice("element_stream", element_stream, ELEMENT_STREAMS)
-    check_choice("scale_placement", scale_placement, SCALE_PLACEMENTS)
-
-
-def field_bits(width: int, element_stream: str) -> int:
-    """Stream bits one code of ``width`` bits occupies (a whole number of bytes under 'bytes')."""
-    return -(-width // 8) * 8 if element_stream == "bytes" else width
-
-
-def _record_bits(fmt, element_stream: str) -> tuple[int, int, int]:
-    """(scale field, one sub-scale field, one element field) widths in stream bits."""
-    return (
-        fmt.scale_storage_bits,
-        field_bits(fmt.subscale_bits, element_stream) if fmt.subblocks else 0,
-        field_bits(fmt.element.width, element_stream),
-    )
-
-
-def section_sizes(fmt, n_blocks: int, element_stream: str, scale_placement: str) -> tuple[int, int]:
-    """(bytes per scale-section record, bytes of the element section) for 'separate', or
-    (bytes per block record, 0) for 'interleaved'."""
-    sw, dw, ew = _record_bits(fmt, element_stream)
-    head = sw + fmt.subblocks * dw
-    if scale_placement == "interleaved":
-        return -(-(head + fmt.block_size * ew) // 8), 0
-    return -(-head // 8), -(-(n_blocks * fmt.block_size * ew) // 8)
-
-
-def packed_nbytes(fmt, n_blocks: int, element_stream: str = DEFAULT_ELEMENT_STREAM,
-                  scale_placement: str = DEFAULT_SCALE_PLACEMENT) -> int:
-    """Exact payload length of ``n_blocks`` blocks of ``fmt`` in the given layout."""
-    fmt = get_format(fmt, kind="block")
-    check_layout(element_stream, scale_placement)
-    if not isinstance(n_blocks, (int, np.integer)) or n_blocks < 0:
-        raise ValueError(f"n_blocks={n_blocks!r} is not allowed; expected a non-negative integer")
-    record, elements = section_sizes(fmt, int(n_blocks), element_stream, scale_placement)
-    return int(n_blocks) * record + elements
-
-
-def _check_field(name: str, array: np.ndarray, width: int, what: str) -> None:
-    if array.dtype.kind not in "ui":
-        raise ValueError(f"{name} must be an integer array, got dtype {array.dtype}")
-    below_zero = array.dtype.kind == "i" and array.size and int(array.min()) < 0
-    if array.size and (below_zero or int(array.max()) >= (1 << width)):
-        bad = array[(array < 0) | (array >= (1 << width))].reshape(-1)[0]
-        raise ValueError(
-            f"{name} hold values outside [0, {(1 << width) - 1}] ({width}-bit {what}); first offender: {int(bad)}"
-        )
-
-
-def check_blocks(fmt, scales, subscales, codes):
-    """Validate block arrays against ``fmt``; return them flat: scales (n,), subscales
-    (n, subblocks) or None, codes (n, block_size), all integer arrays."""
-    scales = np.asarray(scales)
-    codes = np.asarray(codes)
-    n = scales.size
-    k = fmt.block_size
-    _check_field("scales", scales, fmt.scale.width, f"{fmt.scale.name} scale codes of {fmt.name}")
-    _check_field("codes", codes, fmt.element.width, f"{fmt.element.name} element codes of {fmt.name}")
-    if codes.size != n * k:
-        raise ValueError(
-            f"codes hold {codes.size} codes; expected n_blocks * block_size = {n} * {k} = {n * k} for {n} scales"
-        )
-    if fmt.subblocks:
-        if subscales is None:
-            raise ValueError(f"format {fmt.name!r} needs subscales ({fmt.subblocks} per block)")
-        subscales = np.asarray(subscales)
-        _check_field("subscales", subscales, fmt.subscale_bits, f"sub-scale codes of {fmt.name}")
-        if subscales.size != n * fmt.subblocks:
-            raise ValueError(
-                f"subscales hold {subscales.size} codes; expected n_blocks * subblocks = {n} * {fmt.subblocks}"
-                f" = {n * fmt.subblocks}"
-            )
-        subscales = subscales.reshape(n, fmt.subblocks)
-    elif subscales is not None:
-        raise ValueError(f"format {fmt.name!r} has no sub-scales; subscales must be None")
-    return scales.reshape(n), subscales, codes.reshape(n, k)
-
-
-def check_payload(fmt, data, n_blocks: int, element_stream: str, scale_placement: str) -> bytes:
-    """The payload as bytes, after checking its type and exact length."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise ValueError(f"data must be bytes, got {type(data).__name__}")
-    data = bytes(data)
-    expected = packed_nbytes(fmt, n_blocks, element_stream, scale_placement)
-    if len(data) != expected:
-        raise ValueError(
-            f"payload is {len(data)} bytes; expected {expected} bytes for {n_blocks} blocks of {fmt.name} "
-            f"with element_stream={element_stream!r}, scale_placement={scale_placement!r}"
-        )
-    return data
-
-
-def code_dtype(width: int) -> np.dtype:
-    """The smallest unsigned dtype holding ``width``-bit codes."""
-    for dtype in (np.uint8, np.uint16, np.uint32):
-        if width <= np.dtype(dtype).itemsize * 8:
-            return np.dtype(dtype)
-    return np.dtype(np.uint64)
-
-
-def padding_error(where: str) -> ValueError:
-    return ValueError(f"nonzero padding bits in {where}; the payload does not match the layout")
-
-
-def finish_unpack(fmt, scales, subscales, codes):
-    """Range-check unpacked fields (containers wider than a code must hold zeros above it) and
-    give them their dtypes."""
-    what = "in the payload"
-    _check_field(f"scales {what}", scales, fmt.scale.width, f"{fmt.scale.name} scale codes of {fmt.name}")
-    _check_field(f"codes {what}", codes, fmt.element.width, f"{fmt.element.name} element codes of {fmt.name}")
-    if subscales is not None:
-        _check_field(f"subscales {what}", subscales, fmt.subscale_bits, f"sub-scale codes of {fmt.name}")
-        subscales = subscales.astype(np.uint8)
-    scale_type, code_type = code_dtype(fmt.scale_storage_bits), code_dtype(fmt.element.width)
-    return scales.astype(scale_type, copy=False), subscales, codes.astype(code_type, copy=False)
 
 
 # --- the reference packer: bitstring, one field at a time ---------------------------------------------
@@ -255,7 +140,7 @@ def pack_blocks(fmt, scales, subscales, codes, element_stream: str = DEFAULT_ELE
     fmt = get_format(fmt, kind="block")
     check_layout(element_stream, scale_placement)
     scales, subscales, codes = check_blocks(fmt, scales, subscales, codes)
-    sw, dw, ew = _record_bits(fmt, element_stream)
+    sw, dw, ew = record_bits(fmt, element_stream)
     order = _order(element_stream)
     heads, bodies = [], []
     for b in range(scales.size):
@@ -279,7 +164,7 @@ def unpack_blocks(fmt, data, n_blocks: int, element_stream: str = DEFAULT_ELEMEN
     check_layout(element_stream, scale_placement)
     data = check_payload(fmt, data, n_blocks, element_stream, scale_placement)
     n, k, sb = int(n_blocks), fmt.block_size, fmt.subblocks
-    sw, dw, ew = _record_bits(fmt, element_stream)
+    sw, dw, ew = record_bits(fmt, element_stream)
     order = _order(element_stream)
     record, _ = section_sizes(fmt, n, element_stream, scale_placement)
     scales, subscales, codes = [], [], []
@@ -300,62 +185,3 @@ def unpack_blocks(fmt, data, n_blocks: int, element_stream: str = DEFAULT_ELEMEN
         np.array(subscales, dtype=np.uint64).reshape(n, sb) if sb else None,
         np.array(codes, dtype=np.uint64).reshape(n, k),
     )
-
-
-# --- MXTensor level (shared by both implementations) -------------------------------------------------
-def tensor_layout(fmt, shape, axis) -> tuple[tuple[int, ...], int]:
-    """(codes shape, axis) of an MXTensor of ``fmt`` holding an array of ``shape`` blocked along
-    ``axis``: the block axis moved last and padded to a whole block (as :func:`mxsim.quantize`)."""
-    try:
-        shape = tuple(int(s) for s in shape)
-    except TypeError:
-        raise ValueError(f"shape={shape!r} is not allowed; expected a sequence of non-negative integers") from None
-    if any(s < 0 for s in shape):
-        raise ValueError(f"shape={shape!r} is not allowed; expected a sequence of non-negative integers")
-    moved = shape or (1,)
-    if not isinstance(axis, (int, np.integer)) or not -len(moved) <= axis < len(moved):
-        raise ValueError(f"axis={axis!r} is out of range for a {len(shape)}-d shape {shape}")
-    axis = int(axis) % len(moved)
-    lead = moved[:axis] + moved[axis + 1 :]
-    length = moved[axis]
-    return lead + (length + (-length % fmt.block_size),), axis
-
-
-def _pack_tensor(pack_fn, tensor, element_stream, scale_placement) -> bytes:
-    from ..tensor import MXTensor
-
-    if not isinstance(tensor, MXTensor):
-        raise ValueError(f"tensor must be an MXTensor, got {type(tensor).__name__}")
-    return pack_fn(tensor.fmt, tensor.scales, tensor.subscales, tensor.codes, element_stream, scale_placement)
-
-
-def _unpack_tensor(unpack_fn, data, fmt, shape, axis, element_stream, scale_placement, tensor_scale, options):
-    from ..tensor import MXTensor
-
-    fmt = get_format(fmt, kind="block")
-    codes_shape, axis = tensor_layout(fmt, shape, axis)
-    n_blocks = int(np.prod(codes_shape, dtype=np.int64)) // fmt.block_size
-    scales, subscales, codes = unpack_fn(fmt, data, n_blocks, element_stream, scale_placement)
-    lead, n_per_row = codes_shape[:-1], codes_shape[-1] // fmt.block_size
-    return MXTensor.from_codes(
-        scales.reshape(lead + (n_per_row,)),
-        codes.reshape(codes_shape),
-        fmt,
-        axis=axis,
-        shape=tuple(int(s) for s in shape),
-        subscales=None if subscales is None else subscales.reshape(lead + (n_per_row, fmt.subblocks)),
-        tensor_scale=tensor_scale,
-        **options,
-    )
-
-
-def pack(tensor, element_stream: str = DEFAULT_ELEMENT_STREAM, scale_placement: str = DEFAULT_SCALE_PLACEMENT) -> bytes:
-    """The payload of an :class:`mxsim.MXTensor` (scales, sub-scales, element codes)."""
-    return _pack_tensor(pack_blocks, tensor, element_stream, scale_placement)
-
-
-def unpack(data, fmt, shape, axis: int = -1, element_stream: str = DEFAULT_ELEMENT_STREAM,
-           scale_placement: str = DEFAULT_SCALE_PLACEMENT, tensor_scale=None, **options):
-    """Inverse of :func:`pack`: an MXTensor of ``fmt`` for an array of ``shape`` blocked along
-    ``axis``; ``tensor_scale`` and the QuantizeOptions ``options`` are recorded on it."""
-    return _unpack_tensor(unpack_blocks, data, fmt, shape, axis, element_stream, scale_placement, tensor_scale, options)
