@@ -24,25 +24,61 @@ Fields (defaults are the contract's):
 * ``across_blocks``: ``fp32`` (each block result is rounded to the output format, then added in
   block order into an fp32 register, each addition nearest-even; the sum is converted to the
   output format) | ``exact`` (the exact block values are summed and rounded once).
+* ``output_overflow`` (both accumulations): ``inf`` (any overflow gives +-Inf: the default, and
+  what every earlier version did) | ``ieee`` (+-max finite where the rounding direction is toward
+  zero for that sign: ``rtz``, ``rup`` of a negative, ``rdn`` of a positive; else +-Inf) |
+  ``saturate`` (+-max finite).
+* ``nan_bits``: the bit pattern of a NaN result; None = the output format's canonical quiet NaN
+  (fp32 0x7FC00000). NVIDIA's tensor cores give 0x7FFFFFFF.
+
+Fused multiply-accumulate steps (contract section 4.1; ``accumulate="fused"``, with
+``mode="aligned"`` and ``frac_bits`` F):
+
+* ``accumulate``: ``separate`` (the model above; a caller's accumulator input C is the first term
+  of the fp32 sum) | ``fused``: D = C + sum of ``step`` products in one multi-term adder, rounded
+  once to ``output``; each step's D is the next step's C.
+* ``step``: products per step (None = the block size); it divides the block size or is a
+  multiple of it. A last step may be partial.
+* ``step_terms``: ``product`` (every product is a term, exponent Ea + Eb + XA + XB) | ``block``
+  (each group of ``term_size`` consecutive products of one scale block is summed exactly and
+  multiplied by the significands of its two scales: one term of exponent XA + XB).
+* ``term_size``: products per term with ``step_terms="block"`` (None = the block size); it
+  divides the block size and the step.
+* ``anchor``: ``max`` (the largest term exponent, C's included; every term is cut to the grid
+  2^(anchor - F) by ``shift_rounding``) | ``fixed`` (products on the grid 2^(XA + XB - F), C
+  aligned exactly; needs a step inside one scale block).
+* ``bypass`` (``fixed`` only): if C's LSB 2^(e_C - 23) lies more than ``bypass`` bits above the
+  grid's LSB, D = C unchanged; None = never.
+* ``c_zero_exponent``: the exponent e_C a zero C counts with (anchor and bypass); None = -126,
+  the exponent fp32's encoding gives its zeros and subnormals (Blackwell); MXDOTP reads the raw
+  exponent field: -127.
+* ``output`` adds ``fp32_e8m13``: an fp32 word whose value is cut to 13 fraction bits (Hopper).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
+from .formats import get_format
 from .policy import check_choice, options_from_kwargs
 
-__all__ = ["Accumulator", "ACCUMULATOR_CHOICES", "PRESETS", "OUTPUT_ROUNDING_MODES"]
+__all__ = ["Accumulator", "ACCUMULATOR_CHOICES", "PRESETS", "OUTPUT_ROUNDING_MODES", "FP32_EMIN"]
 
 OUTPUT_ROUNDING_MODES = ("rne", "rna", "rtz", "rup", "rdn")
 ACCUMULATOR_CHOICES = {
     "mode": ("exact", "aligned", "fp32_sequential"),
     "shift_rounding": ("truncate", "rne"),
     "overflow": ("saturate", "wrap"),
-    "output": ("fp32", "bf16", "fp16"),
+    "output": ("fp32", "bf16", "fp16", "fp32_e8m13"),
     "output_rounding": OUTPUT_ROUNDING_MODES,
     "across_blocks": ("fp32", "exact"),
+    "output_overflow": ("inf", "ieee", "saturate"),
+    "accumulate": ("separate", "fused"),
+    "step_terms": ("product", "block"),
+    "anchor": ("max", "fixed"),
 }
+FP32_EMIN = -126  # the exponent fp32's encoding gives its zeros and subnormals
+MAX_STEP = 1 << 20
 MAX_FRAC_BITS = 4096
 MAX_WIDTH = 8192
 
@@ -60,6 +96,15 @@ class Accumulator:
     output_rounding: str = "rne"
     ftz: bool = False
     across_blocks: str = "fp32"
+    output_overflow: str = "inf"
+    nan_bits: int | None = None
+    accumulate: str = "separate"
+    step: int | None = None
+    step_terms: str = "product"
+    term_size: int | None = None
+    anchor: str = "max"
+    bypass: int | None = None
+    c_zero_exponent: int | None = None
 
     def __post_init__(self) -> None:
         for name, allowed in ACCUMULATOR_CHOICES.items():
@@ -81,6 +126,59 @@ class Accumulator:
                     raise ValueError(
                         f"{name}={getattr(self, name)!r} is only used with mode='aligned', not mode={self.mode!r}; leave it None"
                     )
+        self._check_nan_bits()
+        self._check_fused()
+
+    def _check_nan_bits(self) -> None:
+        if self.nan_bits is None:
+            return
+        out = get_format(self.output_storage, kind="float")
+        bits = self.nan_bits
+        magnitude = bits & ~out.sign_mask if isinstance(bits, int) else 0
+        if not (_is_int_in(bits, 0, (1 << out.width) - 1) and magnitude > out.inf_code()):
+            raise ValueError(
+                f"nan_bits={bits!r} is not allowed; expected None or a {out.width}-bit NaN pattern of "
+                f"{self.output_storage} (all exponent bits set, nonzero significand)"
+            )
+
+    def _check_fused(self) -> None:
+        fused_only = {"step": None, "step_terms": "product", "term_size": None, "anchor": "max", "bypass": None}
+        if self.accumulate == "separate":
+            for name, default in fused_only.items():
+                if getattr(self, name) != default:
+                    raise ValueError(
+                        f"{name}={getattr(self, name)!r} is only used with accumulate='fused', not accumulate='separate'"
+                    )
+            return
+        if self.mode != "aligned":
+            raise ValueError(
+                f"accumulate='fused' needs mode='aligned' (a fixed-point multi-term adder with frac_bits), "
+                f"not mode={self.mode!r}"
+            )
+        if self.width is not None:
+            raise ValueError(f"width={self.width!r} is not allowed with accumulate='fused': a step's terms add exactly; leave it None")
+        if self.overflow != "saturate":
+            raise ValueError(f"overflow={self.overflow!r} is not allowed with accumulate='fused': there is no W-bit register")
+        if self.across_blocks != "fp32":
+            raise ValueError(
+                f"across_blocks={self.across_blocks!r} is not allowed with accumulate='fused': steps chain through C"
+            )
+        for name in ("step", "term_size"):
+            value = getattr(self, name)
+            if value is not None and not _is_int_in(value, 1, MAX_STEP):
+                raise ValueError(f"{name}={value!r} is not allowed; expected None or an integer in [1, {MAX_STEP}]")
+        if self.term_size is not None and self.step_terms != "block":
+            raise ValueError(f"term_size={self.term_size!r} is only used with step_terms='block'")
+        if self.bypass is not None:
+            if self.anchor != "fixed":
+                raise ValueError(f"bypass={self.bypass!r} is only used with anchor='fixed', not anchor={self.anchor!r}")
+            if not _is_int_in(self.bypass, 0, MAX_FRAC_BITS):
+                raise ValueError(f"bypass={self.bypass!r} is not allowed; expected None or an integer in [0, {MAX_FRAC_BITS}]")
+        if self.c_zero_exponent is not None and not _is_int_in(self.c_zero_exponent, -MAX_FRAC_BITS, MAX_FRAC_BITS):
+            raise ValueError(
+                f"c_zero_exponent={self.c_zero_exponent!r} is not allowed; expected None or an integer in "
+                f"[-{MAX_FRAC_BITS}, {MAX_FRAC_BITS}]"
+            )
 
     @classmethod
     def from_kwargs(cls, **kwargs) -> "Accumulator":
@@ -92,6 +190,54 @@ class Accumulator:
         """A named configuration from :data:`PRESETS`, with optional field overrides."""
         check_choice("preset", name, tuple(PRESETS))
         return replace(PRESETS[name], **overrides)
+
+    def check_block_format(self, fmt_a, fmt_b) -> None:
+        """Refuse fused settings that mean nothing for a pair of block formats (same block size):
+        a ``step`` that neither divides nor is a multiple of the block size, a ``term_size`` that
+        does not divide the block size and the step, ``anchor="fixed"`` with a step that spans
+        scale blocks, product terms with scales that carry a significand (UE4M3)."""
+        if self.accumulate != "fused":
+            return
+        k = fmt_a.block_size
+        step = self.effective_step(k)
+        if step % k and k % step:
+            raise ValueError(f"step={step} is not allowed for block size {k}: it must divide {k} or be a multiple of it")
+        if self.anchor == "fixed" and step > k:
+            raise ValueError(
+                f"step={step} is not allowed with anchor='fixed' and block size {k}: the fixed grid 2^(XA+XB-F) "
+                "needs every step inside one scale block"
+            )
+        if self.step_terms == "block":
+            size = self.effective_term_size(k)
+            if k % size or step % size:
+                raise ValueError(
+                    f"term_size={size} is not allowed with block size {k} and step={step}: it must divide both"
+                )
+        else:
+            for fmt in (fmt_a, fmt_b):
+                if fmt.scale.kind == "float" and fmt.scale.mantissa_bits:
+                    raise ValueError(
+                        f"step_terms='product' is not allowed for {fmt.name!r}: its {fmt.scale.name} scales carry a "
+                        "significand; use step_terms='block'"
+                    )
+
+    def effective_step(self, block_size: int) -> int:
+        """Products per fused step: ``step``, or the block size when it is None."""
+        return block_size if self.step is None else self.step
+
+    def effective_term_size(self, block_size: int) -> int:
+        """Products per block term: ``term_size``, or the block size when it is None."""
+        return block_size if self.term_size is None else self.term_size
+
+    @property
+    def effective_c_zero_exponent(self) -> int:
+        """The exponent a zero C counts with: ``c_zero_exponent`` or fp32's -126."""
+        return FP32_EMIN if self.c_zero_exponent is None else self.c_zero_exponent
+
+    @property
+    def output_storage(self) -> str:
+        """The IEEE format results are stored in: ``output``, with fp32_e8m13 stored as fp32."""
+        return "fp32" if self.output == "fp32_e8m13" else self.output
 
     @property
     def register_bound(self) -> int | None:
@@ -122,4 +268,34 @@ PRESETS: dict[str, Accumulator] = {
     # Blackwell f8f6f4 MMA as reported by the DeepGEMM community (issue #176): about 25 bits.
     # Same caveat as above.
     "blackwell_fp8_like": Accumulator(mode="aligned", frac_bits=25, width=36),
+    # Measured models of real units (conventions.md section 6.1), fused steps with C inside.
+    # NVIDIA Hopper FP8 wgmma: 32 products per instruction, anchor at the largest exponent,
+    # 13 fraction bits, truncation, the sum cut to fp32 with 13 fraction bits toward zero, NaN
+    # 0x7FFFFFFF (MMA-Sim, validated on H100/H800, arXiv:2511.10909). Hopper has no block scales:
+    # use block scales of 1 (E8M0 code 127).
+    "hopper_fp8_wgmma": Accumulator(
+        mode="aligned", frac_bits=13, accumulate="fused", step=32, output="fp32_e8m13", output_rounding="rtz",
+        nan_bits=0x7FFFFFFF,
+    ),
+    # NVIDIA Blackwell tcgen05.mma kind::mxf8f6f4 (same source, validated on B200): 32 products of
+    # E4M3/E5M2/E3M2/E2M3/E2M1 (mixed allowed) with E8M0 scales per 32, F = 25, truncation, fp32
+    # toward zero, overflow to Inf, NaN 0x7FFFFFFF, a zero C with exponent -126.
+    "blackwell_mxf8f6f4": Accumulator(
+        mode="aligned", frac_bits=25, accumulate="fused", step=32, output_rounding="rtz", nan_bits=0x7FFFFFFF,
+        c_zero_exponent=-126,
+    ),
+    # kind::mxf4nvf4: 64 E2M1 products per instruction; each group of 16 products times its two
+    # scale significands (UE8M0 or UE4M3) is one term; F = 35; otherwise as mxf8f6f4.
+    "blackwell_mxf4nvf4": Accumulator(
+        mode="aligned", frac_bits=35, accumulate="fused", step=64, step_terms="block", term_size=16,
+        output_rounding="rtz", nan_bits=0x7FFFFFFF, c_zero_exponent=-126,
+    ),
+    # MXDOTP (pulp cvfpu fpnew_mxdotp_multi, FP8; arXiv:2505.13159): 8 products per step sharing
+    # one E8M0 scale per operand, exact on the fixed grid 2^(XA+XB-34), C aligned exactly, bypass
+    # beyond 70 bits (a zero C reads exponent field 0: -127), one rounding to fp32 with the
+    # instruction's rounding mode (override output_rounding: rne, rtz, rdn, rup, rna), IEEE overflow.
+    "mxdotp_fp8": Accumulator(
+        mode="aligned", frac_bits=34, accumulate="fused", step=8, anchor="fixed", bypass=70,
+        c_zero_exponent=-127, output_overflow="ieee",
+    ),
 }
