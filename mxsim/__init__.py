@@ -17,11 +17,10 @@ Imported on their own (``import mxsim.strategies``), so that ``import mxsim`` st
 from . import ref
 from .fast import decode, encode
 from .formats import BlockFormat, FloatFormat, IntFormat, format_names, get_format
-from .block_policy import SCALE_RULES, QuantizeOptions
-from .policy import OVERFLOW_MODES, ROUNDING_MODES
+from .options import OVERFLOW_MODES, ROUNDING_MODES, SCALE_RULES, QuantizeOptions
 from .tensor import MXTensor, quantize
 from .fileformat import load
-from .accumulator import Accumulator
+from .options import Accumulator
 from .tensor_dot import DotResult, dot
 
 __version__ = "0.1.0"

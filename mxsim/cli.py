@@ -21,18 +21,16 @@ import json
 import os
 import io
 import sys
-from dataclasses import fields
 from fractions import Fraction
 
 import numpy as np
 
 from . import __version__, ref
-from .block_policy import OPTION_CHOICES
-from .block_policy import QuantizeOptions
+from .options import LayoutOptions, QuantizeOptions
+from .options.spec import Choice, Flag, options_of
 from .fileformat import atomic_write, load, save
 from .formats import ALIASES, FORMATS, format_names, get_format
-from .formats.packing import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, ELEMENT_STREAMS, SCALE_PLACEMENTS
-from .accumulator import ACCUMULATOR_CHOICES, PRESETS, Accumulator
+from .options import PRESETS, Accumulator
 from .golden import generate as generate_suite
 from .golden import generate_canonical, suite_from_spec
 from .golden import verify as verify_suites
@@ -152,11 +150,12 @@ def _cmd_quantize(args) -> str:
     x = _load_array(args.input)
     options = _given_options(args, QuantizeOptions)
     rand_bits = None if args.rand_bits is None else _load_array(args.rand_bits)
+    layout = LayoutOptions(**_given_options(args, LayoutOptions))
     tensor = quantize(x, args.format, axis=args.axis, rand_bits=rand_bits, **options)
-    save(tensor, args.output, element_stream=args.element_stream, scale_placement=args.scale_placement)
+    save(tensor, args.output, **layout.as_dict())
     return (
         f"{args.output}: {tensor.fmt.name}, shape {tensor.shape}, axis {tensor.axis}, {tensor.scales.size} blocks, "
-        f"{args.element_stream}/{args.scale_placement}"
+        f"{layout.element_stream}/{layout.scale_placement}"
     )
 
 
@@ -251,22 +250,33 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _add_option_flags(parser, options_class, choices: dict) -> None:
-    """One flag per field of an options dataclass (QuantizeOptions, Accumulator); choices come
-    from its module, defaults from the class itself (an unset flag is not passed on)."""
-    for f in fields(options_class):
-        flag = "--" + f.name.replace("_", "-")
-        help_text = f"{options_class.__name__}.{f.name} (default: {f.default})"
-        if isinstance(f.default, bool):
+def _add_option_flags(parser, options_class) -> None:
+    """One flag per option of an options dataclass (QuantizeOptions, Accumulator, ...), read from
+    the option definitions of :mod:`mxsim.options` (an unset flag is not passed on)."""
+    for definition in options_of(options_class):
+        if not definition.cli:
+            continue
+        flag = "--" + definition.name.replace("_", "-")
+        help_text = f"{definition.description} (default: {definition.default}; contract section {definition.section})"
+        help_text = help_text.replace("%", "%%")
+        if isinstance(definition.allowed, Flag):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
-        elif f.name in choices:
-            parser.add_argument(flag, choices=choices[f.name], default=None, help=help_text)
+        elif isinstance(definition.allowed, Choice):
+            parser.add_argument(flag, choices=definition.allowed.values, default=None, help=help_text)
         else:
-            parser.add_argument(flag, type=int, default=None, metavar="N", help=help_text)
+            parser.add_argument(flag, type=_integer, default=None, metavar="N", help=help_text)
+
+
+def _integer(text: str) -> int:
+    """An integer flag value, decimal or 0x-prefixed hex (NaN bit patterns read best in hex)."""
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer value: {text!r}") from None
 
 
 def _given_options(args, options_class) -> dict:
-    return {f.name: getattr(args, f.name) for f in fields(options_class) if getattr(args, f.name) is not None}
+    return {o.name: getattr(args, o.name) for o in options_of(options_class) if o.cli and getattr(args, o.name) is not None}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -285,13 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
     quant.add_argument("--format", required=True, choices=block_names, metavar="FORMAT",
                        help=f"block format: {', '.join(block_names)}")
     quant.add_argument("--axis", type=int, default=-1, help="the axis blocks run along (default: -1)")
-    quant.add_argument("--element-stream", choices=ELEMENT_STREAMS, default=DEFAULT_ELEMENT_STREAM,
-                       help=f"bit order of the packed codes (default: {DEFAULT_ELEMENT_STREAM})")
-    quant.add_argument("--scale-placement", choices=SCALE_PLACEMENTS, default=DEFAULT_SCALE_PLACEMENT,
-                       help=f"where block scales go (default: {DEFAULT_SCALE_PLACEMENT})")
     quant.add_argument("--rand-bits", metavar="RAND.npy", help="integer random words of the input's shape "
                        "(for --rounding stochastic)")
-    _add_option_flags(quant, QuantizeOptions, OPTION_CHOICES)
+    _add_option_flags(quant, LayoutOptions)
+    _add_option_flags(quant, QuantizeOptions)
     quant.set_defaults(run=_cmd_quantize)
 
     dequant = commands.add_parser("dequantize", help="decode an mxsim tensor file to a .npy array")
@@ -309,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="start from a named accumulator (default: the contract's defaults); flags override fields")
     dot.add_argument("--details", metavar="OUT.npz",
                      help="also write the output bits and each block's bits, accumulator, lsb_exponent and anchor")
-    _add_option_flags(dot, Accumulator, ACCUMULATOR_CHOICES)
+    _add_option_flags(dot, Accumulator)
     dot.set_defaults(run=_cmd_dot)
 
     golden = commands.add_parser("golden", help="generate or verify golden test vectors for RTL")

@@ -36,7 +36,7 @@ import struct
 import tempfile
 from fractions import Fraction
 
-from .block_policy import QuantizeOptions
+from .options import QuantizeOptions
 from .formats.packing import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, check_layout, packed_nbytes, tensor_layout
 from .tensor_pack import pack, unpack
 from .formats import format_names, get_format

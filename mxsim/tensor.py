@@ -17,7 +17,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .block_policy import QuantizeOptions
+from .options import QuantizeOptions
 from .fast.block import dequantize_blocks, dequantize_blocks_float32, quantize_blocks
 from .fast.decode import check_codes, code_dtype
 from .fast.encode import _as_binary_array

@@ -1,7 +1,7 @@
 """``mxsim.dot``: DotGeneral of two :class:`~mxsim.tensor.MXTensor` along their block axes.
 
 The datapath is the contract's model (conventions.md section 4) as configured by an
-:class:`~mxsim.accumulator.Accumulator`; the work is done by :mod:`mxsim.fast.dot`, which is
+:class:`~mxsim.options.accumulate.Accumulator`; the work is done by :mod:`mxsim.fast.dot`, which is
 bit-identical to the reference :mod:`mxsim.ref.dot`.
 """
 
@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .accumulator import Accumulator
+from .options import Accumulator
 from .fast.dot import Operand, dot_general_blocks, output_values
 from . import ref
 from .tensor import MXTensor
@@ -100,7 +100,7 @@ def dot(a: MXTensor, b: MXTensor, accumulator=None, *, details: bool = False):
     The block axes must have the same length and the formats the same block size (mixed element
     types are fine); the other axes broadcast against each other, NumPy style, in the order the
     tensors store them (the original order with the block axis removed): a (M, 1, K) and b (N, K)
-    give (M, N). ``accumulator``: an :class:`~mxsim.accumulator.Accumulator`, a preset name
+    give (M, N). ``accumulator``: an :class:`~mxsim.options.accumulate.Accumulator`, a preset name
     (``Accumulator.preset``), or None for the contract's defaults.
 
     Returns the results (see :class:`DotResult` for dtypes), or a :class:`DotResult` with the

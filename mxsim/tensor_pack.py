@@ -14,7 +14,7 @@ import numpy as np
 from .fast import pack as fast_pack
 from .formats import get_format
 from .formats.packing import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, check_layout, tensor_layout
-from .policy import check_choice
+from .options.spec import check_choice
 from .ref import pack as ref_pack
 from .tensor import MXTensor, restore_layout
 

@@ -16,7 +16,7 @@ import pytest
 
 import mxsim
 from mxsim import Accumulator, MXTensor
-from mxsim.accumulator import PRESETS
+from mxsim.options.accumulate import PRESETS
 from mxsim.cli import main
 from mxsim.ref import dot as ref_dot
 from mxsim.ref.block import QuantizedBlock

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 import mxsim
 from mxsim import ref
-from mxsim.accumulator import PRESETS, Accumulator
+from mxsim.options.accumulate import PRESETS, Accumulator
 from mxsim.fast import dot as fast_dot
 from mxsim.fast.chunks import BLOCK_CHUNK
 from mxsim.fast.dot import Operand, dot_blocks, dot_general_blocks

@@ -1,4 +1,4 @@
-"""The integer reference dot-product datapath (mxsim.ref.dot) and its configuration (mxsim.accumulator).
+"""The integer reference dot-product datapath (mxsim.ref.dot) and its configuration (mxsim.options.accumulate).
 
 Binding contract: conventions.md section 4; exact accumulator widths: formats-and-datapath.md 5.1.
 
@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mxsim.accumulator import Accumulator
+from mxsim.options.accumulate import Accumulator
 from mxsim.ref.block import QuantizedBlock, quantize_block
 from mxsim.ref.dot import dot, dot_general, product_lsb
 

@@ -5,7 +5,7 @@ pair (max, next value of the unbounded grid), gives the inputs a, b, their midpo
 +-1 ulp of float64, float32 and float16, and all their negatives; add 0, -0, 2*max, huge values,
 +-inf and NaN. The expected code of each input is computed below with exact Fractions from a value
 table built from the format definition, the rounding rules, and the overflow rules of the
-mxsim.policy docstring; mxsim is never used to compute an expectation.
+mxsim.options.encode docstring; mxsim is never used to compute an expectation.
 
 Both ``mxsim.ref.encode`` and the fast path ``mxsim.encode`` (float64, float32, float16 and
 bfloat16 arrays) are compared with the expectation for every rounding and overflow mode, and the

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from mxsim.accumulator import Accumulator
+from mxsim.options.accumulate import Accumulator
 from mxsim.ref.block import QuantizedBlock
 from mxsim.ref.dot import dot
 

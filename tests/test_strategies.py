@@ -47,7 +47,7 @@ from oracle_formats import GFLOAT_MODES, ML_DTYPES
 
 import mxsim
 from mxsim import Accumulator, MXTensor
-from mxsim.accumulator import PRESETS
+from mxsim.options.accumulate import PRESETS
 from mxsim.ref import QuantizedBlock
 from mxsim.strategies import (
     BOUNDARY_KINDS,
@@ -1223,7 +1223,7 @@ def _code_of_value(name: str) -> dict:
 
 
 def stochastic_encoder(name: str, rand_width: int):
-    """conventions.md 1 / mxsim.policy: magnitude = floor(|x| / ulp + r / 2^R) on the grid of the
+    """conventions.md 1 / mxsim.options.encode: magnitude = floor(|x| / ulp + r / 2^R) on the grid of the
     value's binade (the smallest normal binade for subnormals), saturating; written here."""
     d, top = DEFS[name], facts(name)["max"]
     codes = _code_of_value(name)

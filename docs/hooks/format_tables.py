@@ -14,9 +14,9 @@ rendered (and which GitHub's markdown view simply hides):
   ``FloatFormat``, ``IntFormat`` and ``BlockFormat`` in scope).
 * ``<!-- mxsim:value-grid NAME -->``: the compact grid alone.
 * ``<!-- mxsim:block-table NAME [NAME ...] -->``: block formats, from ``BlockFormat.describe()``.
-* ``<!-- mxsim:options encode|quantize|accumulator -->``: every option with its default and its
-  allowed values, read from ``mxsim.encode``'s signature, ``QuantizeOptions`` and ``Accumulator``.
-  An option without a description here fails the build, so a new option cannot go undocumented.
+* ``<!-- mxsim:options encode|quantize|layout|accumulator -->``: every option with its default, its
+  allowed values, its contract section and its meaning, read from its definition in
+  :mod:`mxsim.options` (the one place each option lives).
 * ``<!-- mxsim:comparison LIBRARY -->``: the rows of ``comparison_examples.py`` for one library
   (the same examples ``tests/test_docs.py`` runs).
 """
@@ -33,8 +33,8 @@ import comparison_examples
 
 import mxsim
 from mxsim import ref
-from mxsim.accumulator import ACCUMULATOR_CHOICES, PRESETS, Accumulator
-from mxsim.block_policy import OPTION_CHOICES, QuantizeOptions
+from mxsim.options import OPTION_CLASSES, PRESETS, Accumulator, QuantizeOptions
+from mxsim.options.spec import Choice, Flag, IntRange, options_of
 from mxsim.formats import BlockFormat, FloatFormat, IntFormat
 
 PLACEHOLDER = re.compile(r"<!--\s*mxsim:([a-z-]+)\s*(.*?)\s*-->", re.DOTALL)
@@ -440,80 +440,31 @@ def render_block_table(args: str) -> str:
 # options
 
 
-ENCODE_OPTIONS = {
-    "rounding": ("1", "element rounding of the exact magnitude; `stochastic` needs `rand_bits`"),
-    "overflow": ("1", (
-        "`saturate`: ±max finite; `ieee`: Inf, else NaN, else ±max (directed roundings toward zero give ±max); "
-        "`error`: raise `OverflowError`")),
-    "rand_bits": ("1", "stochastic rounding's caller-supplied random integers, one per element"),
-    "rand_width": ("1", "bits R of each random word (1..32); the R bits sit directly below the result's last bit"),
-    "int8_allow_neg2": ("1", "let MXINT8 encode produce 0x80 (-2.0); otherwise -max is 0x81 (-127/64)"),
-}
-QUANTIZE_OPTIONS = {
-    "scale_rule": ("2", "how the block scale exponent is chosen (exact integer arithmetic, never a float log2)"),
-    "rounding": ("2, 2.1, 2.2", "element rounding after scaling (element overflow always saturates)"),
-    "rand_width": ("1", "bits of each stochastic-rounding random word"),
-    "inf_policy": ("2", (
-        "`nan`: a block with ±Inf is a NaN block; `saturate`: Inf counts as the largest fp32 (2^128 - 2^104) "
-        "and saturates")),
-    "flush_subnormal_inputs": ("2, 2.1", "read inputs below 2^-126 in magnitude as zeros of their sign"),
-    "partial_block": ("2", "`pad` a partial last block with zeros (shape restored on dequantize), or `error`"),
-    "int8_allow_neg2": ("1", "MXINT8 elements may take 0x80 (-2.0)"),
-    "nvfp4_scale_min": ("2.2", "NVFP4 block-scale lower clamp: `normal` 2^-6 (torchao) or `subnormal` 2^-9"),
-    "nvfp4_arith": ("2.2", "`exact`, or `fp32_steps`: every intermediate rounded to fp32 in torchao's order"),
-    "nvfp4_tensor_scale": ("2.2", "`amax`: s_t = fp32(amax / (6 × 448)); `none`: s_t = 1"),
-}
-ACCUMULATOR_OPTIONS = {
-    "mode": ("4", "`exact` unbounded integer sum; `aligned` fixed-point register; `fp32_sequential` fp32 FMA chain"),
-    "frac_bits": ("4", "F: the register LSB weighs 2^(anchor - F) (`aligned` only, required there)"),
-    "width": ("4", "W: register bits, sign included (`aligned` only; `None` = unbounded)"),
-    "shift_rounding": ("4", "product bits below the register LSB: `truncate` (toward zero) or `rne`"),
-    "overflow": ("4", "register overflow: `saturate` after each addition, or `wrap` modulo 2^W"),
-    "output": ("4", "result format"),
-    "output_rounding": ("4", "rounding of the block (and DotGeneral) result to the output format"),
-    "ftz": ("4", "a result that rounds to a subnormal becomes a zero of its sign"),
-    "across_blocks": ("4", (
-        "`fp32`: each block rounded, then added in block order in fp32 (RNE); `exact`: exact sum, one rounding")),
-}
-
-
-def _allowed(name: str, default, choices: dict, ranges: dict) -> str:
-    if name in choices:
-        return ", ".join(code_span(c) for c in choices[name])
-    if isinstance(default, bool):
+def _allowed(definition) -> str:
+    allowed = definition.allowed
+    if isinstance(allowed, Choice):
+        return ", ".join(code_span(c) for c in allowed.values)
+    if isinstance(allowed, Flag):
         return "`False`, `True`"
-    return ranges.get(name, "")
+    if isinstance(allowed, IntRange):
+        span = f"integer in [{allowed.low}, {allowed.high}]"
+        return f"`None` ({allowed.none}) or {span}" if allowed.none else span
+    return allowed.text()
 
 
-def _option_rows(items, descriptions: dict, choices: dict, ranges: dict) -> list[list[str]]:
-    rows = []
-    names = [name for name, _ in items]
-    missing = [n for n in names if n not in descriptions]
-    stale = [n for n in descriptions if n not in names]
-    if missing or stale:
-        raise ValueError(f"options table out of date: undocumented {missing}, no longer in the code {stale}")
-    for name, default in items:
-        section, text = descriptions[name]
-        rows.append([code_span(name), code_span(repr(default)), _allowed(name, default, choices, ranges), section, text])
-    return rows
+def option_rows(options_class) -> list[list[str]]:
+    """One row per option, read from its definition in mxsim.options (the one place it lives)."""
+    return [
+        [code_span(o.name), code_span(repr(o.default)), _allowed(o), o.section, o.description]
+        for o in options_of(options_class)
+    ]
 
 
 def render_options(args: str) -> str:
     header = ["option", "default", "allowed values", "contract §", "meaning"]
-    ranges = {"rand_width": "1 … 32", "rand_bits": "integers in [0, 2^rand_width)",
-              "frac_bits": "integer in [0, 4096]", "width": "`None` or integer in [2, 8192]"}
     kind = args.strip()
-    if kind == "encode":
-        params = inspect.signature(mxsim.encode).parameters
-        items = [(n, p.default) for n, p in params.items() if p.default is not inspect.Parameter.empty]
-        choices = {"rounding": mxsim.ROUNDING_MODES, "overflow": mxsim.OVERFLOW_MODES}
-        return table(header, _option_rows(items, ENCODE_OPTIONS, choices, ranges)) + "\n"
-    if kind == "quantize":
-        items = [(f.name, f.default) for f in dataclasses.fields(QuantizeOptions)]
-        return table(header, _option_rows(items, QUANTIZE_OPTIONS, OPTION_CHOICES, ranges)) + "\n"
-    if kind == "accumulator":
-        items = [(f.name, f.default) for f in dataclasses.fields(Accumulator)]
-        return table(header, _option_rows(items, ACCUMULATOR_OPTIONS, ACCUMULATOR_CHOICES, ranges)) + "\n"
+    if kind in OPTION_CLASSES:
+        return table(header, option_rows(OPTION_CLASSES[kind])) + "\n"
     if kind == "presets":
         defaults = Accumulator()
         rows = []
@@ -522,7 +473,7 @@ def render_options(args: str) -> str:
                        if getattr(acc, f.name) != getattr(defaults, f.name)]
             rows.append([code_span(name), ", ".join(code_span(c) for c in changed) or "the defaults"])
         return table(["preset", "fields that differ from the defaults"], rows) + "\n"
-    raise ValueError(f"options: unknown kind {kind!r}")
+    raise ValueError(f"options: unknown kind {kind!r}; expected one of: {', '.join(OPTION_CLASSES)}, presets")
 
 
 # --------------------------------------------------------------------------------------------------

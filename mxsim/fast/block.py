@@ -19,7 +19,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..block_policy import QuantizeOptions
+from ..options import QuantizeOptions
 from ..ref.block import FP32_MAX, FP32_MIN_NORMAL, nan_block_element_code, quantize_block
 from ..ref.scale import E8M0_MAX, E8M0_MIN, fraction_bits
 from .chunks import BLOCK_CHUNK, map_chunks

@@ -1,5 +1,5 @@
 """Vectorized dot-product datapath: the model of :mod:`mxsim.ref.dot` on many blocks at once,
-bit-identical to it for every :class:`~mxsim.accumulator.Accumulator`.
+bit-identical to it for every :class:`~mxsim.options.accumulate.Accumulator`.
 
 Each element code is looked up in tables built from the reference's
 :func:`~mxsim.ref.dot.element_term` (one rule, one place). Routes, chosen per format pair:
@@ -28,7 +28,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..accumulator import Accumulator
+from ..options import Accumulator
 from ..formats import get_format
 from ..ref import dot as ref_dot
 from ..ref.block import QuantizedBlock, check_tensor_scale

@@ -18,7 +18,7 @@ import threading
 import numpy as np
 
 from ..formats import get_format
-from ..policy import check_encode_options, overflow_code
+from ..options.encode import check_encode_options, overflow_code
 from .chunks import map_chunks
 from .decode import check_fast_format, code_dtype
 from .round import round_shifted

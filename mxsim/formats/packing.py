@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..policy import check_choice
+from ..options.layout import (
+    DEFAULT_ELEMENT_STREAM,
+    DEFAULT_SCALE_PLACEMENT,
+    ELEMENT_STREAMS,
+    SCALE_PLACEMENTS,
+    check_layout,
+)
 from .registry import get_format
 
 __all__ = [
@@ -27,19 +33,6 @@ __all__ = [
     "finish_unpack",
     "tensor_layout",
 ]
-
-ELEMENT_STREAMS = ("lsb", "msb", "bytes")
-SCALE_PLACEMENTS = ("separate", "interleaved")
-DEFAULT_ELEMENT_STREAM = "lsb"
-DEFAULT_SCALE_PLACEMENT = "separate"
-
-
-# --- layout arithmetic, shared by the reference and the fast path ---------------------------------
-def check_layout(element_stream, scale_placement) -> None:
-    """Raise ValueError naming the field and the allowed values for an unknown layout name."""
-    check_choice("element_stream", element_stream, ELEMENT_STREAMS)
-    check_choice("scale_placement", scale_placement, SCALE_PLACEMENTS)
-
 
 def field_bits(width: int, element_stream: str) -> int:
     """Stream bits one code of ``width`` bits occupies (a whole number of bytes under 'bytes')."""

@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from ..accumulator import Accumulator
+from ..options import Accumulator
 from ..formats import get_format
 from ..formats.element import negated_code
 from ..ref import dot as ref_dot

@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from ..block_policy import QuantizeOptions
+from ..options import QuantizeOptions
 from ..formats import get_format
 from ..ref.block import nvfp4_tensor_scale, quantize_block
 from ..ref.decode import finite_magnitudes

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
-from ..block_policy import QuantizeOptions
+from ..options import QuantizeOptions
 from ..formats import get_format
 from .decode import decode
 from .encode import encode

@@ -28,7 +28,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Sequence
 
-from ..accumulator import Accumulator
+from ..options import Accumulator
 from ..formats import get_format
 from .block import QuantizedBlock, check_block, to_fp32
 from .decode import decode
@@ -373,7 +373,7 @@ def dot_general(
     tensor_scale_b: Fraction | None = None,
 ) -> GeneralDot:
     """DotGeneral (OCP MX section 6.2): the sum of the Dots of the block pairs, combined across
-    blocks per ``accumulator.across_blocks`` (see :mod:`mxsim.accumulator`). No blocks give +0."""
+    blocks per ``accumulator.across_blocks`` (see :mod:`mxsim.options.accumulate`). No blocks give +0."""
     fmt_a, fmt_b = _check_pair(fmt_a, fmt_a if fmt_b is None else fmt_b, len(blocks_a), len(blocks_b))
     scales = {"tensor_scale_a": tensor_scale_a, "tensor_scale_b": tensor_scale_b}
     blocks = tuple(dot(a, b, fmt_a, fmt_b, accumulator, **scales) for a, b in zip(blocks_a, blocks_b))

@@ -1,7 +1,7 @@
 """Reference encoder: one exact value to an element code (integers and Fractions only).
 
 The value is rounded once, on the grid of the format at the value's own binade (the grid of the
-smallest normal binade for subnormals), then checked for overflow. See :mod:`mxsim.policy` for the
+smallest normal binade for subnormals), then checked for overflow. See :mod:`mxsim.options.encode` for the
 rounding and overflow modes.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..formats import get_format
-from ..policy import check_encode_options, overflow_code
+from ..options.encode import check_encode_options, overflow_code
 from .exact import Exact, Number, floor_log2, to_exact
 from .round import round_magnitude
 
@@ -31,7 +31,7 @@ def encode(
 
     * NaN: the format's canonical NaN code with the input's sign bit; ValueError for formats
       without NaN (FP6, FP4, integers, unless a block rule handles it first).
-    * +-Inf and finite overflow: per ``overflow`` (saturate / ieee / error, see mxsim.policy).
+    * +-Inf and finite overflow: per ``overflow`` (saturate / ieee / error, see mxsim.options.encode).
     * -0 and negative values that round to zero: -0 in float formats and sign-magnitude
       integers; 0 in two's-complement integers (they have no -0).
     * Unsigned formats (e8m0, ue4m3): ValueError for negative input; -0 encodes as +0.

@@ -20,7 +20,7 @@ def round_magnitude(
 ) -> int:
     """Round the magnitude ``numerator / denominator`` (both >= 0, denominator > 0) to an integer.
 
-    ``rounding`` is one of rne, rna, rtz, rup, rdn, stochastic (see :mod:`mxsim.policy`).
+    ``rounding`` is one of rne, rna, rtz, rup, rdn, stochastic (see :mod:`mxsim.options.encode`).
     ``stochastic`` returns floor(n/d + rand_bits / 2^rand_width); ``rand_bits`` must lie in
     [0, 2^rand_width).
     """

@@ -15,7 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from ..formats import get_format
-from ..policy import check_choice
+from ..options.spec import check_choice
 from ..ref import encode as ref_encode
 
 __all__ = ["CARRIERS", "Carrier", "get_carrier"]

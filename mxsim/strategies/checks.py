@@ -28,10 +28,10 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from ..accumulator import Accumulator
-from ..block_policy import QuantizeOptions
+from ..options import Accumulator, QuantizeOptions
 from ..formats import get_format
-from ..policy import ROUNDING_MODES, check_choice, check_encode_options
+from ..options.encode import ROUNDING_MODES, check_encode_options
+from ..options.spec import check_choice
 from ..ref import QuantizedBlock, to_exact
 from ..ref import decode as ref_decode
 from ..ref import encode as ref_encode
@@ -156,7 +156,7 @@ def check_element_encoder(
     shrink_seconds: float = 30.0,
 ) -> CheckReport:
     """Check ``encoder(x) -> code`` against :func:`mxsim.ref.encode` for element or scale format
-    ``fmt`` with ``rounding`` and ``overflow`` (see :mod:`mxsim.policy`).
+    ``fmt`` with ``rounding`` and ``overflow`` (see :mod:`mxsim.options.encode`).
 
     Inputs are carrier values (``dtype``: float32, float64, bfloat16 as float32, float16): half
     drawn near the format's decision points (:func:`mxsim.strategies.boundary_values` with

@@ -18,7 +18,7 @@ import random
 import cocotb
 from cocotb.triggers import Timer
 
-from mxsim.accumulator import Accumulator
+from mxsim.options.accumulate import Accumulator
 from mxsim.ref.block import QuantizedBlock
 from mxsim.ref.dot import dot
 

@@ -1,5 +1,5 @@
-"""Element-encoding policy of the numerics contract (conventions.md section 1), shared by the
-reference model and the fast path: option names, their validation, and what overflow produces.
+"""Element-encoding options of the numerics contract (conventions.md section 1), shared by the
+reference model and the fast path: their definitions, their validation, and what overflow produces.
 
 Rounding modes (applied to the magnitude of the exact value on the format's grid):
 
@@ -22,14 +22,17 @@ Overflow (the rounded magnitude exceeds the largest finite value, or the input i
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import dataclass
+
+from .spec import Data, Flag, IntRange, option, options_of
 
 __all__ = [
     "ROUNDING_MODES",
     "OVERFLOW_MODES",
-    "check_choice",
+    "MAX_RAND_WIDTH",
+    "EncodeOptions",
     "check_encode_options",
-    "options_from_kwargs",
+    "rounds_toward_zero",
     "overflow_code",
     "saturation_code",
 ]
@@ -39,31 +42,38 @@ OVERFLOW_MODES = ("saturate", "ieee", "error")
 MAX_RAND_WIDTH = 32
 
 
-def check_choice(name: str, value, allowed) -> None:
-    """Raise ValueError unless ``value`` is one of ``allowed``, naming the option and the choices."""
-    if not isinstance(value, str) or value not in allowed:
-        raise ValueError(f"{name}={value!r} is not allowed; expected one of: {', '.join(allowed)}")
+@dataclass(frozen=True)
+class EncodeOptions:
+    """The options of :func:`mxsim.encode` / :func:`mxsim.ref.encode` (keyword arguments there)."""
 
-
-def options_from_kwargs(options_class, kwargs: dict, what: str = ""):
-    """Build a frozen options dataclass from keywords, naming any unknown option (``what`` says
-    whose, e.g. "accumulator ") and listing the known ones."""
-    known = [f.name for f in fields(options_class)]
-    unknown = sorted(set(kwargs) - set(known))
-    if unknown:
-        raise ValueError(f"unknown {what}option(s) {', '.join(unknown)}; known options: {', '.join(known)}")
-    return options_class(**kwargs)
+    rounding: str = option("rne", ROUNDING_MODES, "element rounding of the exact magnitude; `stochastic` needs `rand_bits`", "1")
+    overflow: str = option(
+        "saturate", OVERFLOW_MODES,
+        "`saturate`: ±max finite; `ieee`: Inf, else NaN, else ±max (directed roundings toward zero give ±max); "
+        "`error`: raise `OverflowError`", "1",
+    )
+    rand_bits: object = option(
+        None, Data("integers in [0, 2^rand_width), one per element"),
+        "stochastic rounding's caller-supplied random integers, one per element", "1", cli=False,
+    )
+    rand_width: int = option(
+        32, IntRange(1, MAX_RAND_WIDTH),
+        "bits R of each random word; the R bits sit directly below the result's last bit", "1",
+    )
+    int8_allow_neg2: bool = option(
+        False, Flag(), "let MXINT8 encode produce 0x80 (-2.0); otherwise -max is 0x81 (-127/64)", "1"
+    )
 
 
 def check_encode_options(rounding: str, overflow: str, rand_bits, rand_width: int) -> None:
     """Validate the element-encoding options (the random bits themselves are checked where read)."""
-    check_choice("rounding", rounding, ROUNDING_MODES)
-    check_choice("overflow", overflow, OVERFLOW_MODES)
+    by_name = {o.name: o for o in options_of(EncodeOptions)}
+    by_name["rounding"].check(rounding)
+    by_name["overflow"].check(overflow)
     if rounding == "stochastic":
         if rand_bits is None:
             raise ValueError("rounding='stochastic' needs rand_bits (caller-supplied random integers)")
-        if not (isinstance(rand_width, int) and 1 <= rand_width <= MAX_RAND_WIDTH):
-            raise ValueError(f"rand_width={rand_width!r} is not allowed; expected an integer in [1, {MAX_RAND_WIDTH}]")
+        by_name["rand_width"].check(rand_width)
     elif rand_bits is not None:
         raise ValueError(f"rand_bits is only used with rounding='stochastic', not rounding={rounding!r}")
 
@@ -84,7 +94,9 @@ def saturation_code(fmt, negative: bool, int8_allow_neg2: bool = False) -> int:
     return fmt.max_code | (fmt.sign_mask if negative else 0)
 
 
-def _rounds_toward_zero(rounding: str, negative: bool) -> bool:
+def rounds_toward_zero(rounding: str, negative: bool) -> bool:
+    """Whether ``rounding`` moves a value of this sign toward zero (rtz; rup of a negative; rdn of
+    a positive): where IEEE 754 overflow gives +-max finite instead of +-Inf."""
     return rounding == "rtz" or (rounding == "rup" and negative) or (rounding == "rdn" and not negative)
 
 
@@ -104,7 +116,7 @@ def overflow_code(
         raise OverflowError(
             f"{what} overflows format {fmt.name!r} (largest finite magnitude {fmt.max_normal}) under overflow='error'"
         )
-    if overflow == "ieee" and (infinite_input or not _rounds_toward_zero(rounding, negative)):
+    if overflow == "ieee" and (infinite_input or not rounds_toward_zero(rounding, negative)):
         if fmt.has_inf:
             return fmt.inf_code(negative)
         if fmt.has_nan:

@@ -59,66 +59,95 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from .formats import get_format
-from .policy import check_choice, options_from_kwargs
+from ..formats import get_format
+from .spec import Flag, IntRange, check_choice, option, options_from_kwargs, options_of, validate_fields
 
-__all__ = ["Accumulator", "ACCUMULATOR_CHOICES", "PRESETS", "OUTPUT_ROUNDING_MODES", "FP32_EMIN"]
+__all__ = ["Accumulator", "PRESETS", "OUTPUT_ROUNDING_MODES", "FP32_EMIN", "MAX_FRAC_BITS", "MAX_WIDTH"]
 
 OUTPUT_ROUNDING_MODES = ("rne", "rna", "rtz", "rup", "rdn")
-ACCUMULATOR_CHOICES = {
-    "mode": ("exact", "aligned", "fp32_sequential"),
-    "shift_rounding": ("truncate", "rne"),
-    "overflow": ("saturate", "wrap"),
-    "output": ("fp32", "bf16", "fp16", "fp32_e8m13"),
-    "output_rounding": OUTPUT_ROUNDING_MODES,
-    "across_blocks": ("fp32", "exact"),
-    "output_overflow": ("inf", "ieee", "saturate"),
-    "accumulate": ("separate", "fused"),
-    "step_terms": ("product", "block"),
-    "anchor": ("max", "fixed"),
-}
-FP32_EMIN = -126  # the exponent fp32's encoding gives its zeros and subnormals
-MAX_STEP = 1 << 20
 MAX_FRAC_BITS = 4096
 MAX_WIDTH = 8192
+FP32_EMIN = -126  # the exponent fp32's encoding gives its zeros and subnormals
+MAX_STEP = 1 << 20
 
 
 @dataclass(frozen=True)
 class Accumulator:
     """A dot-product datapath configuration (see the module docstring for every field)."""
 
-    mode: str = "exact"
-    frac_bits: int | None = None
-    width: int | None = None
-    shift_rounding: str = "truncate"
-    overflow: str = "saturate"
-    output: str = "fp32"
-    output_rounding: str = "rne"
-    ftz: bool = False
-    across_blocks: str = "fp32"
-    output_overflow: str = "inf"
-    nan_bits: int | None = None
-    accumulate: str = "separate"
-    step: int | None = None
-    step_terms: str = "product"
-    term_size: int | None = None
-    anchor: str = "max"
-    bypass: int | None = None
-    c_zero_exponent: int | None = None
+    mode: str = option(
+        "exact", ("exact", "aligned", "fp32_sequential"),
+        "`exact` unbounded integer sum; `aligned` fixed-point register; `fp32_sequential` fp32 FMA chain", "4",
+    )
+    frac_bits: int | None = option(
+        None, IntRange(0, MAX_FRAC_BITS, "only without mode='aligned'"),
+        "F: the register LSB weighs 2^(anchor - F) (`aligned` only, required there)", "4, 4.1",
+    )
+    width: int | None = option(
+        None, IntRange(2, MAX_WIDTH, "unbounded"), "W: register bits, sign included (`aligned` only; `None` = unbounded)", "4"
+    )
+    shift_rounding: str = option(
+        "truncate", ("truncate", "rne"), "product bits below the register LSB: `truncate` (toward zero) or `rne`", "4"
+    )
+    overflow: str = option(
+        "saturate", ("saturate", "wrap"), "register overflow: `saturate` after each addition, or `wrap` modulo 2^W", "4"
+    )
+    output: str = option(
+        "fp32", ("fp32", "bf16", "fp16", "fp32_e8m13"),
+        "result format; `fp32_e8m13`: an fp32 word whose value is cut to 13 fraction bits", "4, 4.1",
+    )
+    output_rounding: str = option(
+        "rne", OUTPUT_ROUNDING_MODES, "rounding of the block (and DotGeneral) result to the output format", "4"
+    )
+    ftz: bool = option(False, Flag(), "a result that rounds to a subnormal becomes a zero of its sign", "4")
+    across_blocks: str = option(
+        "fp32", ("fp32", "exact"),
+        "`fp32`: each block rounded, then added in block order in fp32 (RNE); `exact`: exact sum, one rounding", "4",
+    )
+    output_overflow: str = option(
+        "inf", ("inf", "ieee", "saturate"),
+        "`inf`: ±Inf; `ieee`: ±max where the rounding is toward zero for the sign, else ±Inf; `saturate`: ±max", "4.1",
+    )
+    nan_bits: int | None = option(
+        None, IntRange(0, (1 << 32) - 1, "the output's canonical quiet NaN"),
+        "bit pattern of a NaN result (NVIDIA tensor cores: 0x7FFFFFFF)", "4.1",
+    )
+    accumulate: str = option(
+        "separate", ("separate", "fused"),
+        "`separate`: blocks rounded then added in fp32; `fused`: D = C + step products in one adder, D -> next C",
+        "4.1",
+    )
+    step: int | None = option(
+        None, IntRange(1, MAX_STEP, "the block size"), "products per fused step; divides or is a multiple of the block",
+        "4.1",
+    )
+    step_terms: str = option(
+        "product", ("product", "block"),
+        "fused terms: every `product`, or each `block` group's exact sum times its scale significands", "4.1",
+    )
+    term_size: int | None = option(
+        None, IntRange(1, MAX_STEP, "the block size"), "products per term with `step_terms='block'`", "4.1"
+    )
+    anchor: str = option(
+        "max", ("max", "fixed"),
+        "`max`: grid 2^(largest term exponent - F); `fixed`: products exact on 2^(XA+XB-F), C aligned exactly",
+        "4.1",
+    )
+    bypass: int | None = option(
+        None, IntRange(0, MAX_FRAC_BITS, "never"),
+        "`fixed` only: D = C when C's LSB lies more than this many bits above the grid", "4.1",
+    )
+    c_zero_exponent: int | None = option(
+        None, IntRange(-MAX_FRAC_BITS, MAX_FRAC_BITS, "-126, fp32's"),
+        "the exponent a zero C counts with (anchor, bypass); MXDOTP reads field 0 as -127", "4.1",
+    )
 
     def __post_init__(self) -> None:
-        for name, allowed in ACCUMULATOR_CHOICES.items():
-            check_choice(name, getattr(self, name), allowed)
-        if not isinstance(self.ftz, bool):
-            raise ValueError(f"ftz={self.ftz!r} is not allowed; expected True or False")
+        validate_fields(self)
         if self.mode == "aligned":
-            if not _is_int_in(self.frac_bits, 0, MAX_FRAC_BITS):
+            if self.frac_bits is None:
                 raise ValueError(
-                    f"frac_bits={self.frac_bits!r} is not allowed; mode='aligned' needs an integer in [0, {MAX_FRAC_BITS}]"
-                )
-            if self.width is not None and not _is_int_in(self.width, 2, MAX_WIDTH):
-                raise ValueError(
-                    f"width={self.width!r} is not allowed; expected an integer in [2, {MAX_WIDTH}] or None (unbounded)"
+                    f"frac_bits=None is not allowed; mode='aligned' needs an integer in [0, {MAX_FRAC_BITS}]"
                 )
         else:
             for name in ("frac_bits", "width"):
@@ -134,17 +163,15 @@ class Accumulator:
             return
         out = get_format(self.output_storage, kind="float")
         bits = self.nan_bits
-        magnitude = bits & ~out.sign_mask if isinstance(bits, int) else 0
-        if not (_is_int_in(bits, 0, (1 << out.width) - 1) and magnitude > out.inf_code()):
+        if not (bits < 1 << out.width and bits & ~out.sign_mask > out.inf_code()):
             raise ValueError(
                 f"nan_bits={bits!r} is not allowed; expected None or a {out.width}-bit NaN pattern of "
                 f"{self.output_storage} (all exponent bits set, nonzero significand)"
             )
 
     def _check_fused(self) -> None:
-        fused_only = {"step": None, "step_terms": "product", "term_size": None, "anchor": "max", "bypass": None}
         if self.accumulate == "separate":
-            for name, default in fused_only.items():
+            for name, default in _FUSED_ONLY.items():
                 if getattr(self, name) != default:
                     raise ValueError(
                         f"{name}={getattr(self, name)!r} is only used with accumulate='fused', not accumulate='separate'"
@@ -163,22 +190,11 @@ class Accumulator:
             raise ValueError(
                 f"across_blocks={self.across_blocks!r} is not allowed with accumulate='fused': steps chain through C"
             )
-        for name in ("step", "term_size"):
-            value = getattr(self, name)
-            if value is not None and not _is_int_in(value, 1, MAX_STEP):
-                raise ValueError(f"{name}={value!r} is not allowed; expected None or an integer in [1, {MAX_STEP}]")
         if self.term_size is not None and self.step_terms != "block":
             raise ValueError(f"term_size={self.term_size!r} is only used with step_terms='block'")
         if self.bypass is not None:
             if self.anchor != "fixed":
                 raise ValueError(f"bypass={self.bypass!r} is only used with anchor='fixed', not anchor={self.anchor!r}")
-            if not _is_int_in(self.bypass, 0, MAX_FRAC_BITS):
-                raise ValueError(f"bypass={self.bypass!r} is not allowed; expected None or an integer in [0, {MAX_FRAC_BITS}]")
-        if self.c_zero_exponent is not None and not _is_int_in(self.c_zero_exponent, -MAX_FRAC_BITS, MAX_FRAC_BITS):
-            raise ValueError(
-                f"c_zero_exponent={self.c_zero_exponent!r} is not allowed; expected None or an integer in "
-                f"[-{MAX_FRAC_BITS}, {MAX_FRAC_BITS}]"
-            )
 
     @classmethod
     def from_kwargs(cls, **kwargs) -> "Accumulator":
@@ -248,8 +264,7 @@ class Accumulator:
         return asdict(self)
 
 
-def _is_int_in(value, low: int, high: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+_FUSED_ONLY = {o.name: o.default for o in options_of(Accumulator) if o.name in ("step", "step_terms", "term_size", "anchor", "bypass")}
 
 
 PRESETS: dict[str, Accumulator] = {

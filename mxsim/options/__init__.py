@@ -1,0 +1,31 @@
+"""The options layer: every choice of the numerics contract, defined once (name, default, allowed
+values, one-line description, contract section; see :mod:`.spec`), one module per operation:
+
+* :mod:`.encode`: element encoding (``rounding``, ``overflow``, ...; section 1) and what overflow
+  produces;
+* :mod:`.quantize`: block quantization, :class:`QuantizeOptions` (sections 2, 2.1, 2.2);
+* :mod:`.layout`: packed bit layouts, :class:`LayoutOptions` (section 3);
+* :mod:`.accumulate`: the dot-product datapath, :class:`Accumulator` and its named presets
+  (sections 4, 4.1, 6.1).
+
+Validation, error messages, manifests (``as_dict``), the documentation's option tables and the
+CLI's flags all read these definitions. This layer sits at the bottom beside :mod:`mxsim.formats`.
+"""
+
+from .accumulate import PRESETS, Accumulator
+from .encode import OVERFLOW_MODES, ROUNDING_MODES, EncodeOptions
+from .layout import LayoutOptions
+from .quantize import SCALE_RULES, QuantizeOptions
+from .spec import Option, options_of
+
+OPTION_CLASSES = {
+    "encode": EncodeOptions,
+    "quantize": QuantizeOptions,
+    "layout": LayoutOptions,
+    "accumulator": Accumulator,
+}
+
+__all__ = [
+    "Option", "options_of", "OPTION_CLASSES", "EncodeOptions", "QuantizeOptions", "LayoutOptions", "Accumulator",
+    "PRESETS", "ROUNDING_MODES", "OVERFLOW_MODES", "SCALE_RULES",
+]

@@ -1,0 +1,103 @@
+"""The package's layers stay visible: no import cycle between mxsim's modules (function-local
+imports included), and the integer-only reference imports nothing above it.
+
+The import graph is read from the source with :mod:`ast`, so it covers every import statement,
+wherever it stands, whether or not it runs at import time."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "mxsim"
+ABOVE_THE_REFERENCE = (
+    "mxsim.fast", "mxsim.tensor", "mxsim.tensor_dot", "mxsim.tensor_pack", "mxsim.fileformat", "mxsim.golden",
+    "mxsim.cli", "mxsim.strategies", "mxsim.interop",
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """module -> the mxsim modules it imports (``from pkg import name`` counts as pkg.name where
+    that is a module, else as pkg)."""
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(name, path.name == "__init__.py", node)
+                for alias in node.names:
+                    targets.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+        graph[name] = {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle, as a path that returns to its start, or None (iterative DFS)."""
+    colour = dict.fromkeys(graph, 0)  # 0 new, 1 on the stack, 2 done
+    for root in sorted(graph):
+        if colour[root]:
+            continue
+        stack = [(root, iter(sorted(graph[root])))]
+        path = [root]
+        colour[root] = 1
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                colour[node] = 2
+                stack.pop()
+                path.pop()
+            elif colour[child] == 1:
+                return path[path.index(child):] + [child]
+            elif colour[child] == 0:
+                colour[child] = 1
+                stack.append((child, iter(sorted(graph[child]))))
+                path.append(child)
+    return None
+
+
+GRAPH = _imports(_modules())
+
+
+def _is_package_init_edge(importer: str, imported: str) -> bool:
+    """A package's __init__ importing its own submodules is how it exposes them, not a layer
+    edge: ``mxsim.ref`` -> ``mxsim.ref.dot`` is fine; ``mxsim.ref.dot`` -> ``mxsim.ref`` (the
+    __init__) would re-enter it and is kept."""
+    return imported.startswith(importer + ".")
+
+
+def test_the_import_graph_has_no_cycle():
+    graph = {m: {t for t in targets if not _is_package_init_edge(m, t)} for m, targets in GRAPH.items()}
+    assert _cycle(graph) is None, f"import cycle: {' -> '.join(_cycle(graph))}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in GRAPH if m == "mxsim.ref" or m.startswith("mxsim.ref.")))
+def test_the_reference_imports_nothing_above_it(module):
+    above = sorted(t for t in GRAPH[module] if t == "mxsim" or t.startswith(ABOVE_THE_REFERENCE))
+    assert not above, f"{module} imports {above}: the reference model must sit below them"
+
+
+def test_the_checker_sees_a_planted_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
