@@ -920,3 +920,10 @@ def test_c_must_be_an_fp32_value():
     # a subnormal fp32 value and an int are fine
     assert dot_general([], [], E4M3, c=2.0**-149).code == 0x00000001
     assert dot_general([], [], E4M3, c=3).code == 0x40400000
+
+
+def test_c_zero_exponent_is_a_fused_field():
+    with pytest.raises(ValueError, match="c_zero_exponent=-127 is only used with accumulate='fused'"):
+        Accumulator(c_zero_exponent=-127)
+    assert Accumulator.preset("blackwell_mxf8f6f4").effective_c_zero_exponent == -126
+    assert Accumulator.preset("mxdotp_fp8").effective_c_zero_exponent == -127
