@@ -267,7 +267,8 @@ def oracle_params(acc: Accumulator, k: int) -> dict:
     """The oracle's parameters from an Accumulator's fields (names only; no mxsim logic)."""
     return {
         "F": acc.frac_bits, "step": acc.step or k, "terms": acc.step_terms, "term_size": acc.term_size or k,
-        "anchor": acc.anchor, "bypass": acc.bypass, "czero": -126 if acc.c_zero_exponent is None else acc.c_zero_exponent,
+        "anchor": acc.anchor, "bypass": acc.bypass,
+        "czero": -126 if acc.c_zero_exponent is None else acc.c_zero_exponent,
         "shift": acc.shift_rounding, "out": {"fp32_e8m13": "e8m13"}.get(acc.output, acc.output),
         "mode": acc.output_rounding, "overflow": acc.output_overflow, "nan": acc.nan_bits,
     }
@@ -649,15 +650,14 @@ def test_multi_step_chaining_differs_from_one_rounding():
 
 
 def test_shift_rounding_rne_and_ftz_in_fused_steps():
-    # anchor max, F = 1, rne cut: C = 0 (-126), products 1, 0.75 * ... : a = (1, 1.5), b = (1, 0.5)
-    # -> terms 1 (exponent 0) and 0.75 (exponent 0 + -1 = -1); A = 0, grid 2^-1: 1 -> 2 LSBs,
-    # 0.75 -> 1.5 LSBs -> rne 2 -> V = 2 (0x40000000); truncate: 1 LSB -> 1.5 (0x3FC00000)
+    # anchor max, F = 1: C = +0 (exponent -126), a = (1, 1.5), b = (1, 0.5): terms 1 (exponent 0)
+    # and 0.75 (exponent 0 + -1 = -1); A = 0, grid 2^-1: 1 is 2 LSBs, 0.75 is 1.5 LSBs ->
+    # rne 2 -> V = 2 (0x40000000); truncate 1 -> V = 1.5 (0x3FC00000)
     a, b = block(127, {0: 1, 1: 1.5}), block(127, {0: 1, 1: 0.5})
     rne = Accumulator(mode="aligned", frac_bits=1, accumulate="fused", shift_rounding="rne")
     assert dot_general([a], [b], E4M3, accumulator=rne).code == 0x40000000
-    assert dot_general([a], [b], E4M3, accumulator=Accumulator(mode="aligned", frac_bits=1, accumulate="fused")).code == (
-        0x3FC00000
-    )
+    truncate = Accumulator(mode="aligned", frac_bits=1, accumulate="fused")
+    assert dot_general([a], [b], E4M3, accumulator=truncate).code == 0x3FC00000
     # ftz: -2^-140 (scales 2^-70 each, product -1) is an fp32 subnormal -> -0 (the sign is kept)
     neg = block(57, {0: -1})
     ftz = Accumulator.preset("blackwell_mxf8f6f4", ftz=True)
@@ -667,8 +667,8 @@ def test_shift_rounding_rne_and_ftz_in_fused_steps():
 
 
 def test_bf16_output_chains_through_bf16_c():
-    # fused, output bf16 (rne), anchor max F = 30, steps of 8: each step adds 8 * (1 + 2^-7 ...)
-    # the next C is the bf16 value of D; the oracle checks every step.
+    # fused, output bf16 (rne), anchor max, F = 30, steps of 8 products (1 + j/8)^2, C = 1: each
+    # step's D is a bf16 code and the next C is its value; the oracle checks every step.
     acc = Accumulator(mode="aligned", frac_bits=30, accumulate="fused", step=8, output="bf16", nan_bits=0x7FFF)
     a = block(127, {i: 1 + Fraction(i % 8, 8) for i in range(32)})
     got = dot_general([a], [a], E4M3, accumulator=acc, c=1.0)
