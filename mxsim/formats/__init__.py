@@ -2,7 +2,7 @@
 
 from .block import BlockFormat
 from .element import ElementFormat, FloatFormat, IntFormat
-from .registry import ALIASES, FORMATS, format_names, get_format
+from .registry import ALIASES, FORMATS, FP32_E8M13, format_names, get_format
 
 __all__ = [
     "FloatFormat",
@@ -11,6 +11,7 @@ __all__ = [
     "BlockFormat",
     "FORMATS",
     "ALIASES",
+    "FP32_E8M13",
     "format_names",
     "get_format",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from .block import BlockFormat
 from .element import FloatFormat, IntFormat
 
-__all__ = ["get_format", "format_names", "FORMATS", "ALIASES"]
+__all__ = ["get_format", "format_names", "FORMATS", "ALIASES", "FP32_E8M13"]
 
 # --- element, scale and interchange formats -------------------------------------------------------
 fp8_e4m3 = FloatFormat("fp8_e4m3", 4, 3, 7, specials="fn")
@@ -24,6 +24,12 @@ bf16 = FloatFormat("bf16", 8, 7, 127)
 fp16 = FloatFormat("fp16", 5, 10, 15)
 fp32 = FloatFormat("fp32", 8, 23, 127)
 fp64 = FloatFormat("fp64", 11, 52, 1023)
+
+# The accumulator output ``fp32_e8m13`` (contract section 4.1; NVIDIA Hopper's FP8 tensor cores):
+# results rounded to 8 exponent bits (bias 127, emin -126, smallest subnormal 2^-139) and 13
+# fraction bits with IEEE specials, stored as the fp32 word whose low 10 bits are 0. Not in the
+# catalogue (nothing is quantized to it); mxsim.ref.output rounds dot results to it.
+FP32_E8M13 = FloatFormat("fp32_e8m13", 8, 13, 127)
 
 # Sign-magnitude elements of the shared-exponent formats: 1 + m bits, magnitude read as the
 # fixed-point number M / 2^(m-1), so the largest element lies just below 2 (emax_elem = 0).

@@ -17,8 +17,13 @@ engineer compares it against the design's internal signal:
 Special values never enter the integer register (hardware handles them on a side path): a NaN
 scale, a NaN element, Inf times zero, or Inf products of both signs make the block NaN; other Inf
 products make it Inf of their sign. ``fp32_sequential`` instead feeds every product, specials
-included, through its IEEE fp32 chain. NaN results are the output format's canonical quiet NaN
-(fp32 0x7FC00000). A block sum that is exactly zero is +0.
+included, through its IEEE fp32 chain. NaN results are ``nan_bits``, by default the output
+format's canonical quiet NaN (fp32 0x7FC00000). A block sum that is exactly zero is +0.
+
+A DotGeneral takes an accumulator input C (``c``, an fp32 value). ``accumulate="separate"``
+combines the block Dots above with C; ``accumulate="fused"`` runs the fused multiply-accumulate
+steps of :mod:`mxsim.ref.fused` instead. The output rounding of both is
+:func:`mxsim.ref.output.round_output`; element terms and products are :mod:`mxsim.ref.terms`.
 """
 
 from __future__ import annotations
@@ -30,11 +35,13 @@ from typing import Sequence
 
 from ..options import Accumulator
 from ..formats import get_format
-from .block import QuantizedBlock, check_block, to_fp32
+from .block import QuantizedBlock, check_block
 from .decode import decode
-from .encode import encode
-from .exact import Exact, floor_log2
+from .exact import Exact, Number, floor_log2
+from .fused import check_tensor_scales, fused_steps
+from .output import fp32_add, fp32_bits, fp32_input, output_value, round_output
 from .round import round_magnitude
+from .terms import Term, block_terms, element_term, frac_bits, min_exponent, products, special
 
 __all__ = [
     "Term",
@@ -45,77 +52,25 @@ __all__ = [
     "register_limit",
     "round_output",
     "fp32_add",
+    "fp32_bits",
     "BlockDot",
     "GeneralDot",
     "dot",
     "dot_general",
 ]
 
+# Former private names, kept for the fast path (mxsim.fast.dot reads them).
+_frac_bits, _min_exponent = frac_bits, min_exponent
+
 TWO = Fraction(2)
 FP32_ULP_SHIFT = 23  # fp32 significand bits below the leading one
 FP32_MIN_EXPONENT = -126
 
 
-@dataclass(frozen=True)
-class Term:
-    """One element as the datapath sees it: value (-1)^sign * significand * 2^(exponent - frac_bits).
-
-    ``kind`` is finite, inf or nan (significand 0 for the last two)."""
-
-    sign: int
-    significand: int
-    exponent: int
-    frac_bits: int
-    kind: str = "finite"
-
-
-def _frac_bits(element) -> int:
-    return element.mantissa_bits if element.kind == "float" else element.frac_bits
-
-
-def _min_exponent(element) -> int:
-    """E of the smallest binade: emin for floats (subnormals share it), 0 for integers."""
-    return element.emin if element.kind == "float" else 0
-
-
-def element_term(code: int, element, tau: int = 0) -> Term:
-    """The :class:`Term` of an element code, with the sub-block microexponent ``tau`` folded into
-    the exponent (E = E_element - tau).
-
-    Floats: f = mantissa bits, M includes the hidden bit, E is the unbiased exponent (subnormals
-    use the smallest normal exponent). Integers: f = frac_bits, E = 0, M = |q| (MXINT8 0x80 has
-    M = 128, value -2). Derived from the exact decoded value, so it follows the decoder's rules.
-    """
-    return _element_term(code, get_format(element, kind="element"), tau)
-
-
-@lru_cache(maxsize=1 << 16)
-def _element_term(code: int, element, tau: int) -> Term:
-    x = decode(code, element)
-    if not x.is_finite:
-        return Term(x.sign, 0, -tau, _frac_bits(element), x.kind)
-    f = _frac_bits(element)
-    exponent = _min_exponent(element)
-    if element.kind == "float" and x.magnitude:
-        exponent = max(floor_log2(x.magnitude), exponent)
-    significand = x.magnitude / TWO ** (exponent - f)
-    assert significand.denominator == 1, "an element value lies on its binade's grid"
-    return Term(x.sign, significand.numerator, exponent - tau, f)
-
-
-def block_terms(codes: Sequence[int], subscales: Sequence[int], fmt) -> list[Term]:
-    """Terms of a block's elements; element i takes the microexponent of sub-block i // k2."""
-    fmt = get_format(fmt, kind="block")
-    return [
-        element_term(code, fmt.element, subscales[i // fmt.subblock_size] if fmt.subblocks else 0)
-        for i, code in enumerate(codes)
-    ]
-
-
 def _element_lsb(fmt) -> int:
     """Exponent of the smallest element LSB of a block format: E_min - f - (largest tau)."""
     largest_tau = (1 << fmt.subscale_bits) - 1 if fmt.subblocks else 0
-    return _min_exponent(fmt.element) - _frac_bits(fmt.element) - largest_tau
+    return min_exponent(fmt.element) - frac_bits(fmt.element) - largest_tau
 
 
 def product_lsb(fmt_a, fmt_b) -> int:
@@ -145,7 +100,7 @@ def register_limit(fmt_a, fmt_b, accumulator: Accumulator) -> int:
     if accumulator.mode == "fp32_sequential":
         return (1 << (FP32_ULP_SHIFT + 1)) - 1
     largest = (_largest_significand(fmt_a.element) * _largest_significand(fmt_b.element)) >> (
-        _frac_bits(fmt_a.element) + _frac_bits(fmt_b.element)
+        frac_bits(fmt_a.element) + frac_bits(fmt_b.element)
     )
     return k * ((largest + 1) << accumulator.frac_bits) + k
 
@@ -161,42 +116,6 @@ def _scale_factor(scale_code: int, fmt, tensor_scale) -> Exact:
     if scale.is_nan:
         return scale
     return Exact(0, scale.magnitude * (Fraction(1) if tensor_scale is None else Fraction(tensor_scale)))
-
-
-def _output_format(accumulator: Accumulator):
-    return get_format(accumulator.output, kind="float")
-
-
-def round_output(x: Exact, accumulator: Accumulator) -> int:
-    """Round a result to the output format's code: ``output_rounding``; overflow (the rounding
-    with unbounded exponent exceeds the largest finite value) gives +-Inf in every mode; ``ftz``
-    turns a subnormal result into a zero of its sign; NaN gives the canonical quiet NaN."""
-    out = _output_format(accumulator)
-    if x.is_nan:
-        return out.nan_code()
-    if x.is_inf:
-        return out.inf_code(bool(x.sign))
-    try:
-        code = encode(x, out, accumulator.output_rounding, "error")
-    except OverflowError:
-        return out.inf_code(bool(x.sign))
-    if accumulator.ftz and code & ~out.sign_mask < 1 << out.mantissa_bits:
-        return code & out.sign_mask
-    return code
-
-
-def fp32_add(x: Exact, y: Exact) -> Exact:
-    """x + y rounded once to binary32, nearest-even, with IEEE 754 special cases (NaN, Inf, -0).
-
-    ``y`` may be any exact value (a product, for an FMA chain); ``x`` is the fp32 register."""
-    if x.is_nan or y.is_nan or (x.is_inf and y.is_inf and x.sign != y.sign):
-        return Exact.nan()
-    if x.is_inf or y.is_inf:
-        return x if x.is_inf else y
-    total = x.value + y.value
-    if total == 0:  # exact zero: -0 only for (-0) + (-0)
-        return Exact(int(x.sign and y.sign and x.is_zero and y.is_zero))
-    return to_fp32(total)
 
 
 @dataclass(frozen=True)
@@ -215,37 +134,14 @@ class BlockDot:
 
 @dataclass(frozen=True)
 class GeneralDot:
-    """A DotGeneral: the output ``code`` and ``value``, and the :class:`BlockDot` of every block."""
+    """A DotGeneral: the output ``code`` and ``value``; ``blocks``, the :class:`BlockDot` of every
+    block (separate accumulation; empty for fused); ``steps``, the output code D of every fused
+    step in order (empty for separate)."""
 
     code: int
     value: Exact
     blocks: tuple[BlockDot, ...]
-
-
-def _products(terms_a: list[Term], terms_b: list[Term]):
-    """(sign, Ma*Mb, e = Ea+Eb, kind) of every product; kind is finite, inf or nan."""
-    products = []
-    for ta, tb in zip(terms_a, terms_b):
-        sign = ta.sign ^ tb.sign
-        zero = (ta.kind == "finite" and ta.significand == 0) or (tb.kind == "finite" and tb.significand == 0)
-        if "nan" in (ta.kind, tb.kind) or ("inf" in (ta.kind, tb.kind) and zero):
-            kind = "nan"
-        elif "inf" in (ta.kind, tb.kind):
-            kind = "inf"
-        else:
-            kind = "finite"
-        products.append((sign, ta.significand * tb.significand, ta.exponent + tb.exponent, kind))
-    return products
-
-
-def _special(products, factor_a: Exact, factor_b: Exact) -> Exact | None:
-    """NaN or +-Inf if the block's result is special (see the module docstring), else None."""
-    if factor_a.is_nan or factor_b.is_nan or any(kind == "nan" for *_, kind in products):
-        return Exact.nan()
-    inf_signs = {sign for sign, _, _, kind in products if kind == "inf"}
-    if len(inf_signs) == 2:
-        return Exact.nan()
-    return Exact.inf(inf_signs.pop()) if inf_signs else None
+    steps: tuple[int, ...] = ()
 
 
 def _anchor(products) -> int:
@@ -328,38 +224,47 @@ def dot(
     *,
     tensor_scale_a: Fraction | None = None,
     tensor_scale_b: Fraction | None = None,
-) -> BlockDot:
+    c: Number | None = None,
+) -> BlockDot | GeneralDot:
     """Dot of two blocks (OCP MX section 6.1) through the datapath ``accumulator`` describes.
 
     ``fmt_b`` defaults to ``fmt_a``; mixed pairs (E4M3 x E5M2, MX9 x MX6, ...) need a shared block
     size. ``tensor_scale_*``: NVFP4's fp32 tensor scales (default 1).
+
+    Returns the :class:`BlockDot` (with its register) for ``accumulate="separate"`` without ``c``.
+    With an accumulator input ``c`` (an fp32 value, see :func:`dot_general`) or with
+    ``accumulate="fused"`` it is the one-block DotGeneral: the :class:`GeneralDot` of
+    ``dot_general([a], [b], ...)``.
     """
+    if c is not None or accumulator.accumulate == "fused":
+        scales = {"tensor_scale_a": tensor_scale_a, "tensor_scale_b": tensor_scale_b}
+        return dot_general([a], [b], fmt_a, fmt_b, accumulator, **scales, c=c)
     fmt_a, fmt_b = _check_pair(fmt_a, fmt_a if fmt_b is None else fmt_b, 1, 1)
     check_block(a, fmt_a, tensor_scale_a, "block a")
     check_block(b, fmt_b, tensor_scale_b, "block b")
-    products = _products(block_terms(a.codes, a.subscales, fmt_a), block_terms(b.codes, b.subscales, fmt_b))
-    frac = _frac_bits(fmt_a.element) + _frac_bits(fmt_b.element)
+    prods = products(block_terms(a.codes, a.subscales, fmt_a), block_terms(b.codes, b.subscales, fmt_b))
+    frac = frac_bits(fmt_a.element) + frac_bits(fmt_b.element)
     factor_a = _scale_factor(a.scale, fmt_a, tensor_scale_a)
     factor_b = _scale_factor(b.scale, fmt_b, tensor_scale_b)
-    special = _special(products, factor_a, factor_b)
-    anchor = _anchor(products)
+    outcome = special(((sign, kind) for sign, _, _, kind in prods), factor_a.is_nan or factor_b.is_nan)
+    anchor = _anchor(prods)
     if accumulator.mode == "exact":
         lsb = product_lsb(fmt_a, fmt_b)
-        register = _exact_register(products, frac, lsb)
+        register = _exact_register(prods, frac, lsb)
     elif accumulator.mode == "aligned":
         lsb = anchor - accumulator.frac_bits
-        register = _aligned_register(products, frac, anchor, accumulator)
+        register = _aligned_register(prods, frac, anchor, accumulator)
     else:
-        chain, register, lsb = _fp32_register(products, frac)
+        chain, register, lsb = _fp32_register(prods, frac)
         if not chain.is_finite:  # the IEEE chain decides the specials of this mode
-            special = chain if not (factor_a.is_nan or factor_b.is_nan) else Exact.nan()
-    if special is not None:
-        exact = special
+            outcome = chain if not (factor_a.is_nan or factor_b.is_nan) else Exact.nan()
+    if outcome is not None:
+        exact = outcome
     else:
         value = register * TWO**lsb * factor_a.magnitude * factor_b.magnitude
         exact = Exact(int(value < 0), abs(value))
     code = round_output(exact, accumulator)
-    return BlockDot(code, decode(code, _output_format(accumulator)), exact, register, lsb, anchor)
+    return BlockDot(code, output_value(code, accumulator), exact, register, lsb, anchor)
 
 
 def dot_general(
@@ -371,20 +276,50 @@ def dot_general(
     *,
     tensor_scale_a: Fraction | None = None,
     tensor_scale_b: Fraction | None = None,
+    c: Number | None = None,
 ) -> GeneralDot:
-    """DotGeneral (OCP MX section 6.2): the sum of the Dots of the block pairs, combined across
-    blocks per ``accumulator.across_blocks`` (see :mod:`mxsim.options.accumulate`). No blocks give +0."""
+    """DotGeneral (OCP MX section 6.2) of two vectors of n blocks, with an optional accumulator
+    input ``c``: D = C + sum of the products, through ``accumulator`` (see :mod:`mxsim.options.accumulate`).
+
+    ``c`` is an fp32 value: an :class:`~mxsim.ref.exact.Exact`, Fraction, int or float, read
+    exactly (-0, subnormals, +-Inf and NaN included); a value fp32 cannot hold raises ValueError.
+    An int is a value: pass ``fp32_bits(word)`` for an fp32 bit pattern.
+
+    * ``accumulate="separate"``: the Dot of every block pair is rounded to the output format, then
+      combined per ``across_blocks``: ``fp32`` adds the block values in order into an fp32 register
+      (nearest-even per addition) that starts at C (with ``c=None``: at the first block's value,
+      so a lone -0 block stays -0); ``exact`` sums C and the exact block values and rounds once.
+      The sum is then rounded to the output. No blocks and no C give +0.
+    * ``accumulate="fused"``: steps of the fused multiply-accumulate unit (:mod:`mxsim.ref.fused`)
+      from C (+0 for ``c=None``); ``steps`` holds every step's output code and ``blocks`` is empty.
+      No blocks give C rounded to the output. NVFP4 tensor scales other than None or 1 are refused.
+    """
     fmt_a, fmt_b = _check_pair(fmt_a, fmt_a if fmt_b is None else fmt_b, len(blocks_a), len(blocks_b))
+    c = fp32_input(c)
+    if accumulator.accumulate == "fused":
+        return _fused_general(blocks_a, blocks_b, fmt_a, fmt_b, accumulator, tensor_scale_a, tensor_scale_b, c)
     scales = {"tensor_scale_a": tensor_scale_a, "tensor_scale_b": tensor_scale_b}
     blocks = tuple(dot(a, b, fmt_a, fmt_b, accumulator, **scales) for a, b in zip(blocks_a, blocks_b))
     if accumulator.across_blocks == "fp32":
-        total = blocks[0].value if blocks else Exact(0)
-        for block in blocks[1:]:
-            total = fp32_add(total, block.value)
+        values = ([] if c is None else [c]) + [block.value for block in blocks]
+        total = values[0] if values else Exact(0)
+        for value in values[1:]:
+            total = fp32_add(total, value)
     else:
-        total = _exact_sum([block.exact for block in blocks])
+        total = _exact_sum(([] if c is None else [c]) + [block.exact for block in blocks])
     code = round_output(total, accumulator)
-    return GeneralDot(code, decode(code, _output_format(accumulator)), blocks)
+    return GeneralDot(code, output_value(code, accumulator), blocks)
+
+
+def _fused_general(blocks_a, blocks_b, fmt_a, fmt_b, accumulator, tensor_scale_a, tensor_scale_b, c) -> GeneralDot:
+    check_tensor_scales(tensor_scale_a=tensor_scale_a, tensor_scale_b=tensor_scale_b)
+    for a, b in zip(blocks_a, blocks_b):
+        check_block(a, fmt_a, tensor_scale_a, "block a")
+        check_block(b, fmt_b, tensor_scale_b, "block b")
+    c = Exact(0) if c is None else c
+    steps = fused_steps(blocks_a, blocks_b, fmt_a, fmt_b, accumulator, c)
+    code = steps[-1] if steps else round_output(c, accumulator)
+    return GeneralDot(code, output_value(code, accumulator), (), steps)
 
 
 def _exact_sum(values: list[Exact]) -> Exact:

@@ -1,0 +1,182 @@
+"""Fused multiply-accumulate steps (conventions.md section 4.1; ``accumulate="fused"``): how real MX
+matrix and dot units accumulate. Integers and Fractions only.
+
+The K = n * k products of a DotGeneral (product p is element p % k of block pair p // k) are cut
+into steps of ``step`` products (a last step may be partial: as if padded with zero products).
+Each step computes D = C + (its products) in one multi-term adder and rounds once to ``output``;
+C of the first step is the caller's accumulator input (+0 by default), and each D, decoded, is
+the next step's C. The result is the last D.
+
+Terms of a step (F = ``frac_bits``; X = a scale's unbiased exponent, sig its significand, so a
+scale is sig * 2^X: E8M0 sig = 1, X = code - 127; UE4M3 X = max(floor(log2 scale), -6)):
+
+* ``step_terms="product"``: every product, value (-1)^(sa^sb) * Ma*Mb * 2^(Ea+Eb-fa-fb) * 2^(XA+XB),
+  exponent Ea + Eb + XA + XB (Ea, Eb with the microexponent folded in); it counts for the anchor
+  iff both elements are nonzero.
+* ``step_terms="block"``: every group of ``term_size`` consecutive products of one scale block,
+  value (exact sum of the group's products) * sigA * sigB * 2^(XA+XB), exponent XA + XB; it counts
+  iff one of its products does.
+* C: exponent e_C = max(floor(log2 |C|), -126), or ``effective_c_zero_exponent`` for a zero C; it
+  always counts.
+
+``anchor="max"``: A = the largest exponent of the counting terms; every term (C included) is cut
+to the grid 2^(A - F) by ``shift_rounding`` (truncate: magnitude toward zero; rne) and the cut
+terms are summed exactly. ``anchor="fixed"``: the products are cut to the grid 2^(XA + XB - F) of
+the step's block and summed exactly, then C is added exactly (not cut); if ``bypass`` is set and
+C's LSB 2^(e_C - 23) lies more than ``bypass`` bits above the grid's LSB, D = C unchanged.
+
+An exactly-zero step sum is +0. Specials (decided first, outside the adder): NaN if C is NaN, a
+scale of the step's blocks is NaN, a product is NaN (a NaN element, Inf x 0), or Inf terms
+(products and C) have both signs; else +-Inf if a product or C is Inf. See
+:func:`mxsim.ref.output.round_output` for the output rounding, overflow, ``ftz`` and NaN bits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from itertools import chain
+
+from ..options.accumulate import FP32_EMIN, Accumulator
+from .block import QuantizedBlock
+from .decode import decode
+from .exact import Exact, floor_log2, to_exact
+from .output import output_value, round_output
+from .round import round_magnitude
+from .terms import block_terms, frac_bits, products, special
+
+__all__ = ["ScaleParts", "scale_parts", "fused_steps", "check_tensor_scales"]
+
+TWO = Fraction(2)
+FP32_FRACTION_BITS = 23  # C's LSB weighs 2^(e_C - 23)
+
+
+@dataclass(frozen=True)
+class ScaleParts:
+    """A block scale as the fused adder sees it: value = significand * 2^exponent, or NaN."""
+
+    nan: bool
+    significand: Fraction
+    exponent: int
+
+
+def scale_parts(code: int, scale_format) -> ScaleParts:
+    """Split a scale code: exponent X = max(floor(log2 value), emin) (emin of the scale format:
+    E8M0 -127, UE4M3 -6; a zero scale has X = emin), significand = value / 2^X (E8M0: 1; UE4M3:
+    in [1, 2), or below 1 for its subnormals). A NaN code gives ``nan=True``."""
+    x = decode(code, scale_format)
+    if x.is_nan:
+        return ScaleParts(True, Fraction(0), 0)
+    exponent = max(floor_log2(x.magnitude), scale_format.emin) if x.magnitude else scale_format.emin
+    return ScaleParts(False, x.magnitude / TWO**exponent, exponent)
+
+
+def check_tensor_scales(**tensor_scales) -> None:
+    """Fused accumulation takes no NVFP4 tensor scale (the adder's terms carry the block scales
+    only): refuse any other than None or 1, naming the argument."""
+    for name, value in tensor_scales.items():
+        if value is not None and to_exact(value) != Exact(0, Fraction(1)):
+            raise ValueError(
+                f"{name}={value!r} is not allowed with accumulate='fused': the fused adder has no tensor scale; "
+                "pass None (quantize with nvfp4_tensor_scale='none'), or use accumulate='separate'"
+            )
+
+
+def fused_steps(
+    blocks_a: Sequence[QuantizedBlock],
+    blocks_b: Sequence[QuantizedBlock],
+    fmt_a,
+    fmt_b,
+    accumulator: Accumulator,
+    c: Exact,
+) -> tuple[int, ...]:
+    """The output code of every step (see the module docstring), for block formats of the same
+    block size k whose blocks the caller has checked; ``c`` is the first step's C (an fp32 value).
+    No blocks give no steps."""
+    accumulator.check_block_format(fmt_a, fmt_b)
+    k = fmt_a.block_size
+    prods = []
+    for a, b in zip(blocks_a, blocks_b):
+        prods += products(block_terms(a.codes, a.subscales, fmt_a), block_terms(b.codes, b.subscales, fmt_b))
+    ops = _Operands(
+        prods,
+        [scale_parts(a.scale, fmt_a.scale) for a in blocks_a],
+        [scale_parts(b.scale, fmt_b.scale) for b in blocks_b],
+        k,
+        frac_bits(fmt_a.element) + frac_bits(fmt_b.element),
+    )
+    step = accumulator.effective_step(k)
+    codes = []
+    for first in range(0, len(prods), step):
+        codes.append(_step(ops, first, min(first + step, len(prods)), c, accumulator))
+        c = output_value(codes[-1], accumulator)
+    return tuple(codes)
+
+
+@dataclass(frozen=True)
+class _Operands:
+    """The products of a DotGeneral in order, each block pair's scales, the block size ``k`` and
+    ``frac`` = fa + fb (a product's value is (-1)^sign * magnitude * 2^(exponent - frac))."""
+
+    products: list[tuple[int, int, int, str]]
+    scales_a: list[ScaleParts]
+    scales_b: list[ScaleParts]
+    k: int
+    frac: int
+
+
+def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> int:
+    """The output code D of the step over products [first, last) with accumulator input ``c``."""
+    blocks = range(first // ops.k, (last - 1) // ops.k + 1)
+    nan_scale = any(ops.scales_a[i].nan or ops.scales_b[i].nan for i in blocks)
+    kinds = chain(((sign, kind) for sign, _, _, kind in ops.products[first:last]), [(c.sign, c.kind)])
+    outcome = special(kinds, nan_scale)
+    if outcome is not None:
+        return round_output(outcome, acc)
+    terms = _terms(ops, first, last, acc)
+    e_c = _c_exponent(c, acc)
+    if acc.anchor == "max":
+        grid = max([e_c] + [exponent for _, exponent, counts in terms if counts]) - acc.frac_bits
+        total = _cut_sum([value for value, _, _ in terms] + [c.value], grid, acc) * TWO**grid
+    else:
+        block = first // ops.k
+        grid = ops.scales_a[block].exponent + ops.scales_b[block].exponent - acc.frac_bits
+        if acc.bypass is not None and (e_c - FP32_FRACTION_BITS) - grid > acc.bypass:
+            return round_output(c, acc)  # D = C unchanged (C itself for an fp32 output, -0 included)
+        total = c.value + _cut_sum([value for value, _, _ in terms], grid, acc) * TWO**grid
+    return round_output(Exact(int(total < 0), abs(total)), acc)  # an exactly-zero sum is +0
+
+
+def _terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> list[tuple[Fraction, int, bool]]:
+    """(signed exact value, exponent, counts for the anchor) of every product term, or of every
+    block term (``term_size`` products of one scale block), of the finite products [first, last)."""
+    per_block = acc.step_terms == "block"
+    size = acc.effective_term_size(ops.k) if per_block else 1
+    terms = []
+    for start in range(first, last, size):
+        sa, sb = ops.scales_a[start // ops.k], ops.scales_b[start // ops.k]
+        group = ops.products[start : min(start + size, last)]
+        total = sum(((-m if s else m) * TWO ** (e - ops.frac) for s, m, e, _ in group), Fraction(0))
+        scale_exponent = sa.exponent + sb.exponent
+        exponent = scale_exponent if per_block else scale_exponent + group[0][2]
+        value = total * sa.significand * sb.significand * TWO**scale_exponent
+        terms.append((value, exponent, any(m for _, m, _, _ in group)))
+    return terms
+
+
+def _c_exponent(c: Exact, acc: Accumulator) -> int:
+    """e_C of a finite C: max(floor(log2 |C|), -126), or ``effective_c_zero_exponent`` for +-0."""
+    return max(floor_log2(c.magnitude), FP32_EMIN) if c.magnitude else acc.effective_c_zero_exponent
+
+
+def _cut_sum(values: list[Fraction], grid: int, acc: Accumulator) -> int:
+    """The exact integer sum of the values cut to the grid 2^grid: each is sign * shift_rounding(
+    |value| / 2^grid) (truncate: toward zero; rne: nearest, ties to even)."""
+    rounding = "rtz" if acc.shift_rounding == "truncate" else "rne"
+    total = 0
+    for value in values:
+        units = abs(value) / TWO**grid
+        q = round_magnitude(units.numerator, units.denominator, rounding, value < 0)
+        total += -q if value < 0 else q
+    return total

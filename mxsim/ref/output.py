@@ -1,0 +1,104 @@
+"""The output side of the dot-product datapath (conventions.md sections 4 and 4.1): the one routine
+that rounds a result to the accumulator's output format, the fp32 addition of separate
+accumulation, and the accumulator input C. Integers and Fractions only.
+
+Output codes are stored in ``accumulator.output_storage``: fp32 (32-bit word), bf16 or fp16
+(16-bit words); ``fp32_e8m13`` results are rounded to :data:`mxsim.formats.FP32_E8M13` (8 exponent
+bits, 13 fraction bits) and stored as the fp32 word with its low 10 bits 0.
+"""
+
+from __future__ import annotations
+
+from ..options import Accumulator
+from ..formats import FP32_E8M13, get_format
+from .block import to_fp32
+from .decode import decode
+from .encode import encode
+from .exact import Exact, Number, to_exact
+
+__all__ = ["output_format", "storage_format", "round_output", "output_value", "fp32_add", "fp32_bits", "fp32_input"]
+
+
+def output_format(accumulator: Accumulator):
+    """The float format results are rounded to: ``output``, or FP32_E8M13 for ``fp32_e8m13``."""
+    return FP32_E8M13 if accumulator.output == "fp32_e8m13" else get_format(accumulator.output, kind="float")
+
+
+def storage_format(accumulator: Accumulator):
+    """The IEEE format output codes are stored in (fp32 for ``fp32_e8m13``)."""
+    return get_format(accumulator.output_storage, kind="float")
+
+
+def round_output(x: Exact, accumulator: Accumulator) -> int:
+    """The output code (in :func:`storage_format`) of a result ``x``.
+
+    * NaN: ``nan_bits``, or the storage format's canonical quiet NaN (fp32 0x7FC00000, bf16 0x7FC0,
+      fp16 0x7E00) when it is None; the NaN's sign is not kept.
+    * +-Inf: the Inf code of its sign.
+    * finite: rounded once with ``output_rounding`` (subnormals kept); a zero keeps its sign (the
+      callers turn an exactly-zero sum into +0 first). Overflow (the rounding with unbounded
+      exponent exceeds the largest finite value) follows ``output_overflow``: ``inf`` gives +-Inf,
+      ``ieee`` gives +-max finite where the rounding is toward zero for the sign (rtz; rup of a
+      negative; rdn of a positive) and +-Inf otherwise, ``saturate`` gives +-max finite.
+      ``ftz``: a result that rounds to a subnormal (or zero) becomes a zero of its sign.
+    """
+    storage = storage_format(accumulator)
+    if x.is_nan:
+        return storage.nan_code() if accumulator.nan_bits is None else accumulator.nan_bits
+    if x.is_inf:
+        return storage.inf_code(bool(x.sign))
+    out = output_format(accumulator)
+    overflow = "error" if accumulator.output_overflow == "inf" else accumulator.output_overflow
+    try:
+        code = encode(x, out, accumulator.output_rounding, overflow)
+    except OverflowError:
+        code = out.inf_code(bool(x.sign))
+    if accumulator.ftz and code & ~out.sign_mask < 1 << out.mantissa_bits:
+        code &= out.sign_mask
+    return _widen(code, out, storage)
+
+
+def _widen(code: int, out, storage) -> int:
+    """The storage word of an output code: the same sign and exponent fields, the fraction field
+    padded with zeros below (fp32_e8m13 -> fp32: shift left by 10). Identity when out is storage."""
+    return code << (storage.mantissa_bits - out.mantissa_bits)
+
+
+def output_value(code: int, accumulator: Accumulator) -> Exact:
+    """The exact value of an output code (read in the storage format)."""
+    return decode(code, storage_format(accumulator))
+
+
+def fp32_add(x: Exact, y: Exact) -> Exact:
+    """x + y rounded once to binary32, nearest-even, with IEEE 754 special cases (NaN, Inf, -0).
+
+    ``y`` may be any exact value (a product, for an FMA chain); ``x`` is the fp32 register."""
+    if x.is_nan or y.is_nan or (x.is_inf and y.is_inf and x.sign != y.sign):
+        return Exact.nan()
+    if x.is_inf or y.is_inf:
+        return x if x.is_inf else y
+    total = x.value + y.value
+    if total == 0:  # exact zero: -0 only for (-0) + (-0)
+        return Exact(int(x.sign and y.sign and x.is_zero and y.is_zero))
+    return to_fp32(total)
+
+
+def fp32_bits(bits: int) -> Exact:
+    """The exact value of an fp32 bit pattern (a 32-bit unsigned int; -0, subnormals, Inf and NaN
+    included): the accumulator input C of a golden vector, for ``dot_general(..., c=fp32_bits(w))``."""
+    return decode(bits, "fp32")
+
+
+def fp32_input(c: Number | None, name: str = "c") -> Exact | None:
+    """Read the accumulator input ``c``: None stays None; an :class:`Exact`, Fraction, int or
+    float (read exactly) must be an fp32 value (NaN and +-Inf of any sign, -0, subnormals
+    included). An int is a value, not a bit pattern: use :func:`fp32_bits` for bits."""
+    if c is None:
+        return None
+    x = to_exact(c)
+    if x.is_finite and to_fp32(x.magnitude) != Exact(0, x.magnitude):
+        raise ValueError(
+            f"{name}={c!r} is not allowed: the accumulator input must be an fp32 value (exactly representable "
+            "in binary32); round it first, or pass fp32_bits(bits) for a bit pattern"
+        )
+    return x

@@ -1,0 +1,113 @@
+"""Elements and products as the dot-product datapath sees them (conventions.md section 4), and the
+rule for special values; shared by the per-block Dot (:mod:`mxsim.ref.dot`) and the fused steps
+(:mod:`mxsim.ref.fused`). Integers and Fractions only.
+
+Every element decodes to a :class:`Term` (sign s, integer significand M, exponent E, fraction
+bits f; value (-1)^s * M * 2^(E - f)). A product of two terms is the tuple
+(sign, magnitude, exponent, kind) = (sa ^ sb, Ma * Mb, Ea + Eb, kind) with value
+(-1)^sign * magnitude * 2^(exponent - fa - fb); kind is finite, inf or nan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+from ..formats import get_format
+from .decode import decode
+from .exact import Exact, floor_log2
+
+__all__ = ["Term", "element_term", "block_terms", "frac_bits", "min_exponent", "products", "special"]
+
+TWO = Fraction(2)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One element as the datapath sees it: value (-1)^sign * significand * 2^(exponent - frac_bits).
+
+    ``kind`` is finite, inf or nan (significand 0 for the last two)."""
+
+    sign: int
+    significand: int
+    exponent: int
+    frac_bits: int
+    kind: str = "finite"
+
+
+def frac_bits(element) -> int:
+    """f of an element format: mantissa bits (floats) or frac_bits (integers)."""
+    return element.mantissa_bits if element.kind == "float" else element.frac_bits
+
+
+def min_exponent(element) -> int:
+    """E of the smallest binade: emin for floats (subnormals share it), 0 for integers."""
+    return element.emin if element.kind == "float" else 0
+
+
+def element_term(code: int, element, tau: int = 0) -> Term:
+    """The :class:`Term` of an element code, with the sub-block microexponent ``tau`` folded into
+    the exponent (E = E_element - tau).
+
+    Floats: f = mantissa bits, M includes the hidden bit, E is the unbiased exponent (subnormals
+    use the smallest normal exponent). Integers: f = frac_bits, E = 0, M = |q| (MXINT8 0x80 has
+    M = 128, value -2). Derived from the exact decoded value, so it follows the decoder's rules.
+    """
+    return _element_term(code, get_format(element, kind="element"), tau)
+
+
+@lru_cache(maxsize=1 << 16)
+def _element_term(code: int, element, tau: int) -> Term:
+    x = decode(code, element)
+    if not x.is_finite:
+        return Term(x.sign, 0, -tau, frac_bits(element), x.kind)
+    f = frac_bits(element)
+    exponent = min_exponent(element)
+    if element.kind == "float" and x.magnitude:
+        exponent = max(floor_log2(x.magnitude), exponent)
+    significand = x.magnitude / TWO ** (exponent - f)
+    assert significand.denominator == 1, "an element value lies on its binade's grid"
+    return Term(x.sign, significand.numerator, exponent - tau, f)
+
+
+def block_terms(codes: Sequence[int], subscales: Sequence[int], fmt) -> list[Term]:
+    """Terms of a block's elements; element i takes the microexponent of sub-block i // k2."""
+    fmt = get_format(fmt, kind="block")
+    return [
+        element_term(code, fmt.element, subscales[i // fmt.subblock_size] if fmt.subblocks else 0)
+        for i, code in enumerate(codes)
+    ]
+
+
+def products(terms_a: list[Term], terms_b: list[Term]) -> list[tuple[int, int, int, str]]:
+    """(sign, Ma*Mb, e = Ea+Eb, kind) of every product; kind is nan (a NaN element, or Inf times a
+    zero), inf (an Inf element times a nonzero one) or finite."""
+    result = []
+    for ta, tb in zip(terms_a, terms_b):
+        sign = ta.sign ^ tb.sign
+        zero = (ta.kind == "finite" and ta.significand == 0) or (tb.kind == "finite" and tb.significand == 0)
+        if "nan" in (ta.kind, tb.kind) or ("inf" in (ta.kind, tb.kind) and zero):
+            kind = "nan"
+        elif "inf" in (ta.kind, tb.kind):
+            kind = "inf"
+        else:
+            kind = "finite"
+        result.append((sign, ta.significand * tb.significand, ta.exponent + tb.exponent, kind))
+    return result
+
+
+def special(signs_and_kinds: Iterable[tuple[int, str]], nan_scale: bool) -> Exact | None:
+    """The special outcome of a sum of terms given as (sign, kind) pairs, decided on the hardware's
+    side path: NaN if a scale is NaN, a term is NaN, or there are Inf terms of both signs; else
+    +-Inf if a term is Inf (its sign); else None (the sum is finite)."""
+    inf_signs = set()
+    for sign, kind in signs_and_kinds:
+        if kind == "nan":
+            return Exact.nan()
+        if kind == "inf":
+            inf_signs.add(sign)
+    if nan_scale or len(inf_signs) == 2:
+        return Exact.nan()
+    return Exact.inf(inf_signs.pop()) if inf_signs else None
