@@ -39,6 +39,7 @@ from ..ref.encode import encode
 from ..ref.exact import Exact, floor_log2
 from ..ref.scale import E8M0_MIN
 from .fields import Field
+from .params import check_params
 
 __all__ = [
     "Suite", "DecodeSuite", "EncodeSuite", "QuantizeSuite", "PackSuite", "DotSuite", "DotGeneralSuite",
@@ -777,4 +778,5 @@ def suite_from_spec(kind: str, **params) -> Suite:
     """Build a suite from its manifest ``params`` (or the same keywords)."""
     if kind not in KINDS:
         raise ValueError(f"suite kind={kind!r} is not allowed; expected one of: {', '.join(KINDS)}")
+    check_params(kind, KINDS[kind], params)
     return KINDS[kind](**params)
