@@ -8,10 +8,12 @@
 ``mxsim dot A B OUT.npy [--preset P] [accumulator flags] [--details OUT.npz]``   DotGeneral of two
                                tensor files along their block axes
 ``mxsim golden generate DIR [--suite KIND --params JSON] [--seed N] [--level L] [--shard I/N]``
-                               golden test vectors (default: the canonical collection)
-``mxsim golden verify DIR``    recompute every vector with the reference model (exit 1 on a mismatch)
+                               golden test vectors (default: the canonical collection) and DIR/index.json
+``mxsim golden verify DIR``    recompute every vector with the reference model and check the suites
+                               against DIR/index.json (exit 1 on any problem)
 
-Errors are one line on stderr and exit code 2; a verification that finds mismatches exits 1.
+Errors are one line on stderr and exit code 2; a verification that finds mismatches exits 1; Ctrl-C
+during ``golden generate`` or ``golden verify`` exits 130 with one line (no half-written suite).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import json
 import os
 import io
 import sys
+import textwrap
 from fractions import Fraction
 
 import numpy as np
@@ -31,9 +34,12 @@ from .options.spec import Choice, Flag, options_of
 from .fileformat import atomic_write, load, save
 from .formats import ALIASES, FORMATS, format_names, get_format
 from .options import PRESETS, Accumulator
-from .golden import generate as generate_suite
-from .golden import generate_canonical, suite_from_spec
+from .golden import canonical as golden_canonical
+from .golden import generate_suites, suite_from_spec
 from .golden import verify as verify_suites
+from .golden.files import INDEX, GenerationInterrupted
+from .golden.limits import MAX_ENUMERATED_BITS
+from .golden.params import keys_text
 from .golden.suites import KINDS
 from .tensor import quantize
 from .tensor_dot import dot
@@ -210,24 +216,40 @@ def _progress(flag) -> bool:
 
 def _cmd_golden_generate(args) -> str:
     shard, progress = _shard(args.shard), _progress(args.progress)
+    try:
+        suites = _golden_suites(args)
+    except KeyboardInterrupt:
+        _interrupted("nothing was written")
+    try:
+        directories = generate_suites(suites, args.out, args.seed, args.level, shard, progress, args.npz)
+    except GenerationInterrupted as interrupt:
+        _interrupted(str(interrupt))
+    vectors = sum(json.loads((d / "manifest.json").read_text())["count"] for d in directories)
+    return f"{args.out}: {len(directories)} suite(s), {vectors} vectors"
+
+
+def _golden_suites(args) -> list:
+    """The suites ``golden generate`` was asked for: the canonical collection, or one --suite."""
     if args.suite is None:
         if args.params != "{}":
             raise ValueError("--params needs --suite")
-        directories = generate_canonical(args.out, args.seed, args.level, shard, progress, args.npz)
-    else:
-        try:
-            params = json.loads(args.params)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"--params is not valid JSON: {error}") from None
-        if not isinstance(params, dict):
-            raise ValueError("--params must be a JSON object")
-        try:
-            suite = suite_from_spec(args.suite, **params)
-        except TypeError as error:
-            raise ValueError(f"--params: {error}") from None
-        directories = [generate_suite(suite, args.out, args.seed, args.level, shard, progress, args.npz)]
-    vectors = sum(json.loads((d / "manifest.json").read_text())["count"] for d in directories)
-    return f"{args.out}: {len(directories)} suite(s), {vectors} vectors"
+        return golden_canonical.canonical_suites()
+    try:
+        params = json.loads(args.params)
+    except (json.JSONDecodeError, RecursionError) as error:
+        raise ValueError(f"--params is not valid JSON: {error}") from None
+    if not isinstance(params, dict):
+        raise ValueError("--params must be a JSON object")
+    try:
+        return [suite_from_spec(args.suite, **params)]
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"--params: {error}") from None
+
+
+def _interrupted(what: str):
+    """Ctrl-C in a golden command: one line on stderr and exit code 130 (128 + SIGINT)."""
+    print(f"mxsim: interrupted: {what}", file=sys.stderr)
+    raise SystemExit(130)
 
 
 class _VerifyFailed(Exception):
@@ -235,9 +257,13 @@ class _VerifyFailed(Exception):
 
 
 def _cmd_golden_verify(args) -> str:
-    report = verify_suites(args.path, _progress(args.progress))
+    try:
+        report = verify_suites(args.path, _progress(args.progress))
+    except KeyboardInterrupt:
+        _interrupted("verification stopped; nothing was changed")
     lines = [f"{args.path}: {report.suites} suite(s), {report.vectors} vectors recomputed"]
     if not report.ok:
+        lines[0] += f", {len(report.problems)} problem(s):"
         lines += [f"MISMATCH {problem}" for problem in report.problems]
         raise _VerifyFailed("\n".join(lines))
     return lines[0] + ", all match"
@@ -321,21 +347,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     golden = commands.add_parser("golden", help="generate or verify golden test vectors for RTL")
     actions = golden.add_subparsers(dest="golden_command", required=True)
-    gen = actions.add_parser("generate", help="write golden suites (default: the canonical collection)")
-    gen.add_argument("out", metavar="DIR", help="root directory (suites go to DIR/<kind>/<suite>/)")
+    gen = actions.add_parser(
+        "generate", help="write golden suites (default: the canonical collection)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="--params keys per suite kind (an object key takes the fields of the class named):\n"
+               + "\n".join(textwrap.fill(line, 100, initial_indent="  ", subsequent_indent="      ")
+                           for line in keys_text(KINDS).splitlines())
+               + f"\n\nElement formats of at most {MAX_ENUMERATED_BITS} bits (fp16, bf16 and narrower); "
+                 "docs/golden-vectors.md has the details.",
+    )
+    gen.add_argument("out", metavar="DIR", help=f"root directory (suites go to DIR/<kind>/<suite>/, the list of them "
+                                                f"to DIR/{INDEX})")
     gen.add_argument("--suite", choices=tuple(KINDS), help="one suite of this kind instead of the canonical collection")
     gen.add_argument("--params", default="{}", metavar="JSON",
-                     help='the suite\'s parameters as in its manifest, e.g. \'{"block_a": "mxfp8_e4m3", '
+                     help='the suite\'s parameters as in its manifest (keys below), e.g. \'{"block_a": "mxfp8_e4m3", '
                           '"accumulator": {"mode": "aligned", "frac_bits": 8, "width": 14}}\'')
     gen.add_argument("--seed", type=int, default=0, help="random seed (default 0; the canonical suite uses 0)")
     gen.add_argument("--level", type=int, default=1, help="random vectors scale with the level, 1..10 (default 1)")
     gen.add_argument("--shard", metavar="I/N", help="write shard I of N (0-based) of every suite")
     gen.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                     help="show a progress bar (default: when stderr is a terminal)")
+                     help="show progress, suite by suite ('suite 12/54 ...'; default: when stderr is a terminal)")
     gen.add_argument("--npz", action="store_true", help="also write vectors.npz (one array per field) per suite")
     gen.set_defaults(run=_cmd_golden_generate)
-    check = actions.add_parser("verify", help="recompute every vector of the suites under DIR with the reference model")
-    check.add_argument("path", metavar="DIR", help="a suite directory or a root of suites")
+    check = actions.add_parser("verify", help="recompute every vector of the suites under DIR with the reference model, "
+                               f"and check them against the root's {INDEX} (exit 1 on any problem)")
+    check.add_argument("path", metavar="DIR", help="a suite directory, a kind directory or a root of suites")
     check.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
     check.set_defaults(run=_cmd_golden_verify)
     return parser

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .files import generate
+from .files import generate_suites
 from .suites import suite_from_spec
 
 __all__ = ["CANONICAL_SUITES", "canonical_suites", "generate_canonical"]
@@ -53,4 +53,4 @@ def canonical_suites():
 
 
 def generate_canonical(root, seed: int = 0, level: int = 1, shard=None, progress: bool = False, npz: bool = False) -> list[Path]:
-    return [generate(s, root, seed, level, shard, progress, npz) for s in canonical_suites()]
+    return generate_suites(canonical_suites(), root, seed, level, shard, progress, npz)

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 __all__ = ["Field"]
 
+_HEX_DIGITS = "0123456789abcdefABCDEF"
+
 
 @dataclass(frozen=True)
 class Field:
@@ -36,6 +38,8 @@ class Field:
         return format(value % (1 << self.bits), f"0{self.hex_digits}x")
 
     def from_hex(self, text: str) -> int:
+        if text.strip(_HEX_DIGITS):  # int(text, 16) would also take "0x", "_", "+" and spaces
+            raise ValueError(f"field {self.name!r}: {text!r} is not hex (expected {self.hex_digits} digits 0-9, a-f)")
         if len(text) != self.hex_digits:
             raise ValueError(f"field {self.name!r}: {text!r} is not {self.hex_digits} hex digits")
         value = int(text, 16)

@@ -28,6 +28,7 @@ from .encode_suite import EncodeSuite
 from .pack_suite import PackSuite
 from .quantize_suite import QuantizeSuite
 from .suite import Suite
+from .params import check_params
 
 __all__ = [
     "Suite", "DecodeSuite", "EncodeSuite", "QuantizeSuite", "PackSuite", "DotSuite", "DotGeneralSuite",
@@ -48,4 +49,5 @@ def suite_from_spec(kind: str, **params) -> Suite:
     """Build a suite from its manifest ``params`` (or the same keywords)."""
     if kind not in KINDS:
         raise ValueError(f"suite kind={kind!r} is not allowed; expected one of: {', '.join(KINDS)}")
+    check_params(kind, KINDS[kind], params)
     return KINDS[kind](**params)

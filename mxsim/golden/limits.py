@@ -1,0 +1,65 @@
+"""How large a golden suite may be, checked before anything is allocated or written.
+
+* Every kind of suite enumerates the codes of its element formats somewhere (``decode``: every
+  code; ``encode``: every finite value, with its midpoints; ``quantize``: the element grid;
+  ``dot``: the finite codes), so an element format may have at most
+  :data:`MAX_ENUMERATED_BITS` bits: FP16 and BF16 are enumerated in full, FP32 and FP64 are
+  refused (2^32 decode vectors would need hundreds of GB; a few random FP32 values would no
+  longer be the exhaustive suite the kind promises).
+* A suite holds at most :data:`MAX_VECTORS` vectors and :data:`MAX_SUITE_BYTES` bytes of hex
+  files (about 0.8 KB of memory per vector while it is generated: ~400 MB at the limit). The
+  largest suite within the other limits, ``encode`` of FP16 or BF16 at level 10, has 264,000
+  vectors. Shards split a suite's files, not its stimulus: the limits apply to the whole suite.
+
+``--level`` (1..10), DotGeneral's ``n_blocks`` (1..64) and the accumulator's ``frac_bits`` and
+``width`` have bounds of their own, checked where they are read.
+"""
+
+from __future__ import annotations
+
+from ..formats import FORMATS
+
+__all__ = ["MAX_ENUMERATED_BITS", "MAX_VECTORS", "MAX_SUITE_BYTES", "check_enumerable", "check_size"]
+
+MAX_ENUMERATED_BITS = 16
+MAX_VECTORS = 1 << 19
+MAX_SUITE_BYTES = 1 << 27
+
+
+def _element_formats(suite) -> list:
+    """The element formats a suite works on (block formats: their elements and scales)."""
+    found = []
+    for name in ("fmt", "fa", "fb"):
+        fmt = getattr(suite, name, None)
+        if fmt is None:
+            continue
+        found += [fmt.element, fmt.scale] if fmt.kind == "block" else [fmt]
+    return found
+
+
+def check_enumerable(suite) -> None:
+    """Refuse a suite whose element format has more than 2^MAX_ENUMERATED_BITS codes."""
+    for fmt in _element_formats(suite):
+        if fmt.width > MAX_ENUMERATED_BITS:
+            allowed = [n for n, f in FORMATS.items() if f.kind != "block" and f.width > 8 and f.width <= MAX_ENUMERATED_BITS]
+            raise ValueError(
+                f"{suite.kind}/{suite.name}: {fmt.name} has 2^{fmt.width} codes, too many to enumerate; golden "
+                f"suites take element formats of at most {MAX_ENUMERATED_BITS} bits (2^{MAX_ENUMERATED_BITS} codes; "
+                f"the widest are {', '.join(allowed)})"
+            )
+
+
+def check_size(suite, vectors: int) -> None:
+    """Refuse a suite of more than MAX_VECTORS vectors or MAX_SUITE_BYTES bytes of hex files."""
+    line_bytes = sum(f.hex_digits + 1 for f in suite.fields)
+    if vectors > MAX_VECTORS:
+        raise ValueError(
+            f"{suite.kind}/{suite.name}: {vectors} vectors, more than the limit of {MAX_VECTORS} per suite "
+            "(mxsim.golden.limits.MAX_VECTORS); lower --level"
+        )
+    if vectors * line_bytes > MAX_SUITE_BYTES:
+        raise ValueError(
+            f"{suite.kind}/{suite.name}: {vectors} vectors of {line_bytes} bytes = {vectors * line_bytes} bytes of hex "
+            f"files, more than the limit of {MAX_SUITE_BYTES} bytes per suite (mxsim.golden.limits.MAX_SUITE_BYTES); "
+            "lower --level"
+        )
