@@ -63,7 +63,7 @@ class QuantizeOptions:
         for name in ("flush_subnormal_inputs", "int8_allow_neg2"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r} is not allowed; expected True or False")
-        if not (isinstance(self.rand_width, int) and 1 <= self.rand_width <= 32):
+        if isinstance(self.rand_width, bool) or not (isinstance(self.rand_width, int) and 1 <= self.rand_width <= 32):
             raise ValueError(f"rand_width={self.rand_width!r} is not allowed; expected an integer in [1, 32]")
 
     @classmethod
