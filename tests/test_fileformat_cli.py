@@ -615,3 +615,72 @@ def test_load_from_a_pipe(saved, cut):
     finally:
         os.close(read_end)
         writer.join()
+
+
+# --- CLI: format names in any case, `mxsim info FILE` ----------------------------------------------
+@pytest.mark.parametrize("spelling, name", [("MXFP4", "mxfp4_e2m1"), ("MxFp6_E3M2", "mxfp6_e3m2"), (" NVFP4", "nvfp4"),
+                                            ("MX9", "mx9")])
+def test_cli_format_names_are_case_insensitive(tmp_path, capsys, spelling, name):
+    """As mxsim.get_format and mxsim.quantize: any case, aliases too."""
+    x = values(30, (2, 40))
+    np.save(tmp_path / "x.npy", x)
+    code = main(["quantize", str(tmp_path / "x.npy"), str(tmp_path / "x.mxt"), "--format", spelling])
+    assert code == 0 and capsys.readouterr().err == ""
+    assert_same_tensor(mxsim.load(tmp_path / "x.mxt"), mxsim.quantize(x, name))
+    assert main(["info", spelling]) == 0
+    assert capsys.readouterr().out.split("\n")[0].split() == ["name", name]
+
+
+def info_rows(text: str) -> dict:
+    """`mxsim info FILE` output as {key: value}: the key is everything before the 15-column value."""
+    return {line[:15].strip(): line[16:] for line in text.strip("\n").split("\n")}
+
+
+def test_cli_info_describes_a_tensor_file(tmp_path, capsys):
+    x = values(31, (40, 3))
+    path = tmp_path / "x.mxt"
+    t = mxsim.quantize(x, "mx9", axis=0, rounding="rtz")
+    t.save(path, element_stream="msb", scale_placement="interleaved")
+    assert main(["info", str(path)]) == 0
+    rows = info_rows(capsys.readouterr().out)
+    size = path.stat().st_size
+    digest = hashlib.sha256(split(path)[2]).hexdigest()
+    assert rows == {
+        "file": f"{path}: mxsim tensor file version 2, {size} bytes",
+        "format": "mx9: int8_sm elements, 16 per block, 144 bits per block",
+        "shape": "(40, 3)",
+        "block axis": "0, length 40: 9 blocks in all (the last one padded)",  # 3 columns x ceil(40/16)
+        "scale encoding": "one e8m0 code (8 bits) per block; 8 sub-scales of 1 bit(s) per block, one per 2 elements",
+        "tensor scale": "-",
+        "layout": "element_stream=msb, scale_placement=interleaved",
+        "payload": "162 bytes",  # 9 blocks x (8 + 8 + 16 x 8) bits
+        "options": "scale_rule=floor, rounding=rtz, rand_width=32, inf_policy=nan, flush_subnormal_inputs=False, "
+                   "partial_block=pad, int8_allow_neg2=False, nvfp4_scale_min=normal, nvfp4_arith=exact, "
+                   "nvfp4_tensor_scale=amax",
+        "checksum": f"SHA-256 of header and payload verified (payload {digest})",
+        "written by": f"mxsim {mxsim.__version__}",
+    }
+
+
+def test_cli_info_of_nvfp4_version_1_and_damaged_files(tmp_path, capsys):
+    path = tmp_path / "nv.mxt"
+    t = mxsim.quantize(np.array([[1e-3, 2.0, -7.0, 123.456] * 4], np.float32), "nvfp4")
+    fileformat.save(t, path, version=1)
+    assert main(["info", str(path)]) == 0
+    rows = info_rows(capsys.readouterr().out)
+    assert rows["file"] == f"{path}: mxsim tensor file version 1, {path.stat().st_size} bytes"
+    assert rows["checksum"] == "none: a version 1 file has no checksum"
+    assert rows["scale encoding"] == "one ue4m3 code (7 bits) per block; times one fp32 tensor scale"
+    s = t.tensor_scale
+    assert rows["tensor scale"] == f"{s.numerator}/{s.denominator} ({float(s):.7g})"
+    t.save(path)
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 1
+    path.write_bytes(bytes(data))
+    assert main(["info", str(path)]) == 2
+    assert capsys.readouterr().err == f"mxsim: error: {path}: payload checksum mismatch: the payload is damaged\n"
+    assert main(["info", str(path), "--codes"]) == 2
+    assert "--codes lists an element format's codes" in capsys.readouterr().err
+    assert main(["info", str(tmp_path / "none.mxt")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown format" in err and f"nor is '{tmp_path / 'none.mxt'}' a file" in err
