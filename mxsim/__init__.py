@@ -19,11 +19,11 @@ from .fast import decode, encode
 from .formats import BlockFormat, FloatFormat, IntFormat, format_names, get_format
 from .options import OVERFLOW_MODES, ROUNDING_MODES, SCALE_RULES, QuantizeOptions
 from .tensor import MXTensor, quantize
-from .fileformat import load
+from .fileformat import load, save
 from .options import Accumulator
 from .tensor_dot import DotResult, dot
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "encode",
@@ -38,6 +38,7 @@ __all__ = [
     "quantize",
     "MXTensor",
     "load",
+    "save",
     "dot",
     "DotResult",
     "Accumulator",

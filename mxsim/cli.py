@@ -3,10 +3,12 @@
 ``mxsim info``                 a table of every format of the catalogue
 ``mxsim info FORMAT``          the parameters and derived properties of one format
 ``mxsim info FORMAT --codes``  every code of an element format with its exact value
+``mxsim info FILE``            describe a tensor file (format, shape, block axis, scales, layout, options,
+                               checksum), after checking all of it
 ``mxsim quantize IN.npy OUT --format F [options]``   quantize an array into an mxsim tensor file
 ``mxsim dequantize IN OUT.npy [--dtype float32]``     decode an mxsim tensor file to an array
-``mxsim dot A B OUT.npy [--preset P] [accumulator flags] [--details OUT.npz]``   DotGeneral of two
-                               tensor files along their block axes
+``mxsim dot A B OUT.npy [--outer] [--preset P] [accumulator flags] [--details OUT.npz]``   DotGeneral of
+                               two tensor files along their block axes (--outer: (M,K) x (N,K) -> (M,N))
 ``mxsim golden generate DIR [--suite KIND --params JSON] [--seed N] [--level L] [--shard I/N]``
                                golden test vectors (default: the canonical collection) and DIR/index.json
 ``mxsim golden verify DIR``    recompute every vector with the reference model and check the suites
@@ -28,10 +30,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import __version__, ref
+from . import ref
+from ._version import __version__
 from .options import LayoutOptions, QuantizeOptions
 from .options.spec import Choice, Flag, options_of
-from .fileformat import atomic_write, load, save
+from .fileformat import atomic_write, load, read, save
 from .formats import ALIASES, FORMATS, format_names, get_format
 from .options import PRESETS, Accumulator
 from .golden import canonical as golden_canonical
@@ -133,12 +136,59 @@ def _codes(fmt) -> str:
 
 
 def _cmd_info(args) -> str:
-    if args.format is None:
+    if args.name is None:
         if args.codes:
             raise ValueError("--codes needs a FORMAT")
         return _summary()
-    fmt = get_format(args.format)
+    try:
+        fmt = get_format(args.name)
+    except ValueError as error:
+        if not os.path.exists(args.name):
+            raise ValueError(f"{error}; nor is {args.name!r} a file") from None
+        if args.codes:
+            raise ValueError(f"--codes lists an element format's codes; {args.name} is a file") from None
+        return _file_details(args.name)
     return _codes(fmt) if args.codes else _details(fmt)
+
+
+def _file_details(path) -> str:
+    """``mxsim info FILE``: what a tensor file holds, every check of :func:`mxsim.fileformat.read` passed."""
+    found = read(path)
+    t, header = found.tensor, found.header
+    fmt, layout = t.fmt, header["layout"]
+    length = t.shape[t.axis] if t.shape else 1
+    padded = " (the last one padded)" if length % fmt.block_size else ""
+    checksum = (
+        f"SHA-256 of header and payload verified (payload {found.checksum})"
+        if found.checksum
+        else "none: a version 1 file has no checksum"
+    )
+    rows = [
+        ("file", f"{path}: mxsim tensor file version {found.version}, {found.size} bytes"),
+        ("format", f"{fmt.name}: {fmt.element.name} elements, {fmt.block_size} per block, "
+                   f"{fmt.bits_per_block} bits per block"),
+        ("shape", str(t.shape)),
+        ("block axis", f"{t.axis}, length {length}: {t.scales.size} blocks in all{padded}"),
+        ("scale encoding", _scale_encoding(fmt)),
+        ("tensor scale", _show(t.tensor_scale)),
+        ("layout", f"element_stream={layout['element_stream']}, scale_placement={layout['scale_placement']}"),
+        ("payload", f"{header['payload_bytes']} bytes"),
+        ("options", ", ".join(f"{key}={value}" for key, value in t.options.as_dict().items())),
+        ("checksum", checksum),
+        ("written by", f"mxsim {header['mxsim_version']}"),
+    ]
+    return "\n".join(f"{key:15} {value}" for key, value in rows)
+
+
+def _scale_encoding(fmt) -> str:
+    """How a block format's scales are stored: the block scale, sub-scales, tensor scale."""
+    parts = [f"one {fmt.scale.name} code ({fmt.scale.width} bits) per block"]
+    if fmt.subblocks:
+        parts.append(f"{fmt.subblocks} sub-scales of {fmt.subscale_bits} bit(s) per block, "
+                     f"one per {fmt.subblock_size} elements")
+    if fmt.tensor_scale is not None:
+        parts.append(f"times one {fmt.tensor_scale.name} tensor scale")
+    return "; ".join(parts)
 
 
 def _load_array(path) -> np.ndarray:
@@ -182,7 +232,7 @@ def _cmd_dot(args) -> str:
     a, b = load(args.a), load(args.b)
     options = _given_options(args, Accumulator)
     acc = Accumulator.preset(args.preset, **options) if args.preset else Accumulator.from_kwargs(**options)
-    result = dot(a, b, acc, details=True)
+    result = dot(a, b, acc, outer=args.outer, details=True)
     if args.details:  # written first, and removed again if the results cannot be written
         register = result.accumulator
         if register.dtype == object:  # wider than int64: exact decimal strings
@@ -305,12 +355,39 @@ def _given_options(args, options_class) -> dict:
     return {o.name: getattr(args, o.name) for o in options_of(options_class) if o.cli and getattr(args, o.name) is not None}
 
 
+DOT_DESCRIPTION = """\
+Dot products of A and B along their block axes (the --axis each was quantized along), through the
+datapath model: the block axes must have the same length and the formats the same block size.
+
+Shapes. The other axes of A and B, in their stored order (the original order with the block axis
+removed), broadcast NumPy-style; K is the block axis:
+  A (M, K)    and B (M, K) -> (M,)     row i of A with row i of B
+  A (M, K)    and B (K,)   -> (M,)     every row of A with B
+  A (M, 1, K) and B (N, K) -> (M, N)   every row of A with every row of B
+  A (M, K)    and B (N, K) -> an error unless M == N or one is 1; with --outer: (M, N) = A @ B^T
+--outer pairs every row of A with every row of B: the result has A's non-block axes followed by B's.
+"""
+
+
+def _format_name(text: str) -> str:
+    """A --format value as the catalogue spells it (case-insensitive, as mxsim.get_format); an
+    unknown name is passed on unchanged for argparse to refuse with the list of choices."""
+    try:
+        return get_format(text, kind="block").name
+    except ValueError:
+        return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="mxsim", description="Bit-accurate MX number format simulator.")
     parser.add_argument("--version", action="version", version=f"mxsim {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    info = commands.add_parser("info", help="list formats, or describe one")
-    info.add_argument("format", nargs="?", help="a format name (default: a table of all)")
+    info = commands.add_parser("info", help="list formats, describe one, or describe a tensor file",
+                               description="Without an argument: a table of every format. With a format name "
+                               "(any case, or an alias): its parameters. With a tensor file: its format, shape, block "
+                               "axis, scale encoding, layout, options and checksum status, after checking all of it.")
+    info.add_argument("name", nargs="?", metavar="FORMAT|FILE",
+                      help="a format name, or an mxsim tensor file (default: a table of all formats)")
     info.add_argument("--codes", action="store_true", help="list every code of the format with its exact value")
     info.set_defaults(run=_cmd_info)
 
@@ -318,8 +395,8 @@ def build_parser() -> argparse.ArgumentParser:
     quant = commands.add_parser("quantize", help="quantize a .npy array into an mxsim tensor file")
     quant.add_argument("input", metavar="IN.npy", help="float16/bfloat16/float32/float64 array")
     quant.add_argument("output", metavar="OUT", help="mxsim tensor file to write (atomically)")
-    quant.add_argument("--format", required=True, choices=block_names, metavar="FORMAT",
-                       help=f"block format: {', '.join(block_names)}")
+    quant.add_argument("--format", required=True, type=_format_name, choices=block_names, metavar="FORMAT",
+                       help=f"block format, in any case: {', '.join(block_names)}")
     quant.add_argument("--axis", type=int, default=-1, help="the axis blocks run along (default: -1)")
     quant.add_argument("--rand-bits", metavar="RAND.npy", help="integer random words of the input's shape "
                        "(for --rounding stochastic)")
@@ -334,10 +411,14 @@ def build_parser() -> argparse.ArgumentParser:
                          help="output dtype (default: float32)")
     dequant.set_defaults(run=_cmd_dequantize)
 
-    dot = commands.add_parser("dot", help="DotGeneral of two mxsim tensor files along their block axes")
+    dot = commands.add_parser("dot", help="DotGeneral of two mxsim tensor files along their block axes",
+                              description=DOT_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     dot.add_argument("a", metavar="A", help="mxsim tensor file")
     dot.add_argument("b", metavar="B", help="mxsim tensor file (same block-axis length and block size)")
     dot.add_argument("out_path", metavar="OUT.npy", help=".npy file of the results (float32; float16 for --output fp16)")
+    dot.add_argument("--outer", action="store_true",
+                     help="every row of A against every row of B: A's non-block axes followed by B's, "
+                          "(M,K) x (N,K) -> (M,N) = A @ B^T (default: broadcast, see above)")
     dot.add_argument("--preset", choices=tuple(PRESETS), default=None,
                      help="start from a named accumulator (default: the contract's defaults); flags override fields")
     dot.add_argument("--details", metavar="OUT.npz",

@@ -179,13 +179,6 @@ class MXTensor:
     def __repr__(self) -> str:
         return f"MXTensor({self.fmt.name}, shape={self.shape}, axis={self.axis}, blocks={self.scales.size})"
 
-    def save(self, path, **layout) -> None:
-        """Write this tensor to ``path`` (see :func:`mxsim.fileformat.save`; ``layout``:
-        element_stream='lsb'|'msb'|'bytes', scale_placement='separate'|'interleaved')."""
-        from .fileformat import save
-
-        save(self, path, **layout)
-
 
 def quantize(x, fmt, axis: int = -1, rand_bits=None, **options) -> MXTensor:
     """Quantize ``x`` along ``axis`` into an :class:`MXTensor` (see :meth:`MXTensor.quantize`)."""

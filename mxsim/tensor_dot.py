@@ -49,7 +49,8 @@ def _accumulator(accumulator) -> Accumulator:
     return accumulator
 
 
-def _lead_shape(a: MXTensor, b: MXTensor) -> tuple:
+def _check_operands(a, b) -> None:
+    """Two MXTensors of one block size whose block axes have the same length."""
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, MXTensor):
             raise ValueError(f"{name} must be an MXTensor (see mxsim.quantize), not {type(t).__name__}")
@@ -61,12 +62,41 @@ def _lead_shape(a: MXTensor, b: MXTensor) -> tuple:
     length_a = a.shape[a.axis] if a.shape else 1
     length_b = b.shape[b.axis] if b.shape else 1
     if length_a != length_b:
-        raise ValueError(f"the block axes have lengths {length_a} (a, axis {a.axis}) and {length_b} (b, axis {b.axis}); they must match")
+        raise ValueError(
+            f"the block axes have lengths {length_a} (a, axis {a.axis}) and {length_b} (b, axis {b.axis}); "
+            "they must match"
+        )
+
+
+def _with_unit_axes(t: MXTensor, before: int, after: int) -> MXTensor:
+    """``t`` with ``before`` axes of length 1 ahead of its non-block axes and ``after`` behind
+    them, the block axis last: the same codes, viewed for an outer product."""
+    lead = t.codes.shape[:-1]
+    length = t.shape[t.axis] if t.shape else 1
+
+    def view(array, tail):
+        return array.reshape((1,) * before + lead + (1,) * after + tail)
+
+    subscales = None if t.subscales is None else view(t.subscales, t.subscales.shape[-2:])
+    shape = (1,) * before + lead + (1,) * after + (length,)
+    codes, scales = view(t.codes, t.codes.shape[-1:]), view(t.scales, t.scales.shape[-1:])
+    return MXTensor(t.fmt, scales, codes, shape, len(shape) - 1, t.options, subscales, t.tensor_scale)
+
+
+def _outer(a: MXTensor, b: MXTensor) -> tuple[MXTensor, MXTensor]:
+    """a and b viewed so that their non-block axes broadcast to a's followed by b's."""
+    before, after = a.codes.ndim - 1, b.codes.ndim - 1
+    return _with_unit_axes(a, 0, after), _with_unit_axes(b, before, 0)
+
+
+def _lead_shape(a: MXTensor, b: MXTensor) -> tuple:
+    """The broadcast shape of the operands' non-block axes."""
     try:
         return np.broadcast_shapes(a.codes.shape[:-1], b.codes.shape[:-1])
     except ValueError:
         raise ValueError(
-            f"the non-block axes of a {a.codes.shape[:-1]} and b {b.codes.shape[:-1]} do not broadcast"
+            f"the non-block axes of a {a.codes.shape[:-1]} and b {b.codes.shape[:-1]} do not broadcast; "
+            "to pair every row of a with every row of b, use outer=True (mxsim dot --outer)"
         ) from None
 
 
@@ -94,19 +124,27 @@ def _operand(t: MXTensor, lead: tuple) -> Operand:
     return Operand(t.fmt, scales, subscales, codes, t.tensor_scale)
 
 
-def dot(a: MXTensor, b: MXTensor, accumulator=None, *, details: bool = False):
+def dot(a: MXTensor, b: MXTensor, accumulator=None, *, outer: bool = False, details: bool = False):
     """DotGeneral of ``a`` and ``b`` along their block axes, through the datapath model.
 
     The block axes must have the same length and the formats the same block size (mixed element
     types are fine); the other axes broadcast against each other, NumPy style, in the order the
     tensors store them (the original order with the block axis removed): a (M, 1, K) and b (N, K)
-    give (M, N). ``accumulator``: an :class:`~mxsim.options.accumulate.Accumulator`, a preset name
-    (``Accumulator.preset``), or None for the contract's defaults.
+    give (M, N); a (M, K) and b (M, K) give (M,), row by row. ``outer=True`` pairs every row of
+    ``a`` with every row of ``b`` instead: the result has a's non-block axes followed by b's, so
+    a (M, K) and b (N, K) give (M, N), the matrix product a @ b^T. ``accumulator``: an
+    :class:`~mxsim.options.accumulate.Accumulator`, a preset name (``Accumulator.preset``), or None for
+    the contract's defaults.
 
     Returns the results (see :class:`DotResult` for dtypes), or a :class:`DotResult` with the
     per-block registers if ``details``.
     """
     acc = _accumulator(accumulator)
+    _check_operands(a, b)
+    if not isinstance(outer, bool):
+        raise ValueError(f"outer={outer!r} is not allowed; expected True or False")
+    if outer:
+        a, b = _outer(a, b)
     lead = _lead_shape(a, b)
     rows = int(np.prod(lead, dtype=np.int64))
     n_blocks = a.scales.shape[-1] if a.scales.ndim else 1

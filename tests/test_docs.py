@@ -7,7 +7,10 @@
    outputs with the installed ml_dtypes, torch, gfloat, torchao and mxsim.
 3. The QSNR figure script writes an SVG and a table, byte-reproducibly for equal arguments, and
    the committed table is what the script computes.
-4. The ``pycon`` examples of the quick start, the custom-format, testing and interop pages run as doctests.
+4. The ``pycon`` examples of the quick start, the custom-format, testing and interop pages run as doctests;
+   the README's python snippets run, and its links resolve inside the repository.
+
+The command-line page is each command's ``--help``; the API page opens with quantize, encode, dot.
 """
 
 from __future__ import annotations
@@ -171,6 +174,38 @@ def test_datapath_page_has_the_diagram(site):
     assert 'class="mermaid"' in text and "W-bit register" in text and "across blocks" in text
 
 
+def code_blocks(fragment: str) -> list[str]:
+    """The text of every <pre> block of an HTML fragment, tags removed."""
+    return [html.unescape(re.sub(r"<[^>]+>", "", block)) for block in re.findall(r"<pre.*?</pre>", fragment, re.S)]
+
+
+def test_cli_page_is_every_commands_help(site, capsys, monkeypatch):
+    """Each section of the command-line page is exactly what `mxsim ... --help` prints at 100
+    columns (argparse reads COLUMNS), and every command and subcommand has its section."""
+    from mxsim.cli import main
+
+    text = page(site, "cli")
+    anchors = re.findall(r'<h2 id="(mxsim[a-z-]*)"', text)
+    required = ["mxsim", "mxsim-info", "mxsim-quantize", "mxsim-dequantize", "mxsim-dot", "mxsim-golden",
+                "mxsim-golden-generate", "mxsim-golden-verify"]
+    assert set(required) <= set(anchors) and len(anchors) == len(set(anchors))
+    monkeypatch.setenv("COLUMNS", "102")
+    for anchor in anchors:
+        with pytest.raises(SystemExit):
+            main(anchor.split("-")[1:] + ["--help"])
+        shown = code_blocks(section(text, anchor))
+        assert shown == [capsys.readouterr().out.rstrip() + "\n"], anchor
+    assert 'href="cli/"' in (site / "index.html").read_text()  # the home page links the reference
+
+
+def test_api_page_opens_with_quantize_encode_dot(site):
+    text = page(site, "api/mxsim")
+    documented = re.findall(r'<h[23] id="(mxsim\.[A-Za-z_.]+)"', text)
+    top = [name for name in documented if name.count(".") == 1 or name.startswith("mxsim.fast.")]
+    assert top[:4] == ["mxsim.quantize", "mxsim.fast.encode.encode", "mxsim.fast.decode.decode", "mxsim.dot"], top
+    assert top.index("mxsim.ROUNDING_MODES") > top.index("mxsim.get_format") > top.index("mxsim.load")
+
+
 # --------------------------------------------------------------------------------------------------
 # 2. The comparison examples, run
 
@@ -229,6 +264,39 @@ def test_qsnr_commentary_quotes_the_table():
 
 # --------------------------------------------------------------------------------------------------
 # 4. Doctests of the pages
+
+
+def test_readme_python_examples_run(tmp_path, monkeypatch):
+    """The README's python snippets run in order, in one namespace (each continues the one before),
+    with nothing undefined; the one that shows a CheckFailure in comments raises exactly that."""
+    from mxsim.strategies import CheckFailure
+
+    monkeypatch.chdir(tmp_path)  # a snippet saves w.mxt
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
+    assert len(blocks) >= 4
+    namespace = {}
+    for i, block in enumerate(blocks):
+        code = compile(block, f"README.md python block {i}", "exec")
+        shown = re.search(r"^# CheckFailure: (.*(?:\n#   .*)*)", block, re.M)
+        if shown is None:
+            exec(code, namespace)
+            continue
+        with pytest.raises(CheckFailure) as failure:
+            exec(code, namespace)
+        assert str(failure.value) == shown.group(1).replace("\n# ", "\n")
+
+
+def test_readme_links_and_opening():
+    """Relative links point into the repository; the opening says to make a virtual environment
+    before the first pip install."""
+    text = (ROOT / "README.md").read_text()
+    links = [target for target in re.findall(r"\]\(([^)#]+)", text) if "://" not in target]
+    assert links
+    for target in links:
+        path = (ROOT / target).resolve()
+        assert path.is_relative_to(ROOT) and path.exists(), target
+    assert "conventions.md" not in text
+    assert text.index("python3 -m venv .venv && . .venv/bin/activate") < text.index("pip install -e .")
 
 
 @pytest.mark.parametrize("name", ["index.md", "formats/custom.md", "testing.md", "interop.md"])

@@ -466,8 +466,8 @@ def test_cli_details_wide_register_as_decimal_strings(tensor_files, capsys):
 def test_cli_dot_of_files_written_by_mxtensor_save(tmp_path, capsys, layout):
     a = mxsim.quantize(gaussian((2, 48), 30), "mx9")
     b = mxsim.quantize(gaussian((48,), 31), "mx6")
-    a.save(tmp_path / "a.mx", **layout)
-    b.save(tmp_path / "b.mx", **layout)
+    mxsim.save(a, tmp_path / "a.mx", **layout)
+    mxsim.save(b, tmp_path / "b.mx", **layout)
     acc = Accumulator(mode="aligned", frac_bits=7, width=12, output="fp16")
     code, _, err = run_cli(capsys, "dot", tmp_path / "a.mx", tmp_path / "b.mx", tmp_path / "out.npy", "--mode", "aligned",
                            "--frac-bits", "7", "--width", "12", "--output", "fp16", "--details", tmp_path / "d.npz")
@@ -541,3 +541,75 @@ def test_cli_failed_details_write_leaves_no_output(tensor_files, capsys):
     code, out, err = run_cli(capsys, "dot", t / "x.mx", t / "y.mx", t / "out.npy", "--details", t / "nodir" / "d.npz")
     assert_one_line_error(code, out, err, "nodir")
     assert not (t / "out.npy").exists()
+
+
+# --- outer products: (M, K) x (N, K) -> (M, N) -----------------------------------------------------
+def outer_reference(a: MXTensor, b: MXTensor, acc: Accumulator) -> dict:
+    """{(i..., j...): output code} for every row i of a and every row j of b, from the reference."""
+    rows_a, rows_b = a.codes.shape[:-1], b.codes.shape[:-1]
+    return {
+        i + j: ref_dot.dot_general(tensor_blocks(a, i), tensor_blocks(b, j), a.fmt, b.fmt, acc,
+                                   tensor_scale_a=a.tensor_scale, tensor_scale_b=b.tensor_scale).code
+        for i in np.ndindex(*rows_a) for j in np.ndindex(*rows_b)
+    }
+
+
+@pytest.mark.parametrize("shape_a, axis_a, shape_b, fmt_a, fmt_b, lead", [
+    ((3, 70), -1, (2, 70), "mxfp8_e4m3", "mxfp8_e5m2", (3, 2)),
+    ((70, 3), 0, (2, 70), "mx9", "mx6", (3, 2)),           # a blocked along axis 0: its rows are columns
+    ((2, 3, 40), -1, (4, 40), "nvfp4", "nvfp4", (2, 3, 4)),
+    ((3, 40), -1, (3, 40), "mxint8", "mxfp4_e2m1", (3, 3)),  # M == N: outer, not row by row
+    ((40,), -1, (2, 40), "msfp16", "msfp12", (2,)),
+])
+def test_outer_pairs_every_row_of_a_with_every_row_of_b(shape_a, axis_a, shape_b, fmt_a, fmt_b, lead):
+    a = mxsim.quantize(gaussian(shape_a, 40, spread=3), fmt_a, axis=axis_a)
+    b = mxsim.quantize(gaussian(shape_b, 41), fmt_b)
+    acc = Accumulator(mode="aligned", frac_bits=9, width=20, output="bf16")
+    got = mxsim.dot(a, b, acc, outer=True, details=True)
+    assert got.values.shape == got.bits.shape == lead and got.accumulator.shape == lead + (a.scales.shape[-1],)
+    want = outer_reference(a, b, acc)
+    assert sorted(want) == sorted(np.ndindex(*lead))
+    for index, code in want.items():
+        assert int(got.bits[index]) == code, index
+    assert np.array_equal(mxsim.dot(a, b, acc, outer=True), got.values)
+
+
+def test_outer_of_matrices_is_the_matrix_product():
+    """Independent of the datapath: with the exact preset, fp32 of the float64 product A @ B^T."""
+    x, y = gaussian((5, 64), 42, spread=2), gaussian((3, 64), 43)
+    a, b = mxsim.quantize(x, "mxfp8_e4m3"), mxsim.quantize(y, "mxfp8_e4m3")
+    va, vb = a.dequantize(np.float64), b.dequantize(np.float64)
+    for i in range(5):
+        for j in range(3):
+            exact_float64_dot(va[i], vb[j])
+    assert np.array_equal(mxsim.dot(a, b, "exact", outer=True), (va @ vb.T).astype(np.float32))
+    with pytest.raises(ValueError, match=r"do not broadcast; to pair every row of a with every row of b, use "
+                                         r"outer=True \(mxsim dot --outer\)"):
+        mxsim.dot(a, b)
+    with pytest.raises(ValueError, match="outer=1 is not allowed; expected True or False"):
+        mxsim.dot(a, b, outer=1)
+
+
+def test_cli_dot_outer(tmp_path, capsys):
+    np.save(tmp_path / "x.npy", gaussian((4, 70), 44, spread=2))
+    np.save(tmp_path / "y.npy", gaussian((3, 70), 45))
+    for src, fmt in (("x", "mxfp8_e4m3"), ("y", "mxfp8_e5m2")):
+        assert main(["quantize", str(tmp_path / f"{src}.npy"), str(tmp_path / f"{src}.mx"), "--format", fmt]) == 0
+    capsys.readouterr()
+    code, out, err = run_cli(capsys, "dot", tmp_path / "x.mx", tmp_path / "y.mx", tmp_path / "out.npy")
+    assert_one_line_error(code, out, err, "do not broadcast", "--outer")
+    code, out, err = run_cli(capsys, "dot", tmp_path / "x.mx", tmp_path / "y.mx", tmp_path / "out.npy", "--outer",
+                             "--preset", "hopper_fp8_like")
+    assert code == 0 and err == "" and "(4, 3)" in out
+    bits = np.load(tmp_path / "out.npy").view(np.uint32)
+    want = outer_reference(mxsim.load(tmp_path / "x.mx"), mxsim.load(tmp_path / "y.mx"), PRESETS["hopper_fp8_like"])
+    assert {index: int(bits[index]) for index in np.ndindex(4, 3)} == want
+
+
+def test_cli_dot_help_explains_broadcasting(capsys):
+    with pytest.raises(SystemExit):
+        main(["dot", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for needle in ("A (M, K) and B (M, K) -> (M,)", "A (M, 1, K) and B (N, K) -> (M, N)",
+                   "with --outer: (M, N) = A @ B^T", "(M,K) x (N,K) -> (M,N)", "broadcast NumPy-style"):
+        assert needle in text, needle

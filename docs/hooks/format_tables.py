@@ -19,6 +19,8 @@ rendered (and which GitHub's markdown view simply hides):
   :mod:`mxsim.options` (the one place each option lives).
 * ``<!-- mxsim:comparison LIBRARY -->``: the rows of ``comparison_examples.py`` for one library
   (the same examples ``tests/test_docs.py`` runs).
+* ``<!-- mxsim:cli-reference -->``: every command's ``--help``, from the argument parser
+  (``cli_reference.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import re
 import textwrap
 from fractions import Fraction
 
+import cli_reference
 import comparison_examples
 
 import mxsim
@@ -600,4 +603,5 @@ RENDERERS = {
     "comparison": render_comparison,
     "encode-examples": render_encode_examples,
     "block-examples": render_block_examples,
+    "cli-reference": lambda args: cli_reference.render(),
 }

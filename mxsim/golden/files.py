@@ -40,7 +40,7 @@ from pathlib import Path, PurePosixPath
 
 from tqdm import tqdm
 
-from .. import __version__
+from .._version import __version__
 from ..fileformat import atomic_write
 from . import limits
 from .classes import CLASSES, ORIGIN_MASK, class_names, flag_bits
