@@ -274,6 +274,8 @@ def _cmd_golden_generate(args) -> str:
         directories = generate_suites(suites, args.out, args.seed, args.level, shard, progress, args.npz)
     except GenerationInterrupted as interrupt:
         _interrupted(str(interrupt))
+    except KeyboardInterrupt:  # before the first suite was begun
+        _interrupted(f"no suite was written (only {args.out}/{INDEX} may have been updated)")
     vectors = sum(json.loads((d / "manifest.json").read_text())["count"] for d in directories)
     return f"{args.out}: {len(directories)} suite(s), {vectors} vectors"
 
