@@ -1,0 +1,152 @@
+"""Dequantization options of the numerics contract (conventions.md section 3.1): MX -> float.
+
+Every output value is element * scale (times s_t for NVFP4), computed exactly and rounded once,
+nearest-even, to the output type. :class:`DequantizeOptions` names the choices real designs make
+beyond that; the defaults are the contract's. A design may make them differently per output type
+(pulp-platform iDMA v0.7.0 flushes and saturates its FP32 output, while its FP16 output keeps the
+defaults), so the options are chosen **per output type**: pass one :class:`DequantizeOptions`, or a
+mapping ``{output type: DequantizeOptions}`` such as :data:`IDMA_DEQUANTIZE`, and
+:func:`options_for` picks the entry of the output being produced.
+
+Output types (:data:`OUTPUTS`; NumPy / ml_dtypes spellings and short names are accepted):
+
+* ``float32`` (IEEE binary32), ``float16`` (binary16), ``bfloat16`` (8 exponent, 7 mantissa bits);
+* ``float64``: exact for every MX value, so ``dequant_overflow`` and ``dequant_ftz`` never act;
+  ``dequant_nan`` does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+
+from .policy import check_choice, options_from_kwargs
+
+__all__ = [
+    "DequantizeOptions",
+    "DEQUANT_CHOICES",
+    "OUTPUTS",
+    "IDMA_DEQUANTIZE",
+    "output_name",
+    "per_output",
+    "options_for",
+]
+
+# output type -> the mxsim float format of its bits
+OUTPUTS = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64"}
+_OUTPUT_ALIASES = {"fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp64": "float64"}
+DEQUANT_CHOICES = {
+    "dequant_overflow": ("inf", "saturate"),
+    "dequant_nan": ("keep_sign", "canonical"),
+}
+
+
+@dataclass(frozen=True)
+class DequantizeOptions:
+    """How one output type is produced from MX codes (conventions.md section 3.1).
+
+    * ``dequant_overflow``: ``inf`` (default: a finite value beyond the output's largest finite
+      magnitude after rounding gives +-Inf) | ``saturate`` (it gives +-largest finite). An Inf
+      element (MXFP8 E5M2) stays +-Inf under both, as in iDMA's RTL.
+    * ``dequant_ftz``: False (default: subnormal results are kept) | True (a result that is
+      subnormal after rounding becomes a zero of its sign; a value that rounds up to the smallest
+      normal stays normal).
+    * ``dequant_nan``: ``keep_sign`` (default: a NaN element gives the output's quiet NaN with the
+      element's sign bit) | ``canonical`` (every NaN is the positive quiet NaN: 0x7FC00000, 0x7E00,
+      0x7FC0, 0x7FF8000000000000). A NaN scale (E8M0 0xFF, UE4M3 0x7F) gives the positive quiet
+      NaN for every element of its block under both: the scale has no sign.
+
+    -0 elements give -0; zero times any finite scale is a zero of the element's sign.
+    """
+
+    dequant_overflow: str = "inf"
+    dequant_ftz: bool = False
+    dequant_nan: str = "keep_sign"
+
+    def __post_init__(self) -> None:
+        for name, allowed in DEQUANT_CHOICES.items():
+            check_choice(name, getattr(self, name), allowed)
+        if not isinstance(self.dequant_ftz, bool):
+            raise ValueError(f"dequant_ftz={self.dequant_ftz!r} is not allowed; expected True or False")
+
+    @classmethod
+    def from_kwargs(cls, **kwargs) -> "DequantizeOptions":
+        """Build from keyword options, naming any unknown option and listing the known ones."""
+        return options_from_kwargs(cls, kwargs, "dequantize ")
+
+    @property
+    def is_default(self) -> bool:
+        return self == DequantizeOptions()
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def output_name(dtype) -> str:
+    """The output type's name in :data:`OUTPUTS` from a name (``"float16"``, ``"fp16"``,
+    ``"bf16"``, ...), a NumPy dtype or type, or ml_dtypes' bfloat16; ValueError otherwise."""
+    if isinstance(dtype, str):
+        key = dtype.strip().lower()
+        name = _OUTPUT_ALIASES.get(key, key)
+    else:
+        try:
+            name = np.dtype(dtype).name
+        except TypeError:
+            name = repr(dtype)
+    if name not in OUTPUTS:
+        raise ValueError(f"dtype={dtype!r} is not allowed; expected one of: {', '.join(OUTPUTS)}")
+    return name
+
+
+def per_output(mapping: Mapping) -> Mapping[str, DequantizeOptions]:
+    """A read-only ``{output name: DequantizeOptions}`` from a mapping whose keys are anything
+    :func:`output_name` reads and whose values are DequantizeOptions or dicts of their fields."""
+    result = {}
+    for key, value in mapping.items():
+        name = output_name(key)
+        if name in result:
+            raise ValueError(f"output type {name!r} is given twice in the per-output options")
+        if isinstance(value, Mapping):
+            value = DequantizeOptions.from_kwargs(**value)
+        if not isinstance(value, DequantizeOptions):
+            raise ValueError(f"options for {name!r} must be DequantizeOptions or a dict, got {type(value).__name__}")
+        result[name] = value
+    return MappingProxyType(result)
+
+
+def options_for(output, options=None, **overrides) -> DequantizeOptions:
+    """The DequantizeOptions an output type is produced with.
+
+    ``options``: None (the defaults), one DequantizeOptions (for whatever output is asked), or a
+    per-output mapping (see :func:`per_output`; an output type it does not name gets the
+    defaults). ``overrides``: DequantizeOptions fields that replace the chosen entry's."""
+    name = output_name(output)
+    if options is None:
+        chosen = DequantizeOptions()
+    elif isinstance(options, DequantizeOptions):
+        chosen = options
+    elif isinstance(options, Mapping):
+        chosen = per_output(options).get(name, DequantizeOptions())
+    else:
+        raise ValueError(
+            f"options must be DequantizeOptions or a mapping output type -> DequantizeOptions, got {type(options).__name__}"
+        )
+    if overrides:
+        DequantizeOptions.from_kwargs(**overrides)  # names unknown fields
+        chosen = replace(chosen, **overrides)
+    return chosen
+
+
+#: pulp-platform iDMA v0.7.0's dequantizer (MXFP8 E5M2 -> FP32 or FP16; conventions.md 6.1): the
+#: FP32 output flushes subnormals, saturates and gives 0x7FC00000 for every NaN; the FP16 output
+#: keeps the defaults except the canonical NaN 0x7E00. (Its scale bytes are int8 exponents:
+#: ``scale_encoding="int8_exponent"``.)
+IDMA_DEQUANTIZE = per_output(
+    {
+        "float32": DequantizeOptions(dequant_overflow="saturate", dequant_ftz=True, dequant_nan="canonical"),
+        "float16": DequantizeOptions(dequant_nan="canonical"),
+    }
+)
