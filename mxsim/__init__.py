@@ -3,7 +3,8 @@
 Public surface:
 
 * formats: :func:`get_format`, :class:`FloatFormat`, :class:`IntFormat`, :class:`BlockFormat`;
-* arrays (fast path): :func:`encode`, :func:`decode`, :func:`quantize` -> :class:`MXTensor`;
+* arrays (fast path): :func:`encode`, :func:`decode`, :func:`quantize` -> :class:`MXTensor`, and
+  back with ``MXTensor.dequantize(dtype, options)`` under :class:`DequantizeOptions`;
 * the dot-product datapath: :func:`dot` of two MXTensors, configured by :class:`Accumulator`;
 * the integer-only reference model: :mod:`mxsim.ref` (``ref.encode``, ``ref.decode``);
 * golden vectors for RTL testbenches: :mod:`mxsim.golden` (and ``mxsim golden generate``).
@@ -18,6 +19,7 @@ from . import ref
 from .fast import decode, encode
 from .formats import BlockFormat, FloatFormat, IntFormat, format_names, get_format
 from .block_policy import SCALE_RULES, QuantizeOptions
+from .dequant_policy import DequantizeOptions
 from .policy import OVERFLOW_MODES, ROUNDING_MODES
 from .tensor import MXTensor, quantize
 from .fileformat import load
@@ -43,6 +45,7 @@ __all__ = [
     "DotResult",
     "Accumulator",
     "QuantizeOptions",
+    "DequantizeOptions",
     "SCALE_RULES",
     "ref",
     "__version__",
