@@ -14,8 +14,9 @@ rendered (and which GitHub's markdown view simply hides):
   ``FloatFormat``, ``IntFormat`` and ``BlockFormat`` in scope).
 * ``<!-- mxsim:value-grid NAME -->``: the compact grid alone.
 * ``<!-- mxsim:block-table NAME [NAME ...] -->``: block formats, from ``BlockFormat.describe()``.
-* ``<!-- mxsim:options encode|quantize|accumulator -->``: every option with its default and its
-  allowed values, read from ``mxsim.encode``'s signature, ``QuantizeOptions`` and ``Accumulator``.
+* ``<!-- mxsim:options encode|quantize|dequantize|accumulator -->``: every option with its default
+  and its allowed values, read from ``mxsim.encode``'s signature, ``QuantizeOptions``,
+  ``DequantizeOptions`` and ``Accumulator``.
   An option without a description here fails the build, so a new option cannot go undocumented.
 * ``<!-- mxsim:comparison LIBRARY -->``: the rows of ``comparison_examples.py`` for one library
   (the same examples ``tests/test_docs.py`` runs).
@@ -35,6 +36,7 @@ import mxsim
 from mxsim import ref
 from mxsim.accumulator import ACCUMULATOR_CHOICES, PRESETS, Accumulator
 from mxsim.block_policy import OPTION_CHOICES, QuantizeOptions
+from mxsim.dequant_policy import DEQUANT_CHOICES, DequantizeOptions
 from mxsim.formats import BlockFormat, FloatFormat, IntFormat
 
 PLACEHOLDER = re.compile(r"<!--\s*mxsim:([a-z-]+)\s*(.*?)\s*-->", re.DOTALL)
@@ -463,6 +465,15 @@ QUANTIZE_OPTIONS = {
     "nvfp4_arith": ("2.2", "`exact`, or `fp32_steps`: every intermediate rounded to fp32 in torchao's order"),
     "nvfp4_tensor_scale": ("2.2", "`amax`: s_t = fp32(amax / (6 × 448)); `none`: s_t = 1"),
 }
+DEQUANTIZE_OPTIONS = {
+    "dequant_overflow": ("3.1", (
+        "a finite value beyond the output's largest finite magnitude after rounding: `inf` gives ±Inf, `saturate` "
+        "±max finite (an Inf element stays ±Inf)")),
+    "dequant_ftz": ("3.1", "a result that is subnormal after rounding becomes a zero of its sign"),
+    "dequant_nan": ("3.1", (
+        "`keep_sign`: a NaN element gives the output's quiet NaN with the element's sign; `canonical`: always +qNaN "
+        "(0x7FC00000, 0x7E00, 0x7FC0). A NaN scale gives +qNaN for its whole block under both")),
+}
 ACCUMULATOR_OPTIONS = {
     "mode": ("4", "`exact` unbounded integer sum; `aligned` fixed-point register; `fp32_sequential` fp32 FMA chain"),
     "frac_bits": ("4", "F: the register LSB weighs 2^(anchor - F) (`aligned` only, required there)"),
@@ -511,6 +522,9 @@ def render_options(args: str) -> str:
     if kind == "quantize":
         items = [(f.name, f.default) for f in dataclasses.fields(QuantizeOptions)]
         return table(header, _option_rows(items, QUANTIZE_OPTIONS, OPTION_CHOICES, ranges)) + "\n"
+    if kind == "dequantize":
+        items = [(f.name, f.default) for f in dataclasses.fields(DequantizeOptions)]
+        return table(header, _option_rows(items, DEQUANTIZE_OPTIONS, DEQUANT_CHOICES, ranges)) + "\n"
     if kind == "accumulator":
         items = [(f.name, f.default) for f in dataclasses.fields(Accumulator)]
         return table(header, _option_rows(items, ACCUMULATOR_OPTIONS, ACCUMULATOR_CHOICES, ranges)) + "\n"
