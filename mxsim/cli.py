@@ -4,7 +4,8 @@
 ``mxsim info FORMAT``          the parameters and derived properties of one format
 ``mxsim info FORMAT --codes``  every code of an element format with its exact value
 ``mxsim quantize IN.npy OUT --format F [options]``   quantize an array into an mxsim tensor file
-``mxsim dequantize IN OUT.npy [--dtype float32]``     decode an mxsim tensor file to an array
+``mxsim dequantize IN OUT.npy [--dtype float32|float16|float64] [--dequant-overflow ...]``   decode an
+                               mxsim tensor file to an array, under DequantizeOptions
 ``mxsim dot A B OUT.npy [--preset P] [accumulator flags] [--details OUT.npz]``   DotGeneral of two
                                tensor files along their block axes
 ``mxsim golden generate DIR [--suite KIND --params JSON] [--seed N] [--level L] [--shard I/N]``
@@ -29,6 +30,7 @@ import numpy as np
 from . import __version__, ref
 from .block_policy import OPTION_CHOICES
 from .block_policy import QuantizeOptions
+from .dequant_policy import DEQUANT_CHOICES, DequantizeOptions
 from .fileformat import atomic_write, load, save
 from .formats import ALIASES, FORMATS, format_names, get_format
 from .formats.packing import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, ELEMENT_STREAMS, SCALE_PLACEMENTS
@@ -162,7 +164,7 @@ def _cmd_quantize(args) -> str:
 
 def _cmd_dequantize(args) -> str:
     tensor = load(args.input)
-    values = tensor.dequantize(args.dtype)
+    values = tensor.dequantize(args.dtype, **_given_options(args, DequantizeOptions))
     _save_npy(args.output, values)
     return f"{args.output}: {values.dtype} array of shape {values.shape} from {tensor.fmt.name}"
 
@@ -297,8 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
     dequant = commands.add_parser("dequantize", help="decode an mxsim tensor file to a .npy array")
     dequant.add_argument("input", metavar="IN", help="mxsim tensor file")
     dequant.add_argument("output", metavar="OUT.npy", help=".npy file to write (atomically; no suffix is added)")
-    dequant.add_argument("--dtype", choices=("float32", "float64"), default="float32",
+    dequant.add_argument("--dtype", choices=("float32", "float16", "float64"), default="float32",
                          help="output dtype (default: float32)")
+    _add_option_flags(dequant, DequantizeOptions, DEQUANT_CHOICES)
     dequant.set_defaults(run=_cmd_dequantize)
 
     dot = commands.add_parser("dot", help="DotGeneral of two mxsim tensor files along their block axes")

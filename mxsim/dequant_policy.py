@@ -104,8 +104,14 @@ def output_name(dtype) -> str:
 def per_output(mapping: Mapping) -> Mapping[str, DequantizeOptions]:
     """A read-only ``{output name: DequantizeOptions}`` from a mapping whose keys are anything
     :func:`output_name` reads and whose values are DequantizeOptions or dicts of their fields."""
+    fields = set(DequantizeOptions.__dataclass_fields__)
     result = {}
     for key, value in mapping.items():
+        if key in fields:
+            raise ValueError(
+                f"{key!r} is a DequantizeOptions field, not an output type: per-output options map output types "
+                "(float32, float16, bfloat16, float64) to DequantizeOptions; pass fields as keywords or as DequantizeOptions"
+            )
         name = output_name(key)
         if name in result:
             raise ValueError(f"output type {name!r} is given twice in the per-output options")

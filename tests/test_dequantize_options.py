@@ -124,6 +124,8 @@ def test_options_per_output_type():
     assert options_for("float16", DequantizeOptions(dequant_overflow="saturate")).dequant_overflow == "saturate"
     with pytest.raises(ValueError, match="given twice"):
         per_output({"fp32": DequantizeOptions(), "float32": DequantizeOptions()})
+    with pytest.raises(ValueError, match="'dequant_ftz' is a DequantizeOptions field, not an output type"):
+        options_for("float32", {"dequant_ftz": True})
     with pytest.raises(ValueError, match="options must be DequantizeOptions or a mapping"):
         options_for("float32", "saturate")
     with pytest.raises(ValueError, match="unknown dequantize option"):
