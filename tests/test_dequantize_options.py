@@ -14,8 +14,10 @@ Words: fp32 max 0x7F7FFFFF, Inf 0x7F800000, qNaN 0x7FC00000; fp16 max 0x7BFF (65
 
 from __future__ import annotations
 
+import json
 import zlib
 from fractions import Fraction
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -465,3 +467,43 @@ def test_dequantize_packed_with_options_and_nan_signs():
         for dtype, options in (("float32", IDMA_DEQUANTIZE), ("float16", IDMA_DEQUANTIZE), ("bfloat16", None)):
             got = dequantize_packed(payload, name, t.shape, dtype=dtype, dequantize_options=options)
             assert np.array_equal(got.view(WORD_DTYPES[dtype]), t.dequantize_bits(dtype, options))
+
+
+# ------------------------------------------------------------------------------------------------
+# The committed golden dequantize suites, recomputed by the fast path (the generator used the
+# reference model)
+
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "dequantize"
+
+
+def hex_column(suite: Path, name: str) -> list[int]:
+    return [int(line, 16) for line in (suite / f"{name}.hex").read_text().split()]
+
+
+@pytest.mark.parametrize("suite", sorted(p.name for p in GOLDEN.iterdir()) if GOLDEN.is_dir() else [])
+def test_golden_suite_equals_fast_path(suite):
+    directory = GOLDEN / suite
+    manifest = json.loads((directory / "manifest.json").read_text())
+    params = manifest["params"]
+    fmt = mxsim.get_format(params["block"])
+    k, w = fmt.block_size, fmt.element.width
+    out_bits = np.dtype(WORD_DTYPES[params["output"]]).itemsize * 8
+    scales = np.array(hex_column(directory, "scale"), dtype=np.uint8)
+    codes = np.array([[c >> (i * w) & ((1 << w) - 1) for i in range(k)] for c in hex_column(directory, "codes")])
+    subscales = None
+    if fmt.subblocks:
+        d2 = fmt.subscale_bits
+        subscales = np.array([[s >> (j * d2) & ((1 << d2) - 1) for j in range(fmt.subblocks)]
+                              for s in hex_column(directory, "subscales")], dtype=np.uint8)
+    expected = [[v >> (i * out_bits) & ((1 << out_bits) - 1) for i in range(k)] for v in hex_column(directory, "values")]
+    options = DequantizeOptions(**params["options"])
+    assert len(expected) == manifest["count"] == len(scales)
+    tensor_scales = hex_column(directory, "tensor_scale") if fmt.tensor_scale is not None else [None] * len(scales)
+    for ts in sorted(set(tensor_scales), key=str):  # the fast path takes one tensor scale per call
+        rows = [i for i, t in enumerate(tensor_scales) if t == ts]
+        s_t = None if ts is None else Fraction(float(np.uint32(ts).view(np.float32)))
+        got = dequantize_blocks_bits(scales[rows], None if subscales is None else subscales[rows],
+                                     codes[rows].astype(np.uint8), fmt, params["output"], options, s_t,
+                                     params["scale_encoding"])
+        assert got.tolist() == [expected[i] for i in rows]
