@@ -7,13 +7,14 @@ float64. Steps, each exact or a single nearest-even rounding:
    exact operands (:func:`mxsim.fast.block.dequantize_blocks_float32`); everything else is the
    exact float64 value (:func:`mxsim.fast.block.dequantize_blocks`; float64 holds every MX
    value) cast to float32 (one IEEE conversion) or encoded to float16 / bfloat16 by
-   :func:`mxsim.fast.encode.encode` (rne, ieee);
+   :func:`mxsim.fast.encode.encode` (rne, saturating) with +-Inf set at the overflow threshold;
 2. :func:`apply_options`: saturation of finite overflows, flushing of subnormal words, and the
    NaN word of every NaN lane (the sign a hardware product gives a NaN is not relied on).
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -61,7 +62,34 @@ def _round_ieee(scales, subscales, codes, fmt, output: str, tensor_scale, scale_
     if output == "float32":
         with np.errstate(over="ignore"):
             return exact.astype(np.float32).view(np.uint32)
-    return encode(exact, OUTPUTS[output], "rne", "ieee").view(np.uint16)
+    return _encode_half(exact, output)
+
+
+def _overflow_threshold(out_fmt) -> float:
+    """The smallest magnitude that rounds (nearest-even) beyond the largest finite value: max +
+    half its ulp, a tie that goes up because max's significand is odd (all ones)."""
+    return float(out_fmt.max_normal + Fraction(2) ** (out_fmt.emax - out_fmt.mantissa_bits - 1))
+
+
+def _encode_half(exact: np.ndarray, output: str) -> np.ndarray:
+    """float16 / bfloat16 words of exact float64 values, rne, overflow to +-Inf: the saturating
+    kernel of mxsim.fast.encode (several times faster than its IEEE-overflow kernel), then +-Inf
+    wherever |x| reaches the overflow threshold (Inf elements included; NaN never compares)."""
+    out_fmt = get_format(OUTPUTS[output], kind="float")
+    words = encode(exact, out_fmt, "rne", "saturate").view(np.uint16)
+    with np.errstate(invalid="ignore"):
+        beyond = np.flatnonzero(np.abs(exact.reshape(-1)) >= _overflow_threshold(out_fmt))
+    if beyond.size:
+        flat = words.reshape(-1)
+        flat[beyond] = (flat[beyond] & np.uint16(out_fmt.sign_mask)) | np.uint16(out_fmt.inf_code(False))
+    return words
+
+
+def _nan_lanes(flat, output: str, w: _Words) -> np.ndarray:
+    """Mask of the NaN words (float32 / float64 read as floats: one vectorized isnan pass)."""
+    if output in ("float32", "float64"):
+        return np.isnan(flat.view(np.float32 if output == "float32" else np.float64))
+    return (flat & w.magnitude) > w.inf
 
 
 def apply_options(words, output: str, options: DequantizeOptions, element_inf, nan_sign) -> np.ndarray:
@@ -75,15 +103,17 @@ def apply_options(words, output: str, options: DequantizeOptions, element_inf, n
     ``element_inf``: callable giving, for flat indices, whether the element there is +-Inf."""
     w = _Words(output)
     flat = np.ascontiguousarray(words).reshape(-1)
-    magnitude = flat & w.magnitude
-    if options.dequant_overflow == "saturate":
-        lanes = np.flatnonzero(magnitude == w.inf)
-        lanes = lanes[~element_inf(lanes)]
-        flat[lanes] = (flat[lanes] & w.sign) | w.max
-    if options.dequant_ftz:
-        subnormal = (magnitude != 0) & (magnitude < w.min_normal)
-        flat[subnormal] &= w.sign
-    lanes = np.flatnonzero(magnitude > w.inf)
+    nan = _nan_lanes(flat, output, w)
+    if options.dequant_overflow == "saturate" or options.dequant_ftz:
+        magnitude = flat & w.magnitude
+        if options.dequant_overflow == "saturate":
+            lanes = np.flatnonzero(magnitude == w.inf)
+            lanes = lanes[~element_inf(lanes)]
+            flat[lanes] = (flat[lanes] & w.sign) | w.max
+        if options.dequant_ftz:
+            subnormal = (magnitude != 0) & (magnitude < w.min_normal)
+            flat[subnormal] &= w.sign
+    lanes = np.flatnonzero(nan)
     if lanes.size:
         negative = nan_sign(lanes) if options.dequant_nan == "keep_sign" else np.zeros(lanes.size, bool)
         flat[lanes] = np.where(negative, w.nan | w.sign, w.nan)
