@@ -110,7 +110,8 @@ def per_output(mapping: Mapping) -> Mapping[str, DequantizeOptions]:
         if key in fields:
             raise ValueError(
                 f"{key!r} is a DequantizeOptions field, not an output type: per-output options map output types "
-                "(float32, float16, bfloat16, float64) to DequantizeOptions; pass fields as keywords or as DequantizeOptions"
+                "(float32, float16, bfloat16, float64) to DequantizeOptions; pass fields as keywords or as "
+                "DequantizeOptions"
             )
         name = output_name(key)
         if name in result:
@@ -138,7 +139,8 @@ def options_for(output, options=None, **overrides) -> DequantizeOptions:
         chosen = per_output(options).get(name, DequantizeOptions())
     else:
         raise ValueError(
-            f"options must be DequantizeOptions or a mapping output type -> DequantizeOptions, got {type(options).__name__}"
+            "options must be DequantizeOptions or a mapping output type -> DequantizeOptions, "
+            f"got {type(options).__name__}"
         )
     if overrides:
         DequantizeOptions.from_kwargs(**overrides)  # names unknown fields

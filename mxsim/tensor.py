@@ -42,7 +42,9 @@ def _float_dtype(output: str) -> np.dtype:
     try:
         import ml_dtypes
     except ImportError:
-        raise ValueError("dtype='bfloat16' needs the ml_dtypes package; dequantize_bits('bfloat16') gives the bits") from None
+        raise ValueError(
+            "dtype='bfloat16' needs the ml_dtypes package; dequantize_bits('bfloat16') gives the bits"
+        ) from None
     return np.dtype(ml_dtypes.bfloat16)
 
 

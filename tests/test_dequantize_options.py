@@ -83,14 +83,21 @@ def both(fmt, codes, scale, output, options=DequantizeOptions(), tensor_scale=No
 
 
 def test_defaults_and_as_dict():
-    assert DequantizeOptions().as_dict() == {"dequant_overflow": "inf", "dequant_ftz": False, "dequant_nan": "keep_sign"}
+    assert DequantizeOptions().as_dict() == {
+        "dequant_overflow": "inf",
+        "dequant_ftz": False,
+        "dequant_nan": "keep_sign",
+    }
     assert DequantizeOptions().is_default and not DequantizeOptions(dequant_ftz=True).is_default
 
 
 @pytest.mark.parametrize(
     "field, value, allowed",
-    [("dequant_overflow", "clamp", "inf, saturate"), ("dequant_nan", "quiet", "keep_sign, canonical"),
-     ("dequant_ftz", 1, "True or False")],
+    [
+        ("dequant_overflow", "clamp", "inf, saturate"),
+        ("dequant_nan", "quiet", "keep_sign, canonical"),
+        ("dequant_ftz", 1, "True or False"),
+    ],
 )
 def test_validation_names_field_and_allowed_values(field, value, allowed):
     with pytest.raises(ValueError, match=f"{field}={value!r} is not allowed.*{allowed}"):
@@ -104,8 +111,16 @@ def test_unknown_option_is_named():
 
 @pytest.mark.parametrize(
     "spelling, name",
-    [("fp32", "float32"), ("Float16", "float16"), ("half", "float16"), ("bf16", "bfloat16"), (np.float32, "float32"),
-     (np.dtype(np.float16), "float16"), (ml_dtypes.bfloat16, "bfloat16"), ("float64", "float64")],
+    [
+        ("fp32", "float32"),
+        ("Float16", "float16"),
+        ("half", "float16"),
+        ("bf16", "bfloat16"),
+        (np.float32, "float32"),
+        (np.dtype(np.float16), "float16"),
+        (ml_dtypes.bfloat16, "bfloat16"),
+        ("float64", "float64"),
+    ],
 )
 def test_output_names(spelling, name):
     assert output_name(spelling) == name
@@ -113,7 +128,9 @@ def test_output_names(spelling, name):
 
 @pytest.mark.parametrize("bad", ["int8", np.int32, "fp8_e4m3", 3])
 def test_bad_output_is_named(bad):
-    with pytest.raises(ValueError, match="dtype=.* is not allowed; expected one of: float32, float16, bfloat16, float64"):
+    with pytest.raises(
+        ValueError, match="dtype=.* is not allowed; expected one of: float32, float16, bfloat16, float64"
+    ):
         output_name(bad)
 
 
@@ -137,8 +154,16 @@ def test_options_per_output_type():
 def test_idma_profile_is_the_contract_fact():
     # conventions.md 6.1: FP32 output with dequant_ftz, dequant_overflow='saturate' and
     # dequant_nan='canonical'; FP16 output with the defaults except dequant_nan='canonical'
-    assert IDMA_DEQUANTIZE["float32"].as_dict() == {"dequant_overflow": "saturate", "dequant_ftz": True, "dequant_nan": "canonical"}
-    assert IDMA_DEQUANTIZE["float16"].as_dict() == {"dequant_overflow": "inf", "dequant_ftz": False, "dequant_nan": "canonical"}
+    assert IDMA_DEQUANTIZE["float32"].as_dict() == {
+        "dequant_overflow": "saturate",
+        "dequant_ftz": True,
+        "dequant_nan": "canonical",
+    }
+    assert IDMA_DEQUANTIZE["float16"].as_dict() == {
+        "dequant_overflow": "inf",
+        "dequant_ftz": False,
+        "dequant_nan": "canonical",
+    }
 
 
 # ------------------------------------------------------------------------------------------------
@@ -240,10 +265,17 @@ def test_bfloat16_rounds_once_from_the_exact_value():
 
 def test_saturate_hand_worked():
     # E5M2 57344 (0x7B) * 2^127 (E8M0 0xFE) = 1.75 * 2^142: beyond every output's range
-    for output, inf, largest in (("float16", 0x7C00, 0x7BFF), ("bfloat16", 0x7F80, 0x7F7F), ("float32", 0x7F800000, 0x7F7FFFFF)):
+    for output, inf, largest in (
+        ("float16", 0x7C00, 0x7BFF),
+        ("bfloat16", 0x7F80, 0x7F7F),
+        ("float32", 0x7F800000, 0x7F7FFFFF),
+    ):
         sign = 0x8000 if output != "float32" else 0x80000000
         assert both("mxfp8_e5m2", [0x7B, 0xFB], 0xFE, output) == [inf, sign | inf]
-        assert both("mxfp8_e5m2", [0x7B, 0xFB], 0xFE, output, DequantizeOptions(dequant_overflow="saturate")) == [largest, sign | largest]
+        assert both("mxfp8_e5m2", [0x7B, 0xFB], 0xFE, output, DequantizeOptions(dequant_overflow="saturate")) == [
+            largest,
+            sign | largest,
+        ]
 
 
 def test_overflow_is_decided_after_rounding():
@@ -261,7 +293,10 @@ def test_inf_element_stays_inf_under_saturate():
     # E5M2 +-Inf (0x7C, 0xFC) is not an overflow: +-Inf under both policies (as iDMA's RTL does)
     for output, inf in (("float32", 0x7F800000), ("float16", 0x7C00)):
         sign = 0x80000000 if output == "float32" else 0x8000
-        assert both("mxfp8_e5m2", [0x7C, 0xFC], 0x7F, output, DequantizeOptions(dequant_overflow="saturate")) == [inf, sign | inf]
+        assert both("mxfp8_e5m2", [0x7C, 0xFC], 0x7F, output, DequantizeOptions(dequant_overflow="saturate")) == [
+            inf,
+            sign | inf,
+        ]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -286,7 +321,10 @@ def test_ftz_acts_after_rounding():
     # NVFP4 1.0 * 1.0 * s_t with s_t = 511 * 2^-135 = (1 - 2^-9) * 2^-126: on bf16's subnormal grid
     # (2^-133) that is 127.75 steps, which rounds to 128 = the smallest normal 0x0080: kept
     s_t = Fraction(511, 2**135)
-    assert both("nvfp4", [0x2, 0xA], 0x38, "bfloat16", DequantizeOptions(dequant_ftz=True), tensor_scale=s_t) == [0x0080, 0x8080]
+    assert both("nvfp4", [0x2, 0xA], 0x38, "bfloat16", DequantizeOptions(dequant_ftz=True), tensor_scale=s_t) == [
+        0x0080,
+        0x8080,
+    ]
 
 
 def test_negative_zero_and_zero():
@@ -366,7 +404,11 @@ def random_blocks(fmt, rng, n):
     blocks = []
     for _ in range(n):
         if fmt.scale.name == "e8m0":
-            scale = int(rng.choice([0x00, 0x01, 0xFE, 0xFF, 0x80, 0x7F])) if rng.random() < 0.3 else int(rng.integers(0, 256))
+            scale = (
+                int(rng.choice([0x00, 0x01, 0xFE, 0xFF, 0x80, 0x7F]))
+                if rng.random() < 0.3
+                else int(rng.integers(0, 256))
+            )
         else:
             scale = int(rng.integers(0, 0x80))
         codes = tuple(int(c) for c in rng.integers(0, 1 << fmt.element.width, fmt.block_size))
@@ -375,8 +417,13 @@ def random_blocks(fmt, rng, n):
     return blocks
 
 
-CASES = [(f, o, e) for f in BLOCK_FORMATS for o in OUTPUTS for e in ("e8m0", "int8_exponent")
-         if e == "e8m0" or f in E8M0_FORMATS]
+CASES = [
+    (f, o, e)
+    for f in BLOCK_FORMATS
+    for o in OUTPUTS
+    for e in ("e8m0", "int8_exponent")
+    if e == "e8m0" or f in E8M0_FORMATS
+]
 
 
 @pytest.mark.parametrize("name, output, encoding", CASES, ids=["-".join(c) for c in CASES])
@@ -398,20 +445,33 @@ def dequant_cases(draw):
     fmt = mxsim.get_format(name)
     encoding = draw(st.sampled_from(["e8m0", "int8_exponent"] if name in E8M0_FORMATS else ["e8m0"]))
     scale = draw(st.integers(0, (1 << fmt.scale.width) - 1))
-    codes = draw(st.lists(st.integers(0, (1 << fmt.element.width) - 1), min_size=fmt.block_size, max_size=fmt.block_size))
+    codes = draw(
+        st.lists(st.integers(0, (1 << fmt.element.width) - 1), min_size=fmt.block_size, max_size=fmt.block_size)
+    )
     subs = draw(st.lists(st.integers(0, (1 << fmt.subscale_bits) - 1), min_size=fmt.subblocks, max_size=fmt.subblocks))
     tensor_scale = None
     if fmt.tensor_scale is not None:  # any positive finite fp32 value, subnormals included
-        tensor_scale = Fraction(draw(st.floats(min_value=2.0**-149, max_value=float(np.finfo(np.float32).max), width=32)))
+        tensor_scale = Fraction(
+            draw(st.floats(min_value=2.0**-149, max_value=float(np.finfo(np.float32).max), width=32))
+        )
     options = DequantizeOptions(
         dequant_overflow=draw(st.sampled_from(["inf", "saturate"])),
         dequant_ftz=draw(st.booleans()),
         dequant_nan=draw(st.sampled_from(["keep_sign", "canonical"])),
     )
-    return name, QuantizedBlock(scale, tuple(subs), tuple(codes)), draw(st.sampled_from(list(OUTPUTS))), options, tensor_scale, encoding
+    return (
+        name,
+        QuantizedBlock(scale, tuple(subs), tuple(codes)),
+        draw(st.sampled_from(list(OUTPUTS))),
+        options,
+        tensor_scale,
+        encoding,
+    )
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(dequant_cases())
 def test_fast_equals_reference_property(case):
     name, block, output, options, tensor_scale, encoding = case
@@ -494,16 +554,30 @@ def test_golden_suite_equals_fast_path(suite):
     subscales = None
     if fmt.subblocks:
         d2 = fmt.subscale_bits
-        subscales = np.array([[s >> (j * d2) & ((1 << d2) - 1) for j in range(fmt.subblocks)]
-                              for s in hex_column(directory, "subscales")], dtype=np.uint8)
-    expected = [[v >> (i * out_bits) & ((1 << out_bits) - 1) for i in range(k)] for v in hex_column(directory, "values")]
+        subscales = np.array(
+            [
+                [s >> (j * d2) & ((1 << d2) - 1) for j in range(fmt.subblocks)]
+                for s in hex_column(directory, "subscales")
+            ],
+            dtype=np.uint8,
+        )
+    expected = [
+        [v >> (i * out_bits) & ((1 << out_bits) - 1) for i in range(k)] for v in hex_column(directory, "values")
+    ]
     options = DequantizeOptions(**params["options"])
     assert len(expected) == manifest["count"] == len(scales)
     tensor_scales = hex_column(directory, "tensor_scale") if fmt.tensor_scale is not None else [None] * len(scales)
     for ts in sorted(set(tensor_scales), key=str):  # the fast path takes one tensor scale per call
         rows = [i for i, t in enumerate(tensor_scales) if t == ts]
         s_t = None if ts is None else Fraction(float(np.uint32(ts).view(np.float32)))
-        got = dequantize_blocks_bits(scales[rows], None if subscales is None else subscales[rows],
-                                     codes[rows].astype(np.uint8), fmt, params["output"], options, s_t,
-                                     params["scale_encoding"])
+        got = dequantize_blocks_bits(
+            scales[rows],
+            None if subscales is None else subscales[rows],
+            codes[rows].astype(np.uint8),
+            fmt,
+            params["output"],
+            options,
+            s_t,
+            params["scale_encoding"],
+        )
         assert got.tolist() == [expected[i] for i in rows]

@@ -347,8 +347,10 @@ def test_dot_parameters_against_reference(icarus, build, tmp_path, case):
 def dequant_params(suite: Path, info: dict) -> dict:
     """mx_dequant / tb_dequant parameters of a dequantize suite, from the manifest's params."""
     params, fields = info["params"], info["fields"]
-    assert params.get("output") == "float32" and params.get("block") in DEQUANT_FORMATS, f"{suite.name}: params {params}"
-    assert fields["scale"]["bits"] == 8 and fields["codes"]["bits"] == 256 and fields["values"]["bits"] == 1024, suite.name
+    assert params.get("output") == "float32", f"{suite.name}: params {params}"
+    assert params.get("block") in DEQUANT_FORMATS, f"{suite.name}: params {params}"
+    widths = (fields["scale"]["bits"], fields["codes"]["bits"], fields["values"]["bits"])
+    assert widths == (8, 256, 1024), f"{suite.name}: field widths {widths}"
     options = DequantizeOptions.from_kwargs(**params["options"])
     return {
         "FMT": DEQUANT_FORMATS[params["block"]],
@@ -402,7 +404,9 @@ DEQUANT_CASES = [
 def test_dequant_parameters_against_reference(icarus, build, tmp_path, case):
     fmt, encoding, saturate, ftz, canonical, k = case
     options = DequantizeOptions(
-        dequant_overflow="saturate" if saturate else "inf", dequant_ftz=ftz, dequant_nan="canonical" if canonical else "keep_sign"
+        dequant_overflow="saturate" if saturate else "inf",
+        dequant_ftz=ftz,
+        dequant_nan="canonical" if canonical else "keep_sign",
     )
     rng = random.Random(f"{case}")
     edges = (0x00, 0x01, 0x7F, 0x80, 0x90, 0xF0, 0xFE, 0xFF)  # both encodings' extremes, fp32's edges
@@ -410,8 +414,8 @@ def test_dequant_parameters_against_reference(icarus, build, tmp_path, case):
     for _ in range(300):
         scale = rng.choice(edges) if rng.random() < 0.5 else rng.randrange(256)
         codes = [rng.randrange(256) for _ in range(k)]
-        words = dequantize_block_bits(QuantizedBlock(scale, (), tuple(codes) + (0,) * (32 - k)), fmt, "float32", options,
-                                      scale_encoding=encoding)
+        block = QuantizedBlock(scale, (), tuple(codes) + (0,) * (32 - k))  # the reference block is 32 wide
+        words = dequantize_block_bits(block, fmt, "float32", options, scale_encoding=encoding)
         rows.append({"scale": scale, "codes": pack(codes, 8), "values": pack(words[:k], 32)})
     write_suite(tmp_path, [("scale", 8), ("codes", 8 * k), ("values", 32 * k)], rows)
     params = {

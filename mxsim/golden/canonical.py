@@ -16,6 +16,7 @@ _ALIGNED_RTL = {"mode": "aligned", "shift_rounding": "truncate", "overflow": "sa
 # pulp-platform iDMA v0.7.0's dequantizer outputs (conventions.md 6.1)
 _IDMA_FP32 = IDMA_DEQUANTIZE["float32"].as_dict()
 _IDMA_FP16 = IDMA_DEQUANTIZE["float16"].as_dict()
+_INT8_SCALES = {"scale_encoding": "int8_exponent"}
 
 CANONICAL_SUITES: list[tuple[str, dict]] = (
     [("decode", {"element": e}) for e in _OCP_ELEMENTS]
@@ -53,8 +54,8 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         # the FP8 -> fp32 configurations the example RTL (rtl/mx_dequant.v) is built for, iDMA's among them
         ("dequantize", {"block": "mxfp8_e4m3", "output": "float32"}),
         ("dequantize", {"block": "mxfp8_e5m2", "output": "float32"}),
-        ("dequantize", {"block": "mxfp8_e5m2", "output": "float32", "options": _IDMA_FP32, "scale_encoding": "int8_exponent"}),
-        ("dequantize", {"block": "mxfp8_e5m2", "output": "float16", "options": _IDMA_FP16, "scale_encoding": "int8_exponent"}),
+        ("dequantize", {"block": "mxfp8_e5m2", "output": "float32", "options": _IDMA_FP32, **_INT8_SCALES}),
+        ("dequantize", {"block": "mxfp8_e5m2", "output": "float16", "options": _IDMA_FP16, **_INT8_SCALES}),
         ("dequantize", {"block": "mxfp4_e2m1", "output": "bfloat16"}),
         ("dequantize", {"block": "mx9", "output": "float16"}),
         ("dequantize", {"block": "nvfp4", "output": "bfloat16"}),

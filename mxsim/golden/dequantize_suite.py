@@ -61,19 +61,34 @@ class DequantizeSuite(Suite):
             changed["scale_encoding"] = self.scale_encoding
         self.name = "-".join([self.fmt.name, OUTPUTS[self.output]] + [f"{k}={v}" for k, v in sorted(changed.items())])
         fmt, k, w = self.fmt, self.fmt.block_size, self.out.width
-        self.inputs = [Field("scale", fmt.scale_storage_bits, description=f"{fmt.scale.name} scale code ({self.scale_encoding})")]
+        self.inputs = [
+            Field("scale", fmt.scale_storage_bits, description=f"{fmt.scale.name} scale code ({self.scale_encoding})")
+        ]
         if fmt.subblocks:
-            self.inputs.append(Field("subscales", fmt.subblocks * fmt.subscale_bits, description="sub-scale j at bits [j*d2, (j+1)*d2)"))
+            self.inputs.append(
+                Field(
+                    "subscales", fmt.subblocks * fmt.subscale_bits, description="sub-scale j at bits [j*d2, (j+1)*d2)"
+                )
+            )
         if fmt.tensor_scale is not None:
             self.inputs.append(Field("tensor_scale", 32, description="fp32 bits of the tensor scale s_t"))
         self.inputs.append(
-            Field("codes", k * fmt.element.width, description=f"{fmt.element.name} codes, element i at bits [i*w, (i+1)*w)")
+            Field(
+                "codes",
+                k * fmt.element.width,
+                description=f"{fmt.element.name} codes, element i at bits [i*w, (i+1)*w)",
+            )
         )
-        self.outputs = [Field("values", k * w, description=f"{self.output} words, element i at bits [i*{w}, (i+1)*{w})")]
+        self.outputs = [
+            Field("values", k * w, description=f"{self.output} words, element i at bits [i*{w}, (i+1)*{w})")
+        ]
 
     def params(self) -> dict:
         return {
-            "block": self.fmt.name, "output": self.output, "options": self.opts.as_dict(), "scale_encoding": self.scale_encoding,
+            "block": self.fmt.name,
+            "output": self.output,
+            "options": self.opts.as_dict(),
+            "scale_encoding": self.scale_encoding,
         }
 
     def describe(self) -> dict:
@@ -93,8 +108,19 @@ class DequantizeSuite(Suite):
         bottom = floor_log2(finite_magnitudes(element)[1])
         over = out.emax - top
         subnormal_floor = out.emin - out.mantissa_bits - bottom
-        wanted = [0, over - 1, over, over + 1, out.emin - top, out.emin - top + 2, out.emin - bottom,
-                  subnormal_floor + 1, subnormal_floor, subnormal_floor - 1, subnormal_floor - 2]
+        wanted = [
+            0,
+            over - 1,
+            over,
+            over + 1,
+            out.emin - top,
+            out.emin - top + 2,
+            out.emin - bottom,
+            subnormal_floor + 1,
+            subnormal_floor,
+            subnormal_floor - 1,
+            subnormal_floor - 2,
+        ]
         low, high = EXPONENT_RANGE[self.scale_encoding]
         return sorted({min(max(e, low), high) for e in wanted} | {low, high})
 
@@ -115,9 +141,15 @@ class DequantizeSuite(Suite):
         out = self.out
         half = Fraction(1, 1 << (out.mantissa_bits + 1))
         largest = 6 * 448
-        wanted = [Fraction(1), Fraction(2) ** (out.emax - 11) * (1 + half), Fraction(2) ** (out.emax - 12) * 3,
-                  Fraction(2) ** (out.emin - out.mantissa_bits + 9), 1 + half, 1 + 3 * half,
-                  Fraction(2) ** (out.emax + 1) / largest]
+        wanted = [
+            Fraction(1),
+            Fraction(2) ** (out.emax - 11) * (1 + half),
+            Fraction(2) ** (out.emax - 12) * 3,
+            Fraction(2) ** (out.emin - out.mantissa_bits + 9),
+            1 + half,
+            1 + 3 * half,
+            Fraction(2) ** (out.emax + 1) / largest,
+        ]
         return [self._fp32_scale(x) for x in wanted]
 
     @staticmethod
@@ -177,7 +209,11 @@ class DequantizeSuite(Suite):
             classes.add("all_zero")
         if any(is_subnormal_code(c, fmt.element) for c in block.codes):
             classes.add("subnormal_input")
-        if fmt.element.kind == "int" and fmt.element.encoding == "twos_complement" and fmt.element.sign_mask in block.codes:
+        if (
+            fmt.element.kind == "int"
+            and fmt.element.encoding == "twos_complement"
+            and fmt.element.sign_mask in block.codes
+        ):
             classes.add("int8_neg2")
         classes |= self._scale_classes(block.scale)
         for x, word in zip(values, words):
