@@ -6,7 +6,8 @@
 ``mxsim info FILE``            describe a tensor file (format, shape, block axis, scales, layout, options,
                                checksum), after checking all of it
 ``mxsim quantize IN.npy OUT --format F [options]``   quantize an array into an mxsim tensor file
-``mxsim dequantize IN OUT.npy [--dtype float32]``     decode an mxsim tensor file to an array
+``mxsim dequantize IN OUT.npy [--dtype float32|float16|float64] [--dequant-overflow ...]``   decode an
+                               mxsim tensor file to an array, under DequantizeOptions
 ``mxsim dot A B OUT.npy [--outer] [--preset P] [accumulator flags] [--details OUT.npz]``   DotGeneral of
                                two tensor files along their block axes (--outer: (M,K) x (N,K) -> (M,N))
 ``mxsim golden generate DIR [--suite KIND --params JSON] [--seed N] [--level L] [--shard I/N]``
@@ -32,7 +33,7 @@ import numpy as np
 
 from . import ref
 from ._version import __version__
-from .options import LayoutOptions, QuantizeOptions
+from .options import DequantizeOptions, LayoutOptions, QuantizeOptions
 from .options.spec import Choice, Flag, options_of
 from .fileformat import atomic_write, load, read, save
 from .formats import ALIASES, FORMATS, format_names, get_format
@@ -217,7 +218,7 @@ def _cmd_quantize(args) -> str:
 
 def _cmd_dequantize(args) -> str:
     tensor = load(args.input)
-    values = tensor.dequantize(args.dtype)
+    values = tensor.dequantize(args.dtype, **_given_options(args, DequantizeOptions))
     _save_npy(args.output, values)
     return f"{args.output}: {values.dtype} array of shape {values.shape} from {tensor.fmt.name}"
 
@@ -409,8 +410,9 @@ def build_parser() -> argparse.ArgumentParser:
     dequant = commands.add_parser("dequantize", help="decode an mxsim tensor file to a .npy array")
     dequant.add_argument("input", metavar="IN", help="mxsim tensor file")
     dequant.add_argument("output", metavar="OUT.npy", help=".npy file to write (atomically; no suffix is added)")
-    dequant.add_argument("--dtype", choices=("float32", "float64"), default="float32",
+    dequant.add_argument("--dtype", choices=("float32", "float16", "float64"), default="float32",
                          help="output dtype (default: float32)")
+    _add_option_flags(dequant, DequantizeOptions)
     dequant.set_defaults(run=_cmd_dequantize)
 
     dot = commands.add_parser("dot", help="DotGeneral of two mxsim tensor files along their block axes",

@@ -18,8 +18,10 @@ from fractions import Fraction
 import numpy as np
 
 from .options import QuantizeOptions
-from .fast.block import dequantize_blocks, dequantize_blocks_float32, quantize_blocks
+from .options.dequantize import options_for, output_name
+from .fast.block import quantize_blocks
 from .fast.decode import check_codes, code_dtype
+from .fast.dequant import dequantize_blocks_bits
 from .fast.encode import _as_binary_array
 from .formats import get_format
 from .ref.block import FP32_MAX, nvfp4_tensor_scale
@@ -31,6 +33,19 @@ def _normalize_axis(axis, ndim: int) -> int:
     if not isinstance(axis, (int, np.integer)) or not -max(ndim, 1) <= axis < max(ndim, 1):
         raise ValueError(f"axis={axis!r} is out of range for a {ndim}-d array")
     return int(axis) % max(ndim, 1)
+
+
+def _float_dtype(output: str) -> np.dtype:
+    """The NumPy dtype of an output type; bfloat16 is ml_dtypes' (imported here, on use)."""
+    if output != "bfloat16":
+        return np.dtype(output)
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise ValueError(
+            "dtype='bfloat16' needs the ml_dtypes package; dequantize_bits('bfloat16') gives the bits"
+        ) from None
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 def restore_layout(values: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
@@ -159,22 +174,40 @@ class MXTensor:
         return cls(fmt, scales.astype(np.uint8), codes.astype(code_dtype(fmt.element)), shape, axis, opts, subscales, tensor_scale)
 
     # --- decoding ------------------------------------------------------------------------------
-    def dequantize(self, dtype=np.float32) -> np.ndarray:
-        """Values in the original shape: exact in float64; float32 rounds each once (nearest-even,
-        overflow to +-Inf, subnormals kept). A NaN scale gives NaN for its whole block."""
-        dtype = np.dtype(dtype)
-        if dtype not in (np.float32, np.float64):
-            raise ValueError(f"dtype={dtype} is not allowed; expected float32 or float64")
+    @property
+    def scale_encoding(self) -> str:
+        """How the scale bytes read (mxsim.ref.scale_code): the options' ``scale_encoding`` where
+        QuantizeOptions has one, else the OCP ``e8m0``."""
+        return getattr(self.options, "scale_encoding", "e8m0")
+
+    def dequantize_bits(self, dtype="float32", options=None, **dequant_options) -> np.ndarray:
+        """IEEE bit patterns of the values in the original shape: uint32 for float32, uint16 for
+        float16 and bfloat16, uint64 for float64 (conventions.md section 3.1).
+
+        Each value is element * scale (times s_t for NVFP4), exact, rounded once to nearest even.
+        ``options``: a :class:`mxsim.DequantizeOptions`, or a mapping output type ->
+        DequantizeOptions (e.g. :data:`mxsim.options.dequantize.IDMA_DEQUANTIZE`) whose entry for
+        ``dtype`` applies (defaults if it has none); ``dequant_options`` (dequant_overflow,
+        dequant_ftz, dequant_nan) override fields of the chosen options. Defaults: overflow to
+        +-Inf, subnormals kept, NaN elements keep their sign; a NaN scale gives the positive quiet
+        NaN for its whole block."""
+        output = output_name(dtype)
+        opts = options_for(output, options, **dequant_options)
         k = self.fmt.block_size
         subscales = None if self.subscales is None else self.subscales.reshape(-1, self.fmt.subblocks)
-        blocks = (self.scales.reshape(-1), subscales, self.codes.reshape(-1, k), self.fmt)
-        if dtype == np.float32 and self.fmt.scale.name == "e8m0":
-            values = dequantize_blocks_float32(*blocks)
-        else:  # exact in float64, then (for float32) one rounding
-            values = dequantize_blocks(*blocks, self.tensor_scale)
-        values = restore_layout(values.reshape(self.codes.shape), self.shape, self.axis)
-        with np.errstate(over="ignore"):
-            return values.astype(dtype, copy=False)
+        words = dequantize_blocks_bits(
+            self.scales.reshape(-1), subscales, self.codes.reshape(-1, k), self.fmt, output, opts,
+            self.tensor_scale, self.scale_encoding,
+        )
+        return restore_layout(words.reshape(self.codes.shape), self.shape, self.axis)
+
+    def dequantize(self, dtype=np.float32, options=None, **dequant_options) -> np.ndarray:
+        """Values in the original shape as ``dtype``: float32 (default), float16, bfloat16 (an
+        ml_dtypes bfloat16 array; ml_dtypes is imported on use) or float64 (exact). Options as for
+        :meth:`dequantize_bits`, whose words this returns viewed as ``dtype``."""
+        output = output_name(dtype)
+        words = self.dequantize_bits(output, options, **dequant_options)
+        return words.view(_float_dtype(output))
 
     def __repr__(self) -> str:
         return f"MXTensor({self.fmt.name}, shape={self.shape}, axis={self.axis}, blocks={self.scales.size})"

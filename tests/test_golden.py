@@ -59,6 +59,9 @@ def test_manifest_records_the_contract_and_the_layout():
     assert m["params"]["accumulator"] == {
         "mode": "aligned", "frac_bits": 8, "width": 14, "shift_rounding": "truncate", "overflow": "saturate",
         "output": "fp32", "output_rounding": "rne", "ftz": False, "across_blocks": "fp32",
+        # contract 4.1's options, recorded at their defaults (every manifest records every option)
+        "output_overflow": "inf", "nan_bits": None, "accumulate": "separate", "step": None, "step_terms": "product",
+        "term_size": None, "anchor": "max", "bypass": None, "c_zero_exponent": None,
     }
     fields = {f["name"]: f for f in m["fields"]}
     assert fields["a_elems"]["bits"] == 256 and fields["a_elems"]["hex_digits"] == 64

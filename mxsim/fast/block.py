@@ -23,7 +23,7 @@ from ..options import QuantizeOptions
 from ..ref.block import FP32_MAX, FP32_MIN_NORMAL, nan_block_element_code, quantize_block
 from ..ref.scale import E8M0_MAX, E8M0_MIN, fraction_bits
 from .chunks import BLOCK_CHUNK, map_chunks
-from .decode import value_table
+from .decode import scale_table, value_table
 from .encode import _Binary, _IntKernel, _RneSaturateKernel, encode
 
 __all__ = ["quantize_blocks", "dequantize_blocks", "dequantize_blocks_float32", "floor_log2"]
@@ -236,26 +236,33 @@ def _nvfp4_by_reference(blocks, fmt, options, tensor_scale, rand_bits):
     return scales, None, codes
 
 
-def dequantize_blocks(scales, subscales, codes, fmt, tensor_scale=None) -> np.ndarray:
-    """Exact float64 values of (n_blocks, block_size) codes (NaN scale: the whole block NaN)."""
+def dequantize_blocks(scales, subscales, codes, fmt, tensor_scale=None, scale_encoding: str = "e8m0") -> np.ndarray:
+    """Exact float64 values of (n_blocks, block_size) codes. Scale values come from
+    :func:`mxsim.fast.decode.scale_table` (``scale_encoding`` e8m0 | int8_exponent). A NaN scale
+    gives the positive quiet NaN for its whole block; NaN and Inf elements keep their sign."""
     values = value_table(fmt.element)[codes]
-    scale_values = value_table(fmt.scale)[scales]
+    scale_values = scale_table(fmt.scale, scale_encoding)[scales]
     if tensor_scale is not None:
         scale_values = scale_values * float(tensor_scale)
     factor = np.repeat(scale_values[:, None], fmt.block_size, axis=1)
     if subscales is not None:
         factor = np.ldexp(factor, -np.repeat(subscales.astype(np.int64), fmt.subblock_size, axis=1))
-    return values * factor
+    values = values * factor
+    nan_scale = np.isnan(scale_values)
+    if nan_scale.any():  # x86 returns the first NaN operand of a product: make the sign the scale's
+        values[nan_scale] = np.nan
+    return values
 
 
-def dequantize_blocks_float32(scales, subscales, codes, fmt) -> np.ndarray:
+def dequantize_blocks_float32(scales, subscales, codes, fmt, scale_encoding: str = "e8m0") -> np.ndarray:
     """float32 values of E8M0-scaled blocks: element * 2^(E - tau) as one float32 product of two
-    exact float32 operands (the element and a power of two), hence rounded once, nearest-even,
-    overflowing to +-Inf; chunked over blocks on two threads."""
+    exact float32 operands (the element and a power of two, 2^-128 included), hence rounded once,
+    nearest-even, overflowing to +-Inf; chunked over blocks on two threads. NaN lanes carry the
+    NaN of the product (callers that promise a NaN sign set it; see mxsim.fast.dequant)."""
     if fmt.scale.name != "e8m0":
         raise ValueError("dequantize_blocks_float32 handles E8M0-scaled formats only")
     elements = value_table(fmt.element).astype(np.float32)
-    powers = value_table(fmt.scale).astype(np.float32)  # 2^-127 .. 2^127 and NaN: all exact
+    powers = scale_table(fmt.scale, scale_encoding).astype(np.float32)  # 2^-128 .. 2^127 and NaN: all exact
     out = np.empty(codes.shape, dtype=np.float32)
     arrays = [codes, scales, out] + ([] if subscales is None else [subscales])
 

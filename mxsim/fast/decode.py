@@ -11,9 +11,10 @@ from functools import lru_cache
 import numpy as np
 
 from ..formats import get_format
+from ..ref.scale_code import decode_scale
 from .chunks import map_chunks
 
-__all__ = ["decode", "value_table", "check_codes", "MAX_FAST_WIDTH"]
+__all__ = ["decode", "value_table", "scale_table", "check_codes", "MAX_FAST_WIDTH"]
 
 MAX_FAST_WIDTH = 16
 _DTYPES = {"float32": np.float32, "float64": np.float64}
@@ -78,6 +79,17 @@ def value_table(fmt) -> np.ndarray:
     elif fmt.specials == "fn":
         values = np.where((field == all_ones) & (mantissa == (1 << m) - 1), np.nan, values)
     return np.copysign(values, np.where(negative, -1.0, 1.0))
+
+
+@lru_cache(maxsize=None)
+def scale_table(scale_fmt, encoding: str = "e8m0") -> np.ndarray:
+    """float64 value of every block-scale code under ``encoding`` (e8m0 | int8_exponent), NaN
+    (positive) for a NaN code: read from :func:`mxsim.ref.scale_code.decode_scale`, the one
+    place that defines scale codes, so both dequantizers agree by construction (256 codes at
+    most, built once)."""
+    scale_fmt = get_format(scale_fmt, kind="element")
+    values = [decode_scale(code, scale_fmt, encoding) for code in range(1 << scale_fmt.width)]
+    return np.array([np.nan if v.is_nan else float(v.magnitude) for v in values], dtype=np.float64)
 
 
 @lru_cache(maxsize=None)

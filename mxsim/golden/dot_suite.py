@@ -35,6 +35,7 @@ class DotSuite(Suite):
     block_b: str | None = None
     accumulator: dict = field(default_factory=dict)
     kind = "dot"
+    nested_options = {"accumulator": Accumulator}  # the dict field -> the options class of its keys
 
     def __post_init__(self):
         self.fa = get_format(self.block_a, kind="block")

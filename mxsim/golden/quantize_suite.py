@@ -23,6 +23,7 @@ class QuantizeSuite(Suite):
     block: str
     options: dict = field(default_factory=dict)
     kind = "quantize"
+    nested_options = {"options": QuantizeOptions}  # the dict field -> the options class of its keys
 
     def __post_init__(self):
         self.fmt = get_format(self.block, kind="block")

@@ -60,6 +60,7 @@ class Suite:
     ``stimulus(rng, level)`` -> [(inputs, origin)], ``compute(inputs)`` -> (outputs, classes)."""
 
     kind = ""
+    nested_options: dict = {}  # a dict-valued field -> the options dataclass whose fields it takes
     inputs: list[Field]
     outputs: list[Field]
 

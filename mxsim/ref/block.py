@@ -23,6 +23,7 @@ from .decode import decode
 from .encode import encode
 from .exact import Exact, Number, floor_log2, to_exact
 from .scale import E8M0_MAX, E8M0_MIN, scale_exponent
+from .scale_code import decode_scale
 
 __all__ = [
     "QuantizedBlock",
@@ -222,12 +223,16 @@ def check_tensor_scale(fmt, tensor_scale) -> None:
         raise ValueError(f"tensor_scale={tensor_scale!r} must be a positive finite binary floating-point value")
 
 
-def dequantize_block(block: QuantizedBlock, fmt, tensor_scale: Fraction | None = None) -> list[Exact]:
+def dequantize_block(
+    block: QuantizedBlock, fmt, tensor_scale: Fraction | None = None, scale_encoding: str = "e8m0"
+) -> list[Exact]:
     """Exact values of a block: element * 2^(E - tau_j) (E8M0 families) or element * scale * s_t
-    (NVFP4). A NaN scale code makes every value NaN."""
+    (NVFP4). The scale's value comes from :func:`mxsim.ref.scale_code.decode_scale` (``scale_encoding``
+    e8m0 or int8_exponent). A NaN scale code makes every value NaN (positive: the scale has no
+    sign); NaN and Inf elements keep their sign, and zeros theirs."""
     fmt = get_format(fmt, kind="block")
     check_block(block, fmt, tensor_scale)
-    scale = decode(block.scale, fmt.scale)
+    scale = decode_scale(block.scale, fmt.scale, scale_encoding)
     if scale.is_nan:
         return [Exact.nan() for _ in block.codes]
     factor = scale.value * (Fraction(1) if tensor_scale is None else Fraction(tensor_scale))
