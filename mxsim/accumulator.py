@@ -19,8 +19,8 @@ Fields (defaults are the contract's):
   (modulo 2^W).
 * ``output``: ``fp32`` | ``bf16`` | ``fp16``; ``output_rounding``: rne | rna | rtz | rup | rdn;
   ``ftz``: a result that rounds to a subnormal of the output format becomes a zero of its sign.
-  A result whose rounding (with unbounded exponent) exceeds the output's largest finite value is
-  +-Inf in every rounding mode, as the contract says.
+  A result whose rounding (with unbounded exponent) exceeds the output's largest finite value
+  follows ``output_overflow`` (default: +-Inf in every rounding mode, as the contract says).
 * ``across_blocks``: ``fp32`` (each block result is rounded to the output format, then added in
   block order into an fp32 register, each addition nearest-even; the sum is converted to the
   output format) | ``exact`` (the exact block values are summed and rounded once).
@@ -142,7 +142,10 @@ class Accumulator:
             )
 
     def _check_fused(self) -> None:
-        fused_only = {"step": None, "step_terms": "product", "term_size": None, "anchor": "max", "bypass": None}
+        fused_only = {
+            "step": None, "step_terms": "product", "term_size": None, "anchor": "max", "bypass": None,
+            "c_zero_exponent": None,
+        }
         if self.accumulate == "separate":
             for name, default in fused_only.items():
                 if getattr(self, name) != default:

@@ -474,6 +474,17 @@ ACCUMULATOR_OPTIONS = {
     "ftz": ("4", "a result that rounds to a subnormal becomes a zero of its sign"),
     "across_blocks": ("4", (
         "`fp32`: each block rounded, then added in block order in fp32 (RNE); `exact`: exact sum, one rounding")),
+    "output_overflow": ("4.1", (
+        "an output beyond the largest finite value: `inf` ±Inf; `ieee` ±max where the rounding goes toward zero "
+        "for the sign, else ±Inf; `saturate` ±max")),
+    "nan_bits": ("4.1", "the bits of a NaN result; `None` = the output's canonical quiet NaN"),
+    "accumulate": ("4.1", "`separate` (blocks rounded, then added in fp32) or `fused` multiply-accumulate steps"),
+    "step": ("4.1", "fused: products per step (`None` = the block size)"),
+    "step_terms": ("4.1", "fused: the adder's terms: every `product`, or every `block` group of `term_size` products"),
+    "term_size": ("4.1", "fused, block terms: products per term (`None` = the block size)"),
+    "anchor": ("4.1", "fused: grid 2^(A - F) below the largest term (`max`) or 2^(XA + XB - F) (`fixed`)"),
+    "bypass": ("4.1", "fused, `fixed`: D = C when C's LSB lies more than this many bits above the grid"),
+    "c_zero_exponent": ("4.1", "fused: the exponent a zero C counts with (`None` = -126)"),
 }
 
 
@@ -501,7 +512,10 @@ def _option_rows(items, descriptions: dict, choices: dict, ranges: dict) -> list
 def render_options(args: str) -> str:
     header = ["option", "default", "allowed values", "contract §", "meaning"]
     ranges = {"rand_width": "1 … 32", "rand_bits": "integers in [0, 2^rand_width)",
-              "frac_bits": "integer in [0, 4096]", "width": "`None` or integer in [2, 8192]"}
+              "frac_bits": "integer in [0, 4096]", "width": "`None` or integer in [2, 8192]",
+              "nan_bits": "`None` or a NaN pattern of the output", "step": "`None` or integer in [1, 2^20]",
+              "term_size": "`None` or integer in [1, 2^20]", "bypass": "`None` or integer in [0, 4096]",
+              "c_zero_exponent": "`None` or integer in [-4096, 4096]"}
     kind = args.strip()
     if kind == "encode":
         params = inspect.signature(mxsim.encode).parameters

@@ -17,8 +17,13 @@ engineer compares it against the design's internal signal:
 Special values never enter the integer register (hardware handles them on a side path): a NaN
 scale, a NaN element, Inf times zero, or Inf products of both signs make the block NaN; other Inf
 products make it Inf of their sign. ``fp32_sequential`` instead feeds every product, specials
-included, through its IEEE fp32 chain. NaN results are the output format's canonical quiet NaN
-(fp32 0x7FC00000). A block sum that is exactly zero is +0.
+included, through its IEEE fp32 chain. NaN results are ``nan_bits``, by default the output
+format's canonical quiet NaN (fp32 0x7FC00000). A block sum that is exactly zero is +0.
+
+A DotGeneral takes an accumulator input C (``c``, an fp32 value). ``accumulate="separate"``
+combines the block Dots above with C; ``accumulate="fused"`` runs the fused multiply-accumulate
+steps of :mod:`mxsim.ref.fused` instead. The output rounding of both is
+:func:`mxsim.ref.output.round_output`; element terms and products are :mod:`mxsim.ref.terms`.
 """
 
 from __future__ import annotations

@@ -33,10 +33,10 @@ scale of the step's blocks is NaN, a product is NaN (a NaN element, Inf x 0), or
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import chain
-from collections.abc import Sequence
 
 from ..accumulator import FP32_EMIN, Accumulator
 from .block import QuantizedBlock
@@ -99,7 +99,7 @@ def fused_steps(
     prods = []
     for a, b in zip(blocks_a, blocks_b):
         prods += products(block_terms(a.codes, a.subscales, fmt_a), block_terms(b.codes, b.subscales, fmt_b))
-    operand = _Operands(
+    ops = _Operands(
         prods,
         [scale_parts(a.scale, fmt_a.scale) for a in blocks_a],
         [scale_parts(b.scale, fmt_b.scale) for b in blocks_b],
@@ -109,7 +109,7 @@ def fused_steps(
     step = accumulator.effective_step(k)
     codes = []
     for first in range(0, len(prods), step):
-        codes.append(_step(operand, first, min(first + step, len(prods)), c, accumulator))
+        codes.append(_step(ops, first, min(first + step, len(prods)), c, accumulator))
         c = output_value(codes[-1], accumulator)
     return tuple(codes)
 
@@ -119,7 +119,7 @@ class _Operands:
     """The products of a DotGeneral in order, each block pair's scales, the block size ``k`` and
     ``frac`` = fa + fb (a product's value is (-1)^sign * magnitude * 2^(exponent - frac))."""
 
-    products: list
+    products: list[tuple[int, int, int, str]]
     scales_a: list[ScaleParts]
     scales_b: list[ScaleParts]
     k: int

@@ -10,10 +10,10 @@ bits f; value (-1)^s * M * 2^(E - f)). A product of two terms is the tuple
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-from collections.abc import Iterable, Sequence
 
 from ..formats import get_format
 from .decode import decode
