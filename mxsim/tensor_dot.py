@@ -122,7 +122,8 @@ def _c_words(c, lead: tuple) -> np.ndarray | None:
 
 def _separate(acc: Accumulator) -> Accumulator:
     """The accumulator with separate accumulation: fused-only fields at their defaults."""
-    fused_only = {"step": None, "step_terms": "product", "term_size": None, "anchor": "max", "bypass": None}
+    fused_only = {"step": None, "step_terms": "product", "term_size": None, "anchor": "max", "bypass": None,
+                  "c_zero_exponent": None}
     return replace(acc, accumulate="separate", **fused_only)
 
 

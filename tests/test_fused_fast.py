@@ -630,14 +630,14 @@ def fused_cases(draw, pairs):
 
 
 @given(fused_cases(ORACLE_PAIRS))
-@_settings(120)
+@_settings(100)
 def test_fast_equals_oracle(case):
     check_against_oracle(*case)
 
 
 # --- differential: fast == reference ---------------------------------------------------------------
 @given(fused_cases(REFERENCE_PAIRS))
-@_settings(150)
+@_settings(100)
 def test_fast_equals_reference_random_configurations(case):
     check_against_reference(*case)
 
@@ -846,7 +846,7 @@ def test_fused_details_blocks_are_the_separate_block_dots():
     a, b = gemm_tensors()
     fused_result = mxsim.dot(a, b, Accumulator.preset("mxdotp_fp8"), details=True)
     separate = mxsim.dot(
-        a, b, Accumulator(mode="aligned", frac_bits=34, c_zero_exponent=-127, output_overflow="ieee"), details=True
+        a, b, Accumulator(mode="aligned", frac_bits=34, output_overflow="ieee"), details=True
     )
     for field in ("block_bits", "accumulator", "lsb_exponent", "anchor"):
         assert np.array_equal(getattr(fused_result, field), getattr(separate, field)), field

@@ -22,17 +22,20 @@ Routes, chosen per format pair and accumulator (the bounds are derived in :class
   the grid. |q_term| <= R * 2^F (R: the largest term / 2^anchor exponent: 4 for products) and
   |q_C| < 2^(F + 1), so the step sum S stays below 2^53 and is exact in any order whenever
   terms_per_step * R * 2^F + 2^(F + 1) < 2^53 (F <= 44 for 64 product terms).
-* ``anchor="fixed"`` in int64 limbs: the products cut to the grid 2^(XA + XB - F) do not depend
-  on C or on the scale, so their step sums P are computed for all steps at once, as two int64
-  limbs P = H * 2^40 + L (0 <= L < 2^40; up to 100 bits: the 70-bit sums of FP8 E5M2 at F = 34).
+* ``anchor="fixed"`` in int64 limbs: the terms cut to the grid 2^(XA + XB - F) do not depend
+  on C, so their step sums P are computed for all steps at once, as two int64 limbs
+  P = H * 2^40 + L (0 <= L < 2^40; up to 100 bits: the 70-bit sums of FP8 E5M2 at F = 34).
+  Products are cut from their integer significands, Ma*Mb * 2^(Ea + Eb - fa - fb + F), which do
+  not depend on the scales either (bits(Ma*Mb) + the largest shift + bits(step) <= 100); block
+  terms from their exact float64 values (each cut term below 2^53, a step's sum below 2^60).
   Per step, V = C + P * 2^g is formed exactly on the grid 2^min(g, expC) (g = XA + XB - F, expC
   the exponent of C's LSB) by shifting one operand's limbs, then narrowed to 61 bits with a
   sticky bit (which keeps every rounding decision of a <= 24-bit output) and rounded. Lanes whose
   aligned sum would exceed 100 bits (C more than 76 bits above the grid and not bypassed, or far
   below a nonzero P) are detected per step and their rows recomputed by the reference.
-* the reference (:func:`mxsim.ref.dot.dot_general`, row by row) for configurations outside both
-  bounds (F beyond 44 with ``anchor="max"``, wide block terms, ``anchor="fixed"`` with block
-  terms): correct, slow.
+* the reference (:func:`mxsim.ref.dot.dot_general`, row by row) for configurations outside these
+  bounds (F beyond 44 with 64 product terms and ``anchor="max"``, block terms of FP8 E5M2, whose
+  group sums exceed 53 bits, ...): correct, slow.
 
 Specials (decided before the integer sum, as the hardware's side path): a NaN C, a NaN scale in
 the step's blocks, a NaN product (NaN element, Inf x 0) or Inf terms of both signs (Inf products
@@ -297,36 +300,38 @@ class _FusedKernel:
         self.ea, self.eb = _element(fmt_a.element), _element(fmt_b.element)
         self.sa, self.sb = _scale(fmt_a.scale), _scale(fmt_b.scale)
         self.route = self._choose_route()
-        self.narrow_sums = self.route == "fixed" and self._fixed_bits() <= 62
+        self.narrow_sums = self._fixed_bits() <= 62
         self.ones = np.ones(self.layout.terms_per_step)
         self._tables: dict[str, tuple] = {}  # tables of every code pair, by field function
 
     def _choose_route(self) -> str:
+        exact, ratio = self._float_terms()
         if self.acc.anchor == "max":
-            return "max" if self._float_terms_exact() else "reference"
-        return "fixed" if self.acc.step_terms == "product" and self._fixed_fits() else "reference"
-
-    def _largest_product(self) -> float:
-        return float(np.abs(self.ea.value).max()) * float(np.abs(self.eb.value).max())
-
-    def _float_terms_exact(self) -> bool:
-        """Whether every term is exact in float64 and every step sum stays below 2^53."""
-        acc, layout = self.acc, self.layout
-        ea, eb = self.ea, self.eb
-        if acc.step_terms == "product":
-            # |product| / 2^e = Ma*Mb / 2^(fa + fb) (at most 4); exact when Ma*Mb has <= 53 bits
-            significands = int(ea.significand.max()) * int(eb.significand.max())
-            ratio = significands / 2.0 ** (ea.frac_bits + eb.frac_bits)
-            exact = significands.bit_length() <= 53
+            fits = exact and (self.layout.terms_per_step * ratio + 2) * 2.0**self.acc.frac_bits < FLOAT_EXACT
+        elif self.acc.step_terms == "block":
+            # each term cut to the grid is an exact float64 integer; a step's sum is below 2^60
+            largest = ratio * 2.0**self.acc.frac_bits
+            fits = exact and largest < FLOAT_EXACT and self.layout.terms_per_step * largest < 2.0**60
         else:
-            # |term| / 2^(XA + XB) <= term_size * largest |product| * largest scale significands
-            # (< 2 each); the group sum is exact on the pair's grid, times two scale significands
-            ratio = layout.term_size * self._largest_product() * 4
-            grid = ref_dot.largest_grid_value(self.fmt_a) * ref_dot.largest_grid_value(self.fmt_b)
-            bits = (layout.term_size * grid).bit_length() + self.sa.significand_bits + self.sb.significand_bits
-            exact = bits <= 53
-        bound = layout.terms_per_step * ratio * 2.0**acc.frac_bits + 2.0 ** (acc.frac_bits + 1)
-        return exact and bound < FLOAT_EXACT
+            fits = self._fixed_bits() <= WIDE_BITS
+        return self.acc.anchor if fits else "reference"
+
+    def _float_terms(self) -> tuple[bool, float]:
+        """(whether every term value is exact in float64, R = the largest |term| / 2^(its anchor
+        exponent)). Product terms: |product| / 2^e = Ma*Mb / 2^(fa + fb) (at most 4), exact when
+        Ma*Mb has at most 53 bits. Block terms: R = term_size * the largest |product| * 4 (scale
+        significands are below 2); the group sum is exact on the pair's fixed grid while below
+        2^53 units, and times the two scale significands while the bits add up to at most 53.
+        With anchor="max", |q_term| <= R * 2^F and |q_C| < 2^(F + 1): the step sum is exact in
+        float64 while (terms_per_step * R + 2) * 2^F < 2^53."""
+        ea, eb, layout = self.ea, self.eb, self.layout
+        if self.acc.step_terms == "product":
+            significands = int(ea.significand.max()) * int(eb.significand.max())
+            return significands.bit_length() <= 53, significands / 2.0 ** (ea.frac_bits + eb.frac_bits)
+        largest = float(np.abs(ea.value).max()) * float(np.abs(eb.value).max())
+        grid = ref_dot.largest_grid_value(self.fmt_a) * ref_dot.largest_grid_value(self.fmt_b)
+        bits = (layout.term_size * grid).bit_length() + self.sa.significand_bits + self.sb.significand_bits
+        return bits <= 53, layout.term_size * largest * 4
 
     def _fixed_bits(self) -> int:
         """An upper bound on the bits of a step's product sum on the fixed grid: each product is
@@ -337,10 +342,6 @@ class _FusedKernel:
         if significand_bits > 62 - LIMB or largest_shift > 2 * LIMB:
             return WIDE_BITS + 1  # beyond _shift_left's reach
         return significand_bits + max(largest_shift, 0) + (self.layout.step - 1).bit_length()
-
-    def _fixed_fits(self) -> bool:
-        """Whether every step's product sum on the fixed grid fits the wide integers."""
-        return self._fixed_bits() <= WIDE_BITS
 
     # --- per product: from tables of every code pair, or element by element --------------------
     def _pair_index(self, ca, cb) -> np.ndarray | None:
@@ -432,35 +433,49 @@ class _FusedKernel:
             special[rows] = _combine(special[rows], np.where(hit, outcome, FINITE))
         return special
 
-    def _max_terms(self, ca, cb, sub_a, sub_b, scales_a, scales_b):
-        """(values (rows, n_steps, terms_per_step) float64, anchors (rows, n_steps) int32,
-        specials (rows, n_steps)) of anchor="max": each term's exact value, scales included."""
-        layout = self.layout.tile(ca.shape[1])
+    def _terms(self, ca, cb, sub_a, sub_b, scales_a, scales_b):
+        """(value float64 (rows, n_blocks, terms per block): each term's exact value, scales
+        included; anchor int32, alike: its anchor exponent, NO_ANCHOR if it does not count;
+        X = XA + XB int32 (rows, n_blocks); scale NaN (rows, n_blocks))."""
         index = self._pair_index(ca, cb)
         value, anchor = self._per_product(self._max_fields, ca, cb, sub_a, sub_b, index)
         scale_value, exponent, scale_nan = self._scales(scales_a, scales_b)
-        rows = ca.shape[0]
         counts = anchor > COUNTS
         if self.acc.step_terms == "block":
-            shape = (rows, ca.shape[1], layout.k // layout.term_size, layout.term_size)
+            size = self.layout.term_size
+            shape = (*ca.shape[:2], self.layout.k // size, size)
             value = value.reshape(shape).sum(axis=3)
             counts = counts.reshape(shape).any(axis=3)
             anchor = np.zeros_like(value, dtype=np.int32)
         value *= scale_value[:, :, None]
-        anchor = np.where(counts, anchor + exponent[:, :, None], NO_ANCHOR)
-        values = layout.pad_blocks(value, 0.0).reshape(rows, layout.n_steps, layout.terms_per_step)
-        anchors = layout.pad_blocks(anchor, NO_ANCHOR).reshape(rows, layout.n_steps, layout.terms_per_step).max(axis=2)
+        return value, np.where(counts, anchor + exponent[:, :, None], NO_ANCHOR), exponent, scale_nan
+
+    def _max_terms(self, ca, cb, sub_a, sub_b, scales_a, scales_b):
+        """(values (rows, n_steps, terms_per_step) float64, anchors (rows, n_steps) int32,
+        specials (rows, n_steps)) of anchor="max"."""
+        layout = self.layout.tile(ca.shape[1])
+        value, anchor, _, scale_nan = self._terms(ca, cb, sub_a, sub_b, scales_a, scales_b)
+        shape = (ca.shape[0], layout.n_steps, layout.terms_per_step)
+        values = layout.pad_blocks(value, 0.0).reshape(shape)
+        anchors = layout.pad_blocks(anchor, NO_ANCHOR).reshape(shape).max(axis=2)
         return values, anchors, self._specials(ca, cb, scale_nan)
 
     def _fixed_terms(self, ca, cb, sub_a, sub_b, scales_a, scales_b):
         """(P high, P low, grid g) (rows, n_steps) int64 and specials of anchor="fixed": each
-        step's products cut to the grid 2^(XA + XB - F), summed exactly as wide integers."""
+        step's terms cut to the grid 2^g = 2^(XA + XB - F), summed exactly as wide integers.
+        Product terms are cut from their integer significands (tables of every code pair); block
+        terms from their exact float64 values (every cut term is an integer below 2^53)."""
         layout = self.layout.tile(ca.shape[1])
-        index = self._pair_index(ca, cb)
-        products = self._per_product(self._fixed_fields, ca, cb, sub_a, sub_b, index)
-        sums = [layout.steps_of(q, 0, _sum) for q in products]
+        if self.acc.step_terms == "block":
+            value, _, exponent, scale_nan = self._terms(ca, cb, sub_a, sub_b, scales_a, scales_b)
+            cut = np.trunc if self.acc.shift_rounding == "truncate" else np.rint
+            q = cut(value * np.ldexp(1.0, self.acc.frac_bits - exponent)[:, :, None]).astype(np.int64)
+            sums = [_sum(q.reshape(ca.shape[0], layout.n_steps, layout.terms_per_step), axis=2)]
+        else:
+            products = self._per_product(self._fixed_fields, ca, cb, sub_a, sub_b, self._pair_index(ca, cb))
+            sums = [layout.steps_of(q, 0, _sum) for q in products]
+            _, exponent, scale_nan = self._scales(scales_a, scales_b)
         high, low = _normalize(*sums) if len(sums) == 2 else (sums[0] >> LIMB, sums[0] & _LOW)
-        _, exponent, scale_nan = self._scales(scales_a, scales_b)
         grid = layout.per_step(exponent.astype(np.int64), 0, np.max) - self.acc.frac_bits
         return high, low, grid, self._specials(ca, cb, scale_nan)
 
