@@ -243,6 +243,10 @@ class _C:
 def _combine(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     """The special outcome of two parts of a sum: NaN if either is NaN or they are Inf of both
     signs; else an Inf of either; else FINITE."""
+    if not second.any():  # the usual case: a finite C
+        return first
+    if not first.any():
+        return second
     nan = (first == NAN) | (second == NAN) | ((first == POS_INF) & (second == NEG_INF))
     nan |= (first == NEG_INF) & (second == POS_INF)
     return np.where(nan, NAN, np.where(first != FINITE, first, second)).astype(np.int8)
@@ -373,15 +377,21 @@ class _FusedKernel:
             tables = self._tables[fields.__name__] = fields(codes_a, codes_b, 0)
         return tuple(np.take(table, index) for table in tables)
 
-    def _max_fields(self, ca, cb, tau):
-        """(value float64, anchor exponent Ea + Eb - tau int32: below COUNTS unless both elements
-        are finite and nonzero)."""
+    def _value_fields(self, ca, cb, tau):
+        """(value float64,): the product's exact value, scales not included."""
         value = np.take(self.ea.value, ca) * np.take(self.eb.value, cb)
-        anchor = np.take(self.ea.anchor, ca) + np.take(self.eb.anchor, cb)
         if not np.isscalar(tau):
             value *= np.ldexp(1.0, -tau)
-            anchor -= tau
-        return value, anchor
+        return (value,)
+
+    def _anchor_fields(self, ca, cb, tau):
+        """(anchor exponent Ea + Eb - tau,): below COUNTS unless both elements are finite and
+        nonzero; int8 (sentinel -128) for a table whose exponents fit, else int32."""
+        anchor = np.take(self.ea.anchor, ca) + np.take(self.eb.anchor, cb) - tau
+        counts = anchor > COUNTS
+        if np.isscalar(tau) and np.abs(anchor[counts]).max(initial=0) < 128:
+            return (np.where(counts, anchor, -128).astype(np.int8),)
+        return (anchor,)
 
     def _fixed_fields(self, ca, cb, tau):
         """The product cut to the grid 2^(XA + XB - F) by ``shift_rounding``, signed: (q,) int64
@@ -433,31 +443,40 @@ class _FusedKernel:
             special[rows] = _combine(special[rows], np.where(hit, outcome, FINITE))
         return special
 
-    def _terms(self, ca, cb, sub_a, sub_b, scales_a, scales_b):
+    def _terms(self, ca, cb, sub_a, sub_b, scales_a, scales_b, index):
         """(value float64 (rows, n_blocks, terms per block): each term's exact value, scales
-        included; anchor int32, alike: its anchor exponent, NO_ANCHOR if it does not count;
-        X = XA + XB int32 (rows, n_blocks); scale NaN (rows, n_blocks))."""
-        index = self._pair_index(ca, cb)
-        value, anchor = self._per_product(self._max_fields, ca, cb, sub_a, sub_b, index)
+        included; X = XA + XB int32 (rows, n_blocks); scale NaN (rows, n_blocks))."""
+        (value,) = self._per_product(self._value_fields, ca, cb, sub_a, sub_b, index)
         scale_value, exponent, scale_nan = self._scales(scales_a, scales_b)
-        counts = anchor > COUNTS
         if self.acc.step_terms == "block":
             size = self.layout.term_size
-            shape = (*ca.shape[:2], self.layout.k // size, size)
-            value = value.reshape(shape).sum(axis=3)
-            counts = counts.reshape(shape).any(axis=3)
-            anchor = np.zeros_like(value, dtype=np.int32)
+            value = value.reshape(*ca.shape[:2], self.layout.k // size, size).sum(axis=3)
         value *= scale_value[:, :, None]
-        return value, np.where(counts, anchor + exponent[:, :, None], NO_ANCHOR), exponent, scale_nan
+        return value, exponent, scale_nan
+
+    def _anchors(self, ca, cb, sub_a, sub_b, exponent, index):
+        """(rows, n_steps) int64: each step's largest anchor exponent of a counting term (product:
+        Ea + Eb + XA + XB; block term: XA + XB), NO_ANCHOR if none. The products' exponents are
+        reduced over each step's part of a block before the scale exponent is added."""
+        layout = self.layout.tile(ca.shape[1])
+        (anchor,) = self._per_product(self._anchor_fields, ca, cb, sub_a, sub_b, index)
+        part = min(layout.step, layout.k)
+        largest = anchor.reshape(*ca.shape[:2], layout.k // part, part).max(axis=3)
+        counts = largest > (COUNTS if anchor.dtype != np.int8 else -128)
+        base = largest.astype(np.int64) if self.acc.step_terms == "product" else 0
+        anchors = np.where(counts, base + exponent[:, :, None], NO_ANCHOR)
+        if layout.step <= layout.k:
+            return anchors.reshape(ca.shape[0], layout.n_steps)
+        return layout.per_step(anchors[:, :, 0], NO_ANCHOR, np.max)
 
     def _max_terms(self, ca, cb, sub_a, sub_b, scales_a, scales_b):
-        """(values (rows, n_steps, terms_per_step) float64, anchors (rows, n_steps) int32,
+        """(values (rows, n_steps, terms_per_step) float64, anchors (rows, n_steps) int64,
         specials (rows, n_steps)) of anchor="max"."""
         layout = self.layout.tile(ca.shape[1])
-        value, anchor, _, scale_nan = self._terms(ca, cb, sub_a, sub_b, scales_a, scales_b)
-        shape = (ca.shape[0], layout.n_steps, layout.terms_per_step)
-        values = layout.pad_blocks(value, 0.0).reshape(shape)
-        anchors = layout.pad_blocks(anchor, NO_ANCHOR).reshape(shape).max(axis=2)
+        index = self._pair_index(ca, cb)
+        value, exponent, scale_nan = self._terms(ca, cb, sub_a, sub_b, scales_a, scales_b, index)
+        values = layout.pad_blocks(value, 0.0).reshape(ca.shape[0], layout.n_steps, layout.terms_per_step)
+        anchors = self._anchors(ca, cb, sub_a, sub_b, exponent, index)
         return values, anchors, self._specials(ca, cb, scale_nan)
 
     def _fixed_terms(self, ca, cb, sub_a, sub_b, scales_a, scales_b):
@@ -467,7 +486,7 @@ class _FusedKernel:
         terms from their exact float64 values (every cut term is an integer below 2^53)."""
         layout = self.layout.tile(ca.shape[1])
         if self.acc.step_terms == "block":
-            value, _, exponent, scale_nan = self._terms(ca, cb, sub_a, sub_b, scales_a, scales_b)
+            value, exponent, scale_nan = self._terms(ca, cb, sub_a, sub_b, scales_a, scales_b, self._pair_index(ca, cb))
             cut = np.trunc if self.acc.shift_rounding == "truncate" else np.rint
             q = cut(value * np.ldexp(1.0, self.acc.frac_bits - exponent)[:, :, None]).astype(np.int64)
             sums = [_sum(q.reshape(ca.shape[0], layout.n_steps, layout.terms_per_step), axis=2)]

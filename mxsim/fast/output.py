@@ -3,12 +3,14 @@ output format, bit-identical to :func:`mxsim.ref.output.round_output` (conventio
 and 4.1), and output codes read back as numbers or as fp32 words.
 
 Output codes are stored in ``accumulator.output_storage``: fp32 as uint32 words, bf16 and fp16 as
-uint16 words. ``fp32_e8m13`` results are rounded to a binary format of 8 exponent bits (bias 127,
-emin -126, smallest subnormal 2^-139) and 13 fraction bits, with IEEE specials, and stored as the
-fp32 word whose low 10 bits are 0: its code shifted left by 10.
+uint16 words. ``fp32_e8m13`` results are rounded to :data:`mxsim.formats.FP32_E8M13` (8 exponent
+bits, bias 127, emin -126, smallest subnormal 2^-139; 13 fraction bits; IEEE specials) and stored
+as the fp32 word whose low 10 bits are 0: its code shifted left by 10.
 """
 
 from __future__ import annotations
+
+from functools import cache
 
 import numpy as np
 
@@ -22,12 +24,14 @@ __all__ = ["FINITE", "NAN", "NEG_INF", "POS_INF", "fp32_words", "output_format",
 FINITE, POS_INF, NEG_INF, NAN = 0, 1, 2, 3
 
 
+@cache
 def output_format(acc: Accumulator):
     """The float format results are rounded to: ``output``, or the 8-exponent-bit, 13-fraction-bit
     format of ``fp32_e8m13``."""
     return FP32_E8M13 if acc.output == "fp32_e8m13" else get_format(acc.output, kind="float")
 
 
+@cache
 def _storage_format(acc: Accumulator):
     return get_format(acc.output_storage, kind="float")
 
@@ -76,9 +80,10 @@ def round_output(negative, magnitude, exponent, special, acc: Accumulator) -> np
         code = np.where((code & ~out.sign_mask) < (1 << out.mantissa_bits), code & out.sign_mask, code)
     storage = _storage_format(acc)
     code = code << (storage.mantissa_bits - out.mantissa_bits)
-    code = np.where(special == POS_INF, storage.inf_code(False), code)
-    code = np.where(special == NEG_INF, storage.inf_code(True), code)
-    code = np.where(special == NAN, nan_word(acc), code)
+    if special.any():
+        code = np.where(special == POS_INF, storage.inf_code(False), code)
+        code = np.where(special == NEG_INF, storage.inf_code(True), code)
+        code = np.where(special == NAN, nan_word(acc), code)
     return code.astype(_code_dtype(acc))
 
 
