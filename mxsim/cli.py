@@ -8,7 +8,8 @@
 ``mxsim quantize IN.npy OUT --format F [options]``   quantize an array into an mxsim tensor file
 ``mxsim dequantize IN OUT.npy [--dtype float32|float16|float64] [--dequant-overflow ...]``   decode an
                                mxsim tensor file to an array, under DequantizeOptions
-``mxsim dot A B OUT.npy [--outer] [--preset P] [accumulator flags] [--details OUT.npz]``   DotGeneral of
+``mxsim dot A B OUT.npy [--outer] [--preset P] [accumulator flags] [--c C.npy] [--details OUT.npz]``
+                               DotGeneral of
                                two tensor files along their block axes (--outer: (M,K) x (N,K) -> (M,N))
 ``mxsim golden generate DIR [--suite KIND --params JSON] [--seed N] [--level L] [--shard I/N]``
                                golden test vectors (default: the canonical collection) and DIR/index.json
@@ -233,14 +234,15 @@ def _cmd_dot(args) -> str:
     a, b = load(args.a), load(args.b)
     options = _given_options(args, Accumulator)
     acc = Accumulator.preset(args.preset, **options) if args.preset else Accumulator.from_kwargs(**options)
-    result = dot(a, b, acc, outer=args.outer, details=True)
+    c = None if args.c is None else _load_array(args.c)
+    result = dot(a, b, acc, outer=args.outer, c=c, details=True)
     if args.details:  # written first, and removed again if the results cannot be written
         register = result.accumulator
         if register.dtype == object:  # wider than int64: exact decimal strings
             register = register.astype(str)
         buffer = io.BytesIO()
         np.savez(buffer, bits=result.bits, block_bits=result.block_bits, accumulator=register,
-                 lsb_exponent=result.lsb_exponent, anchor=result.anchor)
+                 lsb_exponent=result.lsb_exponent, anchor=result.anchor, steps=result.steps)
         atomic_write(args.details, buffer.getvalue())
     try:
         _save_npy(args.out_path, result.values)
@@ -425,8 +427,12 @@ def build_parser() -> argparse.ArgumentParser:
                           "(M,K) x (N,K) -> (M,N) = A @ B^T (default: broadcast, see above)")
     dot.add_argument("--preset", choices=tuple(PRESETS), default=None,
                      help="start from a named accumulator (default: the contract's defaults); flags override fields")
+    dot.add_argument("--c", metavar="C.npy", default=None,
+                     help="accumulator input C: a float32 .npy array that broadcasts to the result shape "
+                          "(fused steps start from C, separate accumulation adds it first; default: none / +0)")
     dot.add_argument("--details", metavar="OUT.npz",
-                     help="also write the output bits and each block's bits, accumulator, lsb_exponent and anchor")
+                     help="also write the output bits, each block's bits, accumulator, lsb_exponent and anchor, "
+                          "and every fused step's output bits (steps)")
     _add_option_flags(dot, Accumulator)
     dot.set_defaults(run=_cmd_dot)
 

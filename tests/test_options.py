@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # CLI flags of these commands that are not options of mxsim.options (operands, files, presets)
 NOT_OPTIONS = {
     "quantize": {"--format", "--axis", "--rand-bits"},
-    "dot": {"--preset", "--details", "--outer"},
+    "dot": {"--preset", "--details", "--outer", "--c"},
     "dequantize": {"--dtype"},
 }
 

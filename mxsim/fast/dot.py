@@ -33,12 +33,11 @@ from ..formats import get_format
 from ..ref import dot as ref_dot
 from ..ref.block import QuantizedBlock, check_tensor_scale
 from .chunks import BLOCK_CHUNK, map_chunks
-from .encode import encode_dyadic, floor_log2_int64
+from .output import FINITE, NAN, NEG_INF, POS_INF, output_values, round_output
 from .round import round_shifted
 
 __all__ = ["Operand", "BlockDots", "dot_blocks", "dot_general_blocks", "output_values"]
 
-FINITE, POS_INF, NEG_INF, NAN = 0, 1, 2, 3
 _INT64_LIMIT = 1 << 62
 _NO_EXPONENT = -(1 << 20)  # below any anchor: sums of two stay far from int32 limits
 
@@ -486,48 +485,6 @@ def _narrow(significand: np.ndarray, exponent: np.ndarray):
     return negative, magnitude, exponent
 
 
-def round_output(negative, magnitude, exponent, special, acc: Accumulator) -> np.ndarray:
-    """Output codes (uint32 for fp32, uint16 for bf16/fp16) of (-1)^negative * magnitude *
-    2^exponent, or of the special outcome; the rules of :func:`mxsim.ref.dot.round_output`."""
-    out = get_format(acc.output, kind="float")
-    if acc.output == "fp32" and acc.output_rounding == "rne" and int(magnitude.max(initial=0)) < 1 << 53:
-        code = _round_fp32_rne(negative, magnitude, exponent)
-    else:
-        code, overflows = encode_dyadic(magnitude, exponent, negative, out, acc.output_rounding)
-        inf = np.where(negative, out.inf_code(True), out.inf_code(False))
-        code = np.where(overflows, inf, code)
-    if acc.ftz:
-        code = np.where((code & ~out.sign_mask) < (1 << out.mantissa_bits), code & out.sign_mask, code)
-    code = np.where(special == POS_INF, out.inf_code(False), code)
-    code = np.where(special == NEG_INF, out.inf_code(True), code)
-    code = np.where(special == NAN, out.nan_code(), code)
-    return code.astype(np.uint32 if out.width == 32 else np.uint16)
-
-
-def _round_fp32_rne(negative, magnitude, exponent) -> np.ndarray:
-    """fp32 bits of (-1)^negative * magnitude * 2^exponent, nearest-even, by the hardware: the
-    value is exact in float64 (magnitude < 2^53; the exponent is clamped where the result is
-    beyond fp32 either way, so ldexp stays exact), and the float64 -> float32 cast rounds once
-    (nearest-even, subnormals kept, overflow to Inf)."""
-    top = exponent + floor_log2_int64(np.maximum(magnitude, 1))
-    # beyond 2^200 or below 2^-400 the fp32 result is Inf or 0 whatever the exact value
-    exponent = np.where(top > 200, exponent - (top - 200), np.where(top < -400, exponent - (top + 400), exponent))
-    value = np.ldexp(magnitude.astype(np.float64), exponent.astype(np.int32))
-    with np.errstate(over="ignore"):
-        bits = value.astype(np.float32).view(np.uint32).astype(np.int64)
-    return np.where(negative, bits | (1 << 31), bits)
-
-
-def output_values(codes: np.ndarray, acc: Accumulator) -> np.ndarray:
-    """Output codes as numbers: float32 for fp32 and bf16 (every bf16 value is a float32),
-    float16 for fp16."""
-    if acc.output == "fp32":
-        return codes.astype(np.uint32).view(np.float32)
-    if acc.output == "bf16":
-        return (codes.astype(np.uint32) << 16).view(np.float32)
-    return codes.astype(np.uint16).view(np.float16)
-
-
 def _split_signed(significand, exponent):
     if significand.dtype == object:
         return _narrow(significand, exponent)
@@ -589,7 +546,7 @@ def dot_blocks(a: Operand, b: Operand, acc: Accumulator = Accumulator(), anchors
     wide = kernel.register_dtype is object or kernel.register_limit * scales.largest_factor >= _INT64_LIMIT
     n = a.codes.shape[0]
     out = BlockDots(
-        np.empty(n, np.uint32 if get_format(acc.output).width == 32 else np.uint16),
+        np.empty(n, np.uint32 if get_format(acc.output_storage).width == 32 else np.uint16),
         np.empty(n, dtype=kernel.register_dtype),
         np.empty(n, np.int64),
         np.empty(n, np.int64),
@@ -616,30 +573,57 @@ def dot_blocks(a: Operand, b: Operand, acc: Accumulator = Accumulator(), anchors
 
 
 def dot_general_blocks(
-    a: Operand, b: Operand, acc: Accumulator = Accumulator(), rows: int = 1, anchors: bool = True, n_blocks: int | None = None
+    a: Operand,
+    b: Operand,
+    acc: Accumulator = Accumulator(),
+    rows: int = 1,
+    anchors: bool = True,
+    n_blocks: int | None = None,
+    c: np.ndarray | None = None,
 ):
     """DotGeneral of ``rows`` rows of ``n_blocks`` block pairs each (codes of shape
     (rows * n_blocks, k), row-major; ``n_blocks`` defaults to N / rows): returns (output codes of
-    shape (rows,), :class:`BlockDots` of shape (rows, n_blocks))."""
+    shape (rows,), :class:`BlockDots` of shape (rows, n_blocks)).
+
+    ``c``: the accumulator input C of each row as fp32 words (shape (rows,), any integer dtype),
+    or None for no C term (separate accumulation only: the fp32 sum starts at C, or the exact sum
+    includes C; see :mod:`mxsim.fast.fused` for fused steps)."""
+    if acc.accumulate != "separate":
+        raise ValueError(
+            "dot_general_blocks is separate accumulation; fused steps are mxsim.fast.fused.dot_general_steps"
+        )
     blocks = dot_blocks(a, b, acc, anchors)
     n = n_blocks if n_blocks is not None else (a.codes.shape[0] // rows if rows else 0)
     if rows * n != a.codes.shape[0]:
         raise ValueError(f"{a.codes.shape[0]} blocks do not make {rows} rows of {n} blocks")
     blocks = blocks.reshape((rows, n))
+    c_value = None if c is None else np.asarray(c).astype(np.uint32).view(np.float32)
     if acc.across_blocks == "fp32":
         values = output_values(blocks.codes, acc).astype(np.float32)
         with np.errstate(invalid="ignore", over="ignore"):
-            total = values[:, 0].copy() if n else np.zeros(rows, np.float32)
-            for j in range(1, n):
-                total += values[:, j]
+            if c_value is not None:
+                total = c_value.copy()
+                for j in range(n):
+                    total += values[:, j]
+            else:
+                total = values[:, 0].copy() if n else np.zeros(rows, np.float32)
+                for j in range(1, n):
+                    total += values[:, j]
         negative, magnitude, exponent, special = float32_parts(total)
     else:
-        negative, magnitude, exponent, special = _exact_row_sums(blocks)
+        negative, magnitude, exponent, special = _exact_row_sums(blocks, c_value)
     return round_output(negative, magnitude, exponent, special, acc), blocks
 
 
-def _exact_row_sums(blocks: BlockDots):
-    special = blocks.special
+def _exact_row_sums(blocks: BlockDots, c_value: np.ndarray | None = None):
+    """Each row's blocks (and C, a float32 array, if given) summed exactly: (negative, magnitude,
+    exponent, special) of the sum, narrowed to 61 bits with a sticky bit."""
+    special, significands, exponents = blocks.special, blocks.significand, blocks.exponent
+    if c_value is not None:
+        negative, magnitude, exponent, c_special = float32_parts(c_value)
+        special = np.concatenate([special, c_special[:, None]], axis=1)
+        significands = np.concatenate([significands, np.where(negative, -magnitude, magnitude)[:, None]], axis=1)
+        exponents = np.concatenate([exponents, exponent[:, None]], axis=1)
     nan = (special == NAN).any(axis=1) | ((special == POS_INF).any(axis=1) & (special == NEG_INF).any(axis=1))
     row_special = np.where(nan, NAN, np.where((special == POS_INF).any(axis=1), POS_INF,
                                               np.where((special == NEG_INF).any(axis=1), NEG_INF, FINITE)))
@@ -647,7 +631,7 @@ def _exact_row_sums(blocks: BlockDots):
     totals = np.empty(rows, dtype=object)
     low = np.empty(rows, dtype=np.int64)
     for r in range(rows):
-        finite = [(int(s), int(e)) for s, e, k in zip(blocks.significand[r], blocks.exponent[r], special[r]) if k == FINITE and s]
+        finite = [(int(s), int(e)) for s, e, k in zip(significands[r], exponents[r], special[r]) if k == FINITE and s]
         base = min((e for _, e in finite), default=0)
         totals[r] = sum((s << (e - base) for s, e in finite), 0)
         low[r] = base

@@ -223,7 +223,7 @@ def floor_log2_int64(n: np.ndarray) -> np.ndarray:
     """floor(log2(n)) of int64 values in [1, 2^62], exactly (float64(n) may round up to the next
     power of two; that case steps back). Values below 1 give a harmless negative number."""
     e = np.frexp(n.astype(np.float64))[1] - 1
-    return e - ((n >> np.clip(e, 0, 62)) == 0)
+    return e - ((n >> np.minimum(np.maximum(e, 0), 62)) == 0)
 
 
 def encode_dyadic(significand, lsb_exponent, negative, fmt, rounding, rand=None, rand_width=32, allow_neg2=False):
