@@ -177,7 +177,8 @@ def _cmd_dot(args) -> str:
     a, b = load(args.a), load(args.b)
     options = _given_options(args, Accumulator)
     acc = Accumulator.preset(args.preset, **options) if args.preset else Accumulator.from_kwargs(**options)
-    result = dot(a, b, acc, details=True)
+    result = dot(a, b, acc, details=bool(args.details))  # the per-block registers only when asked for
+    values = result.values if args.details else result
     if args.details:  # written first, and removed again if the results cannot be written
         register = result.accumulator
         if register.dtype == object:  # wider than int64: exact decimal strings
@@ -187,12 +188,12 @@ def _cmd_dot(args) -> str:
                  lsb_exponent=result.lsb_exponent, anchor=result.anchor)
         atomic_write(args.details, buffer.getvalue())
     try:
-        _save_npy(args.out_path, result.values)
+        _save_npy(args.out_path, values)
     except OSError:
         if args.details:
             os.unlink(args.details)
         raise
-    return f"{args.out_path}: {result.values.dtype} array of shape {result.values.shape} ({a.fmt.name} x {b.fmt.name}, {acc.mode})"
+    return f"{args.out_path}: {values.dtype} array of shape {values.shape} ({a.fmt.name} x {b.fmt.name}, {acc.mode})"
 
 
 def _shard(text):

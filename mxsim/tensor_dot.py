@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .accumulator import Accumulator
-from .fast.dot import Operand, dot_general_blocks, output_values
+from .fast.dot import Operand, dot_general_broadcast, output_values
 from . import ref
 from .tensor import MXTensor
 
@@ -83,15 +83,11 @@ def _zeroed_padding(t: MXTensor) -> np.ndarray:
     return codes
 
 
-def _operand(t: MXTensor, lead: tuple) -> Operand:
-    n_blocks = t.scales.shape[-1]
-    rows = int(np.prod(lead, dtype=np.int64))
-    codes = np.broadcast_to(_zeroed_padding(t), lead + t.codes.shape[-1:]).reshape(rows * n_blocks, t.fmt.block_size)
-    scales = np.broadcast_to(t.scales, lead + (n_blocks,)).reshape(-1)
-    subscales = None
-    if t.subscales is not None:
-        subscales = np.broadcast_to(t.subscales, lead + t.subscales.shape[-2:]).reshape(-1, t.fmt.subblocks)
-    return Operand(t.fmt, scales, subscales, codes, t.tensor_scale)
+def _operand(t: MXTensor) -> Operand:
+    """The blocks of ``t``, not broadcast: prod(t.codes.shape[:-1]) rows of n_blocks blocks."""
+    k = t.fmt.block_size
+    subscales = None if t.subscales is None else t.subscales.reshape(-1, t.fmt.subblocks)
+    return Operand(t.fmt, t.scales.reshape(-1), subscales, _zeroed_padding(t).reshape(-1, k), t.tensor_scale)
 
 
 def dot(a: MXTensor, b: MXTensor, accumulator=None, *, details: bool = False):
@@ -105,21 +101,18 @@ def dot(a: MXTensor, b: MXTensor, accumulator=None, *, details: bool = False):
 
     Returns the results (see :class:`DotResult` for dtypes), or a :class:`DotResult` with the
     per-block registers if ``details``.
+
+    Memory: the operands are never broadcast into copies. Beyond the inputs and the results
+    (O(M * N) for an (M, N) result, plus O(M * N * n_blocks) for the details), the temporaries are
+    bounded by :data:`mxsim.fast.dot.DOT_CHUNK` elements of each operand (70 to 130 MB), whatever
+    M, N and K are.
     """
     acc = _accumulator(accumulator)
     lead = _lead_shape(a, b)
-    rows = int(np.prod(lead, dtype=np.int64))
     n_blocks = a.scales.shape[-1] if a.scales.ndim else 1
-    bits, blocks = dot_general_blocks(_operand(a, lead), _operand(b, lead), acc, rows, details, n_blocks)
+    shape_a, shape_b = a.codes.shape[:-1], b.codes.shape[:-1]
+    bits, blocks = dot_general_broadcast(_operand(a), _operand(b), shape_a, shape_b, n_blocks, acc, details)
     values = output_values(bits, acc).reshape(lead)
     if not details:
         return values
-    per_block = lead + (blocks.codes.shape[-1],)
-    return DotResult(
-        values,
-        bits.reshape(lead),
-        blocks.codes.reshape(per_block),
-        blocks.accumulator.reshape(per_block),
-        blocks.lsb_exponent.reshape(per_block),
-        blocks.anchor.reshape(per_block),
-    )
+    return DotResult(values, bits, blocks.codes, blocks.accumulator, blocks.lsb_exponent, blocks.anchor)
