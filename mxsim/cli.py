@@ -235,7 +235,8 @@ def _cmd_dot(args) -> str:
     options = _given_options(args, Accumulator)
     acc = Accumulator.preset(args.preset, **options) if args.preset else Accumulator.from_kwargs(**options)
     c = None if args.c is None else _load_array(args.c)
-    result = dot(a, b, acc, outer=args.outer, c=c, details=True)
+    result = dot(a, b, acc, outer=args.outer, c=c, details=bool(args.details))  # per-block registers only when asked
+    values = result.values if args.details else result
     if args.details:  # written first, and removed again if the results cannot be written
         register = result.accumulator
         if register.dtype == object:  # wider than int64: exact decimal strings
@@ -245,12 +246,12 @@ def _cmd_dot(args) -> str:
                  lsb_exponent=result.lsb_exponent, anchor=result.anchor, steps=result.steps)
         atomic_write(args.details, buffer.getvalue())
     try:
-        _save_npy(args.out_path, result.values)
+        _save_npy(args.out_path, values)
     except OSError:
         if args.details:
             os.unlink(args.details)
         raise
-    return f"{args.out_path}: {result.values.dtype} array of shape {result.values.shape} ({a.fmt.name} x {b.fmt.name}, {acc.mode})"
+    return f"{args.out_path}: {values.dtype} array of shape {values.shape} ({a.fmt.name} x {b.fmt.name}, {acc.mode})"
 
 
 def _shard(text):

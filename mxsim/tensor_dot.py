@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .options import Accumulator
-from .fast.dot import Operand, dot_general_blocks
+from .fast.dot import Operand, dot_general_broadcast
 from .fast.fused import dot_general_steps
 from .fast.output import output_values
 from . import ref
@@ -122,7 +122,16 @@ def _zeroed_padding(t: MXTensor) -> np.ndarray:
     return codes
 
 
-def _operand(t: MXTensor, lead: tuple) -> Operand:
+def _operand(t: MXTensor) -> Operand:
+    """The blocks of ``t``, not broadcast: prod(t.codes.shape[:-1]) rows of n_blocks blocks."""
+    k = t.fmt.block_size
+    subscales = None if t.subscales is None else t.subscales.reshape(-1, t.fmt.subblocks)
+    return Operand(t.fmt, t.scales.reshape(-1), subscales, _zeroed_padding(t).reshape(-1, k), t.tensor_scale)
+
+
+def _broadcast_operand(t: MXTensor, lead: tuple) -> Operand:
+    """The blocks of ``t`` broadcast to the result rows ``lead``: prod(lead) rows of n_blocks
+    blocks, as a copy (the fused steps read whole rows; their memory grows with M * N * K)."""
     n_blocks = t.scales.shape[-1]
     rows = int(np.prod(lead, dtype=np.int64))
     codes = np.broadcast_to(_zeroed_padding(t), lead + t.codes.shape[-1:]).reshape(rows * n_blocks, t.fmt.block_size)
@@ -169,6 +178,11 @@ def dot(a: MXTensor, b: MXTensor, accumulator=None, *, outer: bool = False, c=No
 
     Returns the results (see :class:`DotResult` for dtypes), or a :class:`DotResult` with the
     per-block registers and the fused steps if ``details``.
+
+    Memory: the operands are never broadcast into copies. Beyond the inputs and the results
+    (O(M * N) for an (M, N) result, plus O(M * N * n_blocks) for the details), the temporaries are
+    bounded by :data:`mxsim.fast.dot.DOT_CHUNK` elements of each operand (70 to 130 MB), whatever
+    M, N and K are.
     """
     acc = _accumulator(accumulator)
     _check_operands(a, b)
@@ -178,25 +192,23 @@ def dot(a: MXTensor, b: MXTensor, accumulator=None, *, outer: bool = False, c=No
         a, b = _outer(a, b)
     lead = _lead_shape(a, b)
     c_words = _c_words(c, lead)
-    rows = int(np.prod(lead, dtype=np.int64))
     n_blocks = a.scales.shape[-1] if a.scales.ndim else 1
-    op_a, op_b = _operand(a, lead), _operand(b, lead)
     if acc.accumulate == "fused":
+        rows = int(np.prod(lead, dtype=np.int64))
+        op_a, op_b = _broadcast_operand(a, lead), _broadcast_operand(b, lead)
         bits, steps = dot_general_steps(op_a, op_b, acc, rows, n_blocks, c_words)
-        blocks = dot_general_blocks(op_a, op_b, acc.as_separate(), rows, True, n_blocks)[1] if details else None
+        bits, steps = bits.reshape(lead), steps.reshape(lead + steps.shape[-1:])
+        acc_blocks = acc.as_separate()
     else:
-        bits, blocks = dot_general_blocks(op_a, op_b, acc, rows, details, n_blocks, c_words)
-        steps = np.zeros((rows, 0), dtype=bits.dtype)
+        steps, acc_blocks = None, acc
+    if acc.accumulate != "fused" or details:
+        shape_a, shape_b = a.codes.shape[:-1], b.codes.shape[:-1]
+        separate_bits, blocks = dot_general_broadcast(
+            _operand(a), _operand(b), shape_a, shape_b, n_blocks, acc_blocks, details, None if steps is not None else c_words
+        )
+        if steps is None:
+            bits, steps = separate_bits, np.zeros(lead + (0,), dtype=separate_bits.dtype)
     values = output_values(bits, acc).reshape(lead)
     if not details:
         return values
-    per_block = lead + (blocks.codes.shape[-1],)
-    return DotResult(
-        values,
-        bits.reshape(lead),
-        blocks.codes.reshape(per_block),
-        blocks.accumulator.reshape(per_block),
-        blocks.lsb_exponent.reshape(per_block),
-        blocks.anchor.reshape(per_block),
-        steps.reshape(lead + steps.shape[-1:]),
-    )
+    return DotResult(values, bits, blocks.codes, blocks.accumulator, blocks.lsb_exponent, blocks.anchor, steps)
