@@ -29,6 +29,7 @@ import numpy as np
 from . import __version__, ref
 from .block_policy import OPTION_CHOICES
 from .block_policy import QuantizeOptions
+from .ref.sources import SOURCE_TYPES
 from .fileformat import atomic_write, load, save
 from .formats import ALIASES, FORMATS, format_names, get_format
 from .formats.packing import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, ELEMENT_STREAMS, SCALE_PLACEMENTS
@@ -152,7 +153,7 @@ def _cmd_quantize(args) -> str:
     x = _load_array(args.input)
     options = _given_options(args, QuantizeOptions)
     rand_bits = None if args.rand_bits is None else _load_array(args.rand_bits)
-    tensor = quantize(x, args.format, axis=args.axis, rand_bits=rand_bits, **options)
+    tensor = quantize(x, args.format, axis=args.axis, rand_bits=rand_bits, source=args.source, **options)
     save(tensor, args.output, element_stream=args.element_stream, scale_placement=args.scale_placement)
     return (
         f"{args.output}: {tensor.fmt.name}, shape {tensor.shape}, axis {tensor.axis}, {tensor.scales.size} blocks, "
@@ -262,7 +263,15 @@ def _add_option_flags(parser, options_class, choices: dict) -> None:
         elif f.name in choices:
             parser.add_argument(flag, choices=choices[f.name], default=None, help=help_text)
         else:
-            parser.add_argument(flag, type=int, default=None, metavar="N", help=help_text)
+            parser.add_argument(flag, type=_integer, default=None, metavar="N", help=help_text)
+
+
+def _integer(text: str) -> int:
+    """An integer option value: decimal, or 0x-prefixed hex (e.g. --nan-code 0x7D)."""
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer value: {text!r} (decimal, or hex with 0x)") from None
 
 
 def _given_options(args, options_class) -> dict:
@@ -280,7 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     block_names = format_names("block") + [alias for alias, name in ALIASES.items() if FORMATS[name].kind == "block"]
     quant = commands.add_parser("quantize", help="quantize a .npy array into an mxsim tensor file")
-    quant.add_argument("input", metavar="IN.npy", help="float16/bfloat16/float32/float64 array")
+    quant.add_argument("input", metavar="IN.npy", help="float16/bfloat16/float32/float64/float8 array, or bit "
+                       "patterns with --source")
     quant.add_argument("output", metavar="OUT", help="mxsim tensor file to write (atomically)")
     quant.add_argument("--format", required=True, choices=block_names, metavar="FORMAT",
                        help=f"block format: {', '.join(block_names)}")
@@ -291,6 +301,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"where block scales go (default: {DEFAULT_SCALE_PLACEMENT})")
     quant.add_argument("--rand-bits", metavar="RAND.npy", help="integer random words of the input's shape "
                        "(for --rounding stochastic)")
+    quant.add_argument("--source", choices=SOURCE_TYPES, default=None,
+                       help="the type of an unsigned-integer input's bit patterns (uint32 fp32, uint16 fp16 or bf16, "
+                       "uint8 fp8_e4m3 or fp8_e5m2, uint64 fp64); float inputs need none")
     _add_option_flags(quant, QuantizeOptions, OPTION_CHOICES)
     quant.set_defaults(run=_cmd_quantize)
 

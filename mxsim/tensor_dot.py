@@ -104,9 +104,14 @@ def dot(a: MXTensor, b: MXTensor, accumulator=None, *, details: bool = False):
     (``Accumulator.preset``), or None for the contract's defaults.
 
     Returns the results (see :class:`DotResult` for dtypes), or a :class:`DotResult` with the
-    per-block registers if ``details``.
+    per-block registers if ``details``. ValueError for a tensor with scale_encoding='int8_exponent'.
     """
     acc = _accumulator(accumulator)
+    for name, t in (("a", a), ("b", b)):
+        if isinstance(t, MXTensor) and t.options.scale_encoding != "e8m0":
+            raise ValueError(
+                f"{name} has scale_encoding={t.options.scale_encoding!r}; dot reads E8M0 scales (scale_encoding='e8m0')"
+            )
     lead = _lead_shape(a, b)
     rows = int(np.prod(lead, dtype=np.int64))
     n_blocks = a.scales.shape[-1] if a.scales.ndim else 1

@@ -448,20 +448,33 @@ ENCODE_OPTIONS = {
     "rand_bits": ("1", "stochastic rounding's caller-supplied random integers, one per element"),
     "rand_width": ("1", "bits R of each random word (1..32); the R bits sit directly below the result's last bit"),
     "int8_allow_neg2": ("1", "let MXINT8 encode produce 0x80 (-2.0); otherwise -max is 0x81 (-127/64)"),
+    "source": ("1", (
+        "the type of unsigned-integer bit patterns (`fp32` uint32, `fp16`/`bf16` uint16, `fp8_e4m3`/`fp8_e5m2` "
+        "uint8, `fp64` uint64); float, bfloat16 and float8 arrays need none")),
 }
 QUANTIZE_OPTIONS = {
     "scale_rule": ("2", "how the block scale exponent is chosen (exact integer arithmetic, never a float log2)"),
     "rounding": ("2, 2.1, 2.2", "element rounding after scaling (element overflow always saturates)"),
     "rand_width": ("1", "bits of each stochastic-rounding random word"),
     "inf_policy": ("2", (
-        "`nan`: a block with ±Inf is a NaN block; `saturate`: Inf counts as the largest fp32 (2^128 - 2^104) "
-        "and saturates")),
-    "flush_subnormal_inputs": ("2, 2.1", "read inputs below 2^-126 in magnitude as zeros of their sign"),
+        "`nan`: a block with ±Inf is a NaN block; `saturate`: Inf counts as the largest finite value of the "
+        "input's own type (fp32 2^128 - 2^104, fp16 65504, bf16, float64) and saturates")),
+    "flush_subnormal_inputs": ("2, 2.1", "old spelling of `subnormal_inputs='flush'` (kept as an alias)"),
     "partial_block": ("2", "`pad` a partial last block with zeros (shape restored on dequantize), or `error`"),
     "int8_allow_neg2": ("1", "MXINT8 elements may take 0x80 (-2.0)"),
     "nvfp4_scale_min": ("2.2", "NVFP4 block-scale lower clamp: `normal` 2^-6 (torchao) or `subnormal` 2^-9"),
     "nvfp4_arith": ("2.2", "`exact`, or `fp32_steps`: every intermediate rounded to fp32 in torchao's order"),
     "nvfp4_tensor_scale": ("2.2", "`amax`: s_t = fp32(amax / (6 × 448)); `none`: s_t = 1"),
+    "scale_encoding": ("2.3, 3.2", (
+        "OCP MX: `e8m0` byte E + 127 (0xFF NaN), or `int8_exponent` byte = E as int8 (0xFF = 2^-1, "
+        "0x80 = 2^-128, no NaN)")),
+    "scale_min": ("2.3", "OCP MX: lower clamp of E (and E of an all-zero block); -128 only with `int8_exponent`"),
+    "specials": ("2.3", (
+        "OCP MX: `block` (NaN poisons the block), or `per_element`: E from the finite elements, NaN -> `nan_code` "
+        "with its sign, Inf -> ±max")),
+    "nan_code": ("2.3", "OCP MX with a NaN element: the NaN code written (`None` = canonical; E5M2 0x7D, 0x7E, 0x7F)"),
+    "subnormal_inputs": ("2, 2.3", (
+        "`exact`; `flush` (as zeros of their sign); `as_normal`: fp32 field 0 reads as (1 + m/2^23) × 2^-127")),
 }
 ACCUMULATOR_OPTIONS = {
     "mode": ("4", "`exact` unbounded integer sum; `aligned` fixed-point register; `fp32_sequential` fp32 FMA chain"),
@@ -500,7 +513,8 @@ def _option_rows(items, descriptions: dict, choices: dict, ranges: dict) -> list
 
 def render_options(args: str) -> str:
     header = ["option", "default", "allowed values", "contract §", "meaning"]
-    ranges = {"rand_width": "1 … 32", "rand_bits": "integers in [0, 2^rand_width)",
+    ranges = {"rand_width": "1 … 32", "rand_bits": "integers in [0, 2^rand_width)", "scale_min": "-127, -128",
+              "nan_code": "`None` or a NaN code of the element", "source": "`None`, fp32, fp16, bf16, fp64, fp8_e4m3, fp8_e5m2",
               "frac_bits": "integer in [0, 4096]", "width": "`None` or integer in [2, 8192]"}
     kind = args.strip()
     if kind == "encode":
