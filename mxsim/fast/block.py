@@ -22,14 +22,13 @@ import numpy as np
 from ..block_policy import QuantizeOptions
 from ..ref.block import (
     FP32_MIN_NORMAL,
-    given_scale_exponent,
     given_scales_format_error,
     nan_block_element_code,
     nan_block_scale,
     nan_element_code,
     quantize_block,
 )
-from ..ref.scale import E8M0_MAX, E8M0_MIN, E8M0_NAN, byte_exponent, scale_byte, fraction_bits
+from ..ref.scale import E8M0_MAX, E8M0_MIN, E8M0_NAN, byte_exponent, fraction_bits, given_scale_error, scale_byte
 from ..ref.sources import check_source_options, inf_stand_in
 from .chunks import BLOCK_CHUNK, map_chunks
 from .decode import value_table
@@ -112,6 +111,13 @@ def _set_nan_codes(fmt, options: QuantizeOptions, codes, scales, nan_blocks, nan
     if nan_elements is not None:
         nan_code = nan_element_code(fmt.element, options)
         codes[nan_elements] = nan_code | np.where(signs[nan_elements], fmt.element.sign_mask, 0)
+
+
+def _scaled(x: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """x / 2^shift in float64; a nonzero quotient that ldexp flushes to zero (a float64 input far
+    below the scale) becomes +-TINY, which rounds like the exact quotient (see the module docstring)."""
+    scaled = np.ldexp(x, -shift)
+    return np.where((scaled == 0) & (x != 0), np.copysign(TINY, x), scaled)
 
 
 def _element_codes(scaled: np.ndarray, fmt, options: QuantizeOptions, rand_bits) -> np.ndarray:
@@ -270,7 +276,7 @@ def quantize_blocks(
         taus[nan_blocks] = 0
         shift -= np.repeat(taus, fmt.subblock_size, axis=1)
         subscales = taus.astype(np.uint8)
-    codes = _element_codes(np.ldexp(x, -shift), fmt, options, rand_bits)
+    codes = _element_codes(_scaled(x, shift), fmt, options, rand_bits)
     out_scales = scale_byte(exponent, options.scale_encoding).astype(np.uint8)
     _set_nan_codes(fmt, options, codes, out_scales, nan_blocks, nan_elements, np.signbit(x))
     return out_scales, subscales, codes
