@@ -8,6 +8,10 @@ Families (conventions.md sections 2, 2.1, 2.2):
   sub-blocks.
 * NVFP4: UE4M3 block scale and an fp32 tensor scale s_t.
 
+The design options of real quantizers (scale_encoding, scale_min, specials, nan_code,
+subnormal_inputs; contract 2.3) and the source type of the values (:mod:`mxsim.ref.sources`) are
+read here; the scale byte encodings live in :mod:`mxsim.ref.scale`.
+
 Integers and Fractions only; the element codec is :func:`mxsim.ref.encode`.
 """
 
@@ -51,7 +55,8 @@ NVFP4_SCALE_NUMERATOR = 6 * 448  # largest E2M1 magnitude times largest E4M3 mag
 
 @dataclass(frozen=True)
 class QuantizedBlock:
-    """Codes of one block: ``scale`` (E8M0 or UE4M3 code), ``subscales`` (one per sub-block, the
+    """Codes of one block: ``scale`` (the stored scale byte: E8M0 or UE4M3 code, or the int8
+    exponent byte under scale_encoding='int8_exponent'), ``subscales`` (one per sub-block, the
     microexponents tau_j; empty for single-level formats) and the element ``codes``."""
 
     scale: int
