@@ -12,7 +12,7 @@ from fractions import Fraction
 
 from .policy import ROUNDING_MODES, check_choice, options_from_kwargs
 
-__all__ = ["QuantizeOptions", "SCALE_RULES", "OPTION_CHOICES", "SCALE_MINS", "ocp_mx_format_names"]
+__all__ = ["QuantizeOptions", "SCALE_RULES", "OPTION_CHOICES", "SCALE_MINS", "ocp_mx_format_names", "element_nan_codes"]
 
 SCALE_RULES = ("floor", "ceil", "even", "rceil", "tosa")
 SCALE_MINS = (-127, -128)
