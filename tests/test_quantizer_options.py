@@ -526,6 +526,8 @@ def test_golden_quantize_suite_reports_int8_exponents():
     assert {"scale_min", "subnormal_input"} <= classes and "scale_nan" not in classes
     out, classes = suite.compute({"x": 0x46800000})  # 16384 = 2^14: E = -1, byte 0xFF (not NaN)
     assert out["scale"] == 0xFF and out["scale_exp"] == -1 and "scale_nan" not in classes
+    with pytest.raises(ValueError, match="scale_encoding='int8_exponent' need specials='per_element'"):
+        QuantizeSuite(block="mxfp8_e5m2", options={"scale_encoding": "int8_exponent"})
 
 
 # --- contract oracle ---------------------------------------------------------------------------------

@@ -30,6 +30,11 @@ class QuantizeSuite(Suite):
         self.opts.check_format(self.fmt)
         if self.opts.rounding == "stochastic":
             raise ValueError("quantize suites take a deterministic rounding (not stochastic)")
+        if self.opts.scale_encoding == "int8_exponent" and self.opts.specials == "block":
+            raise ValueError(
+                "quantize suites with scale_encoding='int8_exponent' need specials='per_element': the stimulus has NaN "
+                "blocks, which an int8 exponent cannot mark"
+            )
         changed = {k: v for k, v in self.opts.as_dict().items() if v != getattr(QuantizeOptions(), k)}
         self.name = "-".join([self.fmt.name] + [f"{k}={v}" for k, v in sorted(changed.items())])
         k, fmt = self.fmt.block_size, self.fmt
