@@ -37,6 +37,7 @@ from ._version import __version__
 from .options import DequantizeOptions, LayoutOptions, QuantizeOptions
 from .options.spec import Choice, Flag, options_of
 from .fileformat import atomic_write, load, read, save
+from .ref.sources import SOURCE_TYPES
 from .formats import ALIASES, FORMATS, format_names, get_format
 from .options import PRESETS, Accumulator
 from .golden import canonical as golden_canonical
@@ -209,7 +210,7 @@ def _cmd_quantize(args) -> str:
     options = _given_options(args, QuantizeOptions)
     rand_bits = None if args.rand_bits is None else _load_array(args.rand_bits)
     layout = LayoutOptions(**_given_options(args, LayoutOptions))
-    tensor = quantize(x, args.format, axis=args.axis, rand_bits=rand_bits, **options)
+    tensor = quantize(x, args.format, axis=args.axis, rand_bits=rand_bits, source=args.source, **options)
     save(tensor, args.output, **layout.as_dict())
     return (
         f"{args.output}: {tensor.fmt.name}, shape {tensor.shape}, axis {tensor.axis}, {tensor.scales.size} blocks, "
@@ -399,13 +400,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     block_names = format_names("block") + [alias for alias, name in ALIASES.items() if FORMATS[name].kind == "block"]
     quant = commands.add_parser("quantize", help="quantize a .npy array into an mxsim tensor file")
-    quant.add_argument("input", metavar="IN.npy", help="float16/bfloat16/float32/float64 array")
+    quant.add_argument("input", metavar="IN.npy", help="float16/bfloat16/float32/float64/float8 array, or bit "
+                       "patterns with --source")
     quant.add_argument("output", metavar="OUT", help="mxsim tensor file to write (atomically)")
     quant.add_argument("--format", required=True, type=_format_name, choices=block_names, metavar="FORMAT",
                        help=f"block format, in any case: {', '.join(block_names)}")
     quant.add_argument("--axis", type=int, default=-1, help="the axis blocks run along (default: -1)")
     quant.add_argument("--rand-bits", metavar="RAND.npy", help="integer random words of the input's shape "
                        "(for --rounding stochastic)")
+    quant.add_argument("--source", choices=SOURCE_TYPES, default=None,
+                       help="the type of an unsigned-integer input's bit patterns (uint32 fp32, uint16 fp16 or bf16, "
+                       "uint8 fp8_e4m3 or fp8_e5m2, uint64 fp64); float inputs need none")
     _add_option_flags(quant, LayoutOptions)
     _add_option_flags(quant, QuantizeOptions)
     quant.set_defaults(run=_cmd_quantize)

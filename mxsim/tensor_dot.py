@@ -177,7 +177,8 @@ def dot(a: MXTensor, b: MXTensor, accumulator=None, *, outer: bool = False, c=No
     tensor scale.
 
     Returns the results (see :class:`DotResult` for dtypes), or a :class:`DotResult` with the
-    per-block registers and the fused steps if ``details``.
+    per-block registers and the fused steps if ``details``. ValueError for a tensor with
+    scale_encoding='int8_exponent'.
 
     Memory: the operands are never broadcast into copies. Beyond the inputs and the results
     (O(M * N) for an (M, N) result, plus O(M * N * n_blocks) for the details), the temporaries are
@@ -185,6 +186,11 @@ def dot(a: MXTensor, b: MXTensor, accumulator=None, *, outer: bool = False, c=No
     M, N and K are.
     """
     acc = _accumulator(accumulator)
+    for name, t in (("a", a), ("b", b)):
+        if isinstance(t, MXTensor) and t.options.scale_encoding != "e8m0":
+            raise ValueError(
+                f"{name} has scale_encoding={t.options.scale_encoding!r}; dot reads E8M0 scales (scale_encoding='e8m0')"
+            )
     _check_operands(a, b)
     if not isinstance(outer, bool):
         raise ValueError(f"outer={outer!r} is not allowed; expected True or False")

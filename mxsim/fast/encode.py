@@ -22,10 +22,9 @@ from ..options.encode import check_encode_options, overflow_code
 from .chunks import map_chunks
 from .decode import check_fast_format, code_dtype
 from .round import round_shifted
+from .sources import read_source
 
 __all__ = ["encode", "encode_dyadic", "floor_log2_int64"]
-
-_INPUT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
 class _Binary:
@@ -42,17 +41,9 @@ class _Binary:
         self.inf_bits = ((2 * self.bias + 1) << self.mantissa_bits)
 
 
-def _as_binary_array(x) -> np.ndarray:
-    """float32 or float64 view of the input; float16 and bfloat16 are widened exactly."""
-    arr = np.asarray(x)
-    name = arr.dtype.name
-    if name not in _INPUT_DTYPES:
-        raise ValueError(f"input dtype {name} is not allowed; expected one of: {', '.join(_INPUT_DTYPES)}")
-    if name == "bfloat16":  # ml_dtypes bfloat16: the top half of a float32
-        return (arr.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-    if name == "float16":
-        return arr.astype(np.float32)
-    return arr
+def _as_binary_array(x, source=None) -> np.ndarray:
+    """float32 or float64 view of the input (see :func:`mxsim.fast.sources.read_source`)."""
+    return read_source(x, source)[0]
 
 
 def _flat_rand_bits(rand_bits, shape, rand_width: int) -> np.ndarray:
@@ -326,8 +317,11 @@ def encode(
     rand_bits=None,
     rand_width: int = 32,
     int8_allow_neg2: bool = False,
+    source=None,
 ) -> np.ndarray:
-    """Encode a float array (float16, bfloat16, float32 or float64; any shape) into element codes.
+    """Encode an array (any shape) into element codes: float16, bfloat16, float32, float64, or
+    ml_dtypes float8_e4m3fn / float8_e5m2 values, or unsigned-integer bit patterns of one of
+    these types named by ``source`` (see :mod:`mxsim.fast.sources`).
 
     Same semantics as :func:`mxsim.ref.encode` applied element by element, on the exact value of
     each input: rounding rne/rna/rtz/rup/rdn/stochastic, overflow saturate/ieee/error, NaN to the
@@ -340,7 +334,7 @@ def encode(
     fmt = get_format(fmt, kind="element")
     check_fast_format(fmt)
     check_encode_options(rounding, overflow, rand_bits, rand_width)
-    values = _as_binary_array(x)
+    values = _as_binary_array(x, source)
     shape = values.shape
     flat = np.ascontiguousarray(values).reshape(-1)
     out = np.empty(flat.shape, dtype=code_dtype(fmt))

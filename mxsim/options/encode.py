@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .spec import Data, Flag, IntRange, option, options_of
+from .spec import Choice, Data, Flag, IntRange, option, options_of
 
 __all__ = [
     "ROUNDING_MODES",
     "OVERFLOW_MODES",
+    "SOURCE_TYPES",
     "MAX_RAND_WIDTH",
     "EncodeOptions",
     "check_encode_options",
@@ -39,6 +40,7 @@ __all__ = [
 
 ROUNDING_MODES = ("rne", "rna", "rtz", "rup", "rdn", "stochastic")
 OVERFLOW_MODES = ("saturate", "ieee", "error")
+SOURCE_TYPES = ("fp32", "fp16", "bf16", "fp64", "fp8_e4m3", "fp8_e5m2")  # bit-pattern input types (section 1)
 MAX_RAND_WIDTH = 32
 
 
@@ -62,6 +64,11 @@ class EncodeOptions:
     )
     int8_allow_neg2: bool = option(
         False, Flag(), "let MXINT8 encode produce 0x80 (-2.0); otherwise -max is 0x81 (-127/64)", "1"
+    )
+    source: str | None = option(
+        None, Choice(SOURCE_TYPES, "a float, bfloat16 or float8 array needs none"),
+        "the type of unsigned-integer bit patterns (`fp32` uint32, `fp16`/`bf16` uint16, `fp8_e4m3`/`fp8_e5m2` "
+        "uint8, `fp64` uint64)", "1",
     )
 
 

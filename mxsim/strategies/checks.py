@@ -341,7 +341,9 @@ def check_block_quantizer(
 
     def body(values):
         report.examples += 1
-        expected = quantize_block([float(v) for v in values], block_fmt, opts, tensor_scale=scale_tensor)
+        expected = quantize_block(
+            [float(v) for v in values], block_fmt, opts, tensor_scale=scale_tensor, source=carrier.format_name
+        )
         got, error = _call(quantizer, values.copy())
         if error is None:
             try:
