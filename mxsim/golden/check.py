@@ -92,7 +92,7 @@ class _Device:
         self.suite, self.fields, self.report = suite, fields, report
         self.files: list[BinaryIO] = []
         self.readers: dict[str, RecordReader] = {}  # field name (or "" for a stream) -> reader
-        self.inputs: list[Field] = []
+        self.inputs: list[Field] = []  # a stream's input fields (checked against the suite's)
         if isinstance(dut, (str, Path)):
             self._open_directory(Path(dut))
         else:
@@ -128,12 +128,14 @@ class _Device:
         width = sum(f.hex_digits + 1 for f in columns)
         with_flags = len(first.rstrip(b"\r\n")) + 1 != width  # inputs and outputs only, or flags too
         self.inputs = suite.inputs
+        self.first_line = lines + 1
         self.readers[""] = RecordReader(source, columns + [suite.fields[-1]] * with_flags, "stdin",
                                         first_line=lines + 1, pending=first)
 
     def read(self, size: int, start: int) -> dict[str, np.ndarray]:
         """The digits of the next ``size`` lines of every readable field (inputs too for a
-        stream); a reader that fails or ends early is reported and dropped."""
+        stream; fewer lines where a source ends early); a source that fails or ends early is
+        reported and dropped."""
         out = {}
         for name, reader in list(self.readers.items()):
             try:
@@ -141,19 +143,18 @@ class _Device:
             except RecordError as error:
                 self._drop(name, str(error))
                 continue
+            out.update(reader.split(array))
             if len(array) < size:
                 total = self.report.manifest["count"]
                 self._drop(name, f"{reader.label}: ends after {start + len(array)} vector line(s), the suite has "
                                  f"{total} (short: line {reader.first_line + start + len(array)} onward missing)")
-                continue
-            out.update(reader.split(array))
         return out
 
     def finish(self, total: int) -> None:
         """Report every source with lines beyond the suite's."""
         for name, reader in list(self.readers.items()):
             if not reader.at_end():
-                extra = 1 + reader.count_rest()
+                extra = reader.count_rest()
                 self._drop(name, f"{reader.label}: {total + extra} vector line(s), the suite has {total} (long: "
                                  f"{extra} line(s) after line {reader.first_line - 1 + total})")
 
@@ -199,12 +200,11 @@ def check(suite_dir, dut, errors: int = 20, fields: list[str] | None = None) -> 
 def _compare(suite_dir: Path, manifest: dict, suite, outputs: list[Field], device: _Device, report: CheckReport,
              errors: int) -> None:
     flags_field = suite.fields[-1]
-    expected_fields = outputs + [flags_field] + (device.inputs if device.inputs else [])
+    expected_fields = outputs + [flags_field] + device.inputs
     files = {f.name: open(suite_dir / f.file, "rb") for f in expected_fields}  # noqa: SIM115 - closed below
     digests = {f.name: hashlib.sha256() for f in expected_fields}
     counts = np.zeros(len(CLASSES), dtype=np.int64)
     found: dict[str, list[np.ndarray]] = {f.name: [] for f in outputs}
-    bits = np.arange(len(CLASSES), dtype=np.uint64)
     total = manifest["count"]
     try:
         suite_readers = {f.name: RecordReader(files[f.name], [f], str(suite_dir / f.file), hasher=digests[f.name])
@@ -216,25 +216,10 @@ def _compare(suite_dir: Path, manifest: dict, suite, outputs: list[Field], devic
             except RecordError as error:
                 raise CheckError(f"{error} (a file of the suite; mxsim golden verify {suite_dir})") from None
             got = device.read(size, start)
-            if device.inputs and "" not in device.readers:
-                return
             _check_inputs(device, expected, got, start)
-            mismatch = np.zeros(size, dtype=bool)
-            for f in outputs:
-                if f.name in got:
-                    differs = ~digits_equal(expected[f.name], got[f.name])
-                    found[f.name].append(start + np.flatnonzero(differs))
-                    mismatch |= differs
-            report.vectors += size
-            if not mismatch.any():
-                continue
-            flags = field_values(expected["flags"], flags_field)
-            counts += ((flags[mismatch][:, None] >> bits) & np.uint64(1)).sum(axis=0).astype(np.int64)
-            for row in np.flatnonzero(mismatch)[: max(0, errors - len(report.first))]:
-                report.first.append(Mismatch(start + int(row), int(flags[row]), {
-                    f.name: (expected[f.name][row].tobytes().decode(), got[f.name][row].tobytes().decode())
-                    for f in outputs if f.name in got and not digits_equal(expected[f.name][row:row + 1],
-                                                                          got[f.name][row:row + 1])[0]}))
+            compared = _compare_chunk(outputs, flags_field, expected, got, start, found, counts, report, errors)
+            if device.inputs and compared < size:
+                return  # the stream ended early (reported); the rest of the suite is not read
         device.finish(total)
         for f in expected_fields:
             if digests[f.name].hexdigest() != manifest["files"].get(f.file):
@@ -246,6 +231,33 @@ def _compare(suite_dir: Path, manifest: dict, suite, outputs: list[Field], devic
         report.mismatches = {name: np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
                              for name, arrays in found.items()}
         report.classes = {name: int(n) for name, n in zip(CLASSES, counts) if n}
+
+
+def _compare_chunk(outputs: list[Field], flags_field: Field, expected: dict, got: dict, start: int, found: dict,
+                   counts: np.ndarray, report: CheckReport, errors: int) -> int:
+    """Compare one chunk: mismatching lines per field into ``found``, their classes into
+    ``counts``, the first ``errors`` mismatching vectors into the report; returns the lines compared."""
+    size = len(expected[flags_field.name])
+    differs = {}
+    for f in outputs:
+        if f.name in got:
+            differs[f.name] = ~digits_equal(expected[f.name][:len(got[f.name])], got[f.name])
+            found[f.name].append(start + np.flatnonzero(differs[f.name]))
+    compared = max((len(d) for d in differs.values()), default=0)
+    report.vectors += compared
+    mismatch = np.zeros(size, dtype=bool)
+    for d in differs.values():
+        mismatch[:len(d)] |= d
+    if not mismatch.any():
+        return compared
+    flags = field_values(expected[flags_field.name], flags_field)
+    bits = np.arange(len(CLASSES), dtype=np.uint64)
+    counts += ((flags[mismatch][:, None] >> bits) & np.uint64(1)).sum(axis=0).astype(np.int64)
+    for row in np.flatnonzero(mismatch)[: max(0, errors - len(report.first))]:
+        pairs = {name: (expected[name][row].tobytes().decode(), got[name][row].tobytes().decode())
+                 for name, d in differs.items() if row < len(d) and d[row]}
+        report.first.append(Mismatch(start + int(row), int(flags[row]), pairs))
+    return compared
 
 
 def _check_header(header: dict, suite) -> None:
@@ -265,12 +277,12 @@ def _check_inputs(device: _Device, expected: dict, got: dict, start: int) -> Non
     for f in device.inputs:
         if f.name not in got:
             continue
-        same = digits_equal(expected[f.name], got[f.name])
+        same = digits_equal(expected[f.name][:len(got[f.name])], got[f.name])
         if not same.all():
             row = int(np.argmin(same))
-            reader = device.readers[""]
+            first_line = device.first_line
             raise CheckError(
-                f"stdin: line {reader.first_line + start + row}: input {f.name} is "
+                f"stdin: line {first_line + start + row}: input {f.name} is "
                 f"{got[f.name][row].tobytes().decode()}, but vector {start + row + 1} of the suite has "
                 f"{expected[f.name][row].tobytes().decode()}: not this suite's vectors in order (another seed, level "
                 "or count, or a line dropped or reordered)")

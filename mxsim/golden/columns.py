@@ -90,7 +90,9 @@ class RecordReader:
 
     def at_end(self) -> bool:
         """Whether no byte is left (call after the records expected have been read)."""
-        return not self._take(1)
+        byte = self._take(1)
+        self._pending = byte + self._pending
+        return not byte
 
     def count_rest(self) -> int:
         """Lines left (a last one without newline counted), reading to the end."""

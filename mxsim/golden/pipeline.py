@@ -7,9 +7,12 @@ Numbering (0-based vector i of a suite of N vectors, the same whatever the chunk
   enumerations, directed corners, then the level's random vectors) with one generator ``rng`` =
   ``random.Random("mxsim-golden:<seed>:<kind>:<suite name>")`` drawn in turn; it has
   C = ``suite.catalogue_size(level)`` vectors, whatever the seed;
-* vector i >= C (only with a count): ``suite.random_inputs(rng_i, i)``, origin ``random``, with
-  ``rng_i = random.Random("mxsim-golden:<seed>:<kind>:<suite name>:<i>")``: it depends on i
-  alone, so a shard or a chunk starts at any i without drawing the vectors before it;
+* vectors i >= C (only with a count) come in runs of :data:`RUN` = 256: vector i is drawn by
+  ``suite.random_inputs(rng, i)``, origin ``random``, from the generator of its run r = (i - C) //
+  256, ``random.Random("mxsim-golden:<seed>:<kind>:<suite name>:random:<r>")``, after the
+  (i - C) % 256 vectors of the run before it: it depends on i alone (not on the chunk or shard
+  that asks for it), and a shard starts anywhere after drawing at most 255 vectors it drops
+  (one seeding per run, not per vector: seeding costs more than drawing a cheap vector);
 * N = C without a count (the suite as it always was: the canonical ``golden/``); N = count
   otherwise; a count below C keeps the first N vectors of the catalogue; ``forever`` never ends.
 
@@ -28,9 +31,10 @@ from typing import Iterator
 from .classes import flag_bits
 from .suite import Suite
 
-__all__ = ["CHUNK", "Plan", "plan", "vectors", "expected", "computed_chunks", "suite_rng", "vector_rng"]
+__all__ = ["CHUNK", "Plan", "plan", "vectors", "expected", "computed_chunks", "suite_rng", "run_rng", "RUN"]
 
 CHUNK = 4096  # vectors per chunk; any value gives the same bytes (tests set a small one)
+RUN = 256  # random vectors beyond the catalogue per generator: fixed, part of what the vectors are
 
 _ORIGIN_FLAGS = {origin: flag_bits([origin]) for origin in ("exhaustive", "directed", "random")}
 
@@ -41,9 +45,9 @@ def suite_rng(seed: int, suite: Suite) -> random.Random:
     return random.Random(f"mxsim-golden:{seed}:{suite.kind}:{suite.name}")
 
 
-def vector_rng(seed: int, suite: Suite, index: int) -> random.Random:
-    """The generator of vector ``index`` beyond the catalogue."""
-    return random.Random(f"mxsim-golden:{seed}:{suite.kind}:{suite.name}:{index}")
+def run_rng(seed: int, suite: Suite, run: int) -> random.Random:
+    """The generator of run ``run`` of random vectors beyond the catalogue."""
+    return random.Random(f"mxsim-golden:{seed}:{suite.kind}:{suite.name}:random:{run}")
 
 
 @dataclass(frozen=True)
@@ -75,8 +79,9 @@ class Plan:
             "from_catalogue": self.from_catalogue,
             "beyond_catalogue": None if total is None else total - self.from_catalogue,
             "rule": "lines 1..C are the catalogue in order (exhaustive, directed, then the level's random); line "
-                    "i > C is random, drawn from random.Random('mxsim-golden:<seed>:<kind>:<suite>:<i - 1>'); a count "
-                    "below C keeps the first count vectors of the catalogue (mxsim.golden.pipeline)",
+                    f"C + 1 + {RUN}r + j (j < {RUN}) is random, draw j of random.Random('mxsim-golden:<seed>:<kind>:"
+                    "<suite>:random:<r>'); a count below C keeps the first count lines of the catalogue "
+                    "(mxsim.golden.pipeline)",
         }
 
 
@@ -92,17 +97,24 @@ def plan(suite: Suite, level: int, count: int | None = None, forever: bool = Fal
 def vectors(suite: Suite, seed: int, level: int, plan: Plan, first: int = 0, last: int | None = None
             ) -> Iterator[tuple[dict, str]]:
     """``(inputs, origin)`` of vectors ``first`` .. ``last - 1`` (``last`` None: to the end of the
-    plan). Catalogue vectors before ``first`` are drawn and dropped (the catalogue's generator
-    runs in order); vectors beyond it are drawn for their index alone."""
+    plan). Vectors before ``first`` in the catalogue, or in the run of ``first``, are drawn and
+    dropped (their generator runs in order)."""
     end = plan.total if last is None else last
-    stop_in_catalogue = plan.catalogue if end is None else min(end, plan.catalogue)
-    if first < stop_in_catalogue:
-        catalogue = suite.stimulus(suite_rng(seed, suite), level)
-        yield from itertools.islice(catalogue, first, stop_in_catalogue)
-    index = max(first, plan.catalogue)
+    catalogue = plan.catalogue
+    in_catalogue = catalogue if end is None else min(end, catalogue)
+    if first < in_catalogue:
+        yield from itertools.islice(suite.stimulus(suite_rng(seed, suite), level), first, in_catalogue)
+    index = max(first, catalogue)
+    run = (index - catalogue) // RUN
     while end is None or index < end:
-        yield suite.random_inputs(vector_rng(seed, suite, index), index), "random"
-        index += 1
+        rng = run_rng(seed, suite, run)
+        for position in range(catalogue + run * RUN, catalogue + (run + 1) * RUN):
+            if end is not None and position >= end:
+                return
+            inputs = suite.random_inputs(rng, position)
+            if position >= index:
+                yield inputs, "random"
+        index, run = catalogue + (run + 1) * RUN, run + 1
 
 
 def expected(suite: Suite, inputs: dict[str, list[int]]) -> tuple[dict[str, list[int]], list[int]]:

@@ -197,7 +197,8 @@ def load_suite(directory) -> tuple[dict, object]:
     except (ValueError, TypeError) as error:
         raise ValueError(f"{manifest_path}: its kind and params do not make a suite ({error})") from None
     if suite.name != manifest["suite"]:
-        raise ValueError(f"{manifest_path}: 'suite' is {manifest['suite']!r}, but its kind and params make {suite.name!r}")
+        raise ValueError(f"{manifest_path}: 'suite' is {manifest['suite']!r}, but its kind and params make "
+                         f"{suite.name!r}")
     if [f.describe() for f in suite.fields] != manifest["fields"]:
         raise ValueError(f"{directory}: the manifest's field layout differs from what mxsim {__version__} writes for "
                          "this suite")
@@ -310,9 +311,7 @@ def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, 
     rows = np.arange(size)
     if picked is not None:
         lines = start + rows
-        chosen = (flags & np.uint64(_DIRECTED)) != 0
-        at = np.searchsorted(picked, lines)
-        chosen |= (at < len(picked)) & (picked[np.minimum(at, len(picked) - 1)] == lines)
+        chosen = ((flags & np.uint64(_DIRECTED)) != 0) | np.isin(lines, picked)
         rows = rows[chosen]
     if not len(rows):
         return True
