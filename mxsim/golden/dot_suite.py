@@ -163,7 +163,8 @@ class DotSuite(Suite):
                 yield self._row(a, b), "exhaustive"
 
     _DIRECTED = [
-        ("zero", "normal", "normal", "normal"), ("max", "max", "normal", "normal"), ("small", "small", "normal", "normal"),
+        ("zero", "normal", "normal", "normal"), ("max", "max", "normal", "normal"),
+        ("small", "small", "normal", "normal"),
         ("max", "max", "max", "max"), ("small", "small", "min", "min"), ("normal", "normal", "min", "max"),
         ("normal", "normal", "nan", "normal"), ("special", "normal", "normal", "normal"),
         ("normal", "special", "normal", "normal"), ("zero", "zero", "normal", "normal"),

@@ -57,7 +57,8 @@ class DotGeneralSuite(DotSuite):
         yield from rows[: 60 * level + 8] if level == 1 else rows
 
     def catalogue_size(self, level: int) -> int:
-        singles = DotSuite.catalogue_size(self, 1) - sum(-(-len(g) // self.fa.block_size) for g in self._exhaustive_groups())
+        exhaustive = sum(-(-len(group) // self.fa.block_size) for group in self._exhaustive_groups())
+        singles = DotSuite.catalogue_size(self, 1) - exhaustive
         rows = len(range(0, singles - self.n_blocks + 1, self.n_blocks)) + 8
         return min(rows, 60 * level + 8) if level == 1 else rows
 

@@ -49,7 +49,8 @@ class PackSuite(Suite):
         fmt = self.fmt
         for codes in self._patterns():
             yield self._inputs(codes, 0, 0), "directed"
-            yield self._inputs(codes, (1 << fmt.scale.width) - 1, (1 << (fmt.subblocks * fmt.subscale_bits)) - 1), "directed"
+            ones = (1 << fmt.scale.width) - 1, (1 << (fmt.subblocks * fmt.subscale_bits)) - 1
+            yield self._inputs(codes, *ones), "directed"
         for i in range(100 * level):
             yield self.random_inputs(rng, i), "random"
 
