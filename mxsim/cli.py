@@ -447,7 +447,11 @@ def build_parser() -> argparse.ArgumentParser:
                             "format are still checked in full)")
     check.add_argument("--sample-seed", type=int, default=0, metavar="S", help="the sample's seed (default 0)")
     check.set_defaults(run=_cmd_golden_verify)
-    dut = actions.add_parser("check", help="compare a device's results with a suite (TestFloat's testfloat_ver)")
+    dut = actions.add_parser("check", help="compare a device's results with a suite (TestFloat's testfloat_ver)",
+                             description="Compare a device's results with a suite, line by line; report the "
+                                         "mismatches per field and per corner class, and the first ones with their "
+                                         "inputs decomposed. Exit 0: all match; 1: a mismatch; 2: a usage or file "
+                                         "error. docs/verification-flow.md has the details.")
     dut.add_argument("suite_dir", metavar="SUITE_DIR", help="one suite directory (with manifest.json)")
     dut.add_argument("dut", metavar="DUT_DIR", help="the device's <field>.hex per output field, or - for lines on "
                                                     "stdin in the stream format (inputs, outputs[, flags])")
