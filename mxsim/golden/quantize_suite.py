@@ -104,14 +104,20 @@ class QuantizeSuite(Suite):
         spread = rng.randint(0, 40)
         return [gauss(rng.randint(-spread, spread) // 4 + rng.randint(-30, 30) * (kind == "wide")) for _ in range(k)]
 
+    _DIRECTED = ["all_zero", "outlier", "nan", "inf", "tiny", "huge"] * 2 + ["grid"] * 20
+
     def stimulus(self, rng: random.Random, level: int):
-        rows = []
-        directed = ["all_zero", "outlier", "nan", "inf", "tiny", "huge"] * 2 + ["grid"] * 20
-        for kind in directed:
-            rows.append((self._inputs(self._block_values(rng, kind)), "directed"))
+        for kind in self._DIRECTED:
+            yield self._inputs(self._block_values(rng, kind)), "directed"
         for i in range(100 * level):
-            rows.append((self._inputs(self._block_values(rng, "wide" if i % 2 else "normal")), "random"))
-        return rows
+            yield self.random_inputs(rng, i), "random"
+
+    def catalogue_size(self, level: int) -> int:
+        return len(self._DIRECTED) + 100 * level
+
+    def random_inputs(self, rng: random.Random, index: int) -> dict:
+        """A block of varied dynamic range; every other one (odd ``index``) spread 2^+-30 wider."""
+        return self._inputs(self._block_values(rng, "wide" if index % 2 else "normal"))
 
     def _inputs(self, xs: list[Exact]) -> dict:
         bits = [fp32_bits(x) for x in xs]
