@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 
-from .policy import ROUNDING_MODES, check_choice, options_from_kwargs
+from .policy import ROUNDING_MODES, check_choice, check_int8_allow_neg2, options_from_kwargs, refuse_inapplicable
 
 __all__ = ["QuantizeOptions", "SCALE_RULES", "OPTION_CHOICES"]
 
@@ -43,7 +43,11 @@ class QuantizeOptions:
     * ``int8_allow_neg2``: let MXINT8 elements take 0x80 (-2.0).
     * ``nvfp4_scale_min``: normal (2^-6, torchao) | subnormal (2^-9): block-scale lower clamp.
     * ``nvfp4_arith``: exact | fp32_steps (torchao's fp32 order of operations).
-    * ``nvfp4_tensor_scale``: amax (s_t = amax / (6 * 448), rounded to fp32) | none (s_t = 1).
+    * ``nvfp4_tensor_scale``: amax (s_t = amax / (6 * 448), rounded to fp32; (mxsim) kept within
+      [2^-149, FP32_MAX], so a float64 tensor beyond fp32 saturates) | none (s_t = 1).
+
+    ``scale_rule`` other than floor, ``int8_allow_neg2=True`` and the ``nvfp4_*`` options apply to
+    some formats only; :meth:`check_format` refuses them elsewhere.
     """
 
     scale_rule: str = "floor"
@@ -72,13 +76,15 @@ class QuantizeOptions:
         return options_from_kwargs(cls, kwargs)
 
     def check_format(self, fmt) -> None:
-        """Reject options a block format family does not have."""
-        shared_exponent = fmt.element.kind == "int" and fmt.element.encoding == "sign_magnitude"
-        if (fmt.subblocks or fmt.scale.name != "e8m0" or shared_exponent) and self.scale_rule != "floor":
-            raise ValueError(
-                f"scale_rule={self.scale_rule!r} is not allowed for {fmt.name!r}: its scale rule is fixed "
-                "(shared exponent floor(log2 amax), or the NVFP4 recipe); only 'floor' is accepted"
-            )
+        """Reject an option that block format ``fmt`` does not have: a value other than the
+        default of an option that does not apply to it (ValueError naming the option and the
+        formats it applies to). ``scale_rule``: single-level E8M0 formats with float or
+        two's-complement elements (the shared-exponent formats and NVFP4 fix their rule);
+        ``int8_allow_neg2``: MXINT8; ``nvfp4_*``: NVFP4. The other options apply everywhere."""
+        check_int8_allow_neg2(fmt, self.int8_allow_neg2)
+        defaults = QuantizeOptions()
+        for option, applies in FORMAT_OPTIONS.items():
+            refuse_inapplicable(option, getattr(self, option), fmt, applies, getattr(defaults, option))
 
     @property
     def nvfp4_scale_lowest(self) -> Fraction:
@@ -88,3 +94,25 @@ class QuantizeOptions:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def _has_scale_rule(fmt) -> bool:
+    """Single-level E8M0 formats whose elements are floats or two's-complement integers (OCP MX);
+    shared-exponent formats (sub-blocks, or sign-magnitude BFP elements) and NVFP4 fix theirs."""
+    shared_exponent = fmt.element.kind == "int" and fmt.element.encoding == "sign_magnitude"
+    return not fmt.subblocks and fmt.scale.name == "e8m0" and not shared_exponent
+
+
+def _is_nvfp4(fmt) -> bool:
+    """The NVFP4 family: a UE4M3 block scale (and an fp32 tensor scale)."""
+    return fmt.scale.name == "ue4m3"
+
+
+# The block options that apply to some formats only (int8_allow_neg2: mxsim.policy), with the
+# test of whether they apply to a block format.
+FORMAT_OPTIONS = {
+    "scale_rule": _has_scale_rule,
+    "nvfp4_scale_min": _is_nvfp4,
+    "nvfp4_arith": _is_nvfp4,
+    "nvfp4_tensor_scale": _is_nvfp4,
+}

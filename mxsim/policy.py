@@ -24,11 +24,16 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+from .formats import FORMATS
+
 __all__ = [
     "ROUNDING_MODES",
     "OVERFLOW_MODES",
+    "allows_most_negative_code",
     "check_choice",
     "check_encode_options",
+    "check_int8_allow_neg2",
+    "refuse_inapplicable",
     "options_from_kwargs",
     "overflow_code",
     "saturation_code",
@@ -53,6 +58,35 @@ def options_from_kwargs(options_class, kwargs: dict, what: str = ""):
     if unknown:
         raise ValueError(f"unknown {what}option(s) {', '.join(unknown)}; known options: {', '.join(known)}")
     return options_class(**kwargs)
+
+
+def refuse_inapplicable(option: str, value, fmt, applies, default) -> None:
+    """ValueError if ``option`` has a value other than its ``default`` for a format it does not
+    apply to (``applies(fmt)`` is false), naming the option, the format and the catalogue formats
+    it applies to. An option left at its default is harmless anywhere and passes."""
+    if value == default or applies(fmt):
+        return
+    kinds = ("block",) if fmt.kind == "block" else ("float", "int")
+    where = [name for name, f in FORMATS.items() if f.kind in kinds and applies(f)]
+    raise ValueError(
+        f"{option}={value!r} is not allowed for format {fmt.name!r}: the option applies to {', '.join(where)} "
+        f"only (other formats accept just its default, {default!r})"
+    )
+
+
+def allows_most_negative_code(fmt) -> bool:
+    """Whether ``int8_allow_neg2`` applies: two's-complement integer elements (MXINT8's int8), the
+    only ones with a most negative code that has no positive twin. Block formats: their element."""
+    element = fmt.element if fmt.kind == "block" else fmt
+    return element.kind == "int" and element.encoding == "twos_complement"
+
+
+def check_int8_allow_neg2(fmt, int8_allow_neg2) -> None:
+    """ValueError unless ``int8_allow_neg2`` is a bool, and False for formats without a
+    two's-complement integer element (see :func:`refuse_inapplicable`)."""
+    if not isinstance(int8_allow_neg2, bool):
+        raise ValueError(f"int8_allow_neg2={int8_allow_neg2!r} is not allowed; expected True or False")
+    refuse_inapplicable("int8_allow_neg2", int8_allow_neg2, fmt, allows_most_negative_code, False)
 
 
 def check_encode_options(rounding: str, overflow: str, rand_bits, rand_width: int) -> None:

@@ -22,15 +22,22 @@ from .fast.block import dequantize_blocks, dequantize_blocks_float32, quantize_b
 from .fast.decode import check_codes, code_dtype
 from .fast.encode import _as_binary_array
 from .formats import get_format
-from .ref.block import FP32_MAX, nvfp4_tensor_scale
+from .ref.block import FP32_MAX, check_tensor_scale, nvfp4_tensor_scale
+from .ref.exact import as_int
 
 __all__ = ["MXTensor", "quantize"]
 
 
-def _normalize_axis(axis, ndim: int) -> int:
-    if not isinstance(axis, (int, np.integer)) or not -max(ndim, 1) <= axis < max(ndim, 1):
-        raise ValueError(f"axis={axis!r} is out of range for a {ndim}-d array")
-    return int(axis) % max(ndim, 1)
+def normalize_axis(axis, ndim: int) -> int:
+    """``axis`` of an ``ndim``-d array (a scalar counts as 1-d) as an index in [0, ndim).
+    ValueError unless ``axis`` is an integer (int or NumPy integer; not a bool) in [-ndim, ndim)."""
+    n = max(ndim, 1)
+    index = as_int(axis)
+    if index is None:
+        raise ValueError(f"axis={axis!r} is not allowed; expected an integer (not a bool) in [{-n}, {n})")
+    if not -n <= index < n:
+        raise ValueError(f"axis={axis!r} is out of range for a {ndim}-d array; expected an integer in [{-n}, {n})")
+    return index % n
 
 
 def restore_layout(values: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
@@ -63,7 +70,7 @@ class MXTensor:
         if (opts.rounding == "stochastic") != (rand_bits is not None):
             raise ValueError("rand_bits is needed with rounding='stochastic', and only then")
         values = _as_binary_array(x)
-        axis = _normalize_axis(axis, values.ndim)
+        axis = normalize_axis(axis, values.ndim)
         moved = np.moveaxis(values.reshape(values.shape or (1,)), axis, -1)
         blocks, padded_shape = cls._blocks(moved, fmt, opts)
         rand = None
@@ -78,7 +85,7 @@ class MXTensor:
             finite = np.abs(values[np.isfinite(values)]).astype(np.float64)
             amax = Fraction(float(finite.max())) if finite.size else Fraction(0)
             if opts.inf_policy == "saturate" and np.isinf(values).any():
-                amax = FP32_MAX  # an Inf counts as the largest fp32, as in the block amax
+                amax = max(amax, FP32_MAX)  # an Inf counts as the largest fp32, as in the block amax
             tensor_scale = nvfp4_tensor_scale(amax, opts)
         scales, subscales, codes = quantize_blocks(blocks, fmt, opts, tensor_scale, rand)
         lead = padded_shape[:-1]
@@ -111,9 +118,16 @@ class MXTensor:
         cls, scales, codes, fmt, axis: int = -1, shape=None, subscales=None, tensor_scale=None, **options
     ) -> "MXTensor":
         """Wrap existing codes (e.g. read from a checkpoint). ``codes`` has blocks along its last
-        axis; ``shape`` is the unpadded original shape (default: codes moved back, unpadded)."""
+        axis; ``shape`` is the unpadded original shape (default: codes moved back, unpadded).
+
+        Codes, scales and sub-scales: integer arrays of any integer dtype and byte order, each
+        value within its field's width. ``tensor_scale`` (NVFP4 only): a finite positive value
+        exactly representable in fp32 (see :func:`mxsim.ref.block.check_tensor_scale`).
+        ``options``: :class:`mxsim.QuantizeOptions` fields to record; options that do not apply
+        to ``fmt`` are refused as in :func:`quantize`. ValueError for anything else."""
         fmt = get_format(fmt, kind="block")
         opts = QuantizeOptions.from_kwargs(**options)
+        opts.check_format(fmt)
         codes = np.asarray(codes)
         scales = np.asarray(scales)
         if codes.ndim == 0 or codes.shape[-1] % fmt.block_size:
@@ -133,13 +147,8 @@ class MXTensor:
             subscales = subscales.astype(np.uint8)
         elif subscales is not None:
             raise ValueError(f"format {fmt.name!r} has no sub-scales")
-        if fmt.tensor_scale is None and tensor_scale is not None:
-            raise ValueError(f"format {fmt.name!r} has no tensor scale")
-        if tensor_scale is not None:
-            tensor_scale = Fraction(tensor_scale)
-            if tensor_scale <= 0 or float(tensor_scale) != tensor_scale or np.float32(float(tensor_scale)) != float(tensor_scale):
-                raise ValueError(f"tensor_scale={tensor_scale} must be a positive float32 value")
-        axis = _normalize_axis(axis, codes.ndim)
+        tensor_scale = check_tensor_scale(fmt, tensor_scale)
+        axis = normalize_axis(axis, codes.ndim)
         stored = np.moveaxis(np.empty(codes.shape, dtype=np.bool_), -1, axis).shape
         if shape is None:
             shape = stored

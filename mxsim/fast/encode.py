@@ -18,9 +18,9 @@ import threading
 import numpy as np
 
 from ..formats import get_format
-from ..policy import check_encode_options, overflow_code
+from ..policy import check_encode_options, check_int8_allow_neg2, overflow_code
 from .chunks import map_chunks
-from .decode import check_fast_format, code_dtype
+from .decode import check_fast_format, code_dtype, native_array
 from .round import round_shifted
 
 __all__ = ["encode", "encode_dyadic", "floor_log2_int64"]
@@ -43,8 +43,10 @@ class _Binary:
 
 
 def _as_binary_array(x) -> np.ndarray:
-    """float32 or float64 view of the input; float16 and bfloat16 are widened exactly."""
-    arr = np.asarray(x)
+    """float32 or float64 view of the input, in the machine's byte order (a big-endian array is
+    converted, value for value); float16 and bfloat16 are widened exactly. ValueError naming the
+    allowed dtypes for any other input type."""
+    arr = native_array(x)
     name = arr.dtype.name
     if name not in _INPUT_DTYPES:
         raise ValueError(f"input dtype {name} is not allowed; expected one of: {', '.join(_INPUT_DTYPES)}")
@@ -327,19 +329,22 @@ def encode(
     rand_width: int = 32,
     int8_allow_neg2: bool = False,
 ) -> np.ndarray:
-    """Encode a float array (float16, bfloat16, float32 or float64; any shape) into element codes.
+    """Encode a float array (float16, bfloat16, float32 or float64; any shape, any byte order)
+    into element codes.
 
     Same semantics as :func:`mxsim.ref.encode` applied element by element, on the exact value of
     each input: rounding rne/rna/rtz/rup/rdn/stochastic, overflow saturate/ieee/error, NaN to the
     canonical NaN code (ValueError for formats without NaN, naming the first offending index),
     -0 kept in float formats. ``rand_bits`` (stochastic only) is an integer array broadcastable to
-    ``x`` with values in [0, 2^rand_width).
+    ``x`` with values in [0, 2^rand_width). ``int8_allow_neg2``: two's-complement integer
+    formats only (ValueError elsewhere).
 
     Returns codes of the input's shape, uint8 for formats of at most 8 bits, else uint16.
     """
     fmt = get_format(fmt, kind="element")
     check_fast_format(fmt)
     check_encode_options(rounding, overflow, rand_bits, rand_width)
+    check_int8_allow_neg2(fmt, int8_allow_neg2)
     values = _as_binary_array(x)
     shape = values.shape
     flat = np.ascontiguousarray(values).reshape(-1)

@@ -33,7 +33,7 @@ from ..formats import get_format
 from .block import QuantizedBlock, check_block, to_fp32
 from .decode import decode
 from .encode import encode
-from .exact import Exact, floor_log2
+from .exact import Exact, as_int, floor_log2
 from .round import round_magnitude
 
 __all__ = [
@@ -86,7 +86,10 @@ def element_term(code: int, element, tau: int = 0) -> Term:
     use the smallest normal exponent). Integers: f = frac_bits, E = 0, M = |q| (MXINT8 0x80 has
     M = 128, value -2). Derived from the exact decoded value, so it follows the decoder's rules.
     """
-    return _element_term(code, get_format(element, kind="element"), tau)
+    microexponent = as_int(tau)
+    if microexponent is None:
+        raise ValueError(f"tau={tau!r} is not allowed; expected an integer microexponent")
+    return _element_term(code, get_format(element, kind="element"), microexponent)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -335,8 +338,8 @@ def dot(
     size. ``tensor_scale_*``: NVFP4's fp32 tensor scales (default 1).
     """
     fmt_a, fmt_b = _check_pair(fmt_a, fmt_a if fmt_b is None else fmt_b, 1, 1)
-    check_block(a, fmt_a, tensor_scale_a, "block a")
-    check_block(b, fmt_b, tensor_scale_b, "block b")
+    a = check_block(a, fmt_a, tensor_scale_a, "block a")
+    b = check_block(b, fmt_b, tensor_scale_b, "block b")
     products = _products(block_terms(a.codes, a.subscales, fmt_a), block_terms(b.codes, b.subscales, fmt_b))
     frac = _frac_bits(fmt_a.element) + _frac_bits(fmt_b.element)
     factor_a = _scale_factor(a.scale, fmt_a, tensor_scale_a)

@@ -312,10 +312,10 @@ def tensor_layout(fmt, shape, axis) -> tuple[tuple[int, ...], int]:
         raise ValueError(f"shape={shape!r} is not allowed; expected a sequence of non-negative integers") from None
     if any(s < 0 for s in shape):
         raise ValueError(f"shape={shape!r} is not allowed; expected a sequence of non-negative integers")
+    from ..tensor import normalize_axis
+
     moved = shape or (1,)
-    if not isinstance(axis, (int, np.integer)) or not -len(moved) <= axis < len(moved):
-        raise ValueError(f"axis={axis!r} is out of range for a {len(shape)}-d shape {shape}")
-    axis = int(axis) % len(moved)
+    axis = normalize_axis(axis, len(shape))
     lead = moved[:axis] + moved[axis + 1 :]
     length = moved[axis]
     return lead + (length + (-length % fmt.block_size),), axis
