@@ -25,16 +25,12 @@ from .fast.decode import check_codes, code_dtype
 from .fast.dequant import dequantize_blocks_bits
 from .fast.sources import read_source
 from .formats import get_format
-from .ref.block import nvfp4_tensor_scale
+from .formats.packing import normalize_axis
+from .ref.block import check_tensor_scale, nvfp4_tensor_scale
+
 from .ref.sources import check_source_options, inf_stand_in
 
 __all__ = ["MXTensor", "quantize"]
-
-
-def _normalize_axis(axis, ndim: int) -> int:
-    if not isinstance(axis, (int, np.integer)) or not -max(ndim, 1) <= axis < max(ndim, 1):
-        raise ValueError(f"axis={axis!r} is out of range for a {ndim}-d array")
-    return int(axis) % max(ndim, 1)
 
 
 def _float_dtype(output: str) -> np.dtype:
@@ -94,7 +90,7 @@ class MXTensor:
             raise ValueError("rand_bits is needed with rounding='stochastic', and only then")
         values, source = read_source(x, source)
         check_source_options(source, opts)
-        axis = _normalize_axis(axis, values.ndim)
+        axis = normalize_axis(axis, values.ndim)
         moved = np.moveaxis(values.reshape(values.shape or (1,)), axis, -1)
         blocks, padded_shape = cls._blocks(moved, fmt, opts)
         lead = padded_shape[:-1]
@@ -118,7 +114,8 @@ class MXTensor:
             finite = np.abs(values[np.isfinite(values)]).astype(np.float64)
             amax = Fraction(float(finite.max())) if finite.size else Fraction(0)
             if opts.inf_policy == "saturate" and np.isinf(values).any():
-                amax = inf_stand_in(source)  # an Inf counts as its type's largest value, as in the block amax
+                # an Inf counts as its type's largest value, as in the block amax
+                amax = max(amax, inf_stand_in(source))
             tensor_scale = nvfp4_tensor_scale(amax, opts)
         out_scales, subscales, codes = quantize_blocks(blocks, fmt, opts, tensor_scale, rand, source, scales)
         return cls(
@@ -151,7 +148,13 @@ class MXTensor:
         """Wrap existing codes (e.g. read from a checkpoint). ``codes`` has blocks along its last
         axis; ``shape`` is the unpadded original shape (default: codes moved back, unpadded).
         ``options``: the :class:`mxsim.QuantizeOptions` the codes were made with (recorded on the
-        tensor; ``scale_encoding`` says how ``scales`` store the exponents)."""
+        tensor; ``scale_encoding`` says how ``scales`` store the exponents); options that do not
+        apply to ``fmt`` are refused as in :func:`quantize`.
+
+        Codes, scales and sub-scales: integer arrays of any integer dtype and byte order, each
+        value within its field's width. ``tensor_scale`` (NVFP4 only): a finite positive value
+        exactly representable in fp32 (see :func:`mxsim.ref.block.check_tensor_scale`).
+        ValueError for anything else."""
         fmt = get_format(fmt, kind="block")
         opts = QuantizeOptions.from_kwargs(**options)
         opts.check_format(fmt)
@@ -174,13 +177,8 @@ class MXTensor:
             subscales = subscales.astype(np.uint8)
         elif subscales is not None:
             raise ValueError(f"format {fmt.name!r} has no sub-scales")
-        if fmt.tensor_scale is None and tensor_scale is not None:
-            raise ValueError(f"format {fmt.name!r} has no tensor scale")
-        if tensor_scale is not None:
-            tensor_scale = Fraction(tensor_scale)
-            if tensor_scale <= 0 or float(tensor_scale) != tensor_scale or np.float32(float(tensor_scale)) != float(tensor_scale):
-                raise ValueError(f"tensor_scale={tensor_scale} must be a positive float32 value")
-        axis = _normalize_axis(axis, codes.ndim)
+        tensor_scale = check_tensor_scale(fmt, tensor_scale)
+        axis = normalize_axis(axis, codes.ndim)
         stored = np.moveaxis(np.empty(codes.shape, dtype=np.bool_), -1, axis).shape
         if shape is None:
             shape = stored

@@ -351,12 +351,12 @@ def test_cli_options_in_process(tmp_path, capsys):
     x = values(10, (2, 32)).astype(np.float64)
     x[0, 3] = np.inf
     np.save(tmp_path / "x.npy", x)
-    argv = ["quantize", str(tmp_path / "x.npy"), str(tmp_path / "x.mxt"), "--format", "mxfp4",
+    argv = ["quantize", str(tmp_path / "x.npy"), str(tmp_path / "x.mxt"), "--format", "mxint8",
             "--scale-rule", "ceil", "--inf-policy", "saturate", "--int8-allow-neg2", "--no-flush-subnormal-inputs"]
     assert main(argv) == 0
     t = mxsim.load(tmp_path / "x.mxt")
     assert t.options == mxsim.QuantizeOptions(scale_rule="ceil", inf_policy="saturate", int8_allow_neg2=True)
-    assert_same_tensor(t, mxsim.quantize(x, "mxfp4", scale_rule="ceil", inf_policy="saturate", int8_allow_neg2=True))
+    assert_same_tensor(t, mxsim.quantize(x, "mxint8", scale_rule="ceil", inf_policy="saturate", int8_allow_neg2=True))
     rand = np.arange(64, dtype=np.uint32).reshape(2, 32) * 12345 % 256
     np.save(tmp_path / "r.npy", rand)
     assert main(["quantize", str(tmp_path / "x.npy"), str(tmp_path / "s.mxt"), "--format", "mxfp4", "--rounding",

@@ -18,7 +18,7 @@ import threading
 import numpy as np
 
 from ..formats import get_format
-from ..options.encode import check_encode_options, overflow_code
+from ..options.encode import check_encode_options, check_int8_allow_neg2, overflow_code
 from .chunks import map_chunks
 from .decode import check_fast_format, code_dtype
 from .round import round_shifted
@@ -319,21 +319,23 @@ def encode(
     int8_allow_neg2: bool = False,
     source=None,
 ) -> np.ndarray:
-    """Encode an array (any shape) into element codes: float16, bfloat16, float32, float64, or
-    ml_dtypes float8_e4m3fn / float8_e5m2 values, or unsigned-integer bit patterns of one of
-    these types named by ``source`` (see :mod:`mxsim.fast.sources`).
+    """Encode an array (any shape, any byte order) into element codes: float16, bfloat16, float32,
+    float64, or ml_dtypes float8_e4m3fn / float8_e5m2 values, or unsigned-integer bit patterns of
+    one of these types named by ``source`` (see :mod:`mxsim.fast.sources`).
 
     Same semantics as :func:`mxsim.ref.encode` applied element by element, on the exact value of
     each input: rounding rne/rna/rtz/rup/rdn/stochastic, overflow saturate/ieee/error, NaN to the
     canonical NaN code (ValueError for formats without NaN, naming the first offending index),
     -0 kept in float formats. ``rand_bits`` (stochastic only) is an integer array broadcastable to
-    ``x`` with values in [0, 2^rand_width).
+    ``x`` with values in [0, 2^rand_width). ``int8_allow_neg2``: two's-complement integer
+    formats only (ValueError elsewhere).
 
     Returns codes of the input's shape, uint8 for formats of at most 8 bits, else uint16.
     """
     fmt = get_format(fmt, kind="element")
     check_fast_format(fmt)
     check_encode_options(rounding, overflow, rand_bits, rand_width)
+    check_int8_allow_neg2(fmt, int8_allow_neg2)
     values = _as_binary_array(x, source)
     shape = values.shape
     flat = np.ascontiguousarray(values).reshape(-1)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ref.sources import SOURCE_TYPES, source_name
+from .decode import native_array
 
 __all__ = ["read_source", "SOURCE_DTYPES"]
 
@@ -64,7 +65,7 @@ def read_source(x, source=None) -> tuple[np.ndarray, str]:
     """(float32 or float64 array of the exact values, source type name) of an input array; see the
     module docstring. ValueError for another dtype, a ``source`` that does not match a float
     dtype, or bit patterns without ``source`` (or of the wrong width)."""
-    arr = np.asarray(x)
+    arr = native_array(x)
     name = arr.dtype.name
     if arr.dtype.kind == "u":
         if source is None:

@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 
 from ..formats import FORMATS, get_format
-from .encode import MAX_RAND_WIDTH, ROUNDING_MODES
-from .spec import Flag, IntRange, option, options_from_kwargs, validate_fields
+from .encode import MAX_RAND_WIDTH, ROUNDING_MODES, check_int8_allow_neg2, refuse_inapplicable
+from .spec import Flag, IntRange, option, option_named, options_from_kwargs, validate_fields
 
 __all__ = ["QuantizeOptions", "SCALE_RULES", "SCALE_ENCODINGS", "ocp_mx_format_names", "element_nan_codes"]
 
@@ -26,6 +26,22 @@ def _is_ocp_mx(fmt) -> bool:
     """E8M0 scale, no sub-blocks, float or two's-complement integer elements (MXFP8/6/4, MXINT8)."""
     shared_exponent = fmt.element.kind == "int" and fmt.element.encoding == "sign_magnitude"
     return fmt.scale.name == "e8m0" and not fmt.subblocks and not shared_exponent
+
+
+def _is_nvfp4(fmt) -> bool:
+    """The NVFP4 family: a UE4M3 block scale (and an fp32 tensor scale)."""
+    return fmt.scale.name == "ue4m3"
+
+
+# Block options that apply to some formats only, with the test of whether they apply (the
+# section 2.3 design options are checked with their own message below; int8_allow_neg2 in
+# mxsim.options.encode, shared with element encoding).
+_FORMAT_OPTIONS = {
+    "scale_rule": _is_ocp_mx,
+    "nvfp4_scale_min": _is_nvfp4,
+    "nvfp4_arith": _is_nvfp4,
+    "nvfp4_tensor_scale": _is_nvfp4,
+}
 
 
 def ocp_mx_format_names() -> list[str]:
@@ -156,13 +172,14 @@ class QuantizeOptions:
         return options_from_kwargs(cls, kwargs)
 
     def check_format(self, fmt) -> None:
-        """Reject options a block format family does not have."""
-        shared_exponent = fmt.element.kind == "int" and fmt.element.encoding == "sign_magnitude"
-        if (fmt.subblocks or fmt.scale.name != "e8m0" or shared_exponent) and self.scale_rule != "floor":
-            raise ValueError(
-                f"scale_rule={self.scale_rule!r} is not allowed for {fmt.name!r}: its scale rule is fixed "
-                "(shared exponent floor(log2 amax), or the NVFP4 recipe); only 'floor' is accepted"
-            )
+        """Reject an option that block format ``fmt`` does not have: a value other than the
+        default of an option that does not apply to it (ValueError naming the option and the
+        formats it applies to). ``scale_rule``: OCP MX formats (the shared-exponent formats and
+        NVFP4 fix their rule); ``int8_allow_neg2``: MXINT8; ``nvfp4_*``: NVFP4; the section 2.3
+        design options: OCP MX formats, ``nan_code`` those whose elements have NaN codes."""
+        check_int8_allow_neg2(fmt, self.int8_allow_neg2)
+        for name, applies in _FORMAT_OPTIONS.items():
+            refuse_inapplicable(name, getattr(self, name), fmt, applies, option_named(QuantizeOptions, name).default)
         if not _is_ocp_mx(fmt):
             for name, default in _OCP_MX_OPTIONS.items():
                 if getattr(self, name) != default:

@@ -25,7 +25,7 @@ from ..options import QuantizeOptions
 from ..formats import get_format
 from .decode import decode
 from .encode import encode
-from .exact import Exact, Number, floor_log2, to_exact
+from .exact import Exact, Number, as_int, floor_log2, to_exact
 from .scale import E8M0_MAX, E8M0_MIN, E8M0_NAN, byte_exponent, given_scale_error, scale_byte, scale_exponent
 from .scale_code import decode_scale
 from .sources import check_source_options, inf_stand_in, read_subnormal
@@ -65,9 +65,11 @@ class QuantizedBlock:
     codes: tuple[int, ...]
 
 
-def to_fp32(q: Fraction) -> Exact:
-    """q rounded to float32, nearest-even, overflowing to +-Inf (exact integer arithmetic)."""
-    return decode(encode(to_exact(q), "fp32", "rne", "ieee"), "fp32")
+def to_fp32(q, overflow: str = "ieee") -> Exact:
+    """q (a number or :class:`Exact`) rounded to float32, nearest-even (exact integer arithmetic).
+    Overflow gives +-Inf (``overflow='ieee'``, IEEE arithmetic) or +-FP32_MAX (``'saturate'``);
+    +-Inf stays +-Inf under 'ieee' (IEEE: Inf / finite = Inf)."""
+    return decode(encode(to_exact(q), "fp32", "rne", overflow), "fp32")
 
 
 def nvfp4_tensor_scale(tensor_amax: Fraction, options: QuantizeOptions = QuantizeOptions()) -> Fraction:
@@ -135,13 +137,14 @@ def quantize_block(
     fmt = get_format(fmt, kind="block")
     options.check_format(fmt)
     check_source_options(source, options)
+    tensor_scale = check_tensor_scale(fmt, tensor_scale)
     xs = _read_inputs(values, fmt, options)
     if (options.rounding == "stochastic") != (rand_bits is not None):
         raise ValueError("rand_bits is needed with rounding='stochastic', and only then")
     if fmt.scale.name == "ue4m3":
         if scale is not None:
             raise given_scales_format_error(fmt)
-        s_t = Fraction(1) if tensor_scale is None else Fraction(tensor_scale)
+        s_t = Fraction(1) if tensor_scale is None else tensor_scale
         return _quantize_nvfp4(xs, fmt, options, s_t, rand_bits, source)
     exponent = None if scale is None else given_scale_exponent(scale, options)
     return _quantize_e8m0(xs, fmt, options, rand_bits, source, exponent)
@@ -276,11 +279,12 @@ def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits, source:
     return QuantizedBlock(scale_code, (), tuple(codes))
 
 
-def check_block(block: QuantizedBlock, fmt, tensor_scale=None, name: str = "block") -> None:
-    """Raise ValueError unless ``block`` has the format's number of codes and sub-scales, each
-    sub-scale in [0, 2^subscale_bits), and ``tensor_scale`` (if given) suits the format: a
-    positive finite binary value, for formats with a tensor scale only. Codes are checked where
-    they are decoded."""
+def check_block(block: QuantizedBlock, fmt, tensor_scale=None, name: str = "block") -> QuantizedBlock:
+    """``block`` with every code and sub-scale as a Python int (NumPy integers are read as theirs,
+    so that no fixed-width arithmetic follows). Raise ValueError unless it has the format's number
+    of codes and sub-scales, each sub-scale in [0, 2^subscale_bits), and ``tensor_scale`` (if
+    given) suits the format (see :func:`check_tensor_scale`). Codes are checked where they are
+    decoded."""
     if len(block.codes) != fmt.block_size or len(block.subscales) != fmt.subblocks:
         raise ValueError(
             f"{name} has {len(block.codes)} codes and {len(block.subscales)} sub-scales; "
@@ -288,21 +292,43 @@ def check_block(block: QuantizedBlock, fmt, tensor_scale=None, name: str = "bloc
         )
     limit = 1 << fmt.subscale_bits
     for tau in block.subscales:
-        if isinstance(tau, bool) or not isinstance(tau, int) or not 0 <= tau < limit:
+        if as_int(tau) is None or not 0 <= tau < limit:
             raise ValueError(f"{name} sub-scale {tau!r} is out of range for {fmt.name!r}: expected an integer in [0, {limit - 1}]")
     check_tensor_scale(fmt, tensor_scale)
+    subscales = tuple(as_int(t) for t in block.subscales)
+    return QuantizedBlock(_plain(block.scale), subscales, tuple(map(_plain, block.codes)))
 
 
-def check_tensor_scale(fmt, tensor_scale) -> None:
-    """Raise ValueError unless ``tensor_scale`` is None, or a positive finite binary value for a
-    format that has a tensor scale."""
+def _plain(code):
+    """A NumPy integer code as a Python int; anything else unchanged (the decoder judges it)."""
+    value = as_int(code)
+    return code if value is None else value
+
+
+def check_tensor_scale(fmt, tensor_scale) -> Fraction | None:
+    """``tensor_scale`` as an exact Fraction (None stays None); ValueError unless it suits ``fmt``.
+
+    A tensor scale is allowed for formats that have one (NVFP4) and must be what the contract's
+    s_t is (conventions.md 2.2): a positive value exactly representable in fp32, subnormals
+    included (2^-149 <= s_t <= FP32_MAX, at most 24 significant bits; mxsim itself gives tiny
+    tensors a subnormal s_t). Zero, negative values, -0, NaN, +-Inf and values fp32 cannot hold
+    exactly (1/3, 1e-45, 2^-150, 1e39) are refused. Any exact number type is read (int, float,
+    Fraction, NumPy scalars)."""
     if tensor_scale is None:
-        return
+        return None
     if fmt.tensor_scale is None:
         raise ValueError(f"format {fmt.name!r} has no tensor scale; pass tensor_scale=None")
-    x = to_exact(tensor_scale)
-    if not x.is_finite or x.sign or x.magnitude == 0 or x.magnitude.denominator & (x.magnitude.denominator - 1):
-        raise ValueError(f"tensor_scale={tensor_scale!r} must be a positive finite binary floating-point value")
+    try:
+        x = to_exact(tensor_scale)
+    except ValueError:
+        x = Exact.nan()  # not a number at all: refused below with the same message
+    fp32 = to_fp32(x, "saturate") if x.is_finite else x
+    if not x.is_finite or x.sign or x.magnitude == 0 or fp32.magnitude != x.magnitude:
+        raise ValueError(
+            f"tensor_scale={tensor_scale!r} is not allowed; expected a finite positive value exactly representable "
+            "in fp32 (2^-149 <= tensor_scale <= (2 - 2^-23) * 2^127, at most 24 significant bits)"
+        )
+    return x.magnitude
 
 
 def dequantize_block(
@@ -313,7 +339,7 @@ def dequantize_block(
     e8m0 or int8_exponent). A NaN scale code makes every value NaN (positive: the scale has no
     sign); NaN and Inf elements keep their sign, and zeros theirs."""
     fmt = get_format(fmt, kind="block")
-    check_block(block, fmt, tensor_scale)
+    block = check_block(block, fmt, tensor_scale)
     scale = decode_scale(block.scale, fmt.scale, scale_encoding)
     if scale.is_nan:
         return [Exact.nan() for _ in block.codes]
