@@ -182,10 +182,21 @@ class DequantizeSuite(Suite):
                     rows.append((self._row(scale, codes, subscales, tensor_scale), "directed"))
         directed_scales = self._scales()
         for _ in range(100 * level):
-            scale = rng.choice(directed_scales) if rng.random() < 0.7 else rng.getrandbits(fmt.scale.width)
-            codes = [rng.getrandbits(w) for _ in range(k)]
-            rows.append((self._row(scale, codes, rng.getrandbits(sub_bits), rng.choice(tensor_scales)), "random"))
+            rows.append((self._random_row(rng, directed_scales, tensor_scales), "random"))
         return rows
+
+    def random_inputs(self, rng: random.Random, index: int) -> dict:
+        tensor_scales = self._tensor_scales() if self.fmt.tensor_scale is not None else [None]
+        return self._random_row(rng, self._scales(), tensor_scales)
+
+    def _random_row(self, rng: random.Random, directed_scales: list[int], tensor_scales: list) -> dict:
+        """A random block: a directed scale (70 %) or any scale code, random element codes and
+        sub-scales, one of the directed tensor scales (NVFP4)."""
+        fmt = self.fmt
+        scale = rng.choice(directed_scales) if rng.random() < 0.7 else rng.getrandbits(fmt.scale.width)
+        codes = [rng.getrandbits(fmt.element.width) for _ in range(fmt.block_size)]
+        subscales = rng.getrandbits(fmt.subblocks * fmt.subscale_bits)
+        return self._row(scale, codes, subscales, rng.choice(tensor_scales))
 
     # expected values -----------------------------------------------------------------------
     def compute(self, inputs: dict):
