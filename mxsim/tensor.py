@@ -19,6 +19,7 @@ import numpy as np
 
 from .options import QuantizeOptions
 from .options.dequantize import options_for, output_name
+from .options.profiles import get_profile, resolve_quantize
 from .fast.block import quantize_blocks
 from .fast.decode import check_codes, code_dtype
 from .fast.dequant import dequantize_blocks_bits
@@ -57,23 +58,39 @@ def restore_layout(values: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
 class MXTensor:
     """A block-quantized tensor. Build one with :func:`mxsim.quantize` or :meth:`from_codes`."""
 
-    def __init__(self, fmt, scales, codes, shape, axis, options: QuantizeOptions, subscales=None, tensor_scale=None):
+    def __init__(
+        self, fmt, scales, codes, shape, axis, options: QuantizeOptions, subscales=None, tensor_scale=None, profile=None
+    ):
         self.fmt = get_format(fmt, kind="block")
         self.scales, self.codes, self.subscales = scales, codes, subscales
         self.shape, self.axis, self.options = tuple(shape), axis, options
         self.tensor_scale = None if tensor_scale is None else Fraction(tensor_scale)
+        #: the :class:`mxsim.options.profiles.Profile` the tensor was made under, or None
+        self.profile = None if profile is None else get_profile(profile)
+
+    @staticmethod
+    def _options(fmt, profile, options: dict):
+        """(profile, QuantizeOptions): a profile's options with keyword ``options`` on top."""
+        chosen, opts = resolve_quantize(profile, options)
+        if chosen is not None and fmt.name not in chosen.formats:
+            raise ValueError(
+                f"format {fmt.name!r} is not allowed with profile {chosen.name!r}; expected one of: {', '.join(chosen.formats)}"
+            )
+        return chosen, opts
 
     # --- construction --------------------------------------------------------------------------
     @classmethod
-    def quantize(cls, x, fmt, axis: int = -1, rand_bits=None, **options) -> "MXTensor":
+    def quantize(cls, x, fmt, axis: int = -1, rand_bits=None, *, profile=None, **options) -> "MXTensor":
         """Quantize a float array (float16, bfloat16, float32, float64) along ``axis``.
 
         ``options`` are the fields of :class:`mxsim.QuantizeOptions` (scale_rule, rounding,
         inf_policy, flush_subnormal_inputs, partial_block, int8_allow_neg2, nvfp4_*).
+        ``profile``: the name of a profile (:data:`mxsim.options.profiles.PROFILES`) whose options
+        apply, ``options`` overriding them; the tensor remembers it for :meth:`dequantize`.
         ``rand_bits``: random words of x's shape, for rounding='stochastic'.
         """
         fmt = get_format(fmt, kind="block")
-        opts = QuantizeOptions.from_kwargs(**options)
+        profile, opts = cls._options(fmt, profile, options)
         opts.check_format(fmt)
         if (opts.rounding == "stochastic") != (rand_bits is not None):
             raise ValueError("rand_bits is needed with rounding='stochastic', and only then")
@@ -107,6 +124,7 @@ class MXTensor:
             opts,
             None if subscales is None else subscales.reshape(lead + (n_blocks, fmt.subblocks)),
             tensor_scale,
+            profile,
         )
 
     @staticmethod
@@ -123,12 +141,15 @@ class MXTensor:
 
     @classmethod
     def from_codes(
-        cls, scales, codes, fmt, axis: int = -1, shape=None, subscales=None, tensor_scale=None, **options
+        cls, scales, codes, fmt, axis: int = -1, shape=None, subscales=None, tensor_scale=None, *, profile=None,
+        **options,
     ) -> "MXTensor":
         """Wrap existing codes (e.g. read from a checkpoint). ``codes`` has blocks along its last
-        axis; ``shape`` is the unpadded original shape (default: codes moved back, unpadded)."""
+        axis; ``shape`` is the unpadded original shape (default: codes moved back, unpadded).
+        ``profile``: the profile the codes were made under (its options, ``options`` overriding
+        them; :meth:`dequantize` then follows it)."""
         fmt = get_format(fmt, kind="block")
-        opts = QuantizeOptions.from_kwargs(**options)
+        profile, opts = cls._options(fmt, profile, options)
         codes = np.asarray(codes)
         scales = np.asarray(scales)
         if codes.ndim == 0 or codes.shape[-1] % fmt.block_size:
@@ -171,7 +192,10 @@ class MXTensor:
                 f"shape {shape} does not fit codes of shape {codes.shape} (axis {axis}, block_size "
                 f"{fmt.block_size}): the block axis must pad to {stored[axis]} and the other axes match"
             )
-        return cls(fmt, scales.astype(np.uint8), codes.astype(code_dtype(fmt.element)), shape, axis, opts, subscales, tensor_scale)
+        return cls(
+            fmt, scales.astype(np.uint8), codes.astype(code_dtype(fmt.element)), shape, axis, opts, subscales, tensor_scale,
+            profile,
+        )
 
     # --- decoding ------------------------------------------------------------------------------
     @property
@@ -188,10 +212,13 @@ class MXTensor:
         ``options``: a :class:`mxsim.DequantizeOptions`, or a mapping output type ->
         DequantizeOptions (e.g. :data:`mxsim.options.dequantize.IDMA_DEQUANTIZE`) whose entry for
         ``dtype`` applies (defaults if it has none); ``dequant_options`` (dequant_overflow,
-        dequant_ftz, dequant_nan) override fields of the chosen options. Defaults: overflow to
-        +-Inf, subnormals kept, NaN elements keep their sign; a NaN scale gives the positive quiet
-        NaN for its whole block."""
+        dequant_ftz, dequant_nan) override fields of the chosen options. Without ``options``, a
+        tensor made under a profile uses the profile's DequantizeOptions for ``dtype``. Defaults:
+        overflow to +-Inf, subnormals kept, NaN elements keep their sign; a NaN scale gives the
+        positive quiet NaN for its whole block."""
         output = output_name(dtype)
+        if options is None and self.profile is not None:
+            options = self.profile.dequantize
         opts = options_for(output, options, **dequant_options)
         k = self.fmt.block_size
         subscales = None if self.subscales is None else self.subscales.reshape(-1, self.fmt.subblocks)
@@ -213,6 +240,7 @@ class MXTensor:
         return f"MXTensor({self.fmt.name}, shape={self.shape}, axis={self.axis}, blocks={self.scales.size})"
 
 
-def quantize(x, fmt, axis: int = -1, rand_bits=None, **options) -> MXTensor:
-    """Quantize ``x`` along ``axis`` into an :class:`MXTensor` (see :meth:`MXTensor.quantize`)."""
-    return MXTensor.quantize(x, fmt, axis, rand_bits=rand_bits, **options)
+def quantize(x, fmt, axis: int = -1, rand_bits=None, *, profile=None, **options) -> MXTensor:
+    """Quantize ``x`` along ``axis`` into an :class:`MXTensor` (see :meth:`MXTensor.quantize`;
+    ``profile``: a profile name, see :mod:`mxsim.options.profiles`)."""
+    return MXTensor.quantize(x, fmt, axis, rand_bits=rand_bits, profile=profile, **options)

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..options import QuantizeOptions
 from ..ref.block import FP32_MAX, FP32_MIN_NORMAL, nan_block_element_code, quantize_block
-from ..ref.scale import E8M0_MAX, E8M0_MIN, fraction_bits
+from ..ref.scale import E8M0_MAX, E8M0_MIN, fraction_bits, root2_threshold, scale_exponent
 from .chunks import BLOCK_CHUNK, map_chunks
 from .decode import scale_table, value_table
 from .encode import _Binary, _IntKernel, _RneSaturateKernel, encode
@@ -53,7 +53,34 @@ def _scale_exponents(amax: np.ndarray, element, rule: str) -> np.ndarray:
     if rule == "tosa":
         grid = element.emax - element.mantissa_bits if element.kind == "float" else -element.frac_bits
         return floor + (np.rint(np.ldexp(top, -grid)) > float(element.max_normal * Fraction(2) ** -grid))
+    if rule == "rceil_fp32":
+        return _rceil_fp32_exponents(amax, element)
     raise ValueError(f"scale_rule={rule!r} is not allowed")
+
+
+def _rceil_fp32_exponents(amax: np.ndarray, element) -> np.ndarray:
+    """scale_rule='rceil_fp32' (see mxsim.ref.scale): d = amax / max_normal in float32 (IEEE
+    division of two float32 values: max_normal is one), then ceil of log2(d) rounded to float32,
+    decided with the reference's integer thresholds. Maxima float32 cannot hold (float64 inputs)
+    go through the reference."""
+    with np.errstate(over="ignore"):
+        exact32 = amax.astype(np.float32).astype(np.float64) == amax
+    with np.errstate(under="ignore"):
+        d = (amax.astype(np.float32) / np.float32(element.max_normal)).astype(np.float64)
+    mantissa, ex = np.frexp(d)
+    e = ex.astype(np.int64) - 1
+    significand = np.ldexp(mantissa, 24).astype(np.int64)  # in [2^23, 2^24): d = significand * 2^(e - 23)
+    magnitude = np.maximum(np.abs(e), 1)
+    p = floor_log2(magnitude.astype(np.float64))
+    j = 24 - p + ((e < 0) & (magnitude == (1 << p)))
+    thresholds = {int(v): root2_threshold(int(v)) for v in np.unique(j)}
+    threshold = np.vectorize(thresholds.__getitem__, otypes=[np.int64])(j) if j.size else j
+    rounds_down = (e != 0) & (significand < threshold)
+    result = np.where(significand == 1 << 23, e, e + ~rounds_down)
+    result = np.where(d == 0, E8M0_MIN, result)
+    for i in np.nonzero(~exact32)[0]:
+        result[i] = scale_exponent(Fraction(float(amax[i])), element, "rceil_fp32")
+    return result
 
 
 def _read(blocks: np.ndarray, options: QuantizeOptions):
@@ -64,7 +91,7 @@ def _read(blocks: np.ndarray, options: QuantizeOptions):
     nan = np.isnan(x)
     inf = np.isinf(x)
     nan_blocks = nan.any(axis=1) | (inf.any(axis=1) if options.inf_policy == "nan" else False)
-    magnitude = np.where(inf, float(FP32_MAX), np.abs(x))
+    magnitude = np.where(inf, 2.0**128 if options.inf_policy == "exponent_field" else float(FP32_MAX), np.abs(x))
     magnitude[nan_blocks] = 0.0
     x[nan_blocks] = 0.0
     return x, magnitude, nan_blocks
@@ -111,6 +138,8 @@ class _ChunkedE8M0Quantizer:
             and not fmt.subblocks
             and options.rounding == "rne"
             and not options.flush_subnormal_inputs
+            and options.inf_policy in ("nan", "saturate")
+            and options.min_scale_divisor == "scale"
             and kernel_fits
         )
 
@@ -169,8 +198,12 @@ def quantize_blocks(blocks: np.ndarray, fmt, options: QuantizeOptions, tensor_sc
     zero = amax == 0
     exponent = np.full(amax.shape, E8M0_MIN, dtype=np.int64)
     exponent[~zero] = _scale_exponents(amax[~zero], fmt.element, options.scale_rule)
+    if options.inf_policy == "max_scale":
+        exponent[np.isinf(x).any(axis=1)] = E8M0_MAX
     np.clip(exponent, E8M0_MIN, E8M0_MAX, out=exponent)
     shift = np.repeat(exponent[:, None], fmt.block_size, axis=1)
+    if options.min_scale_divisor != "scale":  # blocks at E = -127 are divided by 2^-126 or by 1
+        shift[exponent == E8M0_MIN] = -126 if options.min_scale_divisor == "min_normal" else 0
     subscales = None
     if fmt.subblocks:
         pair_max = magnitude.reshape(len(x), fmt.subblocks, fmt.subblock_size).max(axis=2)

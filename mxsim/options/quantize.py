@@ -13,9 +13,11 @@ from fractions import Fraction
 from .encode import MAX_RAND_WIDTH, ROUNDING_MODES
 from .spec import Flag, IntRange, option, options_from_kwargs, validate_fields
 
-__all__ = ["QuantizeOptions", "SCALE_RULES"]
+__all__ = ["QuantizeOptions", "SCALE_RULES", "INF_POLICIES", "MIN_SCALE_DIVISORS"]
 
-SCALE_RULES = ("floor", "ceil", "even", "rceil", "tosa")
+SCALE_RULES = ("floor", "ceil", "even", "rceil", "tosa", "rceil_fp32")
+INF_POLICIES = ("nan", "saturate", "max_scale", "exponent_field")
+MIN_SCALE_DIVISORS = ("scale", "min_normal", "one")
 
 
 @dataclass(frozen=True)
@@ -36,9 +38,10 @@ class QuantizeOptions:
     )
     rand_width: int = option(32, IntRange(1, MAX_RAND_WIDTH), "bits of each stochastic-rounding random word", "1")
     inf_policy: str = option(
-        "nan", ("nan", "saturate"),
+        "nan", INF_POLICIES,
         "`nan`: a block with ±Inf is a NaN block; `saturate`: Inf counts as the largest fp32 (2^128 - 2^104) "
-        "and saturates", "2",
+        "and saturates; `max_scale`: the block gets E = 127 and Inf saturates (gfloat, torchao RCEIL); "
+        "`exponent_field`: Inf counts as 2^128, its all-ones exponent field, and saturates (torchao FLOOR)", "2, 6",
     )
     flush_subnormal_inputs: bool = option(
         False, Flag(), "read inputs below 2^-126 in magnitude as zeros of their sign", "2, 2.1"
@@ -47,6 +50,11 @@ class QuantizeOptions:
         "pad", ("pad", "error"), "`pad` a partial last block with zeros (shape restored on dequantize), or `error`", "2"
     )
     int8_allow_neg2: bool = option(False, Flag(), "MXINT8 elements may take 0x80 (-2.0)", "1")
+    min_scale_divisor: str = option(
+        "scale", MIN_SCALE_DIVISORS,
+        "what the elements of a block with scale E = -127 (E8M0 0x00) are divided by: `scale` 2^-127; "
+        "`min_normal` 2^-126 (torchao FLOOR); `one` 1 (torchao RCEIL); the scale byte stays 0x00", "2, 6",
+    )
     nvfp4_scale_min: str = option(
         "normal", ("normal", "subnormal"),
         "NVFP4 block-scale lower clamp: `normal` 2^-6 (torchao) or `subnormal` 2^-9", "2.2",
@@ -75,6 +83,13 @@ class QuantizeOptions:
                 f"scale_rule={self.scale_rule!r} is not allowed for {fmt.name!r}: its scale rule is fixed "
                 "(shared exponent floor(log2 amax), or the NVFP4 recipe); only 'floor' is accepted"
             )
+        if fmt.subblocks or fmt.scale.name != "e8m0":
+            for name, allowed in (("inf_policy", ("nan", "saturate")), ("min_scale_divisor", ("scale",))):
+                if getattr(self, name) not in allowed:
+                    raise ValueError(
+                        f"{name}={getattr(self, name)!r} is not allowed for {fmt.name!r}: it is defined for single-level "
+                        f"E8M0-scaled formats only; expected one of: {', '.join(allowed)}"
+                    )
 
     @property
     def nvfp4_scale_lowest(self) -> Fraction:

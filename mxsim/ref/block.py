@@ -82,9 +82,17 @@ def _is_nan_block(xs: list[Exact], options: QuantizeOptions) -> bool:
     return any(x.is_nan or (x.is_inf and options.inf_policy == "nan") for x in xs)
 
 
-def _amax(xs: list[Exact]) -> Fraction:
-    """Largest magnitude; an Inf (under inf_policy='saturate') counts as the largest fp32."""
-    return max((FP32_MAX if x.is_inf else x.magnitude) for x in xs)
+def _amax(xs: list[Exact], inf_value: Fraction = FP32_MAX) -> Fraction:
+    """Largest magnitude; an Inf (under inf_policy='saturate') counts as the largest fp32, or as
+    ``inf_value`` (2^128 under inf_policy='exponent_field')."""
+    return max((inf_value if x.is_inf else x.magnitude) for x in xs)
+
+
+def _element_divisor(exponent: int, options: QuantizeOptions) -> Fraction:
+    """What the elements are divided by: 2^E, except for E = -127 under min_scale_divisor."""
+    if exponent == E8M0_MIN and options.min_scale_divisor != "scale":
+        return FP32_MIN_NORMAL if options.min_scale_divisor == "min_normal" else Fraction(1)
+    return TWO**exponent
 
 
 def _rand(rand_bits, i: int):
@@ -155,14 +163,17 @@ def _microexponents(xs: list[Exact], fmt, exponent: int) -> list[int]:
 def _quantize_e8m0(xs, fmt, options, rand_bits) -> QuantizedBlock:
     if _is_nan_block(xs, options):
         return _nan_block(fmt)
-    amax = _amax(xs)
+    amax = _amax(xs, TWO**128 if options.inf_policy == "exponent_field" else FP32_MAX)
     exponent = E8M0_MIN if amax == 0 else scale_exponent(amax, fmt.element, options.scale_rule)
+    if options.inf_policy == "max_scale" and any(x.is_inf for x in xs):
+        exponent = E8M0_MAX
     exponent = min(max(exponent, E8M0_MIN), E8M0_MAX)
     taus = _microexponents(xs, fmt, exponent) if fmt.subblocks else []
     codes = []
     for i, x in enumerate(xs):
         tau = taus[i // fmt.subblock_size] if taus else 0
-        codes.append(_encode_element(x, TWO ** (exponent - tau), fmt, options, _rand(rand_bits, i)))
+        divisor = TWO ** (exponent - tau) if taus else _element_divisor(exponent, options)
+        codes.append(_encode_element(x, divisor, fmt, options, _rand(rand_bits, i)))
     return QuantizedBlock(exponent - E8M0_MIN, tuple(taus), tuple(codes))
 
 
