@@ -129,8 +129,9 @@ _TORCHAO_INPUTS = (
     "element codes of a NaN block: FLOOR divides by +Inf (finite elements give ±0, a NaN element a NaN code), "
     "RCEIL multiplies by NaN, and FP4/FP6 NaN casts give code 1.5; every element decodes to NaN either way and "
     "the scale is 0xFF, so the test compares NaN blocks by scale and decoded value",
-    "the sign of a NaN from dequantizing a NaN element in a NaN-scale block (the CPU returns one of the two NaN "
-    "operands of the product)",
+    "NaN bit patterns of to_dtype: torch's FP8 -> float32 cast keeps the NaN payload (E4M3 0x7F gives 0x7FF00000), "
+    "its vectorized float -> bfloat16 cast writes 0xFFFF for every NaN, and in a NaN-scale block the CPU returns "
+    "one of the two NaN operands; mxsim writes quiet NaNs, so the test compares NaN outputs as NaN",
 )
 
 _PROFILE_LIST = [
@@ -222,7 +223,7 @@ _PROFILE_LIST = [
             "normal (scale_rule 'tosa'), so elements never saturate; NaN or Inf in a block gives a NaN scale; "
             "the last axis must hold whole blocks (ERROR_IF). Everything else as mxsim's defaults."
         ),
-        formats=("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1"),
+        formats=("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8"),
         quantize={"scale_rule": "tosa", "partial_block": "error"},
         dequantize={"float32": DequantizeOptions(), "bfloat16": DequantizeOptions()},
         outputs=("float32", "bfloat16"),
@@ -230,6 +231,8 @@ _PROFILE_LIST = [
             "element codes of a NaN block (the reference model writes the code of exponent all ones, mantissa 0 for "
             "FP4/FP6); the scale is NaN and every element decodes to NaN either way",
             "float32 inputs (the operator reads fp32 or bf16; the test feeds float32)",
+            "the sign of the NaN a NaN element gives in a NaN-scale block (the reference model's bfloat16 output keeps "
+            "the element's sign; mxsim, as its float32 output, gives +qNaN)",
         ),
         notes=(
             "TOSA itself judges CAST_TO_BLOCK_SCALED by an error bound against an fp64 reference "
