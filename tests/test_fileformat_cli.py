@@ -673,8 +673,9 @@ def test_cli_info_describes_a_tensor_file(tmp_path, capsys):
         "layout": "element_stream=msb, scale_placement=interleaved",
         "payload": "162 bytes",  # 9 blocks x (8 + 8 + 16 x 8) bits
         "options": "scale_rule=floor, rounding=rtz, rand_width=32, inf_policy=nan, flush_subnormal_inputs=False, "
-                   "partial_block=pad, int8_allow_neg2=False, nvfp4_scale_min=normal, nvfp4_arith=exact, "
-                   "nvfp4_tensor_scale=amax",
+                   "partial_block=pad, int8_allow_neg2=False, min_scale_divisor=scale, nvfp4_scale_min=normal, "
+                   "nvfp4_arith=exact, nvfp4_tensor_scale=amax",
+        "profile": "-",
         "checksum": f"SHA-256 of header and payload verified (payload {digest})",
         "written by": f"mxsim {mxsim.__version__}",
     }

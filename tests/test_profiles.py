@@ -572,3 +572,82 @@ def test_tosa_cast_from_block_scaled(output, tmp_path):
         assert bad.size == 0, (name, bad[0], scales[bad[0], 0], codes[bad[0]].tolist(), t.dequantize_bits(output)[bad[0]].tolist(), words[bad[0]].tolist())
         compared, agreed = compared + len(same), agreed + int(same.sum())
     record(f"tosa_1_1 CAST_FROM_BLOCK_SCALED {output} (6 formats)", compared, agreed)
+
+
+# --------------------------------------------------------------------------------------------------
+# Tensor files and the command line
+
+
+def test_tensor_file_records_the_profile(tmp_path):
+    from mxsim import fileformat
+
+    x = random_blocks(1, 4)
+    x[0, 0] = np.inf
+    t = mxsim.quantize(x, "mxfp8_e4m3", profile="torchao_0_18_floor")
+    path = tmp_path / "t.mxt"
+    mxsim.save(t, path)
+    found = fileformat.read(path)
+    assert found.header["profile"] == get_profile("torchao_0_18_floor").as_dict()
+    assert found.header["options"]["inf_policy"] == "exponent_field"
+    assert found.tensor.profile.name == "torchao_0_18_floor"
+    np.testing.assert_array_equal(found.tensor.scales, t.scales)
+    plain = tmp_path / "plain.mxt"
+    mxsim.save(mxsim.quantize(x, "mxfp8_e4m3"), plain)
+    assert "profile" not in fileformat.read(plain).header and mxsim.load(plain).profile is None
+
+
+def _rewrite_header(path, **fields):
+    """Rewrite a version-2 file's header fields, recomputing both checksums."""
+    import hashlib
+    import json
+    import struct
+
+    data = path.read_bytes()
+    length = struct.unpack_from("<I", data, 10)[0]
+    header = json.loads(data[46 : 46 + length])
+    header.update(fields)
+    blob = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    prefix = data[:8] + struct.pack("<HI", 2, len(blob))
+    path.write_bytes(prefix + hashlib.sha256(prefix + blob).digest() + blob + data[46 + length :])
+
+
+def test_tensor_file_refuses_an_unknown_or_changed_profile(tmp_path):
+    t = mxsim.quantize(random_blocks(2, 2), "mxfp8_e4m3", profile="gfloat_0_5")
+    path = tmp_path / "t.mxt"
+    mxsim.save(t, path)
+    recorded = get_profile("gfloat_0_5").as_dict()
+    _rewrite_header(path, profile=dict(recorded, name="gfloat_9"))
+    with pytest.raises(ValueError, match="field 'profile': profile='gfloat_9' is not allowed; expected one of: torchao"):
+        mxsim.load(path)
+    _rewrite_header(path, profile=dict(recorded, quantize={"inf_policy": "nan"}))
+    with pytest.raises(ValueError, match="field 'profile': the options recorded for 'gfloat_0_5' differ"):
+        mxsim.load(path)
+    _rewrite_header(path, profile="gfloat_0_5")
+    with pytest.raises(ValueError, match="field 'profile': 'gfloat_0_5' is not allowed; expected an object"):
+        mxsim.load(path)
+
+
+def test_cli_profile_flags(tmp_path, capsys):
+    from mxsim.cli import main
+
+    x = np.zeros((2, 32), np.float32)
+    x[0, :2] = [np.inf, 1.0]
+    x[1, 0] = 2.0**-120  # torchao FLOOR: scale 0x00, element 64 (0x68) instead of 128
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "x.mxt"
+    assert main(["quantize", str(tmp_path / "x.npy"), str(out), "--format", "mxfp8_e4m3",
+                 "--profile", "torchao_0_18_floor"]) == 0
+    t = mxsim.load(out)
+    assert t.profile.name == "torchao_0_18_floor" and t.scales.ravel().tolist() == [0xF7, 0x00]
+    assert t.codes[1, 0] == 0x68
+    assert main(["quantize", str(tmp_path / "x.npy"), str(out), "--format", "mxfp8_e4m3",
+                 "--profile", "torchao_0_18_floor", "--inf-policy", "nan"]) == 0  # a flag overrides the profile
+    assert mxsim.load(out).scales.ravel().tolist() == [0xFF, 0x00]
+    capsys.readouterr()
+    assert main(["info", str(out)]) == 0
+    assert "profile         torchao_0_18_floor (torchao 0.18.0 (torch 2.13 CPU, eager)): sets inf_policy=exponent_field" \
+        in capsys.readouterr().out
+    assert main(["dequantize", str(out), str(tmp_path / "y.npy"), "--profile", "tosa_1_1"]) == 0
+    with pytest.raises(SystemExit):
+        main(["quantize", str(tmp_path / "x.npy"), str(out), "--format", "mxfp8_e4m3", "--profile", "ml_dtypes_0_6"])
+    assert "invalid choice: 'ml_dtypes_0_6'" in capsys.readouterr().err
