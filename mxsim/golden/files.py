@@ -272,6 +272,8 @@ def _write_suite(suite: Suite, root: Path, seed: int, level: int, shard, label, 
         "coverage": coverage,
         "files": {name: _sha256(data) for name, data in files.items()},
     }
+    if suite.profile_record() is not None:
+        manifest["profile"] = suite.profile_record()
     manifest_bytes = (json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n").encode()
     _replace_suite(root, directory, files, manifest_bytes, {f.file for f in suite.fields} | {NPZ})
     return directory, manifest_bytes, last - first
