@@ -27,10 +27,10 @@ peers the [test] extra installs (torch, torchao, gfloat, ml_dtypes), where that 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 import warnings
-from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -205,12 +205,12 @@ def test_idma_profile_is_contract_6_1():
         pytest.skip(f"QuantizeOptions lacks {', '.join(missing)} (branch h14q): idma_v0_7 cannot quantize yet")
     # Contract 6.1, hand-worked: block max 3.0 (fp32 field 128) -> E = 128 - 127 - 15 = -14 (byte 0xF2);
     # 3.0 * 2^14 = 49152 (0x7A); NaN -> 0x7D with its sign; -Inf -> -57344 (0xFB); 2^-149 as a normal
-    # with field 0 reads (1 + 2^-23) * 2^-127: far below the element grid -> 0.
+    # with field 0 reads (1 + 2^-23) * 2^-127: far below the element grid -> 0; -1.0 * 2^14 = -2^14 (0xF4).
     x = np.zeros(32, np.float32)
     x[:5] = [3.0, np.nan, -np.inf, 2.0**-149, -1.0]
     t = mxsim.quantize(x, "mxfp8_e5m2", profile="idma_v0_7")
     assert t.scales.tolist() == [0xF2]
-    assert t.codes[:5].tolist() == [0x7A, 0x7D, 0xFB, 0x00, 0xF8]
+    assert t.codes[:5].tolist() == [0x7A, 0x7D, 0xFB, 0x00, 0xF4]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -651,3 +651,44 @@ def test_cli_profile_flags(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["quantize", str(tmp_path / "x.npy"), str(out), "--format", "mxfp8_e4m3", "--profile", "ml_dtypes_0_6"])
     assert "invalid choice: 'ml_dtypes_0_6'" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------------
+# The profile pages
+
+
+def _load_profile_examples():
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "profile_examples", Path(__file__).parent.parent / "docs" / "hooks" / "profile_examples.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("profile_examples", module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_profile_page_examples_are_current():
+    """The worked blocks of docs/profiles/*.md, recomputed (the site build checks them too)."""
+    module = _load_profile_examples()
+    assert {e.profile for e in module.EXAMPLES} == set(PROFILES)
+    for example in module.EXAMPLES:
+        got, want = example.run(), example.expected()
+        for key, value in got.items():
+            if value != module.PENDING:
+                assert value == want[key], (example.profile, example.inputs, key)
+
+
+def test_profiles_index_page_examples_run():
+    import doctest
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "profiles" / "index.md").read_text()
+    blocks = re.findall(r"```pycon\n(.*?)```", text, re.DOTALL)
+    assert blocks
+    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    for i, block in enumerate(blocks):
+        runner.run(parser.get_doctest(block, {}, f"profiles/index.md[{i}]", "profiles/index.md", 0))
+    assert runner.failures == 0

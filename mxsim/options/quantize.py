@@ -31,7 +31,9 @@ class QuantizeOptions:
     """
 
     scale_rule: str = option(
-        "floor", SCALE_RULES, "how the block scale exponent is chosen (exact integer arithmetic, never a float log2)", "2"
+        "floor", SCALE_RULES,
+        "how the block scale exponent is chosen (exact integers, never a float log2; `rceil_fp32` decides exactly "
+        "what a float32 quotient and log2 give)", "2, 6",
     )
     rounding: str = option(
         "rne", ROUNDING_MODES, "element rounding after scaling (element overflow always saturates)", "2, 2.1, 2.2"
