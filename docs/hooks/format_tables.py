@@ -46,8 +46,7 @@ import mxsim
 from mxsim import ref
 from mxsim.options import OPTION_CLASSES, PRESETS, Accumulator, DequantizeOptions, EncodeOptions, QuantizeOptions
 from mxsim.options.profiles import PROFILES, get_profile
-from mxsim.options.spec import option_named
-from mxsim.options.spec import Choice, Flag, IntRange, options_of
+from mxsim.options.spec import Choice, Flag, IntRange, option_named, options_of
 from mxsim.formats import BlockFormat, FloatFormat, IntFormat
 
 PLACEHOLDER = re.compile(r"<!--\s*mxsim:([a-z-]+)\s*(.*?)\s*-->", re.DOTALL)
@@ -610,11 +609,7 @@ def render_comparison_helpers(args: str) -> str:
 def _set_rows(options_class, fields: dict) -> list[list[str]]:
     rows = []
     for name, value in fields.items():
-        try:
-            definition = option_named(options_class, name)
-        except KeyError:  # an option this build does not have yet
-            rows.append([code_span(name), "-", code_span(repr(value)), "-", "(not in this build of mxsim)"])
-            continue
+        definition = option_named(options_class, name)
         rows.append([code_span(name), code_span(repr(definition.default)), code_span(repr(value)), definition.section,
                      definition.description])
     return rows
@@ -655,14 +650,12 @@ def render_profile_examples(args: str) -> str:
     examples = profile_examples.examples_of(name)
     if not examples:
         raise ValueError(f"profile-examples: no examples for {name!r}")
-    rows, pending = [], False
+    rows = []
     has_variant = any(e.variant for e in examples)
     for e in examples:
         got, want = e.run(), e.expected()
         for key, value in got.items():
-            if value == profile_examples.PENDING:
-                pending = True
-            elif value != want[key]:
+            if value != want[key]:
                 raise ValueError(f"profile example {name} {e.inputs}: {key} is {value!r}, the page records {want[key]!r}")
         row = [code_span(e.fmt), e.inputs, want["default"], want["profile"]]
         if has_variant:
@@ -672,11 +665,7 @@ def render_profile_examples(args: str) -> str:
     kind = get_profile(name).kind
     header = ["format", "input", "mxsim defaults", f'`profile="{name}"`'] + (["contrast (also run)"] if has_variant else [])
     what = "codes (decoded value)" if kind == "cast" else "the scale byte, then element codes (decoded value)"
-    text = f"Outputs are {what}, computed when this page was built:\n\n" + table(header, rows) + "\n"
-    if pending:
-        text += ("\n!!! note\n    This build of mxsim lacks options the profile sets, so its column shows the "
-                 "hand-worked values (contract section 6.1) instead of computed ones.\n")
-    return text
+    return f"Outputs are {what}, computed when this page was built:\n\n" + table(header, rows) + "\n"
 
 
 def render_profiles(args: str) -> str:
