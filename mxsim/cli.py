@@ -40,6 +40,7 @@ import numpy as np
 from . import ref
 from ._version import __version__
 from .options import DequantizeOptions, LayoutOptions, QuantizeOptions
+from .options.profiles import PROFILES, get_profile
 from .options.spec import Choice, Flag, options_of
 from .fileformat import atomic_write, load, read, save
 from .ref.sources import SOURCE_TYPES
@@ -186,6 +187,8 @@ def _file_details(path) -> str:
         ("layout", f"element_stream={layout['element_stream']}, scale_placement={layout['scale_placement']}"),
         ("payload", f"{header['payload_bytes']} bytes"),
         ("options", ", ".join(f"{key}={value}" for key, value in t.options.as_dict().items())),
+        ("profile", "-" if t.profile is None else f"{t.profile.name} ({t.profile.version}): sets "
+                    + ", ".join(f"{key}={value}" for key, value in t.profile.quantize.items())),
         ("checksum", checksum),
         ("written by", f"mxsim {header['mxsim_version']}"),
     ]
@@ -219,7 +222,9 @@ def _cmd_quantize(args) -> str:
     options = _given_options(args, QuantizeOptions)
     rand_bits = None if args.rand_bits is None else _load_array(args.rand_bits)
     layout = LayoutOptions(**_given_options(args, LayoutOptions))
-    tensor = quantize(x, args.format, axis=args.axis, rand_bits=rand_bits, source=args.source, **options)
+    tensor = quantize(
+        x, args.format, axis=args.axis, rand_bits=rand_bits, source=args.source, profile=args.profile, **options
+    )
     save(tensor, args.output, **layout.as_dict())
     return (
         f"{args.output}: {tensor.fmt.name}, shape {tensor.shape}, axis {tensor.axis}, {tensor.scales.size} blocks, "
@@ -229,7 +234,8 @@ def _cmd_quantize(args) -> str:
 
 def _cmd_dequantize(args) -> str:
     tensor = load(args.input)
-    values = tensor.dequantize(args.dtype, **_given_options(args, DequantizeOptions))
+    options = None if args.profile is None else get_profile(args.profile).dequantize
+    values = tensor.dequantize(args.dtype, options, **_given_options(args, DequantizeOptions))
     _save_npy(args.output, values)
     return f"{args.output}: {values.dtype} array of shape {values.shape} from {tensor.fmt.name}"
 
@@ -465,6 +471,10 @@ def build_parser() -> argparse.ArgumentParser:
     quant.add_argument("--source", choices=SOURCE_TYPES, default=None,
                        help="the type of an unsigned-integer input's bit patterns (uint32 fp32, uint16 fp16 or bf16, "
                        "uint8 fp8_e4m3 or fp8_e5m2, uint64 fp64); float inputs need none")
+    block_profiles = tuple(name for name, p in PROFILES.items() if p.kind == "block")
+    quant.add_argument("--profile", choices=block_profiles, default=None,
+                       help="a profile: the options of a real design or library (option flags override them; the "
+                       "file records it)")
     _add_option_flags(quant, LayoutOptions)
     _add_option_flags(quant, QuantizeOptions)
     quant.set_defaults(run=_cmd_quantize)
@@ -474,6 +484,9 @@ def build_parser() -> argparse.ArgumentParser:
     dequant.add_argument("output", metavar="OUT.npy", help=".npy file to write (atomically; no suffix is added)")
     dequant.add_argument("--dtype", choices=("float32", "float16", "float64"), default="float32",
                          help="output dtype (default: float32)")
+    dequant.add_argument("--profile", choices=block_profiles, default=None,
+                         help="dequantize with this profile's options for --dtype (default: the profile the file "
+                         "records, if any; option flags override)")
     _add_option_flags(dequant, DequantizeOptions)
     dequant.set_defaults(run=_cmd_dequantize)
 
