@@ -85,8 +85,11 @@ class Profile:
         known = {f.name for f in dataclasses.fields(QuantizeOptions)}
         return sorted(set(self.quantize) - known)
 
-    def quantize_options(self, **overrides) -> QuantizeOptions:
-        """The profile's QuantizeOptions, with ``overrides`` (QuantizeOptions fields) on top."""
+    def quantize_options(self, fmt=None, **overrides) -> QuantizeOptions:
+        """The profile's QuantizeOptions, with ``overrides`` (QuantizeOptions fields) on top. With
+        a block format ``fmt``, a field the profile sets that does not apply to ``fmt`` (e.g.
+        gfloat's int8_allow_neg2 for an MXFP format, which the options layer refuses there) keeps
+        its default."""
         self._check_kind("block", "quantize")
         missing = self.missing_fields()
         if missing:
@@ -94,7 +97,8 @@ class Profile:
                 f"profile {self.name!r} sets QuantizeOptions field(s) {', '.join(missing)}, which this version of "
                 "mxsim does not have"
             )
-        return QuantizeOptions.from_kwargs(**{**self.quantize, **overrides})
+        own = dict(self.quantize) if fmt is None else {k: v for k, v in self.quantize.items() if _applies(k, v, fmt)}
+        return QuantizeOptions.from_kwargs(**{**own, **overrides})
 
     def dequantize_options(self, dtype) -> DequantizeOptions:
         """The DequantizeOptions of output type ``dtype`` (the defaults where the profile names none)."""
@@ -281,10 +285,25 @@ def get_profile(name) -> Profile:
     return PROFILES[name]
 
 
-def resolve_quantize(profile, options: dict) -> tuple[Profile | None, QuantizeOptions]:
+def _applies(name: str, value, fmt) -> bool:
+    """Whether QuantizeOptions field ``name`` = ``value`` applies to block format ``fmt`` (a
+    value that needs companion fields to be valid at all counts as applying)."""
+    try:
+        alone = QuantizeOptions.from_kwargs(**{name: value})
+    except ValueError:
+        return True
+    try:
+        alone.check_format(fmt)
+    except ValueError:
+        return False
+    return True
+
+
+def resolve_quantize(profile, options: dict, fmt=None) -> tuple[Profile | None, QuantizeOptions]:
     """(profile or None, QuantizeOptions) for ``profile`` (a name, a Profile or None) and keyword
-    ``options`` that override the profile's fields."""
+    ``options`` that override the profile's fields (see :meth:`Profile.quantize_options` for
+    ``fmt``)."""
     if profile is None:
         return None, QuantizeOptions.from_kwargs(**options)
     chosen = get_profile(profile)
-    return chosen, chosen.quantize_options(**options)
+    return chosen, chosen.quantize_options(fmt, **options)
