@@ -225,8 +225,9 @@ def _cmd_quantize(args) -> str:
     options = _given_options(args, QuantizeOptions)
     rand_bits = None if args.rand_bits is None else _load_array(args.rand_bits)
     layout = LayoutOptions(**_given_options(args, LayoutOptions))
-    tensor = quantize(x, args.format, axis=args.axis, rand_bits=rand_bits, profile=args.profile, source=args.source,
-                      **options)
+    tensor = quantize(
+        x, args.format, axis=args.axis, rand_bits=rand_bits, source=args.source, profile=args.profile, **options
+    )
     save(tensor, args.output, **layout.as_dict())
     return (
         f"{args.output}: {tensor.fmt.name}, shape {tensor.shape}, axis {tensor.axis}, {tensor.scales.size} blocks, "
@@ -484,13 +485,13 @@ def build_parser() -> argparse.ArgumentParser:
     quant.add_argument("--axis", type=int, default=-1, help="the axis blocks run along (default: -1)")
     quant.add_argument("--rand-bits", metavar="RAND.npy", help="integer random words of the input's shape "
                        "(for --rounding stochastic)")
+    quant.add_argument("--source", choices=SOURCE_TYPES, default=None,
+                       help="the type of an unsigned-integer input's bit patterns (uint32 fp32, uint16 fp16 or bf16, "
+                       "uint8 fp8_e4m3 or fp8_e5m2, uint64 fp64); float inputs need none")
     block_profiles = tuple(name for name, p in PROFILES.items() if p.kind == "block")
     quant.add_argument("--profile", choices=block_profiles, default=None,
                        help="a profile: the options of a real design or library (option flags override them; the "
                        "file records it)")
-    quant.add_argument("--source", choices=SOURCE_TYPES, default=None,
-                       help="the type of an unsigned-integer input's bit patterns (uint32 fp32, uint16 fp16 or bf16, "
-                       "uint8 fp8_e4m3 or fp8_e5m2, uint64 fp64); float inputs need none")
     _add_option_flags(quant, LayoutOptions)
     _add_option_flags(quant, QuantizeOptions)
     quant.set_defaults(run=_cmd_quantize)

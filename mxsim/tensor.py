@@ -68,23 +68,18 @@ class MXTensor:
 
     @staticmethod
     def _options(fmt, profile, options: dict):
-        """(profile, QuantizeOptions): a profile's options with keyword ``options`` on top."""
-        chosen, opts = resolve_quantize(profile, options, fmt)
-        if chosen is not None and fmt.name not in chosen.formats:
-            raise ValueError(
-                f"format {fmt.name!r} is not allowed with profile {chosen.name!r}; expected one of: {', '.join(chosen.formats)}"
-            )
-        return chosen, opts
+        """(profile, QuantizeOptions): a profile's options for ``fmt`` with keyword ``options`` on top."""
+        return resolve_quantize(profile, options, fmt)
 
-    # --- construction --------------------------------------------------------------------------
     @property
     def scale_encoding(self) -> str:
         """How ``scales`` store the block exponents: 'e8m0' or 'int8_exponent' (options.scale_encoding)."""
         return self.options.scale_encoding
 
+    # --- construction --------------------------------------------------------------------------
     @classmethod
     def quantize(
-        cls, x, fmt, axis: int = -1, rand_bits=None, *, profile=None, source=None, scales=None, **options
+        cls, x, fmt, axis: int = -1, rand_bits=None, *, source=None, scales=None, profile=None, **options
     ) -> "MXTensor":
         """Quantize an array along ``axis``.
 
@@ -170,9 +165,8 @@ class MXTensor:
         axis; ``shape`` is the unpadded original shape (default: codes moved back, unpadded).
         ``options``: the :class:`mxsim.QuantizeOptions` the codes were made with (recorded on the
         tensor; ``scale_encoding`` says how ``scales`` store the exponents); options that do not
-        apply to ``fmt`` are refused as in :func:`quantize`. ``profile``: the profile the codes
-        were made under (its options, ``options`` overriding them; :meth:`dequantize` then follows
-        it).
+        apply to ``fmt`` are refused as in :func:`quantize`. ``profile``: the profile the codes were
+        made under (its options, ``options`` overriding them; :meth:`dequantize` then follows it).
 
         Codes, scales and sub-scales: integer arrays of any integer dtype and byte order, each
         value within its field's width. ``tensor_scale`` (NVFP4 only): a finite positive value
@@ -261,9 +255,7 @@ class MXTensor:
         return f"MXTensor({self.fmt.name}, shape={self.shape}, axis={self.axis}, blocks={self.scales.size})"
 
 
-def quantize(x, fmt, axis: int = -1, rand_bits=None, *, profile=None, source=None, scales=None, **options) -> MXTensor:
+def quantize(x, fmt, axis: int = -1, rand_bits=None, *, source=None, scales=None, profile=None, **options) -> MXTensor:
     """Quantize ``x`` along ``axis`` into an :class:`MXTensor` (see :meth:`MXTensor.quantize`;
     ``profile``: a profile name, see :mod:`mxsim.options.profiles`)."""
-    return MXTensor.quantize(
-        x, fmt, axis, rand_bits=rand_bits, profile=profile, source=source, scales=scales, **options
-    )
+    return MXTensor.quantize(x, fmt, axis, rand_bits=rand_bits, source=source, scales=scales, profile=profile, **options)

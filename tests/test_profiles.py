@@ -27,10 +27,10 @@ peers the [test] extra installs (torch, torchao, gfloat, ml_dtypes), where that 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 import warnings
-from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -149,20 +149,27 @@ def test_registry_names_and_errors():
 @pytest.mark.parametrize("name", [n for n, p in PROFILES.items() if p.kind == "block"])
 def test_block_profile_options_and_manifest(name):
     profile = get_profile(name)
-    if profile.missing_fields():
-        pytest.skip(f"{name} sets QuantizeOptions fields this build lacks: {', '.join(profile.missing_fields())} "
-                    "(the quantizer design options of branch h14q)")
     options = profile.quantize_options()
     for key, value in profile.quantize.items():
         assert getattr(options, key) == value
     record_ = profile.as_dict()
     assert record_["name"] == name and record_["quantize"] == dict(profile.quantize)
     assert set(record_["dequantize"]) == set(profile.dequantize)
-    for fmt in profile.formats:  # a field that does not apply to a format keeps its default there
-        fitted = profile.quantize_options(mxsim.get_format(fmt))
-        fitted.check_format(mxsim.get_format(fmt))
-        assert all(getattr(fitted, key) in (value, getattr(mxsim.QuantizeOptions(), key))
-                   for key, value in profile.quantize.items())
+    for fmt in profile.formats:  # every format the peer has takes the profile's options
+        for_fmt = profile.quantize_options(fmt)
+        for_fmt.check_format(mxsim.get_format(fmt))
+        left_out = {k for k, v in profile.quantize.items() if getattr(for_fmt, k) != v}
+        assert left_out <= ({"int8_allow_neg2"} if fmt != "mxint8" else set()), (fmt, left_out)
+
+
+def test_gfloat_profile_sets_int8_allow_neg2_for_mxint8_only():
+    x = np.zeros(32, np.float32)
+    x[:2] = [-1.999, 0.5]
+    assert mxsim.quantize(x, "mxint8", profile="gfloat_0_5").codes[0] == 0x80  # -2.0, as gfloat's int8
+    t = mxsim.quantize(x, "mxfp8_e4m3", profile="gfloat_0_5")
+    assert t.options.int8_allow_neg2 is False and t.options.inf_policy == "max_scale"
+    with pytest.raises(ValueError, match="int8_allow_neg2=True is not allowed for format 'mxfp8_e4m3'"):
+        mxsim.quantize(x, "mxfp8_e4m3", profile="gfloat_0_5", int8_allow_neg2=True)  # a keyword is checked as given
 
 
 def test_keyword_options_override_the_profile():
@@ -203,17 +210,14 @@ def test_idma_profile_is_contract_6_1():
     assert dict(profile.quantize) == {"scale_encoding": "int8_exponent", "scale_min": -128, "specials": "per_element",
                                       "nan_code": 0x7D, "subnormal_inputs": "as_normal"}
     assert profile.dequantize == IDMA_DEQUANTIZE and profile.formats == ("mxfp8_e5m2",)
-    missing = profile.missing_fields()
-    if missing:
-        pytest.skip(f"QuantizeOptions lacks {', '.join(missing)} (branch h14q): idma_v0_7 cannot quantize yet")
     # Contract 6.1, hand-worked: block max 3.0 (fp32 field 128) -> E = 128 - 127 - 15 = -14 (byte 0xF2);
     # 3.0 * 2^14 = 49152 (0x7A); NaN -> 0x7D with its sign; -Inf -> -57344 (0xFB); 2^-149 as a normal
-    # with field 0 reads (1 + 2^-23) * 2^-127: far below the element grid -> 0.
+    # with field 0 reads (1 + 2^-23) * 2^-127: far below the element grid -> 0; -1.0 * 2^14 = -2^14 (0xF4).
     x = np.zeros(32, np.float32)
     x[:5] = [3.0, np.nan, -np.inf, 2.0**-149, -1.0]
     t = mxsim.quantize(x, "mxfp8_e5m2", profile="idma_v0_7")
     assert t.scales.tolist() == [0xF2]
-    assert t.codes[:5].tolist() == [0x7A, 0x7D, 0xFB, 0x00, 0xF4]  # -1.0 * 2^14: field 29 -> 0x74 | sign
+    assert t.codes[:5].tolist() == [0x7A, 0x7D, 0xFB, 0x00, 0xF4]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -532,7 +536,8 @@ def test_tosa_cast_to_block_scaled(name, tmp_path):
     nan_blocks = np.isnan(scale_values[:, 0])
     scales = np.where(nan_blocks, 0xFF, np.frexp(np.nan_to_num(scale_values[:, 0]).astype(np.float64))[1] - 1 + 127)
     peer_codes = mxsim.encode(
-        np.where(np.isnan(element_values), 0, element_values), fmt.element.name, "rne", "error", int8_allow_neg2=True
+        np.where(np.isnan(element_values), 0, element_values), fmt.element.name, "rne", "error",
+        int8_allow_neg2=fmt.element.kind == "int",  # the peer's exact element values back to codes
     )
     compared, agreed = compare_quantized(scales, peer_codes.astype(np.int64), t, nan_blocks)
     record(f"tosa_1_1 CAST_TO_BLOCK_SCALED {name}", compared, agreed)
@@ -654,3 +659,42 @@ def test_cli_profile_flags(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["quantize", str(tmp_path / "x.npy"), str(out), "--format", "mxfp8_e4m3", "--profile", "ml_dtypes_0_6"])
     assert "invalid choice: 'ml_dtypes_0_6'" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------------
+# The profile pages
+
+
+def _load_profile_examples():
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "profile_examples", Path(__file__).parent.parent / "docs" / "hooks" / "profile_examples.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("profile_examples", module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_profile_page_examples_are_current():
+    """The worked blocks of docs/profiles/*.md, recomputed (the site build checks them too)."""
+    module = _load_profile_examples()
+    assert {e.profile for e in module.EXAMPLES} == set(PROFILES)
+    for example in module.EXAMPLES:
+        got, want = example.run(), example.expected()
+        assert got == want, (example.profile, example.inputs)
+
+
+def test_profiles_index_page_examples_run():
+    import doctest
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "profiles" / "index.md").read_text()
+    blocks = re.findall(r"```pycon\n(.*?)```", text, re.DOTALL)
+    assert blocks
+    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    for i, block in enumerate(blocks):
+        runner.run(parser.get_doctest(block, {}, f"profiles/index.md[{i}]", "profiles/index.md", 0))
+    assert runner.failures == 0

@@ -83,8 +83,9 @@ def _rceil_fp32_exponents(amax: np.ndarray, element) -> np.ndarray:
     go through the reference."""
     with np.errstate(over="ignore"):
         exact32 = amax.astype(np.float32).astype(np.float64) == amax
+    held = np.where(exact32, amax, 1.0).astype(np.float32)  # the others are replaced below
     with np.errstate(under="ignore"):
-        d = (amax.astype(np.float32) / np.float32(element.max_normal)).astype(np.float64)
+        d = (held / np.float32(element.max_normal)).astype(np.float64)
     mantissa, ex = np.frexp(d)
     e = ex.astype(np.int64) - 1
     significand = np.ldexp(mantissa, 24).astype(np.int64)  # in [2^23, 2^24): d = significand * 2^(e - 23)
@@ -126,7 +127,6 @@ def _read(blocks: np.ndarray, options: QuantizeOptions, source: str):
     inf = np.isinf(x)
     if options.specials == "block":
         nan_blocks = nan.any(axis=1) | (inf.any(axis=1) if options.inf_policy == "nan" else False)
-        # inf_policy='exponent_field': 2^128, the all-ones fp32 exponent field, whatever the source
         stand_in = 2.0**128 if options.inf_policy == "exponent_field" else float(inf_stand_in(source))
         magnitude = np.where(inf, stand_in, np.abs(x))
         nan_elements = None
@@ -271,13 +271,16 @@ def given_exponents(scales, options: QuantizeOptions, name: str = "scales") -> n
     return exponent
 
 
-def _computed_exponents(magnitude: np.ndarray, fmt, options: QuantizeOptions) -> np.ndarray:
+def _computed_exponents(magnitude: np.ndarray, fmt, options: QuantizeOptions, x: np.ndarray) -> np.ndarray:
     """The scale rule's E of each block, clamped to [scale_min, 127]; scale_min for blocks with
-    no nonzero magnitude."""
+    no nonzero magnitude; 127 for blocks holding an Inf (``x``, NaN blocks zeroed) under
+    inf_policy='max_scale'."""
     amax = magnitude.max(axis=1, initial=0.0)
     zero = amax == 0
     exponent = np.full(amax.shape, options.scale_min, dtype=np.int64)
     exponent[~zero] = _scale_exponents(amax[~zero], fmt.element, options.scale_rule)
+    if options.inf_policy == "max_scale":
+        exponent[np.isinf(x).any(axis=1)] = E8M0_MAX
     return np.clip(exponent, options.scale_min, E8M0_MAX)
 
 
@@ -306,9 +309,7 @@ def quantize_blocks(
     if given is not None and given.size != len(blocks):
         raise ValueError(f"scales hold {given.size} scale bytes; expected one per block ({len(blocks)})")
     x, magnitude, nan_blocks, nan_elements = _read(blocks, options, source)
-    exponent = _computed_exponents(magnitude, fmt, options) if given is None else given
-    if given is None and options.inf_policy == "max_scale":
-        exponent[np.isinf(x).any(axis=1)] = E8M0_MAX
+    exponent = _computed_exponents(magnitude, fmt, options, x) if given is None else given
     shift = np.repeat(exponent[:, None], fmt.block_size, axis=1)
     if options.min_scale_divisor != "scale":  # blocks at E = -127 are divided by 2^-126 or by 1
         shift[exponent == E8M0_MIN] = -126 if options.min_scale_divisor == "min_normal" else 0

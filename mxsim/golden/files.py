@@ -98,7 +98,7 @@ def manifest_dict(suite: Suite, seed: int, level: int, plan: pipeline.Plan, **ex
         "classes": {name: {"bit": i, "description": text} for i, (name, text) in enumerate(CLASSES.items())},
         **extra,
     }
-    if suite.profile_record() is not None:
+    if suite.profile_record() is not None:  # a suite made under a profile (see mxsim.options.profiles)
         manifest["profile"] = suite.profile_record()
     return manifest
 

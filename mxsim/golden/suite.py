@@ -134,18 +134,15 @@ class Suite:
 
 
 def profile_options(profile, fmt, options: dict):
-    """(Profile or None, QuantizeOptions) of a suite: the profile's quantize options with the
-    suite's ``options`` on top; a format the profile does not cover is refused."""
-    chosen, opts = resolve_quantize(profile, options, fmt)
-    if chosen is not None and fmt.name not in chosen.formats:
-        raise ValueError(f"format {fmt.name!r} is not allowed with profile {chosen.name!r}; expected one of: "
-                         f"{', '.join(chosen.formats)}")
-    return chosen, opts
+    """(Profile or None, QuantizeOptions) of a suite: the profile's quantize options for ``fmt``
+    with the suite's ``options`` on top; a format the profile does not cover is refused."""
+    return resolve_quantize(profile, options, fmt)
 
 
 def profile_of(name):
     """The Profile called ``name`` (None for None)."""
     return None if name is None else get_profile(name)
+
 
 
 def pack_word(values, width: int) -> int:

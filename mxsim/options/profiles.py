@@ -24,13 +24,13 @@ and lists the known ones when it is not there.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+from ..formats import get_format
 from .dequantize import IDMA_DEQUANTIZE, DequantizeOptions, output_name, per_output
-from .encode import EncodeOptions
+from .encode import EncodeOptions, allows_most_negative_code
 from .quantize import QuantizeOptions
 from .spec import options_from_kwargs
 
@@ -80,25 +80,25 @@ class Profile:
         object.__setattr__(self, "dequantize", per_output(self.dequantize))
         options_from_kwargs(EncodeOptions, dict(self.encode), "encode ")  # names an unknown field
 
-    def missing_fields(self) -> list[str]:
-        """QuantizeOptions fields the profile sets that this build of mxsim does not have."""
-        known = {f.name for f in dataclasses.fields(QuantizeOptions)}
-        return sorted(set(self.quantize) - known)
-
     def quantize_options(self, fmt=None, **overrides) -> QuantizeOptions:
-        """The profile's QuantizeOptions, with ``overrides`` (QuantizeOptions fields) on top. With
-        a block format ``fmt``, a field the profile sets that does not apply to ``fmt`` (e.g.
-        gfloat's int8_allow_neg2 for an MXFP format, which the options layer refuses there) keeps
-        its default."""
+        """The profile's QuantizeOptions, with ``overrides`` (QuantizeOptions fields) on top.
+
+        With a block format ``fmt`` (a name or format): ValueError unless the peer has it, and a
+        field the profile sets that does not apply to ``fmt`` is left at its default there
+        (gfloat's ``int8_allow_neg2=True`` holds for MXINT8, the only format with a most
+        negative code); ``overrides`` are checked against ``fmt`` as given."""
         self._check_kind("block", "quantize")
-        missing = self.missing_fields()
-        if missing:
-            raise ValueError(
-                f"profile {self.name!r} sets QuantizeOptions field(s) {', '.join(missing)}, which this version of "
-                "mxsim does not have"
-            )
-        own = dict(self.quantize) if fmt is None else {k: v for k, v in self.quantize.items() if _applies(k, v, fmt)}
-        return QuantizeOptions.from_kwargs(**{**own, **overrides})
+        fields = dict(self.quantize)
+        if fmt is not None:
+            fmt = get_format(fmt, kind="block")
+            if fmt.name not in self.formats:
+                raise ValueError(
+                    f"format {fmt.name!r} is not allowed with profile {self.name!r}; expected one of: "
+                    f"{', '.join(self.formats)}"
+                )
+            if not allows_most_negative_code(fmt):
+                fields.pop("int8_allow_neg2", None)
+        return QuantizeOptions.from_kwargs(**{**fields, **overrides})
 
     def dequantize_options(self, dtype) -> DequantizeOptions:
         """The DequantizeOptions of output type ``dtype`` (the defaults where the profile names none)."""
@@ -285,24 +285,10 @@ def get_profile(name) -> Profile:
     return PROFILES[name]
 
 
-def _applies(name: str, value, fmt) -> bool:
-    """Whether QuantizeOptions field ``name`` = ``value`` applies to block format ``fmt`` (a
-    value that needs companion fields to be valid at all counts as applying)."""
-    try:
-        alone = QuantizeOptions.from_kwargs(**{name: value})
-    except ValueError:
-        return True
-    try:
-        alone.check_format(fmt)
-    except ValueError:
-        return False
-    return True
-
-
 def resolve_quantize(profile, options: dict, fmt=None) -> tuple[Profile | None, QuantizeOptions]:
     """(profile or None, QuantizeOptions) for ``profile`` (a name, a Profile or None) and keyword
-    ``options`` that override the profile's fields (see :meth:`Profile.quantize_options` for
-    ``fmt``)."""
+    ``options`` that override the profile's fields; with ``fmt``, as
+    :meth:`Profile.quantize_options` for that format (a format the peer lacks is refused)."""
     if profile is None:
         return None, QuantizeOptions.from_kwargs(**options)
     chosen = get_profile(profile)

@@ -98,19 +98,24 @@ def _is_nan_block(xs: list[Exact], options: QuantizeOptions) -> bool:
 
 
 def _amax(xs: list[Exact], options: QuantizeOptions, source: str) -> Fraction:
-    """Largest magnitude the scale is chosen from: finite elements, and an Inf as the source
-    type's largest finite value under specials='block' (inf_policy='saturate' or 'max_scale'),
-    or as 2^128, the all-ones fp32 exponent field, under inf_policy='exponent_field' (whatever
-    the source type; other NaN/Inf blocks never get here); under specials='per_element' NaN and
+    """Largest magnitude the scale is chosen from: finite elements, and an Inf under
+    specials='block' as the source type's largest finite value (inf_policy='saturate' or
+    'max_scale') or as 2^128, the value of fp32's all-ones exponent field
+    (inf_policy='exponent_field'); NaN blocks never get here. Under specials='per_element' NaN and
     Inf do not count. 0 if none."""
-    stand_in = inf_stand_in(source) if options.specials == "block" else Fraction(0)
-    if options.inf_policy == "exponent_field":
+    if options.specials != "block":
+        stand_in = Fraction(0)
+    elif options.inf_policy == "exponent_field":
         stand_in = TWO**128
+    else:
+        stand_in = inf_stand_in(source)
     return max((stand_in if x.is_inf else x.magnitude for x in xs), default=Fraction(0))
 
 
 def _element_divisor(exponent: int, options: QuantizeOptions) -> Fraction:
-    """What the elements are divided by: 2^E, except for E = -127 under min_scale_divisor."""
+    """What the elements of a single-level block are divided by: 2^E, except at E = -127 (E8M0
+    0x00) under ``min_scale_divisor``: 2^-126 ('min_normal', torchao FLOOR) or 1 ('one', torchao
+    RCEIL)."""
     if exponent == E8M0_MIN and options.min_scale_divisor != "scale":
         return FP32_MIN_NORMAL if options.min_scale_divisor == "min_normal" else Fraction(1)
     return TWO**exponent
@@ -241,8 +246,8 @@ def _microexponents(xs: list[Exact], fmt, exponent: int, options: QuantizeOption
 
 def _block_exponent(xs: list[Exact], fmt, options: QuantizeOptions, source: str) -> int:
     """The scale rule's E, clamped to [scale_min, 127]; scale_min for a block with no nonzero
-    finite magnitude; 127 for a block with an Inf under inf_policy='max_scale'."""
-    if options.inf_policy == "max_scale" and options.specials == "block" and any(x.is_inf for x in xs):
+    finite magnitude; 127 for a block with Inf under inf_policy='max_scale'."""
+    if options.inf_policy == "max_scale" and any(x.is_inf for x in xs):
         return E8M0_MAX
     amax = _amax(xs, options, source)
     if amax == 0:

@@ -30,9 +30,8 @@ Scale encodings (conventions.md 2.3, 3.2), the stored byte of the unbiased expon
 from __future__ import annotations
 
 from fractions import Fraction
-from math import isqrt
-
 from functools import lru_cache
+from math import isqrt
 
 from ..options.quantize import SCALE_ENCODINGS
 from .decode import decode
