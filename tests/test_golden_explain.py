@@ -153,3 +153,15 @@ def test_cli_refuses_a_budget_without_explain(tmp_path, capsys):
     suite_dir = _suite(tmp_path / "s", "encode", 8, element="fp8_e4m3")
     assert cli.main(["golden", "check", str(suite_dir), str(tmp_path), "--budget", "5"]) == 2
     assert "--budget is for --explain" in capsys.readouterr().err
+
+
+def test_a_cast_profile_of_an_encode_suite(tmp_path):
+    suite_dir = generate(suite_from_spec("encode", element="fp8_e4m3"), tmp_path / "s")  # the catalogue
+    dut = _plant(suite_dir, tmp_path / "dut", overflow="ieee")
+    report, found, text = _explained(suite_dir, dut)
+    # ml_dtypes' cast is overflow='ieee': the profile, tried first, is named; the single option
+    # change makes the same suite and is not tried twice
+    assert found.best.label == "profile ml_dtypes_0_6" and found.best.confirmed[1:] == (0, [])
+    # saturate and ieee differ on the inputs beyond the largest finite value and on the infinities
+    accounts = found.best.accounts
+    assert found.duplicates == 1 and accounts["overflow"] + accounts["inf"] == len(found.best.reproduced)
