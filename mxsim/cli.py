@@ -388,6 +388,8 @@ def _cmd_golden_check(args):
         except KeyboardInterrupt:
             _interrupted("explain stopped")
         text += "\n" + "\n".join(golden_explain.explain_lines(found))
+    elif args.explain and not report.errors:
+        text += "\nexplain: no mismatching vector, nothing to explain"
     if report.errors:
         raise _CheckFailed(text, 2)
     if not report.ok:

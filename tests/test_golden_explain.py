@@ -131,6 +131,7 @@ def test_the_budget_stops_the_search_and_says_what_was_not_tried(tmp_path):
     assert found.budget_out and found.untried and not found.results
     assert "scale_rule=ceil" in found.untried
     assert f"budget spent: {len(found.untried)} configuration(s) not tried" in text
+    assert "pairs of changes not tried either" in text
 
 
 def test_cli_explain_from_a_directory_and_a_stream(tmp_path, capsys, monkeypatch):

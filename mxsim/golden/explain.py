@@ -135,6 +135,7 @@ class ExplainReport:
     untried: list[str] = field(default_factory=list)
     not_varied: list[str] = field(default_factory=list)
     pairs_tried: int = 0
+    pairs_skipped: bool = False
     budget: float = 0.0
     seconds: float = 0.0
     budget_out: bool = False
@@ -308,8 +309,8 @@ def _fast_quantize(suite, inputs: dict) -> dict[str, list]:
     return out
 
 
-def _computed(candidate_suite, inputs: dict, fast: bool = False) -> dict[str, list] | None:
-    """The candidate's values of the compared fields (None where a vector's computation fails);
+def _computed(candidate_suite, inputs: dict, fast: bool = False) -> dict[str, list]:
+    """The candidate's output values, one list per field (None where a vector's computation fails);
     ``fast``: the NumPy fast path where the kind has one here (quantize suites without a tensor
     scale), else the suite's own :func:`.pipeline.expected`."""
     if fast and candidate_suite.kind == "quantize" and candidate_suite.fmt.tensor_scale is None:
@@ -361,7 +362,7 @@ def explain(report: CheckReport, dut, budget: float = 60.0, seed: int = 0, progr
     if report.errors:
         raise CheckError("explain needs a complete comparison; the device's results have file errors")
     suite, params = report.suite, report.manifest["params"]
-    fields = [name for name in report.fields]
+    fields = list(report.fields)
     sample = _sample(report, dut, seed)
     out = ExplainReport(len(report.mismatching), sample.mismatching, len(sample.lines) - sample.mismatching,
                         report.vectors, budget=budget)
@@ -379,6 +380,7 @@ def explain(report: CheckReport, dut, budget: float = 60.0, seed: int = 0, progr
             if time.monotonic() > deadline:
                 out.budget_out = True
                 out.untried = [_label(c) for c in queue]
+                out.pairs_skipped = not pairs_added
                 break
             changes = queue.pop(0)
             bar.update(1)
@@ -534,7 +536,8 @@ def explain_lines(out: ExplainReport, top: int = 10) -> list[str]:
     if out.budget_out:
         if out.untried:
             lines.append(f"budget spent: {len(out.untried)} configuration(s) not tried: "
-                         f"{', '.join(out.untried[:8])}{', ...' if len(out.untried) > 8 else ''} (raise --budget)")
+                         f"{', '.join(out.untried[:8])}{', ...' if len(out.untried) > 8 else ''}"
+                         f"{'; pairs of changes not tried either' if out.pairs_skipped else ''} (raise --budget)")
         else:
             lines.append("budget spent: the confirmation stopped early (raise --budget)")
     return lines
