@@ -238,30 +238,36 @@ class _Sample:
     flags: list[int]
 
 
-def _chunks(report: CheckReport, dut, chunk: int = CHUNK):
-    """(start, inputs, device values, flags) of every chunk of the suite's vectors, as Python
-    ints; ``dut`` a directory, or the bytes of a stream."""
+def _chunks(report: CheckReport, dut, chunk: int = CHUNK, pick=None):
+    """(start, inputs, device values, flags) of every chunk of the suite's vectors as lists of
+    Python ints (only the rows ``pick(start, size)`` returns, an index array, when given);
+    ``dut`` a directory, or the bytes of a stream."""
     suite, suite_dir = report.suite, report.suite_dir
     outputs = [f for f in suite.outputs if f.name in report.fields]
     scratch = CheckReport(suite_dir, suite, report.manifest, report.source, report.fields)
     device = _Device(suite, dut if isinstance(dut, (str, Path)) else io.BytesIO(dut), outputs, scratch)
-    files = {f.name: open(suite_dir / f.file, "rb") for f in suite.inputs + [suite.fields[-1]]}  # noqa: SIM115
+    ours = suite.inputs + [suite.fields[-1]]
+    files = [open(suite_dir / f.file, "rb") for f in ours]  # noqa: SIM115 - closed below
     try:
-        readers = {name: RecordReader(file, [f], str(suite_dir / f.file))
-                   for f, (name, file) in zip(suite.inputs + [suite.fields[-1]], files.items())}
+        readers = {f.name: RecordReader(file, [f], str(suite_dir / f.file)) for f, file in zip(ours, files)}
         for start in range(0, report.vectors, chunk):
             size = min(chunk, report.vectors - start)
             digits = {name: reader.read(size)[:, :-1] for name, reader in readers.items()}
             got = device.read(size, start)
             if scratch.errors:
                 raise CheckError(f"the device's results could not be read again: {scratch.errors[0]}")
-            values = {f.name: [f.from_hex(row.tobytes().decode()) for row in digits[f.name]] for f in suite.fields
-                      if f.name in digits}
-            dev = {f.name: [f.from_hex(row.tobytes().decode()) for row in got[f.name]] for f in outputs}
-            yield start, {f.name: values[f.name] for f in suite.inputs}, dev, values["flags"]
+            rows = np.arange(size) if pick is None else pick(start, size)
+            if not len(rows):
+                continue
+
+            def ints(f, array):
+                return [f.from_hex(array[row].tobytes().decode()) for row in rows]
+
+            yield (start + rows, {f.name: ints(f, digits[f.name]) for f in suite.inputs},
+                   {f.name: ints(f, got[f.name]) for f in outputs}, ints(suite.fields[-1], digits["flags"]))
     finally:
         device.close()
-        for file in files.values():
+        for file in files:
             file.close()
 
 
@@ -274,20 +280,26 @@ def _sample(report: CheckReport, dut, seed: int) -> _Sample:
     if len(matching) > MAX_MATCHING:
         matching = np.sort(rng.choice(matching, MAX_MATCHING, replace=False))
     lines = np.concatenate([mismatching, matching]).astype(np.int64)
-    where = {int(line): i for i, line in enumerate(lines)}
+    order = np.argsort(lines, kind="stable")
+    wanted = lines[order]
     inputs = {f.name: [0] * len(lines) for f in report.suite.inputs}
     device = {name: [0] * len(lines) for name in report.fields}
     flags = [0] * len(lines)
-    for start, ins, dev, fl in _chunks(report, dut):
-        for row in range(len(fl)):
-            i = where.get(start + row)
-            if i is None:
-                continue
+
+    def pick(start, size):
+        low, high = np.searchsorted(wanted, [start, start + size])
+        return wanted[low:high] - start
+
+    done = 0
+    for numbers, ins, dev, fl in _chunks(report, dut, pick=pick):
+        for j in range(len(numbers)):
+            i = int(order[done + j])
             for name, column in ins.items():
-                inputs[name][i] = column[row]
+                inputs[name][i] = column[j]
             for name, column in dev.items():
-                device[name][i] = column[row]
-            flags[i] = fl[row]
+                device[name][i] = column[j]
+            flags[i] = fl[j]
+        done += len(numbers)
     return _Sample(lines, len(mismatching), inputs, device, flags)
 
 
@@ -465,14 +477,14 @@ def _confirm(report: CheckReport, dut, suite, params, best: Result, fields, dead
     the whole suite, chunk by chunk until the deadline."""
     candidate = suite_from_spec(suite.kind, **apply(suite, params, best.changes))
     compared, differing, first = 0, 0, []
-    for start, inputs, device, _ in _chunks(report, dut, chunk=1024):
+    for numbers, inputs, device, _ in _chunks(report, dut, chunk=1024):
         if time.monotonic() > deadline and compared:
             break
         same = _agrees(_computed(candidate, inputs, fast=True), device, fields)
         compared += len(same)
         bad = np.flatnonzero(~same)
         differing += len(bad)
-        first += [start + int(i) for i in bad[: max(0, 10 - len(first))]]
+        first += [int(numbers[i]) for i in bad[: max(0, 10 - len(first))]]
     return compared, differing, first
 
 
