@@ -218,6 +218,22 @@ def test_idma_profile_is_contract_6_1():
     t = mxsim.quantize(x, "mxfp8_e5m2", profile="idma_v0_7")
     assert t.scales.tolist() == [0xF2]
     assert t.codes[:5].tolist() == [0x7A, 0x7D, 0xFB, 0x00, 0xF4]
+    # FP16 source: 65504 has fp32 field 142 -> E = 0 (byte 0x00); 65504 saturates to 57344 (0x7B);
+    # 1.0 -> 0x3C; -Inf -> -max (0xFB); NaN -> 0x7D.
+    x16 = np.zeros(32, np.float16)
+    x16[:4] = [65504, 1.0, -np.inf, np.nan]
+    t = mxsim.quantize(x16, "mxfp8_e5m2", profile="idma_v0_7")
+    assert t.scales.tolist() == [0x00] and t.codes[:4].tolist() == [0x7B, 0x3C, 0xFB, 0x7D]
+    # Only fp32 subnormals: E = 0 - 127 - 15 = -142 clamps to scale_min -128 (byte 0x80); 2^-149 reads
+    # (1 + 2^-23) * 2^-127 -> 2 + 2^-22 -> 2.0 (0x40); -2^-140 = -(2^9 * 2^-149) reads -(1 + 2^-14) * 2^-127
+    # -> -2.0 (0xC0). Dequantized: 2.0 * 2^-128 = 2^-127 is an fp32 subnormal, flushed on the FP32 output
+    # (+0, -0); on FP16 it rounds to zero anyway (0x0000, 0x8000).
+    x[:] = 0
+    x[:2] = [2.0**-149, -(2.0**-140)]
+    t = mxsim.quantize(x, "mxfp8_e5m2", profile="idma_v0_7")
+    assert t.scales.tolist() == [0x80] and t.codes[:3].tolist() == [0x40, 0xC0, 0x00]
+    assert t.dequantize_bits("float32")[:2].tolist() == [0x00000000, 0x80000000]
+    assert t.dequantize_bits("float16")[:2].tolist() == [0x0000, 0x8000]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -265,20 +281,29 @@ def compare_quantized(peer_scales, peer_codes, t: mxsim.MXTensor, nan_blocks) ->
     return len(same), int(same.sum())
 
 
+def torchao_to_mx(x: np.ndarray, name: str, profile: str) -> tuple[np.ndarray, np.ndarray]:
+    """(scale bytes (n,), element codes (n, 32)) of torchao's to_mx on float32 blocks x (n, 32)."""
+    torch, mx_tensor, config = _torchao()
+    mode = getattr(config.ScaleCalculationMode, TORCHAO_PROFILES[profile])
+    scale, data = mx_tensor.to_mx(torch.from_numpy(x), _elem_dtype(torch, name), 32, mode)
+    codes = data.view(torch.uint8).numpy()
+    codes = _unpack_fp4(codes) if name == "mxfp4_e2m1" else codes
+    return scale.view(torch.uint8).numpy().reshape(-1), codes.reshape(len(x), -1).astype(np.int64)
+
+
 @pytest.mark.parametrize("name", list(TORCHAO_FORMATS))
 @pytest.mark.parametrize("profile", list(TORCHAO_PROFILES))
 def test_torchao_to_mx(profile, name):
-    torch, mx_tensor, config = _torchao()
     fmt = mxsim.get_format(name)
     x = np.concatenate([random_blocks(hash((profile, name)) % 2**32, 1500), corner_blocks(float(fmt.element.max_normal))])
-    mode = getattr(config.ScaleCalculationMode, TORCHAO_PROFILES[profile])
-    scale, data = mx_tensor.to_mx(torch.from_numpy(x), _elem_dtype(torch, name), 32, mode)
-    peer_scales = scale.view(torch.uint8).numpy().reshape(-1)
-    peer_codes = data.view(torch.uint8).numpy()
-    if name == "mxfp4_e2m1":
-        peer_codes = _unpack_fp4(peer_codes)
+    peer_scales, peer_codes = torchao_to_mx(x, name, profile)
     t = mxsim.quantize(x, name, profile=profile)
-    compared, agreed = compare_quantized(peer_scales, peer_codes.reshape(len(x), -1), t, nan_rows(x))
+    compared, agreed = compare_quantized(peer_scales, peer_codes, t, nan_rows(x))
+    # the edges are in the data: Inf blocks (FLOOR: E = 128 - emax; RCEIL: 0xFE) and blocks at 0x00
+    inf_blocks = np.isinf(x).any(axis=1) & ~nan_rows(x)
+    inf_scale = 0xFE if profile == "torchao_0_18_rceil" else 255 - fmt.element.emax
+    assert inf_blocks.any() and (peer_scales[inf_blocks] == inf_scale).all()
+    assert (peer_scales[~nan_rows(x) & (np.abs(x).max(axis=1) > 0)] == 0).sum() >= 5
     record(f"{profile} to_mx float32 {name}", compared, agreed)
 
 
@@ -384,14 +409,27 @@ def test_torchao_rceil_float32_log2_sweep():
 GFLOAT_FORMATS = ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8"]
 
 
+def gfloat_block_codec(x64: np.ndarray, name: str):
+    """(scale bytes, element codes, decoded values) of gfloat's compute_scale_amax, encode_block
+    and decode_block on float64 blocks x64 (n, 32)."""
+    gfloat = peer("gfloat")
+    fi = getattr(peer("gfloat.formats"), f"format_info_{name}")
+    scales, codes, values = [], [], []
+    for row in x64:
+        scale = gfloat.compute_scale_amax(fi.etype.emax, row)
+        with np.errstate(invalid="ignore", over="ignore"):
+            block = list(gfloat.encode_block(fi, scale, row / scale))
+        scales.append(block[0])
+        codes.append(block[1:])
+        values.append(list(gfloat.decode_block(fi, block)))
+    return np.array(scales), np.array(codes, dtype=np.int64), np.array(values, dtype=np.float64)
+
+
 @pytest.mark.parametrize("name", GFLOAT_FORMATS)
 def test_gfloat_encode_decode_block(name):
     """gfloat's block encode and decode on float32 values held in float64 (gfloat's log2 is then
     exact). NaN blocks: gfloat raises for formats without NaN (those are left out) and writes
     0xFF element codes for FP8, compared by scale and decoded value."""
-    gfloat = peer("gfloat")
-    gf = peer("gfloat.formats")
-    fi = getattr(gf, f"format_info_{name}")
     fmt = mxsim.get_format(name)
     x = np.concatenate([random_blocks(2000 + len(name), 500), corner_blocks(float(fmt.element.max_normal))[::4]])
     if not fmt.element.has_nan:
@@ -399,20 +437,15 @@ def test_gfloat_encode_decode_block(name):
     x64 = x.astype(np.float64)
     t = mxsim.quantize(x64, name, profile="gfloat_0_5")
     values = t.dequantize(np.float64)
-    peer_scales, peer_codes, peer_values = [], [], []
-    for row in x64:
-        scale = gfloat.compute_scale_amax(fi.etype.emax, row)
-        with np.errstate(invalid="ignore", over="ignore"):
-            block = list(gfloat.encode_block(fi, scale, row / scale))
-        peer_scales.append(block[0])
-        peer_codes.append(block[1:])
-        peer_values.append(list(gfloat.decode_block(fi, block)))
-    peer_scales, peer_codes = np.array(peer_scales), np.array(peer_codes)
-    peer_values = np.array(peer_values, dtype=np.float64)
+    peer_scales, peer_codes, peer_values = gfloat_block_codec(x64, name)
     compared, agreed = compare_quantized(peer_scales, peer_codes, t, nan_rows(x))
     same_values = ((peer_values == values) & (np.signbit(peer_values) == np.signbit(values))) | (
         np.isnan(peer_values) & np.isnan(values))
     assert same_values.all(), np.nonzero(~same_values.all(axis=1))[0][:5]
+    inf_blocks = np.isinf(x).any(axis=1) & ~nan_rows(x)
+    assert inf_blocks.any() and (peer_scales[inf_blocks] == 0xFE).all()  # Inf: the scale clipped at 2^127
+    if name == "mxint8":
+        assert (peer_codes == 0x80).any()  # -2.0 occurs, and agrees
     record(f"gfloat_0_5 encode_block/decode_block {name}", compared, agreed)
 
 
@@ -453,13 +486,7 @@ def test_ml_dtypes_casts(fmt):
         with np.errstate(invalid="ignore", over="ignore"):
             expected = x.astype(target).view(np.uint8)
         got = mxsim.encode(x, fmt, profile="ml_dtypes_0_6")
-        element = mxsim.get_format(fmt)
-        if element.has_nan:  # any NaN code is a NaN: compare NaN-ness where the input is NaN
-            nan_in = np.isnan(x.astype(np.float32))
-            same = np.where(nan_in, np.isnan(mxsim.decode(got, fmt)) & np.isnan(expected.view(target).astype(np.float32)),
-                            got == expected)
-        else:
-            same = got == expected
+        same = got == expected  # NaN inputs too: both write the canonical NaN code with the input's sign
         bad = np.nonzero(~same)[0]
         assert bad.size == 0, f"{dtype} {x[bad[0]]!r}: ml_dtypes {expected[bad[0]]:#x}, mxsim {got[bad[0]]:#x}"
         compared, agreed = compared + len(same), agreed + int(same.sum())
@@ -580,6 +607,108 @@ def test_tosa_cast_from_block_scaled(output, tmp_path):
         assert bad.size == 0, (name, bad[0], scales[bad[0], 0], codes[bad[0]].tolist(), t.dequantize_bits(output)[bad[0]].tolist(), words[bad[0]].tolist())
         compared, agreed = compared + len(same), agreed + int(same.sum())
     record(f"tosa_1_1 CAST_FROM_BLOCK_SCALED {output} (6 formats)", compared, agreed)
+
+
+# --------------------------------------------------------------------------------------------------
+# Golden vectors made under a profile: the manifest records it, and the vectors are the peer's
+
+
+def _hex_fields(directory, field: str, width: int, count: int) -> np.ndarray:
+    """(vectors, count) integers of ``field``.hex: item i at bits [i*width, (i+1)*width) of each line."""
+    from pathlib import Path
+
+    lines = (Path(directory) / f"{field}.hex").read_text().split()
+    mask = (1 << width) - 1
+    return np.array([[(int(line, 16) >> (width * i)) & mask for i in range(count)] for line in lines], dtype=np.int64)
+
+
+def _golden(tmp_path, kind: str, **params):
+    import json
+    from pathlib import Path
+
+    from mxsim.golden import generate, suite_from_spec
+
+    directory = Path(generate(suite_from_spec(kind, **params), tmp_path / kind))
+    return directory, json.loads((directory / "manifest.json").read_text())
+
+
+def _assert_manifest_records(manifest: dict, name: str, fmt: str) -> None:
+    import json
+
+    profile = get_profile(name)
+    assert manifest["params"]["profile"] == name
+    assert manifest["profile"] == json.loads(json.dumps(profile.as_dict()))  # name, source, version, every option
+    for key, value in profile.quantize_options(fmt).as_dict().items():
+        if key in profile.quantize:
+            assert manifest["params"]["options"][key] == value, key
+
+
+@pytest.mark.parametrize("name,fmt", [
+    ("torchao_0_18_floor", "mxfp8_e4m3"), ("torchao_0_18_rceil", "mxfp4_e2m1"), ("gfloat_0_5", "mxint8"),
+])
+def test_golden_quantize_suite_under_a_profile_is_the_peers(name, fmt, tmp_path):
+    """``mxsim golden generate --params '{"block": ..., "profile": ...}'``: the suite's x vectors
+    run through the peer itself give the suite's scale and code files (NaN blocks by scale, and
+    left out for gfloat's MXINT8, as the profiles say)."""
+    directory, manifest = _golden(tmp_path, "quantize", block=fmt, profile=name)
+    _assert_manifest_records(manifest, name, fmt)
+    element = mxsim.get_format(fmt).element
+    x = _hex_fields(directory, "x", 32, 32).astype(np.uint32).view(np.float32)
+    scales = _hex_fields(directory, "scale", 8, 1)
+    codes = _hex_fields(directory, "codes", element.width, 32)
+    nan_blocks = nan_rows(x)
+    if name == "gfloat_0_5":
+        keep = ~nan_blocks  # gfloat raises on NaN into MXINT8
+        x, scales, codes, nan_blocks = x[keep], scales[keep], codes[keep], nan_blocks[keep]
+        peer_scales, peer_codes, _ = gfloat_block_codec(x.astype(np.float64), fmt)
+    else:
+        peer_scales, peer_codes = torchao_to_mx(np.ascontiguousarray(x), fmt, name)
+    suite = mxsim.MXTensor.from_codes(scales.astype(np.uint8), codes, fmt)
+    compared, agreed = compare_quantized(peer_scales, peer_codes, suite, nan_blocks)
+    record(f"{name} golden quantize suite {fmt}", compared, agreed)
+
+
+def test_golden_dequantize_suite_under_a_profile_is_the_peers(tmp_path):
+    """A dequantize suite under torchao_0_18_floor: torchao's to_dtype on the suite's scales and
+    codes gives its float32 words (NaN words as NaN, as the profile says)."""
+    torch, mx_tensor, _ = _torchao()
+    directory, manifest = _golden(tmp_path, "dequantize", block="mxfp8_e4m3", output="float32",
+                                  profile="torchao_0_18_floor")
+    assert manifest["params"]["profile"] == "torchao_0_18_floor" and manifest["profile"]["name"] == "torchao_0_18_floor"
+    scales = _hex_fields(directory, "scale", 8, 1).astype(np.uint8)
+    codes = _hex_fields(directory, "codes", 8, 32).astype(np.uint8)
+    words = _hex_fields(directory, "values", 32, 32).astype(np.uint32)
+    out = mx_tensor.to_dtype(torch.from_numpy(codes).view(torch.float8_e4m3fn),
+                             torch.from_numpy(scales.reshape(-1)).view(torch.float8_e8m0fnu), torch.float8_e4m3fn, 32,
+                             torch.float32).numpy()
+    nan = np.isnan(words.view(np.float32))
+    same = np.where(nan | np.isnan(out), nan & np.isnan(out), words == out.view(np.uint32)).all(axis=1)
+    record("torchao_0_18_floor golden dequantize suite mxfp8_e4m3 float32", len(same), int(same.sum()))
+
+
+def test_golden_dequantize_suite_under_idma(tmp_path):
+    """idma_v0_7's dequantize suites take its int8-exponent scales and its per-output options
+    (contract 6.1); an output the design lacks is refused. Hand-worked: scale byte 0xFF is 2^-1 and
+    0x80 is 2^-128 (int8 exponents); E5M2 0x7B (57344) x 2^127 saturates to 0x7F7FFFFF on FP32."""
+    directory, manifest = _golden(tmp_path, "dequantize", block="mxfp8_e5m2", output="float32", profile="idma_v0_7")
+    assert manifest["params"]["scale_encoding"] == "int8_exponent"
+    assert manifest["params"]["options"] == {"dequant_overflow": "saturate", "dequant_ftz": True, "dequant_nan": "canonical"}
+    _, manifest16 = _golden(tmp_path / "16", "dequantize", block="mxfp8_e5m2", output="float16", profile="idma_v0_7")
+    assert manifest16["params"]["options"] == {"dequant_overflow": "inf", "dequant_ftz": False, "dequant_nan": "canonical"}
+    with pytest.raises(ValueError, match="output='bfloat16' is not allowed with profile 'idma_v0_7'"):
+        _golden(tmp_path / "bf", "dequantize", block="mxfp8_e5m2", output="bfloat16", profile="idma_v0_7")
+    scales = _hex_fields(directory, "scale", 8, 1).reshape(-1)
+    codes = _hex_fields(directory, "codes", 8, 32)
+    words = _hex_fields(directory, "values", 32, 32)
+    checked = 0
+    for scale, code, word in ((0xFF, 0x3C, 0x3F000000), (0x80, 0x3C, 0x00000000), (0x7F, 0x7B, 0x7F7FFFFF),
+                              (0x00, 0x7D, 0x7FC00000), (0x00, 0xFD, 0x7FC00000)):
+        # 1.0 x 2^-1 = 0.5; 1.0 x 2^-128 is an fp32 subnormal, flushed; saturate; NaN canonical
+        hits = np.argwhere((scales[:, None] == scale) & (codes == code))
+        for row, col in hits:
+            assert words[row, col] == word, (hex(scale), hex(code))
+        checked += len(hits)
+    assert checked > 0
 
 
 # --------------------------------------------------------------------------------------------------
