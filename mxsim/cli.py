@@ -18,8 +18,10 @@
 ``mxsim golden verify DIR [--sample K]``   recompute the vectors (all, or the directed ones and K
                                sampled) with the reference model and check the suites against
                                DIR/index.json (exit 1 on any problem)
-``mxsim golden check SUITE_DIR DUT_DIR|- [--errors N] [--fields F,...]``   compare a device's results
-                               with a suite (exit 1 on any mismatch, 2 on a file error)
+``mxsim golden check SUITE_DIR DUT_DIR|- [--errors N] [--fields F,...] [--explain [--budget S]]``
+                               compare a device's results with a suite (exit 1 on any mismatch, 2
+                               on a file error); --explain names the configuration that
+                               reproduces the device
 
 Errors are one line on stderr and exit code 2; a verification or check that finds mismatches exits
 1; Ctrl-C during a golden command exits 130 with one line (no half-written suite).
@@ -50,6 +52,7 @@ from .golden import canonical as golden_canonical
 from .golden import generate_suites, suite_from_spec
 from .golden import verify as verify_suites
 from .golden import check as golden_check
+from .golden import explain as golden_explain
 from .golden import files as golden_files
 from .golden import limits, pipeline
 from .golden import stream as golden_stream
@@ -365,12 +368,28 @@ def _cmd_golden_check(args):
     if args.errors < 0:
         raise ValueError(f"--errors={args.errors} is not allowed; expected a non-negative integer")
     fields = None if args.fields is None else [name for name in args.fields.split(",") if name]
+    if args.budget is not None and not args.budget > 0:
+        raise ValueError(f"--budget={args.budget} is not allowed; expected a positive number of seconds")
+    if args.budget is not None and not args.explain:
+        raise ValueError("--budget is for --explain")
+    dut = args.dut
+    if args.dut == "-":  # explain reads the stream again: keep it
+        dut = sys.stdin.buffer.read() if args.explain else sys.stdin.buffer
     try:
-        report = golden_check.check(args.suite_dir, sys.stdin.buffer if args.dut == "-" else args.dut,
+        report = golden_check.check(args.suite_dir, io.BytesIO(dut) if isinstance(dut, bytes) else dut,
                                     args.errors, fields)
     except KeyboardInterrupt:
         _interrupted("check stopped")
     text = "\n".join(golden_check.report_lines(report))
+    if args.explain and report.mismatching.size and not report.errors:
+        try:
+            found = golden_explain.explain(report, dut, 60.0 if args.budget is None else args.budget,
+                                           progress=_progress(args.progress))
+        except KeyboardInterrupt:
+            _interrupted("explain stopped")
+        text += "\n" + "\n".join(golden_explain.explain_lines(found))
+    elif args.explain and not report.errors:
+        text += "\nexplain: no mismatching vector, nothing to explain"
     if report.errors:
         raise _CheckFailed(text, 2)
     if not report.ok:
@@ -569,6 +588,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="show the first N mismatching vectors in full (default 20)")
     dut.add_argument("--fields", metavar="F,...",
                      help="compare only these output fields (default: every one but flags)")
+    dut.add_argument("--explain", action="store_true",
+                     help="on mismatches, search for the configuration that reproduces the device: every profile "
+                     "or preset, every single option change of the suite's kind, and pairs of the best partial ones; "
+                     "ranked by mismatching vectors reproduced without breaking matching ones")
+    dut.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                     help="time limit of --explain (default 60); it reports what it did not try")
+    dut.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="a progress bar of --explain on stderr (default: when stderr is a terminal)")
     dut.set_defaults(run=_cmd_golden_check)
     return parser
 
