@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ..options import QuantizeOptions
-from ..formats import get_format
 from ..ref.block import nvfp4_tensor_scale, quantize_block
 from ..ref.decode import finite_magnitudes
 from ..ref.exact import Exact, floor_log2
 from ..ref.scale import E8M0_MIN
 from .fields import Field
+from .format_spec import block_format, format_param
 from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word, jsonable
 
 
@@ -26,7 +26,7 @@ class QuantizeSuite(Suite):
     nested_options = {"options": QuantizeOptions}  # the dict field -> the options class of its keys
 
     def __post_init__(self):
-        self.fmt = get_format(self.block, kind="block")
+        self.fmt = block_format(self.block, "block")
         self.opts = QuantizeOptions.from_kwargs(**self.options)
         self.opts.check_format(self.fmt)
         if self.opts.rounding == "stochastic":
@@ -49,7 +49,7 @@ class QuantizeSuite(Suite):
         )
 
     def params(self) -> dict:
-        return {"block": self.fmt.name, "options": self.opts.as_dict()}
+        return {"block": format_param(self.fmt), "options": self.opts.as_dict()}
 
     def describe(self) -> dict:
         return {"block": jsonable(self.fmt.describe()), "element": jsonable(self.fmt.element.describe())}
