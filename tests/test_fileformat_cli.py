@@ -351,12 +351,12 @@ def test_cli_options_in_process(tmp_path, capsys):
     x = values(10, (2, 32)).astype(np.float64)
     x[0, 3] = np.inf
     np.save(tmp_path / "x.npy", x)
-    argv = ["quantize", str(tmp_path / "x.npy"), str(tmp_path / "x.mxt"), "--format", "mxfp4",
+    argv = ["quantize", str(tmp_path / "x.npy"), str(tmp_path / "x.mxt"), "--format", "mxint8",
             "--scale-rule", "ceil", "--inf-policy", "saturate", "--int8-allow-neg2", "--no-flush-subnormal-inputs"]
     assert main(argv) == 0
     t = mxsim.load(tmp_path / "x.mxt")
     assert t.options == mxsim.QuantizeOptions(scale_rule="ceil", inf_policy="saturate", int8_allow_neg2=True)
-    assert_same_tensor(t, mxsim.quantize(x, "mxfp4", scale_rule="ceil", inf_policy="saturate", int8_allow_neg2=True))
+    assert_same_tensor(t, mxsim.quantize(x, "mxint8", scale_rule="ceil", inf_policy="saturate", int8_allow_neg2=True))
     rand = np.arange(64, dtype=np.uint32).reshape(2, 32) * 12345 % 256
     np.save(tmp_path / "r.npy", rand)
     assert main(["quantize", str(tmp_path / "x.npy"), str(tmp_path / "s.mxt"), "--format", "mxfp4", "--rounding",
@@ -674,7 +674,8 @@ def test_cli_info_describes_a_tensor_file(tmp_path, capsys):
         "payload": "162 bytes",  # 9 blocks x (8 + 8 + 16 x 8) bits
         "options": "scale_rule=floor, rounding=rtz, rand_width=32, inf_policy=nan, flush_subnormal_inputs=False, "
                    "partial_block=pad, int8_allow_neg2=False, nvfp4_scale_min=normal, nvfp4_arith=exact, "
-                   "nvfp4_tensor_scale=amax",
+                   "nvfp4_tensor_scale=amax, scale_encoding=e8m0, scale_min=-127, specials=block, nan_code=None, "
+                   "subnormal_inputs=exact",
         "checksum": f"SHA-256 of header and payload verified (payload {digest})",
         "written by": f"mxsim {mxsim.__version__}",
     }

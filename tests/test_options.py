@@ -21,8 +21,8 @@ from mxsim.options.spec import options_of
 ROOT = Path(__file__).resolve().parents[1]
 # CLI flags of these commands that are not options of mxsim.options (operands, files, presets)
 NOT_OPTIONS = {
-    "quantize": {"--format", "--axis", "--rand-bits"},
-    "dot": {"--preset", "--details", "--outer"},
+    "quantize": {"--format", "--axis", "--rand-bits", "--source"},  # --source: EncodeOptions.source, the input type
+    "dot": {"--preset", "--details", "--outer", "--c"},
     "dequantize": {"--dtype"},
 }
 

@@ -5,7 +5,7 @@ computed from each vector's content and the reference model's view of every step
 from __future__ import annotations
 
 from fractions import Fraction
-from functools import cache, lru_cache
+from functools import cache
 
 from ..ref import dot as ref_dot
 from ..ref.encode import encode

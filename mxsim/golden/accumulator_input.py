@@ -26,7 +26,7 @@ from ..ref.fused import scale_parts
 from ..ref.output import storage_format
 from .suite import decode, fp32_bits, pack_word, unpack_word
 
-__all__ = ["C_KINDS", "with_c"]
+__all__ = ["C_KINDS", "add_c", "directed_count", "with_c"]
 
 FP32_MAX = 0x7F7FFFFF
 FP32_INF = 0x7F800000
@@ -34,25 +34,32 @@ NANS = (0x7FC00000, 0xFFC00000, 0x7F800001, 0xFFFFFFFF, 0x7FC00001)
 # kind -> weight of the C of every other vector
 C_KINDS = {"near": 5, "cancel": 3, "dominant": 2, "zero": 2, "nan": 1, "inf": 1, "max": 1, "subnormal": 1, "bits": 1}
 DIRECTED = 8  # directed vectors per category
+_KIND_DRAW = [kind for kind, weight in C_KINDS.items() for _ in range(weight)]
 
 
-def with_c(suite, rows: list, rng: random.Random, level: int) -> list:
-    """``rows`` (the blocks of every vector) each with a C, then the directed C vectors."""
-    kinds = [kind for kind, weight in C_KINDS.items() for _ in range(weight)]
-    out = [({**row, "c": _c(suite, row, rng, rng.choice(kinds))}, origin) for row, origin in rows]
-    for make, count in (
-        (_cancel, 1),
-        (_negated_step, 1),
-        (_dominant, 1),
-        (_zero_tiny, 2),
-        (_overflow, 1),
-        (_specials, 1),
-    ):
-        for index in range(DIRECTED * count):
+def with_c(suite, rows, rng: random.Random):
+    """``rows`` (the blocks of every vector, ``(inputs, origin)``) each with a C, then the directed
+    C vectors (:func:`directed_count` of them). The blocks are all drawn before the first C (a
+    catalogue's few thousand rows are held in memory), so the C draws follow the block draws."""
+    rows = list(rows)
+    for row, origin in rows:
+        yield add_c(suite, row, rng), origin
+    for make in _DIRECTED_MAKERS:
+        for index in range(DIRECTED):
             row = make(suite, rng, index)
             if row is not None:
-                out.append((row, "directed"))
-    return out
+                yield row, "directed"
+
+
+def add_c(suite, row: dict, rng: random.Random) -> dict:
+    """``row`` with a C of a kind drawn by the weights of :data:`C_KINDS`."""
+    return {**row, "c": _c(suite, row, rng, rng.choice(_KIND_DRAW))}
+
+
+def directed_count(suite) -> int:
+    """How many directed C vectors :func:`with_c` appends (a step pair that does not fit in one
+    vector has no negated-step vectors)."""
+    return sum(DIRECTED for make in _DIRECTED_MAKERS if make is not _negated_step or _has_step_pair(suite))
 
 
 # --- C values ---------------------------------------------------------------------------------------
@@ -158,12 +165,19 @@ def _cancel(suite, rng: random.Random, index: int) -> dict:
     return {**row, "c": _c(suite, row, rng, "cancel")}
 
 
-def _negated_step(suite, rng: random.Random, index: int) -> dict | None:
-    """Step 1 = step 0 negated on the a side, with step 0's scales; C near the products."""
+def _has_step_pair(suite) -> bool:
+    """Whether a vector holds two steps (two blocks, for separate accumulation)."""
     k = suite.fa.block_size
     step = suite.acc.effective_step(k) if suite.fused else k
-    if suite.vector_blocks * k < 2 * step:
+    return suite.vector_blocks * k >= 2 * step
+
+
+def _negated_step(suite, rng: random.Random, index: int) -> dict | None:
+    """Step 1 = step 0 negated on the a side, with step 0's scales; C near the products."""
+    if not _has_step_pair(suite):
         return None
+    k = suite.fa.block_size
+    step = suite.acc.effective_step(k) if suite.fused else k
     row = suite.fresh_row(rng)
     parts = _parts(suite, row)
     a, b = parts["a"], parts["b"]
@@ -216,3 +230,8 @@ def _overflow(suite, rng: random.Random, index: int) -> dict:
 def _specials(suite, rng: random.Random, index: int) -> dict:
     row = suite.fresh_row(rng)
     return {**row, "c": _c(suite, row, rng, rng.choice(["nan", "nan", "inf"]))}
+
+
+# the directed C vectors in order, DIRECTED of each (zero tiny twice: both signs and a subnormal C
+# across every scale sum of its list)
+_DIRECTED_MAKERS = (_cancel, _negated_step, _dominant, _zero_tiny, _zero_tiny, _overflow, _specials)

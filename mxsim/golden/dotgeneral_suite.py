@@ -52,11 +52,12 @@ class DotGeneralSuite(DotSuite):
 
     def stimulus(self, rng: random.Random, level: int):
         rows = self._block_stimulus(rng, level)
-        return accumulator_input.with_c(self, rows, rng, level) if self.has_c else rows
+        return accumulator_input.with_c(self, rows, rng) if self.has_c else rows
 
     def _block_stimulus(self, rng: random.Random, level: int):
-        singles = DotSuite._block_stimulus(self, rng, 1)
-        singles = [row for row, origin in singles if origin != "exhaustive"]
+        """The dot corners and level-1 random blocks, n to a vector, then vectors whose second block
+        cancels the first (the single blocks, a few hundred, are drawn first: held in memory)."""
+        singles = [row for row, origin in DotSuite._block_stimulus(self, rng, 1) if origin != "exhaustive"]
         n = self.n_blocks
         rows = []
         for start in range(0, len(singles) - n + 1, n):
@@ -66,7 +67,17 @@ class DotGeneralSuite(DotSuite):
             other = dict(first)
             other["b_elems"] = pack_word([c ^ self.fb.element.sign_mask for c in unpack_word(first["b_elems"], self.fb.element.width, self.fb.block_size)], self.fb.element.width) if self.fb.element.kind == "float" else first["b_elems"]
             rows.append((self._join([first, other] + [rng.choice(singles) for _ in range(n - 2)]), "directed"))
-        return rows[: 60 * level + 8] if level == 1 else rows
+        yield from rows[: 60 * level + 8] if level == 1 else rows
+
+    def _block_count(self, level: int) -> int:
+        exhaustive = sum(-(-len(group) // self.fa.block_size) for group in self._exhaustive_groups())
+        singles = DotSuite._block_count(self, 1) - exhaustive
+        rows = len(range(0, singles - self.n_blocks + 1, self.n_blocks)) + 8
+        return min(rows, 60 * level + 8) if level == 1 else rows
+
+    def _random_vector(self, rng: random.Random) -> dict:
+        """n random blocks of the dot kind, drawn as the dot catalogue's random blocks."""
+        return self._join([self._random_block(rng) for _ in range(self.n_blocks)])
 
     def _vector_blocks(self, inputs: dict):
         n = self.n_blocks

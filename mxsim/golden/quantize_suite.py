@@ -10,7 +10,7 @@ from ..options import QuantizeOptions
 from ..ref.block import nvfp4_tensor_scale, quantize_block
 from ..ref.decode import finite_magnitudes
 from ..ref.exact import Exact, floor_log2
-from ..ref.scale import E8M0_MIN
+from ..ref.scale import E8M0_MAX, byte_exponent
 from .fields import Field
 from .format_spec import block_format, format_param
 from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word, jsonable
@@ -31,6 +31,11 @@ class QuantizeSuite(Suite):
         self.opts.check_format(self.fmt)
         if self.opts.rounding == "stochastic":
             raise ValueError("quantize suites take a deterministic rounding (not stochastic)")
+        if self.opts.scale_encoding == "int8_exponent" and self.opts.specials == "block":
+            raise ValueError(
+                "quantize suites with scale_encoding='int8_exponent' need specials='per_element': the stimulus has NaN "
+                "blocks, which an int8 exponent cannot mark"
+            )
         changed = {k: v for k, v in self.opts.as_dict().items() if v != getattr(QuantizeOptions(), k)}
         self.name = "-".join([self.fmt.name] + [f"{k}={v}" for k, v in sorted(changed.items())])
         k, fmt = self.fmt.block_size, self.fmt
@@ -39,7 +44,7 @@ class QuantizeSuite(Suite):
             self.inputs.append(Field("tensor_scale", 32, description="fp32 bits of the tensor scale s_t"))
         self.outputs = [Field("scale", fmt.scale_storage_bits, description=f"{fmt.scale.name} scale code")]
         if fmt.scale.name == "e8m0":
-            self.outputs.append(Field("scale_exp", 16, True, "unbiased scale exponent (code - 127; -128 for NaN)"))
+            self.outputs.append(Field("scale_exp", 16, True, self._scale_exp_description()))
         if fmt.subblocks:
             self.outputs.append(
                 Field("subscales", fmt.subblocks * fmt.subscale_bits, description="sub-scale j at bits [j*d2, (j+1)*d2)")
@@ -47,6 +52,11 @@ class QuantizeSuite(Suite):
         self.outputs.append(
             Field("codes", k * fmt.element.width, description=f"{fmt.element.name} codes, element i at bits [i*w, (i+1)*w)")
         )
+
+    def _scale_exp_description(self) -> str:
+        if self.opts.scale_encoding == "e8m0":
+            return "unbiased scale exponent (code - 127; -128 for NaN)"
+        return "unbiased scale exponent (the code read as an int8; int8_exponent has no NaN scale)"
 
     def params(self) -> dict:
         return {"block": format_param(self.fmt), "options": self.opts.as_dict()}
@@ -94,14 +104,20 @@ class QuantizeSuite(Suite):
         spread = rng.randint(0, 40)
         return [gauss(rng.randint(-spread, spread) // 4 + rng.randint(-30, 30) * (kind == "wide")) for _ in range(k)]
 
+    _DIRECTED = ["all_zero", "outlier", "nan", "inf", "tiny", "huge"] * 2 + ["grid"] * 20
+
     def stimulus(self, rng: random.Random, level: int):
-        rows = []
-        directed = ["all_zero", "outlier", "nan", "inf", "tiny", "huge"] * 2 + ["grid"] * 20
-        for kind in directed:
-            rows.append((self._inputs(self._block_values(rng, kind)), "directed"))
+        for kind in self._DIRECTED:
+            yield self._inputs(self._block_values(rng, kind)), "directed"
         for i in range(100 * level):
-            rows.append((self._inputs(self._block_values(rng, "wide" if i % 2 else "normal")), "random"))
-        return rows
+            yield self.random_inputs(rng, i), "random"
+
+    def catalogue_size(self, level: int) -> int:
+        return len(self._DIRECTED) + 100 * level
+
+    def random_inputs(self, rng: random.Random, index: int) -> dict:
+        """A block of varied dynamic range; every other one (odd ``index``) spread 2^+-30 wider."""
+        return self._inputs(self._block_values(rng, "wide" if index % 2 else "normal"))
 
     def _inputs(self, xs: list[Exact]) -> dict:
         bits = [fp32_bits(x) for x in xs]
@@ -118,9 +134,13 @@ class QuantizeSuite(Suite):
         tensor_scale = fp32_value(inputs["tensor_scale"]).magnitude if "tensor_scale" in inputs else None
         block = quantize_block(xs, fmt, self.opts, tensor_scale=tensor_scale)
         out = {"scale": block.scale, "codes": pack_word(block.codes, fmt.element.width)}
-        scale = decode(block.scale, fmt.scale)
-        if fmt.scale.name == "e8m0":
-            out["scale_exp"] = -128 if scale.is_nan else block.scale + E8M0_MIN
+        e8m0_scaled = fmt.scale.name == "e8m0"
+        encoding = self.opts.scale_encoding
+        # int8_exponent has no NaN scale (its 0xFF is 2^-1), so E = -128 is never ambiguous there
+        scale_nan = encoding == "e8m0" and decode(block.scale, fmt.scale).is_nan
+        exponent = byte_exponent(block.scale, encoding) if e8m0_scaled and not scale_nan else None
+        if e8m0_scaled:
+            out["scale_exp"] = -128 if scale_nan else exponent
         if fmt.subblocks:
             out["subscales"] = pack_word(block.subscales, fmt.subscale_bits)
         classes = set()
@@ -132,15 +152,16 @@ class QuantizeSuite(Suite):
             classes.add("all_zero")
         if any(x.is_finite and 0 < x.magnitude < Fraction(1, 1 << 126) for x in xs):
             classes.add("subnormal_input")
-        if scale.is_nan:
+        if scale_nan:
             classes.add("scale_nan")
-        elif fmt.scale.name == "e8m0":
-            if block.scale == 0:
+        elif e8m0_scaled:
+            if exponent == self.opts.scale_min:
                 classes.add("scale_min")
-            if block.scale == 0xFE:
+            if exponent == E8M0_MAX:
                 classes.add("scale_max")
             finite = [x.magnitude for x in xs if x.is_finite and x.magnitude]
-            if finite and fmt.element.kind == "float" and not (E8M0_MIN <= floor_log2(max(finite)) - fmt.element.emax <= 127):
+            low = self.opts.scale_min
+            if finite and fmt.element.kind == "float" and not (low <= floor_log2(max(finite)) - fmt.element.emax <= E8M0_MAX):
                 classes.add("scale_clamp")
         for code in block.codes:
             y = decode(code, fmt.element)

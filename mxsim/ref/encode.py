@@ -10,7 +10,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..formats import get_format
-from ..options.encode import check_encode_options, overflow_code
+from ..options.encode import check_encode_options, check_int8_allow_neg2, overflow_code
 from .exact import Exact, Number, floor_log2, to_exact
 from .round import round_magnitude
 
@@ -39,11 +39,13 @@ def encode(
       the smallest normal encodes as the smallest normal.
     * Two's-complement integers: the most negative code (MXINT8 0x80 = -2.0) is produced only with
       ``int8_allow_neg2=True``; otherwise -max_int is the negative saturation value.
+      ``int8_allow_neg2=True`` for any other format is a ValueError (it does not apply there).
 
     Returns the code as an int in [0, 2^width).
     """
     fmt = get_format(fmt, kind="element")
     check_encode_options(rounding, overflow, rand_bits, rand_width)
+    check_int8_allow_neg2(fmt, int8_allow_neg2)
     x = to_exact(x)
     negative = bool(x.sign) and fmt.signed
     if x.is_nan:

@@ -17,13 +17,13 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..formats import get_format
+from ..options.quantize import SCALE_ENCODINGS
 from ..options.spec import check_choice
 from .decode import decode
 from .exact import Exact
+from .scale import E8M0_NAN, byte_exponent
 
 __all__ = ["SCALE_ENCODINGS", "check_scale_encoding", "scale_code_exponent", "decode_scale"]
-
-SCALE_ENCODINGS = ("e8m0", "int8_exponent")
 
 
 def check_scale_encoding(encoding: str, scale_fmt=None) -> None:
@@ -42,9 +42,9 @@ def scale_code_exponent(code: int, encoding: str = "e8m0") -> int | None:
     check_scale_encoding(encoding)
     if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code <= 0xFF:
         raise ValueError(f"scale code {code!r} is out of range: expected an integer in [0, 0xff]")
-    if encoding == "int8_exponent":
-        return code - 256 if code & 0x80 else code
-    return None if code == 0xFF else code - 127
+    if encoding == "e8m0" and code == E8M0_NAN:
+        return None
+    return byte_exponent(code, encoding)
 
 
 def decode_scale(code: int, scale_fmt, encoding: str = "e8m0") -> Exact:

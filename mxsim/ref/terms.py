@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from ..formats import get_format
 from .decode import decode
-from .exact import Exact, floor_log2
+from .exact import Exact, as_int, floor_log2
 
 __all__ = ["Term", "element_term", "block_terms", "frac_bits", "min_exponent", "products", "special"]
 
@@ -55,7 +55,10 @@ def element_term(code: int, element, tau: int = 0) -> Term:
     use the smallest normal exponent). Integers: f = frac_bits, E = 0, M = |q| (MXINT8 0x80 has
     M = 128, value -2). Derived from the exact decoded value, so it follows the decoder's rules.
     """
-    return _element_term(code, get_format(element, kind="element"), tau)
+    microexponent = as_int(tau)
+    if microexponent is None:
+        raise ValueError(f"tau={tau!r} is not allowed; expected an integer microexponent")
+    return _element_term(code, get_format(element, kind="element"), microexponent)
 
 
 @lru_cache(maxsize=1 << 16)
