@@ -101,13 +101,17 @@ module mx_fused_dot #(
         input          sticky;
         input integer  lsb;
         integer p, u, r, j, biased;
-        reg [TW-1:0] sh, sh1;
+        reg [TW-1:0] sh, sh1, top;
         reg [24:0] sig;
         reg rb, st, inc;
         begin
-            p = 0;
-            for (j = 0; j < TW; j = j + 1)
-                if (mag[j]) p = j;
+            p = 0;                              // leading one of mag: binary search
+            top = mag;
+            for (j = 1 << ($clog2(TW) - 1); j >= 1; j = j / 2)
+                if ((top >> j) != {TW{1'b0}}) begin
+                    top = top >> j;
+                    p   = p + j;
+                end
             u = p + lsb - 23;                   // ulp exponent of the result
             if (u < -149) u = -149;
             r = u - lsb;                        // bits of mag below the ulp

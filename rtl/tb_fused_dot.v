@@ -3,8 +3,8 @@
 // b_elems.hex, c.hex, result.hex and, with STEPS=1, steps.hex; one vector a line, plain hex).
 //
 // A vector is one block of K = NSTEP * N E4M3 elements per operand with one E8M0 scale each and an
-// fp32 accumulator input C. NSTEP units are chained: step j takes elements [N*j, N*(j+1)) and, as
-// C, the D of step j-1 (the vector's C for step 0); the last D is the result. With STEPS=1 every
+// fp32 accumulator input C. One unit computes the NSTEP steps in turn: step j takes elements
+// [N*j, N*(j+1)) and, as C, the D of step j-1 (the vector's C for step 0); the last D is the result. With STEPS=1 every
 // step's D is compared with steps.hex (step j at bits [32*j +: 32]), and the result with result.hex.
 //
 //   iverilog -g2005 -P tb_fused_dot.NSTEP=4 -P tb_fused_dot.RM=0 -P tb_fused_dot.STEPS=1 \
@@ -39,21 +39,15 @@ module tb_fused_dot;
     reg [32*NSTEP-1:0] steps_mem   [0:MAXN-1];
 
     reg  [7:0]         a_scale, b_scale;
-    reg  [BW-1:0]      a_elems, b_elems;
-    reg  [31:0]        c;
-    wire [32*NSTEP-1:0] d;          // D of step j at [32*j +: 32]
+    reg  [8*N-1:0]     a_step, b_step;  // the step's elements
+    reg  [31:0]        c;               // the step's C
+    wire [31:0]        d_step;          // the step's D
+    reg  [32*NSTEP-1:0] d;              // D of step j at [32*j +: 32]
 
-    genvar gj;
-    generate
-        for (gj = 0; gj < NSTEP; gj = gj + 1) begin : step
-            wire [31:0] c_in = (gj == 0) ? c : d[32*gj-1 -: 32];
-            mx_fused_dot #(.N(N), .F(F), .USE_BYPASS(USE_BYPASS), .BYPASS(BYPASS), .CZE(CZE), .RM(RM),
-                           .NAN_BITS(NAN_BITS)) unit (
-                .a_elems(a_elems[8*N*gj +: 8*N]), .b_elems(b_elems[8*N*gj +: 8*N]),
-                .a_scale(a_scale), .b_scale(b_scale), .c(c_in), .d(d[32*gj +: 32])
-            );
-        end
-    endgenerate
+    mx_fused_dot #(.N(N), .F(F), .USE_BYPASS(USE_BYPASS), .BYPASS(BYPASS), .CZE(CZE), .RM(RM),
+                   .NAN_BITS(NAN_BITS)) unit (
+        .a_elems(a_step), .b_elems(b_step), .a_scale(a_scale), .b_scale(b_scale), .c(c), .d(d_step)
+    );
 
     reg [8*1024-1:0] dir;
     reg [8*1100-1:0] fname;
@@ -114,10 +108,14 @@ module tb_fused_dot;
         for (i = 0; i < n; i = i + 1) begin
             a_scale = a_scale_mem[i];
             b_scale = b_scale_mem[i];
-            a_elems = a_elems_mem[i];
-            b_elems = b_elems_mem[i];
             c       = c_mem[i];
-            #1;
+            for (j = 0; j < NSTEP; j = j + 1) begin  // the steps in order, D of each the next C
+                a_step = a_elems_mem[i][8*N*j +: 8*N];
+                b_step = b_elems_mem[i][8*N*j +: 8*N];
+                #1;
+                d[32*j +: 32] = d_step;
+                c = d_step;
+            end
             bad = 1'b0;
             if ((^a_scale_mem[i] === 1'bx) || (^b_scale_mem[i] === 1'bx) || (^a_elems_mem[i] === 1'bx) ||
                 (^b_elems_mem[i] === 1'bx) || (^c_mem[i] === 1'bx) || (^result_mem[i] === 1'bx) ||

@@ -578,7 +578,7 @@ def test_fused_parameters_against_reference(icarus, build, tmp_path, case):
     rng = random.Random(f"{case}")
     scales = (0x00, 0x01, 0x7F, 0xFE, 0xFF)
     rows = []
-    for number in range(300):
+    for number in range(200):
         kind = rng.randrange(6)
         a = random_codes(rng, 8, k, kind)
         b = random_codes(rng, 8, k, kind if rng.random() < 0.4 else rng.randrange(6))
