@@ -59,10 +59,18 @@ def _build(cls, value: dict, what: str):
         raise ValueError(f"{what}: {error}") from None
 
 
+def _named(value, key: str, kind: str):
+    """A catalogue format by name; an error names the parameter ``key``."""
+    try:
+        return get_format(value, kind=kind)
+    except ValueError as error:
+        raise ValueError(f"{key}: {error}") from None
+
+
 def element_format(value, key: str = "element", kind: str = "element"):
     """An element (or scale) format from a catalogue name or an object of its parameters."""
     if not isinstance(value, dict):
-        return get_format(value, kind=kind)
+        return _named(value, key, kind)
     what = f"{key} (a custom {'scale' if kind == 'float' else 'element'} format)"
     if "bits" in value:
         _check_keys(value, _INT_KEYS, ("name", "bits", "frac_bits"), what)
@@ -78,7 +86,7 @@ def element_format(value, key: str = "element", kind: str = "element"):
 def block_format(value, key: str = "block"):
     """A block format from a catalogue name or an object of its parameters (module docstring)."""
     if not isinstance(value, dict):
-        return get_format(value, kind="block")
+        return _named(value, key, "block")
     what = f"{key} (a custom block format)"
     _check_keys(value, _BLOCK_KEYS, ("name", "element", "block_size", "scale"), what)
     parts = dict(value)
