@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ..options.dequantize import OUTPUTS, DequantizeOptions, output_name
-from ..formats import get_format
 from ..ref.block import QuantizedBlock, dequantize_block
 from ..ref.decode import finite_magnitudes
 from ..ref.dequant import is_subnormal_word, output_format, round_to_output
@@ -16,6 +15,7 @@ from ..ref.encode import encode
 from ..ref.exact import Exact, floor_log2
 from ..ref.scale_code import check_scale_encoding, scale_code_exponent
 from .fields import Field
+from .format_spec import block_format, format_param
 from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, jsonable, pack_word, unpack_word
 from .suite import profile_of, profile_options
 
@@ -54,7 +54,7 @@ class DequantizeSuite(Suite):
     nested_options = {"options": DequantizeOptions}  # the dict field -> the options class of its keys
 
     def __post_init__(self):
-        self.fmt = get_format(self.block, kind="block")
+        self.fmt = block_format(self.block, "block")
         self.output = output_name(self.output)
         if self.output not in SUITE_OUTPUTS:
             raise ValueError(f"output={self.output!r} is not allowed; expected one of: {', '.join(SUITE_OUTPUTS)}")
@@ -105,7 +105,7 @@ class DequantizeSuite(Suite):
 
     def params(self) -> dict:
         out = {
-            "block": self.fmt.name,
+            "block": format_param(self.fmt),
             "output": self.output,
             "options": self.opts.as_dict(),
             "scale_encoding": self.scale_encoding,

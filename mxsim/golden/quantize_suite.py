@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ..options import QuantizeOptions
-from ..formats import get_format
 from ..ref.block import nvfp4_tensor_scale, quantize_block
 from ..ref.decode import finite_magnitudes
 from ..ref.exact import Exact, floor_log2
 from ..ref.scale import E8M0_MAX, byte_exponent
 from .fields import Field
+from .format_spec import block_format, format_param
 from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word, jsonable
 from .suite import profile_options
 
@@ -28,7 +28,7 @@ class QuantizeSuite(Suite):
     nested_options = {"options": QuantizeOptions}  # the dict field -> the options class of its keys
 
     def __post_init__(self):
-        self.fmt = get_format(self.block, kind="block")
+        self.fmt = block_format(self.block, "block")
         self.profile_def, self.opts = profile_options(self.profile, self.fmt, self.options)
         self.opts.check_format(self.fmt)
         if self.opts.rounding == "stochastic":
@@ -63,7 +63,7 @@ class QuantizeSuite(Suite):
         return "unbiased scale exponent (the code read as an int8; int8_exponent has no NaN scale)"
 
     def params(self) -> dict:
-        out = {"block": self.fmt.name, "options": self.opts.as_dict()}
+        out = {"block": format_param(self.fmt), "options": self.opts.as_dict()}
         if self.profile_def is not None:
             out["profile"] = self.profile_def.name
         return out
