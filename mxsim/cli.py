@@ -392,6 +392,9 @@ def _cmd_golden_check(args):
     if args.errors < 0:
         raise ValueError(f"--errors={args.errors} is not allowed; expected a non-negative integer")
     fields = None if args.fields is None else [name for name in args.fields.split(",") if name]
+    if args.dut == "-" and (args.scheduler or args.workers is not None):
+        raise ValueError("a stream on stdin is read by one process: --scheduler and --workers need the device's "
+                         "results as a directory")
     try:
         with _cluster(args) as cluster:
             report = golden_check.check(args.suite_dir, sys.stdin.buffer if args.dut == "-" else args.dut,
