@@ -277,13 +277,21 @@ def test_a_local_cluster_checks_as_one_process(tmp_path, cluster, small_pieces):
     assert golden_check.report_lines(clustered) == golden_check.report_lines(single)
 
 
-def test_the_command_line_on_a_running_cluster(tmp_path, capsys, cluster):
-    """`--scheduler ADDRESS` (here the fixture's cluster): the files of a one-process run."""
+def test_the_command_line_on_a_running_cluster(tmp_path, capsys, cluster, monkeypatch):
+    """`--scheduler ADDRESS` (here the fixture's cluster), with relative paths: the files of a
+    one-process run, and its verify report (problems name the paths as given)."""
+    monkeypatch.chdir(tmp_path)
     address = cluster.client.scheduler.address
     params = ["--suite", "decode", "--params", '{"element": "fp8_e4m3"}', "--count", "3000"]
-    assert main(["golden", "generate", str(tmp_path / "single"), *params]) == 0
-    assert main(["golden", "generate", str(tmp_path / "cluster"), *params, "--scheduler", address]) == 0
+    assert main(["golden", "generate", "single", *params]) == 0
+    assert main(["golden", "generate", "cluster", *params, "--scheduler", address]) == 0
     assert _tree(tmp_path / "cluster") == _tree(tmp_path / "single")
     capsys.readouterr()
-    assert main(["golden", "verify", str(tmp_path / "cluster"), "--scheduler", address]) == 0
-    assert capsys.readouterr().out.strip() == f"{tmp_path / 'cluster'}: 1 suite(s), 3000 vectors recomputed, all match"
+    assert main(["golden", "verify", "cluster", "--scheduler", address]) == 0
+    assert capsys.readouterr().out.strip() == "cluster: 1 suite(s), 3000 vectors recomputed, all match"
+    _plant(Path("cluster/decode/fp8_e4m3"), "value.hex", [2999])
+    assert main(["golden", "verify", "cluster"]) == 1
+    single = capsys.readouterr().err
+    assert main(["golden", "verify", "cluster", "--scheduler", address]) == 1
+    assert capsys.readouterr().err == single
+    assert "MISMATCH cluster/decode/fp8_e4m3/value.hex: line 3000: field 'value'" in single

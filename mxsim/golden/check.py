@@ -295,12 +295,15 @@ def compare_range(suite_dir: str, dut: str, fields: list[str], errors: int, firs
 
 def _check_on(cluster, suite_dir: Path, manifest: dict, suite, outputs: list[Field], dut: Path, report: CheckReport,
               errors: int) -> bool:
-    """Compare on ``cluster`` into ``report``; False (report unfinished) if a device file has an
-    error, which the one-process check then reports as it does."""
+    """Compare on ``cluster`` into ``report``; False (report unfinished) if a file has an error,
+    which the one-process check then reports as it does."""
     names = [f.name for f in outputs]
     jobs = [(str(suite_dir.resolve()), str(dut.resolve()), names, errors, first, last)
             for first, last in cluster.ranges(manifest["count"], _RANGE_LINES, CHUNK)]
-    parts = list(cluster.map(compare_range, jobs))
+    try:
+        parts = list(cluster.map(compare_range, jobs))
+    except CheckError:  # a suite file that cannot be read: the one-process check names it as given
+        return False
     if any(part["errors"] for part in parts):
         return False
     for f in outputs + [suite.fields[-1]]:

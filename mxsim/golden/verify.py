@@ -104,7 +104,8 @@ def verify(path, progress: bool = False, sample: int | None = None, sample_seed:
             suite, count, picked = prepared
             ranges = cluster.ranges(count, _RANGE_VECTORS, pipeline.CHUNK)
             parts.append((part, ranges))
-            jobs += [(str(directory.resolve()), first, last, _within(picked, first, last)) for first, last in ranges]
+            jobs += [(str(directory), first, last, _within(picked, first, last), None, None, os.getcwd())
+                     for first, last in ranges]
     results = iter(cluster.map(recompute, jobs, "verify" if progress else None)) if jobs else iter(())
     for part, ranges in parts:
         _add_ranges(part, [next(results) for _ in ranges])
@@ -334,19 +335,23 @@ def _prepare_suite(directory: Path, part: VerifyReport):
     return suite, count, picked
 
 
-def recompute(directory, first: int, last: int, picked=None, label: str | None = None, suite=None) -> VerifyReport:
+def recompute(directory, first: int, last: int, picked=None, label: str | None = None, suite=None,
+              base: str | None = None) -> VerifyReport:
     """Recompute lines [first, last) (0-based) of the suite in ``directory`` (its files checked
     already) with the reference model: all of them, or with ``picked`` (sorted 0-based lines) the
     directed ones and those picked. Returns a report of the vectors recomputed and the first
     problem (a mismatch or a malformed line), after which it stops, as a pass over the whole
     suite would; the lines are read from their offsets (every line of a field has one width).
-    ``suite``: the suite, if loaded already; ``label``: a progress bar's."""
+    ``suite``: the suite, if loaded already; ``label``: a progress bar's; ``base``: the directory
+    a relative ``directory`` is in (a cluster's worker has another working directory; problems
+    name ``directory`` as given)."""
     directory = Path(directory)
+    where = directory if base is None else Path(base) / directory
     part = VerifyReport()
     try:
         if suite is None:
-            suite = load_suite(directory)[1]
-        files = {f.name: open(directory / f.file, "rb") for f in suite.fields}
+            suite = load_suite(where)[1]
+        files = {f.name: open(where / f.file, "rb") for f in suite.fields}
         try:
             for f in suite.fields:
                 files[f.name].seek(first * (f.hex_digits + 1))
