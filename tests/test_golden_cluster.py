@@ -295,3 +295,21 @@ def test_the_command_line_on_a_running_cluster(tmp_path, capsys, cluster, monkey
     assert main(["golden", "verify", "cluster", "--scheduler", address]) == 1
     assert capsys.readouterr().err == single
     assert "MISMATCH cluster/decode/fp8_e4m3/value.hex: line 3000: field 'value'" in single
+    dut = tmp_path / "dut"
+    dut.mkdir()
+    shutil.copy(tmp_path / "single/decode/fp8_e4m3/value.hex", dut / "value.hex")
+    _plant(dut, "value.hex", [0, 1500])
+    assert main(["golden", "check", "single/decode/fp8_e4m3", "dut"]) == 1
+    single = capsys.readouterr().out
+    assert main(["golden", "check", "single/decode/fp8_e4m3", "dut", "--scheduler", address]) == 1
+    assert capsys.readouterr().out == single and "field value: 2 mismatch(es), line(s) 1, 1501" in single
+
+
+def test_a_shard_the_client_cannot_see_is_an_error(tmp_path):
+    """With --scheduler, a worker without the shared file system writes its shard elsewhere."""
+    suite = _suite(PACK)
+    plan = golden_cluster.pipeline.plan(suite, 1)
+    with pytest.raises(OSError, match=r"shard-0-of-1: a worker wrote this shard where this machine does not see it; "
+                                      r"with --scheduler the output directory must be on a file system the workers "
+                                      r"share"):
+        golden_cluster._assemble(tmp_path, tmp_path / "staging", suite, plan, [str(tmp_path / "gone/shard-0-of-1")])
