@@ -120,12 +120,17 @@ def open_cluster(scheduler: str | None = None, workers: int | None = None):
         raise ValueError(f"--scheduler={scheduler!r} is not allowed; expected an address such as tcp://host:8786")
     distributed = _distributed()
     local = None
-    if workers is not None:
-        local = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                         dashboard_address=None, silence_logs=logging.ERROR)
-        client = distributed.Client(local)
-    else:
-        client = distributed.Client(scheduler, timeout=_CONNECT_SECONDS)
+    try:
+        if workers is not None:
+            local = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                             dashboard_address=None, silence_logs=logging.ERROR)
+            client = distributed.Client(local)
+        else:
+            client = distributed.Client(scheduler, timeout=_CONNECT_SECONDS)
+    except BaseException:
+        if local is not None:
+            local.close()
+        raise
     cluster = Cluster(client, local)
     try:
         yield cluster

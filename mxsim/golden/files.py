@@ -20,7 +20,7 @@ versions).
 
 Shards: ``shard=(i, n)`` writes lines [i*N//n, (i+1)*N//n) of the suite into
 ``<suite dir>/shard-<i>-of-<n>/``; the shards' files, concatenated in order, are the whole
-suite's files.
+suite's files, and :mod:`.merge` assembles them into the suite one generation writes.
 """
 
 from __future__ import annotations
