@@ -15,6 +15,8 @@
                                golden test vectors (default: the canonical collection) and DIR/index.json
 ``mxsim golden stream --suite KIND --params JSON [--count N | --forever] [--seed S] [--manifest FILE]``
                                the vectors of one suite as lines on stdout (TestFloat's testfloat_gen)
+``mxsim golden merge OUT SHARD_DIR...``   merge the shards of suites (generate --shard I/N) into whole
+                               suites, byte for byte what one generate writes
 ``mxsim golden verify DIR [--sample K]``   recompute the vectors (all, or the directed ones and K
                                sampled) with the reference model and check the suites against
                                DIR/index.json (exit 1 on any problem)
@@ -22,6 +24,10 @@
                                compare a device's results with a suite (exit 1 on any mismatch, 2
                                on a file error); --explain names the configuration that
                                reproduces the device
+
+``generate``, ``verify`` and ``check`` take ``--scheduler ADDRESS`` (a running Dask cluster) or ``--workers N``
+(a local one) to run a suite's pieces in parallel (the extra mxsim[dist]; docs/cluster.md); the output is the
+same as in one process.
 
 Errors are one line on stderr and exit code 2; a verification or check that finds mismatches exits
 1; Ctrl-C during a golden command exits 130 with one line (no half-written suite).
@@ -53,6 +59,8 @@ from .golden import generate_suites, suite_from_spec
 from .golden import verify as verify_suites
 from .golden import check as golden_check
 from .golden import explain as golden_explain
+from .golden import cluster as golden_cluster
+from .golden import merge as golden_merge
 from .golden import files as golden_files
 from .golden import limits, pipeline
 from .golden import stream as golden_stream
@@ -289,12 +297,21 @@ def _progress(flag) -> bool:
 
 def _cmd_golden_generate(args) -> str:
     shard, progress = _shard(args.shard), _progress(args.progress)
+    if shard is not None and (args.scheduler or args.workers is not None):
+        raise ValueError("--shard and --scheduler/--workers exclude each other: --shard writes one shard (for a job "
+                         "array, then mxsim golden merge), a cluster writes whole suites")
     try:
         suites = _golden_suites(args)
     except KeyboardInterrupt:
         _interrupted("nothing was written")
     try:
-        directories = generate_suites(suites, args.out, args.seed, args.level, shard, progress, args.npz, args.count)
+        with _cluster(args) as cluster:
+            if cluster is None:
+                directories = generate_suites(suites, args.out, args.seed, args.level, shard, progress, args.npz,
+                                              args.count)
+            else:
+                directories = golden_cluster.generate_suites(cluster, suites, args.out, args.seed, args.level,
+                                                             progress, args.npz, args.count)
     except GenerationInterrupted as interrupt:
         _interrupted(str(interrupt))
     except KeyboardInterrupt:  # before the first suite was begun
@@ -327,13 +344,29 @@ def _interrupted(what: str):
     raise SystemExit(130)
 
 
+def _cluster(args):
+    """The Dask cluster of --scheduler or --workers (a context manager; None without them)."""
+    return golden_cluster.open_cluster(args.scheduler, args.workers)  # imports Dask only if asked to
+
+
+def _cmd_golden_merge(args) -> str:
+    try:
+        directories = golden_merge.merge(args.out, args.shards)
+    except KeyboardInterrupt:
+        _interrupted(f"merge stopped; the suite being merged was not written ({args.out}/{INDEX} marks the suites "
+                     "not merged as unfinished)")
+    vectors = sum(json.loads((d / "manifest.json").read_text())["count"] for d in directories)
+    return f"{args.out}: {len(directories)} suite(s) merged, {vectors} vectors"
+
+
 class _VerifyFailed(Exception):
     pass
 
 
 def _cmd_golden_verify(args) -> str:
     try:
-        report = verify_suites(args.path, _progress(args.progress), args.sample, args.sample_seed)
+        with _cluster(args) as cluster:
+            report = verify_suites(args.path, _progress(args.progress), args.sample, args.sample_seed, cluster)
     except KeyboardInterrupt:
         _interrupted("verification stopped; nothing was changed")
     lines = [f"{args.path}: {report.summary()}"]
@@ -372,12 +405,16 @@ def _cmd_golden_check(args):
         raise ValueError(f"--budget={args.budget} is not allowed; expected a positive number of seconds")
     if args.budget is not None and not args.explain:
         raise ValueError("--budget is for --explain")
+    if args.dut == "-" and (args.scheduler or args.workers is not None):
+        raise ValueError("a stream on stdin is read by one process: --scheduler and --workers need the device's "
+                         "results as a directory")
     dut = args.dut
     if args.dut == "-":  # explain reads the stream again: keep it
         dut = sys.stdin.buffer.read() if args.explain else sys.stdin.buffer
     try:
-        report = golden_check.check(args.suite_dir, io.BytesIO(dut) if isinstance(dut, bytes) else dut,
-                                    args.errors, fields)
+        with _cluster(args) as cluster:
+            report = golden_check.check(args.suite_dir, io.BytesIO(dut) if isinstance(dut, bytes) else dut,
+                                        args.errors, fields, cluster)
     except KeyboardInterrupt:
         _interrupted("check stopped")
     text = "\n".join(golden_check.report_lines(report))
@@ -462,6 +499,15 @@ def _format_name(text: str) -> str:
         return get_format(text, kind="block").name
     except ValueError:
         return text
+
+
+def _add_cluster_flags(parser) -> None:
+    """--scheduler and --workers: run a golden command's pieces on Dask (the extra mxsim[dist])."""
+    parser.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                        help="run on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.1:8786; needs "
+                             "pip install 'mxsim[dist]'); the workers must see the directories at the same paths")
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="run on a local Dask cluster of N worker processes (needs pip install 'mxsim[dist]')")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -554,7 +600,21 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--count", type=int, default=None, metavar="N",
                      help="N vectors per suite: the catalogue first (only its first N if N is smaller), then seeded "
                           "random ones (default: the catalogue, as golden/ holds it)")
+    _add_cluster_flags(gen)
     gen.set_defaults(run=_cmd_golden_generate)
+    merge = actions.add_parser(
+        "merge", help="merge the shards of suites (generate --shard I/N) into whole suites",
+        description="Merge the shards written by 'mxsim golden generate ... --shard I/N' (e.g. one task of a job "
+                    "array each) into whole suites under OUT, with their manifests and OUT/index.json: byte for byte "
+                    "what one generate without --shard writes. The shards of each suite must come from one generation "
+                    "(same seed, level, params, count and N, every I once), checked before anything is written, "
+                    "and every file must match its shard's manifest (SHA-256, checked as it is copied): otherwise an "
+                    "error says what differs, and no suite is left half-written. docs/cluster.md has the details.")
+    merge.add_argument("out", metavar="OUT", help="root directory to write the suites to (may be the root the shards "
+                                                  "are in)")
+    merge.add_argument("shards", metavar="SHARD_DIR", nargs="+",
+                       help="a shard directory (shard-I-of-N) or a directory above shards, searched recursively")
+    merge.set_defaults(run=_cmd_golden_merge)
     stream = actions.add_parser("stream", help="write one suite's vectors to stdout, one vector per line")
     stream.add_argument("--suite", choices=tuple(KINDS), required=True, help="the suite kind")
     stream.add_argument("--params", default="{}", metavar="JSON", help="the suite's parameters (as for generate)")
@@ -575,6 +635,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="recompute every directed vector and K sampled ones per suite (every file's hash and "
                             "format are still checked in full)")
     check.add_argument("--sample-seed", type=int, default=0, metavar="S", help="the sample's seed (default 0)")
+    _add_cluster_flags(check)
     check.set_defaults(run=_cmd_golden_verify)
     dut = actions.add_parser("check", help="compare a device's results with a suite (TestFloat's testfloat_ver)",
                              description="Compare a device's results with a suite, line by line; report the "
@@ -596,6 +657,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="time limit of --explain (default 60); it reports what it did not try")
     dut.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="a progress bar of --explain on stderr (default: when stderr is a terminal)")
+    _add_cluster_flags(dut)
     dut.set_defaults(run=_cmd_golden_check)
     return parser
 
@@ -610,7 +672,7 @@ def main(argv: list[str] | None = None) -> int:
     except _CheckFailed as failure:  # a check that ran: its report on stdout
         _print_quietly(failure.text)
         return failure.code
-    except (ValueError, OverflowError, OSError) as error:
+    except (ValueError, OverflowError, OSError, golden_cluster.MissingExtra) as error:
         print(f"mxsim: error: {error}".replace("\n", " "), file=sys.stderr)
         return 2
     if output is not None:

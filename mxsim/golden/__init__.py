@@ -13,6 +13,8 @@ coverage per corner class and the SHA-256 of every file.
 * :mod:`.limits`: how large a suite may be (checked before anything is allocated);
 * :mod:`.files`: writing suites (atomically, optionally as shards; the root's ``index.json``)
   and verifying them;
+* :mod:`.merge`: the shards of ``--shard I/N`` (a job array) merged into whole suites;
+* :mod:`.cluster`: generate, verify and check on Dask distributed (the extra ``mxsim[dist]``);
 * :mod:`.canonical`: the suite collection committed under ``golden/``.
 """
 

@@ -27,13 +27,13 @@ from typing import BinaryIO
 import numpy as np
 
 from .classes import CLASSES
-from .columns import RecordError, RecordReader, digits_equal, field_values
+from .columns import RecordError, RecordReader, digits_equal, field_values, sha256_file
 from .decompose import difference_lines, vector_lines
 from .fields import Field
 from .stream import parse_header
 from .verify import load_suite
 
-__all__ = ["check", "CheckReport", "Mismatch", "CheckError", "report_lines", "CHUNK"]
+__all__ = ["check", "compare_range", "CheckReport", "Mismatch", "CheckError", "report_lines", "CHUNK"]
 
 CHUNK = 1 << 16  # lines compared at a time
 
@@ -88,17 +88,17 @@ class CheckReport:
 class _Device:
     """The device's output columns a chunk at a time, from a directory or a stream."""
 
-    def __init__(self, suite, dut, fields: list[Field], report: CheckReport):
+    def __init__(self, suite, dut, fields: list[Field], report: CheckReport, first: int = 0):
         self.suite, self.fields, self.report = suite, fields, report
         self.files: list[BinaryIO] = []
         self.readers: dict[str, RecordReader] = {}  # field name (or "" for a stream) -> reader
         self.inputs: list[Field] = []  # a stream's input fields (checked against the suite's)
         if isinstance(dut, (str, Path)):
-            self._open_directory(Path(dut))
+            self._open_directory(Path(dut), first)
         else:
             self._open_stream(dut)
 
-    def _open_directory(self, directory: Path) -> None:
+    def _open_directory(self, directory: Path, first: int) -> None:
         if not directory.is_dir():
             raise CheckError(f"{directory}: {'not a directory' if directory.exists() else 'no such directory'} "
                              "(the device's results: one <field>.hex per output field, or - for a stream on stdin)")
@@ -112,7 +112,8 @@ class _Device:
                                           "one value per line, aligned with the suite")
                 continue
             self.files.append(file)
-            self.readers[f.name] = RecordReader(file, [f], str(path))
+            file.seek(first * (f.hex_digits + 1))
+            self.readers[f.name] = RecordReader(file, [f], str(path), first_line=first + 1)
 
     def _open_stream(self, source: BinaryIO) -> None:
         suite = self.suite
@@ -147,7 +148,7 @@ class _Device:
             if len(array) < size:
                 total = self.report.manifest["count"]
                 self._drop(name, f"{reader.label}: ends after {start + len(array)} vector line(s), the suite has "
-                                 f"{total} (short: line {reader.first_line + start + len(array)} onward missing)")
+                                 f"{total} (short: line {reader.first_line + reader.lines} onward missing)")
         return out
 
     def finish(self, total: int) -> None:
@@ -167,12 +168,42 @@ class _Device:
             file.close()
 
 
-def check(suite_dir, dut, errors: int = 20, fields: list[str] | None = None) -> CheckReport:
+def check(suite_dir, dut, errors: int = 20, fields: list[str] | None = None, cluster=None) -> CheckReport:
     """Compare the device's results ``dut`` (a directory, or a binary stream of ``stream``-format
     lines) with the suite in ``suite_dir``: every output field, or those named in ``fields``.
-    ``errors``: how many mismatching vectors :attr:`CheckReport.first` keeps."""
+    ``errors``: how many mismatching vectors :attr:`CheckReport.first` keeps. ``cluster``: a
+    :class:`.cluster.Cluster` to compare ranges of lines on, when ``dut`` is a directory whose
+    files have the suite's size (the same report; otherwise the check runs here)."""
     began = time.perf_counter()
     suite_dir = Path(suite_dir)
+    manifest, suite, outputs = _suite_and_fields(suite_dir, fields)
+    directory = isinstance(dut, (str, Path))
+    if cluster is not None and not directory:
+        raise CheckError("a stream on stdin is read by one process: --scheduler and --workers need the device's "
+                         "results as a directory")
+
+    def new_report() -> CheckReport:
+        report = CheckReport(suite_dir, suite, manifest, str(dut) if directory else "stdin", [f.name for f in outputs])
+        report.class_totals = {name: int(manifest.get("coverage", {}).get(name, 0)) for name in CLASSES}
+        return report
+
+    report = new_report()
+    if cluster is not None and _sized(Path(dut), outputs, manifest["count"]):
+        if _check_on(cluster, suite_dir, manifest, suite, outputs, Path(dut), report, errors):
+            report.seconds = time.perf_counter() - began
+            return report
+        report = new_report()  # a file error: the one-process check reports it
+    device = _Device(suite, dut, outputs, report)
+    try:
+        _compare(suite_dir, manifest, suite, outputs, device, report, errors)
+    finally:
+        device.close()
+    report.seconds = time.perf_counter() - began
+    return report
+
+
+def _suite_and_fields(suite_dir: Path, fields: list[str] | None):
+    """(manifest, suite, the output fields compared)."""
     try:
         manifest, suite = load_suite(suite_dir)
     except ValueError as error:
@@ -185,20 +216,13 @@ def check(suite_dir, dut, errors: int = 20, fields: list[str] | None = None) -> 
             raise CheckError(f"--fields {','.join(fields)}: {', '.join(unknown) or 'none given'}; the output fields of "
                              f"{suite.kind}/{suite.name} are {', '.join(known)}")
         outputs = [known[name] for name in fields]
-    report = CheckReport(suite_dir, suite, manifest, "stdin" if not isinstance(dut, (str, Path)) else str(dut),
-                         [f.name for f in outputs])
-    report.class_totals = {name: int(manifest.get("coverage", {}).get(name, 0)) for name in CLASSES}
-    device = _Device(suite, dut, outputs, report)
-    try:
-        _compare(suite_dir, manifest, suite, outputs, device, report, errors)
-    finally:
-        device.close()
-    report.seconds = time.perf_counter() - began
-    return report
+    return manifest, suite, outputs
 
 
 def _compare(suite_dir: Path, manifest: dict, suite, outputs: list[Field], device: _Device, report: CheckReport,
-             errors: int) -> None:
+             errors: int, first: int = 0, last: int | None = None) -> None:
+    """Compare lines [first, last) (default: all, then the device's extra lines and the suite's
+    hashes too; a range reads from the lines' offsets and checks neither)."""
     flags_field = suite.fields[-1]
     expected_fields = outputs + [flags_field] + device.inputs
     files = {f.name: open(suite_dir / f.file, "rb") for f in expected_fields}  # noqa: SIM115 - closed below
@@ -206,11 +230,16 @@ def _compare(suite_dir: Path, manifest: dict, suite, outputs: list[Field], devic
     counts = np.zeros(len(CLASSES), dtype=np.int64)
     found: dict[str, list[np.ndarray]] = {f.name: [] for f in outputs}
     total = manifest["count"]
+    last = total if last is None else last
+    whole = (first, last) == (0, total)
     try:
-        suite_readers = {f.name: RecordReader(files[f.name], [f], str(suite_dir / f.file), hasher=digests[f.name])
+        for f in expected_fields:
+            files[f.name].seek(first * (f.hex_digits + 1))
+        suite_readers = {f.name: RecordReader(files[f.name], [f], str(suite_dir / f.file), first_line=first + 1,
+                                              hasher=digests[f.name] if whole else None)
                          for f in expected_fields}
-        for start in range(0, total, CHUNK):
-            size = min(CHUNK, total - start)
+        for start in range(first, last, CHUNK):
+            size = min(CHUNK, last - start)
             try:
                 expected = {name: reader.read(size)[:, :-1] for name, reader in suite_readers.items()}
             except RecordError as error:
@@ -220,17 +249,72 @@ def _compare(suite_dir: Path, manifest: dict, suite, outputs: list[Field], devic
             compared = _compare_chunk(outputs, flags_field, expected, got, start, found, counts, report, errors)
             if device.inputs and compared < size:
                 return  # the stream ended early (reported); the rest of the suite is not read
-        device.finish(total)
-        for f in expected_fields:
-            if digests[f.name].hexdigest() != manifest["files"].get(f.file):
-                raise CheckError(f"{suite_dir / f.file}: SHA-256 differs from the suite's manifest (edited or "
-                                 f"truncated); mxsim golden verify {suite_dir}")
+        if whole:
+            device.finish(total)
+            for f in expected_fields:
+                if digests[f.name].hexdigest() != manifest["files"].get(f.file):
+                    _changed(suite_dir, f)
     finally:
         for file in files.values():
             file.close()
         report.mismatches = {name: np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
                              for name, arrays in found.items()}
         report.classes = {name: int(n) for name, n in zip(CLASSES, counts) if n}
+
+
+def _changed(suite_dir: Path, f: Field):
+    raise CheckError(f"{suite_dir / f.file}: SHA-256 differs from the suite's manifest (edited or truncated); "
+                     f"mxsim golden verify {suite_dir}")
+
+
+# --- on a cluster ----------------------------------------------------------------------------
+_RANGE_LINES = 4 * CHUNK  # at least this many lines per task on a cluster
+
+
+def _sized(dut: Path, outputs: list[Field], total: int) -> bool:
+    """Whether every device file is there with exactly the suite's lines of the field's width."""
+    try:
+        return all((dut / f.file).stat().st_size == total * (f.hex_digits + 1) for f in outputs)
+    except OSError:
+        return False
+
+
+def compare_range(suite_dir: str, dut: str, fields: list[str], errors: int, first: int, last: int) -> dict:
+    """A task: compare lines [first, last) of the device directory ``dut`` with the suite
+    (``fields``: the output fields compared); the parts of a :class:`CheckReport` it found."""
+    manifest, suite, outputs = _suite_and_fields(Path(suite_dir), fields)
+    report = CheckReport(Path(suite_dir), suite, manifest, dut, fields)
+    device = _Device(suite, dut, outputs, report, first)
+    try:
+        _compare(Path(suite_dir), manifest, suite, outputs, device, report, errors, first, last)
+    finally:
+        device.close()
+    return {"vectors": report.vectors, "mismatches": report.mismatches, "classes": report.classes,
+            "first": report.first, "errors": report.errors}
+
+
+def _check_on(cluster, suite_dir: Path, manifest: dict, suite, outputs: list[Field], dut: Path, report: CheckReport,
+              errors: int) -> bool:
+    """Compare on ``cluster`` into ``report``; False (report unfinished) if a file has an error,
+    which the one-process check then reports as it does."""
+    names = [f.name for f in outputs]
+    jobs = [(str(suite_dir.resolve()), str(dut.resolve()), names, errors, first, last)
+            for first, last in cluster.ranges(manifest["count"], _RANGE_LINES, CHUNK)]
+    try:
+        parts = list(cluster.map(compare_range, jobs))
+    except CheckError:  # a suite file that cannot be read: the one-process check names it as given
+        return False
+    if any(part["errors"] for part in parts):
+        return False
+    for f in outputs + [suite.fields[-1]]:
+        if sha256_file(suite_dir / f.file) != manifest["files"].get(f.file):
+            _changed(suite_dir, f)
+    report.vectors = sum(part["vectors"] for part in parts)
+    report.mismatches = {name: np.concatenate([part["mismatches"][name] for part in parts]) for name in names}
+    classes = {name: sum(part["classes"].get(name, 0) for part in parts) for name in CLASSES}
+    report.classes = {name: n for name, n in classes.items() if n}
+    report.first = [mismatch for part in parts for mismatch in part["first"]][:errors]
+    return True
 
 
 def _compare_chunk(outputs: list[Field], flags_field: Field, expected: dict, got: dict, start: int, found: dict,

@@ -20,7 +20,7 @@ versions).
 
 Shards: ``shard=(i, n)`` writes lines [i*N//n, (i+1)*N//n) of the suite into
 ``<suite dir>/shard-<i>-of-<n>/``; the shards' files, concatenated in order, are the whole
-suite's files.
+suite's files, and :mod:`.merge` assembles them into the suite one generation writes.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from .classes import CLASSES
 from .suites import Suite
 from .writer import MANIFEST, NPZ, SuiteWriter
 
-__all__ = ["generate", "generate_suites", "GenerationInterrupted", "suite_dir", "manifest_dict", "INDEX", "MANIFEST",
-           "NPZ"]
+__all__ = ["generate", "generate_suites", "GenerationInterrupted", "suite_dir", "manifest_dict", "manifest_bytes",
+           "prepare_generation", "write_suite", "shard_lines", "shard_name", "INDEX", "MANIFEST", "NPZ"]
 
 INDEX = "index.json"
 INDEX_MARK = "mxsim golden index"
@@ -190,7 +190,7 @@ def _check_request(level, shard) -> None:
 
 def _suite_key(suite: Suite, shard) -> str:
     key = f"{suite.kind}/{suite.name}"
-    return key if shard is None else f"{key}/shard-{shard[0]}-of-{shard[1]}"
+    return key if shard is None else f"{key}/{shard_name(shard)}"
 
 
 def generate(suite: Suite, root, seed: int = 0, level: int = 1, shard: tuple[int, int] | None = None,
@@ -208,6 +208,25 @@ def generate_suites(suites: list[Suite], root, seed: int = 0, level: int = 1, sh
     returns the directories written. Every request is checked before anything is written
     (level, shard, count, :func:`.limits.check_enumerable` and :func:`.limits.check_size` for
     every suite); Ctrl-C raises :class:`GenerationInterrupted` after removing the partial suite."""
+    root, plans, keys = prepare_generation(suites, root, level, shard, count)
+    written = []
+    for number, (suite, plan, key) in enumerate(zip(suites, plans, keys), 1):
+        label = f"suite {number}/{len(suites)} {suite.kind}/{suite.name}"
+        try:
+            directory, manifest, vectors = write_suite(suite, plan, root, seed, level, shard,
+                                                       label if progress else None, npz)
+            _update_index(root, {key: {"count": vectors, "manifest_sha256": _sha256(manifest)}})
+        except KeyboardInterrupt:
+            raise GenerationInterrupted(root, len(written), len(suites), key) from None
+        written.append(directory)
+    return written
+
+
+def prepare_generation(suites: list[Suite], root, level: int, shard, count: int | None, copies: int = 1
+                       ) -> tuple[Path, list[pipeline.Plan], list[str]]:
+    """Check a generation before anything is written (level, shard, count, the limits of every
+    suite, ``copies`` times its bytes of free space), create the root and enter every suite in its
+    index as unfinished; returns (root, the suites' plans, their index keys)."""
     _check_request(level, shard)
     plans = []
     for suite in suites:
@@ -216,32 +235,35 @@ def generate_suites(suites: list[Suite], root, seed: int = 0, level: int = 1, sh
         limits.check_size(suite, plans[-1].total)
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
-    limits.check_space(root, [(suite, plan.total) for suite, plan in zip(suites, plans)], shard)
+    limits.check_space(root, [(suite, plan.total) for suite, plan in zip(suites, plans)] * copies, shard)
     keys = [_suite_key(suite, shard) for suite in suites]
     _update_index(root, dict.fromkeys(keys))
-    written = []
-    for number, (suite, plan, key) in enumerate(zip(suites, plans, keys), 1):
-        label = f"suite {number}/{len(suites)} {suite.kind}/{suite.name}"
-        try:
-            directory, manifest, vectors = _write_suite(suite, plan, root, seed, level, shard,
-                                                        label if progress else None, npz)
-            _update_index(root, {key: {"count": vectors, "manifest_sha256": _sha256(manifest)}})
-        except KeyboardInterrupt:
-            raise GenerationInterrupted(root, len(written), len(suites), key) from None
-        written.append(directory)
-    return written
+    return root, plans, keys
 
 
-def _write_suite(suite: Suite, plan: pipeline.Plan, root: Path, seed: int, level: int, shard, label,
-                 npz: bool) -> tuple[Path, bytes, int]:
-    """Compute and write one suite (or shard) a chunk at a time; returns (directory, manifest bytes, vectors)."""
+def shard_lines(total: int, shard: tuple[int, int] | None) -> tuple[int, int]:
+    """The 0-based lines [first, last) of shard ``(i, n)`` of a suite of ``total`` vectors:
+    [i*total//n, (i+1)*total//n); the whole suite for None."""
+    if shard is None:
+        return 0, total
+    index, count = shard
+    return index * total // count, (index + 1) * total // count
+
+
+def shard_name(shard: tuple[int, int]) -> str:
+    return f"shard-{shard[0]}-of-{shard[1]}"
+
+
+def write_suite(suite: Suite, plan: pipeline.Plan, root: Path, seed: int, level: int, shard, label,
+                npz: bool) -> tuple[Path, bytes, int]:
+    """Compute and write one suite (or shard, into ``<suite dir>/shard-<i>-of-<n>/``) a chunk at a
+    time, without touching the index; returns (directory, manifest bytes, vectors). ``label``: a
+    progress bar's (None: no bar)."""
     total = plan.total
     directory = suite_dir(root, suite)
-    first, last = 0, total
+    first, last = shard_lines(total, shard)
     if shard is not None:
-        index, count = shard
-        first, last = index * total // count, (index + 1) * total // count
-        directory = directory / f"shard-{index}-of-{count}"
+        directory = directory / shard_name(shard)
     coverage = np.zeros(len(CLASSES), dtype=np.int64)
     bits = np.arange(len(CLASSES), dtype=np.uint64)
     writer = SuiteWriter(root, directory, suite.fields, last - first, npz)

@@ -35,7 +35,7 @@ from .columns import RecordError, RecordReader, field_values, sha256_file
 from .files import INDEX, MANIFEST, MANIFEST_KEYS, NPZ, _is_temporary, _read_index, _read_json, _sha256
 from .suites import suite_from_spec
 
-__all__ = ["verify", "VerifyReport", "load_suite"]
+__all__ = ["verify", "VerifyReport", "load_suite", "recompute"]
 
 _DIRECTED = flag_bits(["directed"])
 
@@ -66,10 +66,12 @@ class VerifyReport:
         return text
 
 
-def verify(path, progress: bool = False, sample: int | None = None, sample_seed: int = 0) -> VerifyReport:
+def verify(path, progress: bool = False, sample: int | None = None, sample_seed: int = 0,
+           cluster=None) -> VerifyReport:
     """Verify every suite at or under ``path`` against its manifest, the reference model and the
     root's index (see the module docstring). Every problem is reported; none stops the rest.
-    ``sample``: recompute only the directed vectors and ``sample`` drawn ones per suite."""
+    ``sample``: recompute only the directed vectors and ``sample`` drawn ones per suite.
+    ``cluster``: a :class:`.cluster.Cluster` to recompute ranges of lines on (the same report)."""
     if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 0):
         raise ValueError(f"sample={sample!r} is not allowed; expected a non-negative integer")
     path = Path(path)
@@ -82,15 +84,56 @@ def verify(path, progress: bool = False, sample: int | None = None, sample_seed:
     _check_index(path, manifests, report)
     if not manifests:
         report.problems.append(f"{path}: no {MANIFEST} found")
+    parts, jobs = [], []  # per suite: its report and its jobs (cluster only)
     for number, manifest_path in enumerate(manifests, 1):
         report.suites += 1
         directory = manifest_path.parent
-        label = f"suite {number}/{len(manifests)} {directory}" if progress else None
+        part = VerifyReport(sample=sample, sample_seed=sample_seed)
         try:
-            _verify_suite(directory, report, label)
+            prepared = _prepare_suite(directory, part)
         except Exception as error:  # noqa: BLE001 - report it and go on with the other suites
-            report.problems.append(f"{directory}: could not be checked ({type(error).__name__}: {error})")
+            part.problems.append(_not_checked(directory, error))
+            prepared = None
+        if prepared is None:
+            parts.append((part, []))
+        elif cluster is None:
+            label = f"suite {number}/{len(manifests)} {directory}" if progress else None
+            _add_ranges(part, [recompute(directory, 0, prepared[1], prepared[2], label, prepared[0])])
+            parts.append((part, []))
+        else:
+            suite, count, picked = prepared
+            ranges = cluster.ranges(count, _RANGE_VECTORS, pipeline.CHUNK)
+            parts.append((part, ranges))
+            jobs += [(str(directory), first, last, _within(picked, first, last), None, None, os.getcwd())
+                     for first, last in ranges]
+    results = iter(cluster.map(recompute, jobs, "verify" if progress else None)) if jobs else iter(())
+    for part, ranges in parts:
+        _add_ranges(part, [next(results) for _ in ranges])
+        report.vectors += part.vectors
+        report.lines += part.lines
+        report.problems += part.problems
     return report
+
+
+_RANGE_VECTORS = 1 << 14  # at least this many lines per task on a cluster
+
+
+def _within(picked, first: int, last: int):
+    return None if picked is None else picked[(picked >= first) & (picked < last)]
+
+
+def _not_checked(directory: Path, error: Exception) -> str:
+    return f"{directory}: could not be checked ({type(error).__name__}: {error})"
+
+
+def _add_ranges(part: VerifyReport, results: list[VerifyReport]) -> None:
+    """Add the results of consecutive ranges of one suite's lines up to the first with a problem
+    (what one pass over the lines finds: it stops at the first)."""
+    for result in results:
+        part.vectors += result.vectors
+        if result.problems:
+            part.problems += result.problems
+            return
 
 
 def _check_tree(path: Path, report: VerifyReport) -> None:
@@ -276,31 +319,58 @@ def _check_files(directory: Path, manifest: dict, suite, report: VerifyReport) -
     return readable
 
 
-def _verify_suite(directory: Path, report: VerifyReport, label: str | None) -> None:
-    loaded = _load_suite(directory, report)
-    if loaded is None or not _check_files(directory, *loaded, report):
-        return
+def _prepare_suite(directory: Path, part: VerifyReport):
+    """Load a suite and check its files (problems into ``part``); (suite, lines, sampled lines or
+    None) when its vectors can be recomputed, else None."""
+    loaded = _load_suite(directory, part)
+    if loaded is None or not _check_files(directory, *loaded, part):
+        return None
     manifest, suite = loaded
     count = manifest["count"]
-    report.lines += count
+    part.lines += count
     picked = None
-    if report.sample is not None and report.sample < count:
-        rng = random.Random(f"mxsim-verify:{report.sample_seed}:{suite.kind}/{suite.name}")
-        picked = np.array(sorted(rng.sample(range(count), report.sample)), dtype=np.int64)
-    files = {f.name: open(directory / f.file, "rb") for f in suite.fields}
+    if part.sample is not None and part.sample < count:
+        rng = random.Random(f"mxsim-verify:{part.sample_seed}:{suite.kind}/{suite.name}")
+        picked = np.array(sorted(rng.sample(range(count), part.sample)), dtype=np.int64)
+    return suite, count, picked
+
+
+def recompute(directory, first: int, last: int, picked=None, label: str | None = None, suite=None,
+              base: str | None = None) -> VerifyReport:
+    """Recompute lines [first, last) (0-based) of the suite in ``directory`` (its files checked
+    already) with the reference model: all of them, or with ``picked`` (sorted 0-based lines) the
+    directed ones and those picked. Returns a report of the vectors recomputed and the first
+    problem (a mismatch or a malformed line), after which it stops, as a pass over the whole
+    suite would; the lines are read from their offsets (every line of a field has one width).
+    ``suite``: the suite, if loaded already; ``label``: a progress bar's; ``base``: the directory
+    a relative ``directory`` is in (a cluster's worker has another working directory; problems
+    name ``directory`` as given)."""
+    directory = Path(directory)
+    where = directory if base is None else Path(base) / directory
+    part = VerifyReport()
     try:
-        readers = {f.name: RecordReader(files[f.name], [f], str(directory / f.file)) for f in suite.fields}
-        with tqdm(total=count, desc=label, disable=label is None, leave=False) as bar:
-            for start in range(0, count, pipeline.CHUNK):
-                size = min(pipeline.CHUNK, count - start)
-                if not _verify_chunk(directory, suite, readers, start, size, picked, report):
-                    return
-                bar.update(size)
-    except RecordError as error:
-        report.problems.append(str(error))
-    finally:
-        for file in files.values():
-            file.close()
+        if suite is None:
+            suite = load_suite(where)[1]
+        files = {f.name: open(where / f.file, "rb") for f in suite.fields}
+        try:
+            for f in suite.fields:
+                files[f.name].seek(first * (f.hex_digits + 1))
+            readers = {f.name: RecordReader(files[f.name], [f], str(directory / f.file), first_line=first + 1)
+                       for f in suite.fields}
+            with tqdm(total=last - first, desc=label, disable=label is None, leave=False) as bar:
+                for start in range(first, last, pipeline.CHUNK):
+                    size = min(pipeline.CHUNK, last - start)
+                    if not _verify_chunk(directory, suite, readers, start, size, picked, part):
+                        break
+                    bar.update(size)
+        except RecordError as error:
+            part.problems.append(str(error))
+        finally:
+            for file in files.values():
+                file.close()
+    except Exception as error:  # noqa: BLE001 - reported as verify reports it
+        part.problems.append(_not_checked(directory, error))
+    return part
 
 
 def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, picked, report: VerifyReport) -> bool:

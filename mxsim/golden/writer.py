@@ -28,7 +28,7 @@ import numpy as np
 from ..fileformat import atomic_write, file_mode
 from .fields import Field
 
-__all__ = ["SuiteWriter", "NPZ", "MANIFEST"]
+__all__ = ["SuiteWriter", "NPZ", "MANIFEST", "npy_dtype"]
 
 MANIFEST = "manifest.json"
 NPZ = "vectors.npz"
@@ -49,23 +49,29 @@ def _temporary(directory: Path, name: str):
     return file, Path(path)
 
 
+def npy_dtype(field: Field) -> np.dtype:
+    """The dtype of a field's array in ``vectors.npz``: uint64 up to 64 bits, else its hex digits."""
+    return np.dtype(np.uint64) if field.bits <= 64 else np.dtype(f"<U{field.hex_digits}")
+
+
 class _NpyColumn:
     """One field as a .npy array of ``total`` rows written a chunk at a time."""
 
     def __init__(self, directory: Path, field: Field, total: int):
         self.field = field
-        self.dtype = np.dtype(np.uint64) if field.bits <= 64 else np.dtype(f"<U{field.hex_digits}")
+        self.dtype = npy_dtype(field)
         self.file, self.path = _temporary(directory, f"{field.name}.npy")
         np.lib.format.write_array_header_1_0(self.file, {"descr": np.lib.format.dtype_to_descr(self.dtype),
                                                          "fortran_order": False, "shape": (total,)})
 
-    def write(self, values: list[int], text: str) -> None:
+    def encode(self, values: list[int], text: str) -> bytes:
+        """The .npy data (no header) of ``values``, whose hex lines are ``text``."""
         if self.field.bits <= 64:
             unsigned = [v % (1 << self.field.bits) for v in values] if self.field.signed else values
             array = np.array(unsigned, dtype=np.uint64)
         else:
             array = np.array(text.split("\n")[:-1], dtype=self.dtype)
-        self.file.write(array.tobytes())
+        return array.tobytes()
 
 
 class SuiteWriter:
@@ -94,11 +100,16 @@ class SuiteWriter:
         """Append one chunk: a list of values per field, all of the same length."""
         for f in self.fields:
             text = f.to_hex_lines(chunk[f.name])
-            data = text.encode("ascii")
-            self.files[f.file][0].write(data)
-            self.digests[f.file].update(data)
-            if self.npz:
-                self.columns[f.name].write(chunk[f.name], text)
+            self.append(f, text.encode("ascii"), self.columns[f.name].encode(chunk[f.name], text) if self.npz else None)
+
+    def append(self, field: Field, hex_data: bytes, npy_data: bytes | None = None) -> None:
+        """Append bytes as they are: ``hex_data`` to the field's hex file (whole lines, or the
+        rest of them later) and, with ``npz``, ``npy_data`` (the rows' .npy data, no header) to
+        its array (:mod:`.merge` copies shards' files this way)."""
+        self.files[field.file][0].write(hex_data)
+        self.digests[field.file].update(hex_data)
+        if npy_data:
+            self.columns[field.name].file.write(npy_data)
 
     def commit(self, manifest_for) -> bytes:
         """Put every file in place and write the manifest, ``manifest_for(files)`` given the
