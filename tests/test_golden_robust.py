@@ -348,8 +348,10 @@ def test_a_failure_while_writing_leaves_no_half_written_suite(tmp_path, monkeypa
 
 
 def test_sigint_to_the_command_exits_130_without_traceback(tmp_path):
+    # --count 2 * 10^7 (460 MB of hex, minutes of work): the child is still computing when SIGINT arrives however
+    # slowly this process is scheduled (a 65,536-vector suite once finished first on a loaded machine)
     argv = [sys.executable, "-m", "mxsim.cli", "golden", "generate", str(tmp_path), "--suite", "decode",
-            "--params", '{"element": "fp16"}', "--progress"]
+            "--params", '{"element": "fp16"}', "--count", str(2 * 10**7), "--progress"]
     child = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.PIPE, env=_env())
     seen = b""
     while b"suite 1/1" not in seen:  # the progress bar is up: the suite is being computed
