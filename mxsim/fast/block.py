@@ -387,11 +387,13 @@ def dequantize_blocks(scales, subscales, codes, fmt, tensor_scale=None, scale_en
     return values
 
 
-def dequantize_blocks_float32(scales, subscales, codes, fmt, scale_encoding: str = "e8m0") -> np.ndarray:
+def dequantize_blocks_float32(scales, subscales, codes, fmt, scale_encoding: str = "e8m0", *, nan_flag: bool = False):
     """float32 values of E8M0-scaled blocks: element * 2^(E - tau) as one float32 product of two
     exact float32 operands (the element and a power of two, 2^-128 included), hence rounded once,
     nearest-even, overflowing to +-Inf; chunked over blocks on two threads. NaN lanes carry the
-    NaN of the product (callers that promise a NaN sign set it; see mxsim.fast.dequant)."""
+    NaN of the product (callers that promise a NaN sign set it; see mxsim.fast.dequant).
+    ``nan_flag``: return (values, whether any value is NaN), the flag found per chunk while the
+    chunk is in cache (a maximum propagates NaN)."""
     if fmt.scale.name != "e8m0":
         raise ValueError("dequantize_blocks_float32 handles E8M0-scaled formats only")
     elements = value_table(fmt.element).astype(np.float32)
@@ -399,13 +401,17 @@ def dequantize_blocks_float32(scales, subscales, codes, fmt, scale_encoding: str
     out = np.empty(codes.shape, dtype=np.float32)
     arrays = [codes, scales, out] + ([] if subscales is None else [subscales])
 
+    nan_chunks = []
+
     def kernel(start, stop, codes, scales, out, subscales=None):
-        np.take(elements, codes, out=out)
+        np.take(elements, codes, out=out, mode="clip")  # codes < 2^width: no bounds check (mode="raise" buffers out)
         factor = powers[scales][:, None]
         if subscales is not None:
             factor = np.ldexp(factor, -np.repeat(subscales.astype(np.int32), fmt.subblock_size, axis=1))
         with np.errstate(over="ignore"):
             np.multiply(out, factor, out=out)
+        if nan_flag and np.isnan(out.max()):
+            nan_chunks.append(start)
 
     map_chunks(kernel, len(codes), *arrays, chunk=max(1, BLOCK_CHUNK // fmt.block_size))
-    return out
+    return (out, bool(nan_chunks)) if nan_flag else out
