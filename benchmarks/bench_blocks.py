@@ -94,12 +94,12 @@ def mxsim_operations(prefix: str, package, tensor_pack, data, full: bool) -> lis
             payload = tensor_pack.pack(tensor)
             ops.append((f"{prefix}{name} pack [normal]", lambda t=tensor: tensor_pack.pack(t)))
             ops.append(
-                (f"{prefix}{name} unpack [normal]", lambda p=payload, name=name: tensor_pack.unpack(p, name, x.shape))
+                (f"{prefix}{name} unpack [normal]", lambda p=payload, name=name, shape=x.shape: tensor_pack.unpack(p, name, shape))
             )
             ops.append(
                 (
                     f"{prefix}{name} unpack+dequantize [normal]",
-                    lambda p=payload, name=name: tensor_pack.dequantize_packed(p, name, x.shape),
+                    lambda p=payload, name=name, shape=x.shape: tensor_pack.dequantize_packed(p, name, shape),
                 )
             )
     return ops

@@ -63,7 +63,8 @@ def test_random_patterns_over_and_below_the_range(name):
     rng = np.random.default_rng(14)
     n = 200_000
     field = rng.integers(max(1, fmt.emin + 127 - 30), fmt.emax + 127 + 4, n).astype(np.uint32)
-    bits = (rng.integers(0, 2, n).astype(np.uint32) << 31) | (field << 23) | rng.integers(0, 1 << 23, n).astype(np.uint32)
+    sign = rng.integers(0, 2, n).astype(np.uint32) << 31
+    bits = sign | (field << 23) | rng.integers(0, 1 << 23, n).astype(np.uint32)
     tiny = rng.integers(0, 1 << 23, 1000).astype(np.uint32)  # fp32 subnormals, +-0
     values = np.concatenate([bits, tiny, tiny | np.uint32(1 << 31), [0x7F800000, 0xFF800000]]).astype(np.uint32)
     values = values.view(np.float32)

@@ -14,7 +14,7 @@ Three kernels, chosen per call; all give the reference's codes (the test suite c
 from __future__ import annotations
 
 import threading
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -180,7 +180,7 @@ def _table_fits(fmt) -> bool:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def fp32_rne_table(fmt) -> np.ndarray | None:
     """rne + saturate codes of ``fmt`` (uint8, 65536 entries) indexed by :func:`fp32_table_index`
     of a float32, or None where the table does not serve (see :func:`_table_fits`).
