@@ -15,6 +15,7 @@ here is exact:
 
 from __future__ import annotations
 
+import threading
 from fractions import Fraction
 
 import numpy as np
@@ -42,7 +43,7 @@ from ..ref.scale import (
 from ..ref.sources import check_source_options, inf_stand_in
 from .chunks import BLOCK_CHUNK, map_chunks
 from .decode import scale_table, value_table
-from .encode import _Binary, _IntKernel, _RneSaturateKernel, encode
+from .encode import _Binary, _IntKernel, encode, fp32_rne_table, fp32_table_index
 
 __all__ = ["quantize_blocks", "dequantize_blocks", "dequantize_blocks_float32", "floor_log2"]
 
@@ -175,22 +176,23 @@ def _element_codes(scaled: np.ndarray, fmt, options: QuantizeOptions, rand_bits)
 
 class _ChunkedE8M0Quantizer:
     """Single-level E8M0 formats, float32 input, rne, exact subnormals, specials='block', computed
-    E8M0 scales: cache-sized chunks of blocks, block maxima from the integer bit patterns, the
-    scale applied as an exact power-of-two float32 product, and the element kernels of
-    mxsim.fast.encode on the result.
+    E8M0 scales: cache-sized chunks of blocks (on two threads, each writing its own blocks),
+    block maxima from the integer bit patterns, the scale applied as an exact power-of-two
+    float32 product, and the elements encoded through :func:`mxsim.fast.encode.fp32_rne_table`
+    (float elements) or the integer kernel of mxsim.fast.encode (MXINT8).
 
     Why the float32 product is exact enough: x * 2^-E is exact unless it falls below 2^-126,
     and anything that small lies far below half the smallest step of every element format, so
-    rne gives (signed) zero either way."""
+    rne gives (signed) zero either way. Under scale_rule='floor' the exponent comes from the
+    block maximum's exponent field: E = max(field - 127 - emax, -127), which also gives -127 for
+    zero and fp32-subnormal maxima (floor(log2) <= -127 and emax >= 0)."""
 
     FP32 = _Binary(np.float32)
 
     @classmethod
     def applies(cls, blocks, fmt, options: QuantizeOptions, source: str, scales) -> bool:
         element = fmt.element
-        kernel_fits = _RneSaturateKernel.applies(element, "rne", "saturate", cls.FP32) or _IntKernel.applies(
-            element, "rne", "saturate", cls.FP32
-        )
+        kernel_fits = fp32_rne_table(element) is not None or _IntKernel.applies(element, "rne", "saturate", cls.FP32)
         return (
             blocks.dtype == np.float32
             and source != "fp64"
@@ -203,46 +205,78 @@ class _ChunkedE8M0Quantizer:
             and options.scale_encoding == "e8m0"
             and options.inf_policy in ("nan", "saturate")
             and options.min_scale_divisor == "scale"
+            and element.emax >= 0
             and kernel_fits
         )
 
     def __init__(self, fmt, options: QuantizeOptions, source: str):
         self.fmt, self.options = fmt, options
         element = fmt.element
-        if element.kind == "float":
-            self.element_kernel = _RneSaturateKernel(element, self.FP32)
-        else:
+        self.table = fp32_rne_table(element)
+        if self.table is None:
             self.element_kernel = _IntKernel(element, "rne", "saturate", options.int8_allow_neg2)
         self.nan_element = nan_block_element_code(element, options)
         # an Inf counts as the source type's largest finite value (exact in float32 for every
         # source but fp64, which never comes here)
         self.inf_stand_in = np.float32(float(inf_stand_in(source))).view(np.uint32)
+        # 2^-E for E = E8M0_MIN .. E8M0_MAX, exact float32 (2^127 .. 2^-127, a subnormal)
+        self.factors = np.ldexp(np.float32(1), -np.arange(E8M0_MIN, E8M0_MAX + 1)).astype(np.float32)
+        self._local = threading.local()
+
+    def _scratch(self, size: int):
+        """Per-thread buffers (uint32 work, float32 products) and block offsets, reused across chunks."""
+        buffers = getattr(self._local, "buffers", None)
+        if buffers is None or buffers[0].size < size:
+            k = self.fmt.block_size
+            buffers = (np.empty(size, np.uint32), np.empty(size, np.float32), np.arange(0, size, k))
+            self._local.buffers = buffers
+        work, scaled, offsets = buffers
+        return work[:size], scaled[:size], offsets[: size // self.fmt.block_size]
+
+    def _exponents(self, amax_bits: np.ndarray) -> np.ndarray:
+        """Clamped scale exponents E (int32) of block maxima given as float32 bit patterns."""
+        element = self.fmt.element
+        if self.options.scale_rule == "floor":
+            exponent = (amax_bits >> np.uint32(23)).astype(np.int32)
+            exponent -= 127 + element.emax
+            return np.maximum(exponent, E8M0_MIN, out=exponent)
+        amax = amax_bits.view(np.float32).astype(np.float64)
+        exponent = np.full(amax.shape, E8M0_MIN, dtype=np.int32)
+        nonzero = amax > 0
+        exponent[nonzero] = _scale_exponents(amax[nonzero], element, self.options.scale_rule)
+        np.maximum(exponent, E8M0_MIN, out=exponent)
+        return np.minimum(exponent, E8M0_MAX, out=exponent)
 
     def __call__(self, start, stop, x, scales, codes):
-        magnitude = x.view(np.uint32) & np.uint32(0x7FFFFFFF)
+        flat_codes = codes.reshape(-1)
+        work, scaled, offsets = self._scratch(x.size)
+        bits = x.reshape(-1).view(np.uint32)
+        np.bitwise_and(bits, np.uint32(0x7FFFFFFF), out=work)
         # Block maxima of the bit patterns (ordered like the magnitudes); reduceat on the flat
-        # view is about 1.6x faster than max(axis=1) on short rows.
-        k = self.fmt.block_size
-        amax_bits = np.maximum.reduceat(magnitude.reshape(-1), np.arange(0, magnitude.size, k))
+        # view is about 1.6x faster than max(axis=1) on short rows. A NaN's pattern exceeds
+        # Inf's, so the maximum tells NaN blocks too.
+        amax_bits = np.maximum.reduceat(work, offsets)
         nan_blocks = None
         if amax_bits.max() >= 0x7F800000:  # Inf or NaN somewhere in the chunk
-            nan_blocks = (magnitude > 0x7F800000).any(axis=1)
+            nan_blocks = amax_bits > 0x7F800000
             infinite = amax_bits == 0x7F800000
             if self.options.inf_policy == "nan":
                 nan_blocks |= infinite
             else:
-                amax_bits = np.where(infinite, self.inf_stand_in, amax_bits)
-            x = np.where(nan_blocks[:, None], np.float32(0), x)
-            amax_bits = np.where(nan_blocks, np.uint32(0), amax_bits)  # no NaN bit patterns below
-        amax = amax_bits.view(np.float32).astype(np.float64)
-        exponent = np.full(amax.shape, E8M0_MIN, dtype=np.int64)
-        nonzero = amax > 0
-        exponent[nonzero] = _scale_exponents(amax[nonzero], self.fmt.element, self.options.scale_rule)
-        np.clip(exponent, E8M0_MIN, E8M0_MAX, out=exponent)
-        factor = np.ldexp(np.float32(1), -exponent).astype(np.float32)
-        scaled = np.multiply(x, factor[:, None])
-        self.element_kernel(start, stop, scaled.reshape(-1), codes.reshape(-1))
-        np.add(exponent, -E8M0_MIN, out=scales, casting="unsafe")
+                amax_bits[infinite] = self.inf_stand_in
+            amax_bits[nan_blocks] = 0  # no NaN bit patterns below; the codes are set at the end
+        exponent = self._exponents(amax_bits)
+        factor = self.factors[exponent - E8M0_MIN]
+        with np.errstate(invalid="ignore", over="ignore"):  # NaN blocks only: their codes are set below
+            np.multiply(x, factor[:, None], out=scaled.reshape(x.shape))
+        if self.table is not None:
+            # NaN lanes (NaN blocks only) look up harmless entries, overwritten below
+            np.take(self.table, fp32_table_index(scaled.view(np.uint32), work), out=flat_codes, mode="clip")
+        else:
+            if nan_blocks is not None:
+                scaled.reshape(x.shape)[nan_blocks] = 0
+            self.element_kernel(start, stop, scaled, flat_codes)
+        np.subtract(exponent, E8M0_MIN, out=scales, casting="unsafe")
         if nan_blocks is not None:
             scales[nan_blocks] = self.fmt.scale.nan_code()
             codes[nan_blocks] = self.nan_element
@@ -399,11 +433,13 @@ def dequantize_blocks(scales, subscales, codes, fmt, tensor_scale=None, scale_en
     return values
 
 
-def dequantize_blocks_float32(scales, subscales, codes, fmt, scale_encoding: str = "e8m0") -> np.ndarray:
+def dequantize_blocks_float32(scales, subscales, codes, fmt, scale_encoding: str = "e8m0", *, nan_flag: bool = False):
     """float32 values of E8M0-scaled blocks: element * 2^(E - tau) as one float32 product of two
     exact float32 operands (the element and a power of two, 2^-128 included), hence rounded once,
     nearest-even, overflowing to +-Inf; chunked over blocks on two threads. NaN lanes carry the
-    NaN of the product (callers that promise a NaN sign set it; see mxsim.fast.dequant)."""
+    NaN of the product (callers that promise a NaN sign set it; see mxsim.fast.dequant).
+    ``nan_flag``: return (values, whether any value is NaN), the flag found per chunk while the
+    chunk is in cache (a maximum propagates NaN)."""
     if fmt.scale.name != "e8m0":
         raise ValueError("dequantize_blocks_float32 handles E8M0-scaled formats only")
     elements = value_table(fmt.element).astype(np.float32)
@@ -411,13 +447,17 @@ def dequantize_blocks_float32(scales, subscales, codes, fmt, scale_encoding: str
     out = np.empty(codes.shape, dtype=np.float32)
     arrays = [codes, scales, out] + ([] if subscales is None else [subscales])
 
+    nan_chunks = []
+
     def kernel(start, stop, codes, scales, out, subscales=None):
-        np.take(elements, codes, out=out)
+        np.take(elements, codes, out=out, mode="clip")  # codes < 2^width: no bounds check (mode="raise" buffers out)
         factor = powers[scales][:, None]
         if subscales is not None:
             factor = np.ldexp(factor, -np.repeat(subscales.astype(np.int32), fmt.subblock_size, axis=1))
         with np.errstate(over="ignore"):
             np.multiply(out, factor, out=out)
+        if nan_flag and np.isnan(out.max()):
+            nan_chunks.append(start)
 
     map_chunks(kernel, len(codes), *arrays, chunk=max(1, BLOCK_CHUNK // fmt.block_size))
-    return out
+    return (out, bool(nan_chunks)) if nan_flag else out

@@ -152,7 +152,7 @@ def decode(codes, fmt, dtype=None) -> np.ndarray:
     out = np.empty(flat.shape, dtype=table.dtype)
 
     def kernel(start, stop, chunk, out_chunk):
-        np.take(table, chunk, out=out_chunk)
+        np.take(table, chunk, out=out_chunk, mode="clip")  # codes checked above; "raise" would buffer out
 
     map_chunks(kernel, flat.size, flat, out)
     return out.reshape(codes.shape)

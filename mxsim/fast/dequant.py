@@ -52,17 +52,19 @@ def _element_tables(element):
     return np.isinf(values), np.signbit(values)
 
 
-def _round_ieee(scales, subscales, codes, fmt, output: str, tensor_scale, scale_encoding) -> np.ndarray:
-    """Step 1: words of every value rounded once to nearest-even, overflow to +-Inf."""
+def _round_ieee(scales, subscales, codes, fmt, output: str, tensor_scale, scale_encoding):
+    """Step 1: (words of every value rounded once to nearest-even, overflow to +-Inf; False if
+    no word can be NaN, else True)."""
     if output == "float32" and fmt.scale.name == "e8m0" and tensor_scale is None:
-        return dequantize_blocks_float32(scales, subscales, codes, fmt, scale_encoding).view(np.uint32)
+        values, any_nan = dequantize_blocks_float32(scales, subscales, codes, fmt, scale_encoding, nan_flag=True)
+        return values.view(np.uint32), any_nan
     exact = dequantize_blocks(scales, subscales, codes, fmt, tensor_scale, scale_encoding)
     if output == "float64":
-        return exact.view(np.uint64)
+        return exact.view(np.uint64), True
     if output == "float32":
         with np.errstate(over="ignore"):
-            return exact.astype(np.float32).view(np.uint32)
-    return _encode_half(exact, output)
+            return exact.astype(np.float32).view(np.uint32), True
+    return _encode_half(exact, output), True
 
 
 def _overflow_threshold(out_fmt) -> float:
@@ -92,7 +94,7 @@ def _nan_lanes(flat, output: str, w: _Words) -> np.ndarray:
     return (flat & w.magnitude) > w.inf
 
 
-def apply_options(words, output: str, options: DequantizeOptions, element_inf, nan_sign) -> np.ndarray:
+def apply_options(words, output: str, options: DequantizeOptions, element_inf, nan_sign, maybe_nan: bool = True):
     """Step 2, in place on ``words`` (IEEE-overflow words of one output type):
 
     * ``dequant_overflow='saturate'``: +-Inf words whose element is not +-Inf become +-max finite;
@@ -100,10 +102,11 @@ def apply_options(words, output: str, options: DequantizeOptions, element_inf, n
     * NaN words become the output's quiet NaN, with the sign bit ``nan_sign`` (a callable giving
       a boolean mask for the NaN lanes' flat indices) under ``keep_sign``, positive under
       ``canonical``.
-    ``element_inf``: callable giving, for flat indices, whether the element there is +-Inf."""
+    ``element_inf``: callable giving, for flat indices, whether the element there is +-Inf.
+    ``maybe_nan=False`` (the caller knows no word is NaN) skips the search for NaN words."""
     w = _Words(output)
     flat = np.ascontiguousarray(words).reshape(-1)
-    nan = _nan_lanes(flat, output, w)
+    nan = _nan_lanes(flat, output, w) if maybe_nan else None
     if options.dequant_overflow == "saturate" or options.dequant_ftz:
         magnitude = flat & w.magnitude
         if options.dequant_overflow == "saturate":
@@ -113,7 +116,7 @@ def apply_options(words, output: str, options: DequantizeOptions, element_inf, n
         if options.dequant_ftz:
             subnormal = (magnitude != 0) & (magnitude < w.min_normal)
             flat[subnormal] &= w.sign
-    lanes = np.flatnonzero(nan)
+    lanes = np.flatnonzero(nan) if maybe_nan else np.zeros(0, np.intp)
     if lanes.size:
         negative = nan_sign(lanes) if options.dequant_nan == "keep_sign" else np.zeros(lanes.size, bool)
         flat[lanes] = np.where(negative, w.nan | w.sign, w.nan)
@@ -140,7 +143,7 @@ def dequantize_blocks_bits(
     if not isinstance(options, DequantizeOptions):
         raise ValueError(f"options must be DequantizeOptions, got {type(options).__name__}")
     fmt = get_format(fmt, kind="block")
-    words = _round_ieee(scales, subscales, codes, fmt, output, tensor_scale, scale_encoding)
+    words, maybe_nan = _round_ieee(scales, subscales, codes, fmt, output, tensor_scale, scale_encoding)
     inf_table, sign_table = _element_tables(fmt.element)
     flat_codes = codes.reshape(-1)
     k = fmt.block_size
@@ -152,4 +155,4 @@ def dequantize_blocks_bits(
         nan_scale = np.isnan(scale_table(fmt.scale, scale_encoding)[scales.reshape(-1)[lanes // k]])
         return sign_table[flat_codes[lanes]] & ~nan_scale
 
-    return apply_options(words, output, options, element_inf, nan_sign)
+    return apply_options(words, output, options, element_inf, nan_sign, maybe_nan)

@@ -14,6 +14,7 @@ Three kernels, chosen per call; all give the reference's codes (the test suite c
 from __future__ import annotations
 
 import threading
+from functools import cache
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from .decode import check_fast_format, code_dtype
 from .round import round_shifted
 from .sources import read_source
 
-__all__ = ["encode", "encode_dyadic", "floor_log2_int64"]
+__all__ = ["encode", "encode_dyadic", "floor_log2_int64", "fp32_rne_table", "fp32_table_index"]
 
 
 class _Binary:
@@ -170,6 +171,51 @@ class _RneSaturateKernel:
         scratch &= self.sign_mask
         code |= scratch
         out[...] = code
+
+
+def _table_fits(fmt) -> bool:
+    """Whether :func:`fp32_rne_table` serves ``fmt``: a signed float format with subnormals, at
+    most 8-bit codes and at most 5 mantissa bits (the round-to-odd bound below)."""
+    return _RneSaturateKernel.applies(fmt, "rne", "saturate", _Binary(np.float32)) and fmt.width <= 8 and (
+        fmt.mantissa_bits <= 5
+    )
+
+
+@cache
+def fp32_rne_table(fmt) -> np.ndarray | None:
+    """rne + saturate codes of ``fmt`` (uint8, 65536 entries) indexed by :func:`fp32_table_index`
+    of a float32, or None where the table does not serve (see :func:`_table_fits`).
+
+    The index is the float32's top 16 bits (sign, exponent, 7 mantissa bits) with a sticky bit ORed
+    into the last: round to odd at 8 significant bits. Rounding to odd at p bits, then to nearest
+    even at q <= p - 2 bits, gives the single nearest-even rounding (every q-bit value and every
+    midpoint between two is an 8-bit value with a last bit of 0, so the odd stand-in lies on the
+    same side of each); fmt's normals have mantissa_bits + 1 <= 6 significant bits, its
+    subnormals fewer, and values below 2^-126 round to zero either way. Saturation is monotone,
+    so the table entry of each index is the code of its 8-bit stand-in value, computed by the
+    rne-saturate kernel of :func:`encode`. Entries of NaN indices are the NaN code (0 for formats
+    without NaN: callers decide NaN inputs before looking up). An Inf saturates to +-max."""
+    if not _table_fits(fmt):
+        return None
+    patterns = (np.arange(1 << 16, dtype=np.uint32) << np.uint32(16)).view(np.float32)
+    nan = np.isnan(patterns)
+    table = np.zeros(patterns.size, dtype=np.uint8)
+    if fmt.has_nan:
+        table[:] = encode(patterns, fmt, "rne", "saturate")
+    else:
+        table[~nan] = encode(patterns[~nan], fmt, "rne", "saturate")
+    table.flags.writeable = False
+    return table
+
+
+def fp32_table_index(bits: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out`` (uint32, bits' shape) = the :func:`fp32_rne_table` index of float32 bit patterns
+    ``bits`` (uint32): (bits >> 16) with bit 0 ORed with (bits & 0xFFFF != 0). Four passes, in place."""
+    np.bitwise_and(bits, np.uint32(0xFFFF), out=out)
+    out += np.uint32(0xFFFF)  # bit 16 set iff a low bit was
+    out |= bits
+    out >>= np.uint32(16)
+    return out
 
 
 class _IntKernel:

@@ -214,7 +214,7 @@ def unpack_stream(section: np.ndarray, count: int, width: int, element_stream: s
         codes = np.empty((groups, g), np.uint8)
 
         def kernel(start, stop, chunk, out):
-            np.take(table, chunk, axis=0, out=out)
+            np.take(table, chunk, axis=0, out=out, mode="clip")  # a byte indexes 256 rows
 
         map_chunks(kernel, groups, section, codes)
         return codes.reshape(-1)[:count]
@@ -419,7 +419,7 @@ def dequantize_packed_blocks(fmt, data, n_blocks: int, element_stream: str = DEF
     out = np.empty((n, per_block, codes_of_byte.shape[1]), np.float32)
 
     def kernel(start, stop, packed, scales, out):
-        np.take(table, packed, axis=0, out=out)
+        np.take(table, packed, axis=0, out=out, mode="clip")  # a byte indexes 256 rows
         factor = powers[scales]
         with np.errstate(over="ignore"):
             np.multiply(out, factor[:, None, None], out=out)
