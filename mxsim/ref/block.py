@@ -8,7 +8,10 @@ Families (conventions.md sections 2, 2.1, 2.2):
   sub-blocks.
 * NVFP4: UE4M3 block scale and an fp32 tensor scale s_t.
 
-Integers and Fractions only; the element codec is :func:`mxsim.ref.encode`.
+Integers and Fractions only; the element codec is :func:`mxsim.ref.encode` (its integer core
+:func:`mxsim.ref.encode.encode_ratio`: an element x / divisor is encoded from the integers
+x.numerator * divisor.denominator and x.denominator * divisor.numerator, without building the
+quotient as a Fraction).
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ from fractions import Fraction
 from typing import Sequence
 
 from ..options import QuantizeOptions
+from ..options.encode import overflow_code
 from ..formats import get_format
 from .decode import decode
-from .encode import encode
-from .exact import Exact, Number, floor_log2, to_exact
+from .encode import encode, encode_ratio
+from .exact import Exact, Number, dyadic, floor_log2, to_exact
 from .scale import E8M0_MAX, E8M0_MIN, scale_exponent
 
 __all__ = [
@@ -127,15 +131,23 @@ def _nan_block(fmt) -> QuantizedBlock:
 
 
 def _encode_element(x: Exact, divisor: Fraction, fmt, options: QuantizeOptions, rand) -> int:
-    scaled = x if x.is_inf else Exact(x.sign, x.magnitude / divisor)
-    return encode(
-        scaled,
+    """The element code of x / divisor (x finite or +-Inf; divisor > 0), rounded with the
+    options' rounding and saturating: what ``encode(x / divisor, fmt.element, options.rounding,
+    "saturate", ...)`` gives (an Inf saturates to the largest magnitude of its sign)."""
+    negative = bool(x.sign)  # block element formats are signed
+    if x.is_inf:
+        return overflow_code(fmt.element, negative, "saturate", options.rounding, True, options.int8_allow_neg2)
+    m = x.magnitude
+    return encode_ratio(
+        m.numerator * divisor.denominator,
+        m.denominator * divisor.numerator,
+        negative,
         fmt.element,
         options.rounding,
         "saturate",
-        rand_bits=rand,
-        rand_width=options.rand_width,
-        int8_allow_neg2=options.int8_allow_neg2,
+        rand,
+        options.rand_width,
+        options.int8_allow_neg2,
     )
 
 
@@ -158,10 +170,11 @@ def _quantize_e8m0(xs, fmt, options, rand_bits) -> QuantizedBlock:
     exponent = E8M0_MIN if amax == 0 else scale_exponent(amax, fmt.element, options.scale_rule)
     exponent = min(max(exponent, E8M0_MIN), E8M0_MAX)
     taus = _microexponents(xs, fmt, exponent) if fmt.subblocks else []
+    divisors = {tau: dyadic(1, exponent - tau) for tau in set(taus) | {0}}  # 2^(E - tau), once per tau
     codes = []
     for i, x in enumerate(xs):
         tau = taus[i // fmt.subblock_size] if taus else 0
-        codes.append(_encode_element(x, TWO ** (exponent - tau), fmt, options, _rand(rand_bits, i)))
+        codes.append(_encode_element(x, divisors[tau], fmt, options, _rand(rand_bits, i)))
     return QuantizedBlock(exponent - E8M0_MIN, tuple(taus), tuple(codes))
 
 
@@ -181,6 +194,7 @@ def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits) -> Quan
     if fp32_steps:
         inverse = to_fp32(1 / tensor_scale)
         factor = inverse if inverse.is_inf else to_fp32(inverse.value / scale)
+    divisor = tensor_scale * scale
     codes = []
     for i, x in enumerate(xs):
         rand = _rand(rand_bits, i)
@@ -189,7 +203,7 @@ def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits) -> Quan
             y = Exact.inf(x.sign) if factor.is_inf else to_fp32(x.magnitude * factor.value)
             codes.append(_encode_element(Exact(x.sign, y.magnitude, y.kind), Fraction(1), fmt, options, rand))
         else:
-            codes.append(_encode_element(x, tensor_scale * scale, fmt, options, rand))
+            codes.append(_encode_element(x, divisor, fmt, options, rand))
     return QuantizedBlock(scale_code, (), tuple(codes))
 
 

@@ -3,18 +3,28 @@
 The value is rounded once, on the grid of the format at the value's own binade (the grid of the
 smallest normal binade for subnormals), then checked for overflow. See :mod:`mxsim.options.encode` for the
 rounding and overflow modes.
+
+The arithmetic is on integers: a magnitude n/d (a Fraction's numerator and denominator, or any
+ratio the caller forms, such as x / 2^E in block quantization) is placed on the grid 2^g by
+rounding the integer ratio (n * 2^-g) / d, with the shift applied to n or to d; no Fraction is
+built. :func:`encode` checks its arguments once and calls :func:`encode_ratio`, which block
+quantization and the dot-product output call directly with arguments they have checked.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
+from typing import NamedTuple
 
 from ..formats import get_format
-from ..options.encode import check_encode_options, overflow_code
-from .exact import Exact, Number, floor_log2, to_exact
+from ..options.encode import OVERFLOW_MODES, check_encode_options, overflow_code
+from .exact import Number, floor_log2_ratio, to_exact
 from .round import round_magnitude
 
-__all__ = ["encode", "round_to_grid"]
+__all__ = ["encode", "encode_ratio", "round_to_grid"]
+
+_DETERMINISTIC = ("rne", "rna", "rtz", "rup", "rdn")
 
 
 def encode(
@@ -43,7 +53,8 @@ def encode(
     Returns the code as an int in [0, 2^width).
     """
     fmt = get_format(fmt, kind="element")
-    check_encode_options(rounding, overflow, rand_bits, rand_width)
+    if not (rand_bits is None and rounding in _DETERMINISTIC and overflow in OVERFLOW_MODES):
+        check_encode_options(rounding, overflow, rand_bits, rand_width)  # (the plain case always passes)
     x = to_exact(x)
     negative = bool(x.sign) and fmt.signed
     if x.is_nan:
@@ -54,10 +65,63 @@ def encode(
         raise ValueError(f"negative input {x} cannot be encoded: format {fmt.name!r} is unsigned")
     if x.is_inf:
         return overflow_code(fmt, negative, overflow, rounding, infinite_input=True, int8_allow_neg2=int8_allow_neg2)
-    rounding_args = (rounding, negative, rand_bits, rand_width)
+    magnitude = x.magnitude
+    return encode_ratio(
+        magnitude.numerator, magnitude.denominator, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2
+    )
+
+
+class _Grid(NamedTuple):
+    """What the float encoder needs of a format, computed once per format."""
+
+    m: int  # mantissa bits
+    emin: int
+    bias: int
+    sign_mask: int
+    subnormals: bool
+    top_grid: int  # exponent of the last significand bit in the largest binade: emax - m
+    top_significand: int  # max_normal = top_significand * 2^top_grid
+
+
+@lru_cache(maxsize=None)
+def _grid(fmt) -> _Grid:
+    m = fmt.mantissa_bits
+    top_significand = (1 << m) | (fmt.max_code & ((1 << m) - 1))
+    return _Grid(m, fmt.emin, fmt.bias, fmt.sign_mask, fmt.subnormals, fmt.emax - m, top_significand)
+
+
+def encode_ratio(
+    numerator: int,
+    denominator: int,
+    negative: bool,
+    fmt,
+    rounding: str = "rne",
+    overflow: str = "saturate",
+    rand_bits: int | None = None,
+    rand_width: int = 32,
+    int8_allow_neg2: bool = False,
+) -> int:
+    """The code of the finite value (-1)^negative * numerator / denominator (integers,
+    numerator >= 0, denominator > 0, not necessarily reduced), as :func:`encode` gives it.
+
+    For callers that have checked their arguments: ``fmt`` an element format object, the options
+    valid, ``negative`` the value's sign (False for unsigned formats; -0 is numerator 0 with
+    negative True). Overflow follows ``overflow`` as in :func:`encode`."""
     if fmt.kind == "int":
-        return _encode_int(x, fmt, overflow, rounding_args, int8_allow_neg2)
-    return _encode_float(x, fmt, overflow, rounding_args)
+        return _encode_int(numerator, denominator, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2)
+    return _encode_float(numerator, denominator, negative, fmt, rounding, overflow, rand_bits, rand_width)
+
+
+def _overflow_text(numerator: int, denominator: int, negative: bool) -> str:
+    return ("-" if negative else "") + str(Fraction(numerator, denominator))
+
+
+def _round_on_grid(numerator: int, denominator: int, grid: int, rounding_args) -> int:
+    """(numerator / denominator) / 2^grid rounded to an integer (rounding_args as for
+    :func:`round_magnitude`: rounding, negative, rand_bits, rand_width)."""
+    if grid <= 0:
+        return round_magnitude(numerator << -grid, denominator, *rounding_args)
+    return round_magnitude(numerator, denominator << grid, *rounding_args)
 
 
 def round_to_grid(magnitude: Fraction, fmt, rounding_args) -> tuple[int, int]:
@@ -68,46 +132,49 @@ def round_to_grid(magnitude: Fraction, fmt, rounding_args) -> tuple[int, int]:
     subnormals) for floats, and -frac_bits for integers. ``rounding_args`` are
     (rounding, negative, rand_bits, rand_width) as for :func:`round_magnitude`.
     """
+    n, d = magnitude.numerator, magnitude.denominator
     if fmt.kind == "int":
         grid = -fmt.frac_bits
     else:
-        grid = max(floor_log2(magnitude), fmt.emin) - fmt.mantissa_bits
-    scaled = magnitude / Fraction(2) ** grid
-    return round_magnitude(scaled.numerator, scaled.denominator, *rounding_args), grid
+        grid = max(floor_log2_ratio(n, d), fmt.emin) - fmt.mantissa_bits
+    return _round_on_grid(n, d, grid, rounding_args), grid
 
 
-def _encode_int(x: Exact, fmt, overflow: str, rounding_args, int8_allow_neg2: bool) -> int:
-    rounding, negative = rounding_args[:2]
-    q = round_to_grid(x.magnitude, fmt, rounding_args)[0]
+def _encode_int(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2) -> int:
+    q = _round_on_grid(n, d, -fmt.frac_bits, (rounding, negative, rand_bits, rand_width))
     limit = fmt.max_int
     if negative and fmt.encoding == "twos_complement" and int8_allow_neg2:
         limit += 1
     if q > limit:
-        return overflow_code(fmt, negative, overflow, rounding, int8_allow_neg2=int8_allow_neg2, value_text=str(x))
+        text = _overflow_text(n, d, negative) if overflow == "error" else ""
+        return overflow_code(fmt, negative, overflow, rounding, int8_allow_neg2=int8_allow_neg2, value_text=text)
     if fmt.encoding == "sign_magnitude":
         return (fmt.sign_mask if negative else 0) | q
     return (-q if negative else q) & ((1 << fmt.bits) - 1)
 
 
-def _encode_float(x: Exact, fmt, overflow: str, rounding_args) -> int:
-    rounding, negative = rounding_args[:2]
-    sign_bits = fmt.sign_mask if negative else 0
-    magnitude = x.magnitude
-    if magnitude == 0:
-        if not fmt.has_zero:
+def _encode_float(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bits, rand_width) -> int:
+    g = _grid(fmt)
+    sign_bits = g.sign_mask if negative else 0
+    if n == 0:
+        if not g.subnormals:
             raise ValueError(f"zero cannot be encoded: format {fmt.name!r} has no zero")
         return sign_bits
-    if magnitude < fmt.min_normal and not fmt.subnormals:
-        return sign_bits  # field 0 is the smallest normal binade; nothing lies below it
-    m = fmt.mantissa_bits
-    significand, grid = round_to_grid(magnitude, fmt, rounding_args)
-    if significand * Fraction(2) ** grid > fmt.max_normal:
-        return overflow_code(fmt, negative, overflow, rounding, value_text=str(x))
+    exponent = floor_log2_ratio(n, d)
+    if exponent < g.emin and not g.subnormals:
+        return sign_bits  # below the smallest normal: field 0 is the smallest normal binade
+    m = g.m
+    grid = max(exponent, g.emin) - m
+    significand = _round_on_grid(n, d, grid, (rounding, negative, rand_bits, rand_width))
+    # overflow: significand * 2^grid > top_significand * 2^top_grid, compared as integers
+    if significand << max(grid - g.top_grid, 0) > g.top_significand << max(g.top_grid - grid, 0):
+        text = _overflow_text(n, d, negative) if overflow == "error" else ""
+        return overflow_code(fmt, negative, overflow, rounding, value_text=text)
     if significand == 0:
         return sign_bits
     if significand == 1 << (m + 1):  # rounding carried into the next binade
         significand, grid = significand >> 1, grid + 1
     if significand < 1 << m:  # subnormal: exponent field 0
         return sign_bits | significand
-    field = grid + m + fmt.bias
+    field = grid + m + g.bias
     return sign_bits | (field << m) | (significand - (1 << m))

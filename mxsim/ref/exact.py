@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, Union
 
-__all__ = ["Exact", "to_exact", "floor_log2"]
+__all__ = ["Exact", "to_exact", "floor_log2", "floor_log2_ratio", "dyadic"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,17 @@ class Exact:
             raise ValueError(f"Exact.kind must be 'finite', 'inf' or 'nan', got {self.kind!r}")
         if self.magnitude < 0:
             raise ValueError("Exact.magnitude must be non-negative; the sign lives in Exact.sign")
+
+    @classmethod
+    def trusted(cls, sign: int, magnitude: Fraction, kind: str = "finite") -> "Exact":
+        """An Exact built without the checks of ``__post_init__``, for the reference's own hot paths,
+        whose values hold the invariants by construction (sign 0 or 1, a non-negative Fraction
+        magnitude, 0 for Inf and NaN). Equal to ``Exact(sign, magnitude, kind)`` in every way."""
+        x = object.__new__(cls)
+        object.__setattr__(x, "sign", sign)
+        object.__setattr__(x, "magnitude", magnitude)
+        object.__setattr__(x, "kind", kind)
+        return x
 
     @classmethod
     def nan(cls, sign: int = 0) -> "Exact":
@@ -109,9 +120,21 @@ def floor_log2(q: Fraction) -> int:
     """floor(log2(q)) of a positive rational, with integers only (trap T10: never a float log2)."""
     if q <= 0:
         raise ValueError("floor_log2 needs a positive value")
-    n, d = q.numerator, q.denominator
+    return floor_log2_ratio(q.numerator, q.denominator)
+
+
+def floor_log2_ratio(n: int, d: int) -> int:
+    """floor(log2(n / d)) for integers n, d > 0 (the fraction need not be reduced)."""
     e = n.bit_length() - d.bit_length()
     # 2^e <= n/d < 2^(e+1) now holds up to one step; fix it with exact integer comparisons.
     if (n << max(-e, 0)) < (d << max(e, 0)):
         e -= 1
     return e
+
+
+def dyadic(significand: int, exponent: int) -> Fraction:
+    """The Fraction significand * 2^exponent (integers only: a shift of the numerator or of the
+    denominator, never a power computed as a Fraction)."""
+    if exponent >= 0:
+        return Fraction(significand << exponent)
+    return Fraction(significand, 1 << -exponent)
