@@ -12,9 +12,9 @@ from ..formats.element import negated_code
 from ..ref import dot as ref_dot
 from ..ref.block import QuantizedBlock
 from ..ref.encode import encode
-from ..ref.exact import Exact
+from ..ref.exact import Exact, dyadic
 from .fields import Field
-from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word, jsonable
+from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, max_codes, pack_word, unpack_word, jsonable
 
 
 def register_bits(fmt_a, fmt_b, acc: Accumulator) -> int:
@@ -42,6 +42,9 @@ class DotSuite(Suite):
         ref_dot._check_pair(self.fa, self.fb, 1, 1)
         self.acc = Accumulator.from_kwargs(**self.accumulator)
         acc = self.acc
+        if acc.mode == "aligned":  # the references of the acc_overflow and shift_inexact classes
+            self.unbounded_acc = Accumulator(mode="aligned", frac_bits=acc.frac_bits, shift_rounding=acc.shift_rounding)
+            self.exact_acc = Accumulator()
         parts = [self.fa.name + ("" if self.fb is self.fa else f"x{self.fb.name}"), acc.mode]
         if acc.mode == "aligned":
             parts += [f"f{acc.frac_bits}", f"w{acc.width}" if acc.width else "wnone", acc.shift_rounding, acc.overflow]
@@ -218,12 +221,10 @@ class DotSuite(Suite):
                 classes.add("scale_nan")
             elif fmt.scale.name == "e8m0" and blk.scale in (0, 0xFE):
                 classes.add("scale_min" if blk.scale == 0 else "scale_max")
-            for code in blk.codes:
-                y = decode(code, fmt.element)
-                if y.is_finite and y.magnitude == fmt.element.max_normal:
-                    classes.add("max")
-                if fmt.element.kind == "int" and fmt.element.encoding == "twos_complement" and code == fmt.element.sign_mask:
-                    classes.add("int8_neg2")
+            if not max_codes(fmt.element).isdisjoint(blk.codes):
+                classes.add("max")
+            if fmt.element.kind == "int" and fmt.element.encoding == "twos_complement" and fmt.element.sign_mask in blk.codes:
+                classes.add("int8_neg2")
         if any(is_subnormal_code(ca, self.fa.element) or is_subnormal_code(cb, self.fb.element)
                for ca, cb, x, y in zip(a.codes, b.codes, terms_a, terms_b) if x.significand and y.significand):
             classes.add("subnormal_product")
@@ -232,11 +233,10 @@ class DotSuite(Suite):
         if r.value.is_inf and r.exact.is_finite:
             classes.add("overflow")
         if self.acc.mode == "aligned" and finite_products:
-            unbounded = ref_dot.dot(a, b, self.fa, self.fb, Accumulator(mode="aligned", frac_bits=self.acc.frac_bits,
-                                    shift_rounding=self.acc.shift_rounding), tensor_scale_a=ta, tensor_scale_b=tb)
+            unbounded = ref_dot.dot(a, b, self.fa, self.fb, self.unbounded_acc, tensor_scale_a=ta, tensor_scale_b=tb)
             if unbounded.accumulator != r.accumulator:
                 classes.add("acc_overflow")
-            exact = ref_dot.dot(a, b, self.fa, self.fb, Accumulator(), tensor_scale_a=ta, tensor_scale_b=tb)
-            if unbounded.accumulator * Fraction(2) ** unbounded.lsb_exponent != exact.accumulator * Fraction(2) ** exact.lsb_exponent:
+            exact = ref_dot.dot(a, b, self.fa, self.fb, self.exact_acc, tensor_scale_a=ta, tensor_scale_b=tb)
+            if dyadic(unbounded.accumulator, unbounded.lsb_exponent) != dyadic(exact.accumulator, exact.lsb_exponent):
                 classes.add("shift_inexact")
         return classes

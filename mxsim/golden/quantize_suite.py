@@ -13,7 +13,9 @@ from ..ref.decode import finite_magnitudes
 from ..ref.exact import Exact, floor_log2
 from ..ref.scale import E8M0_MIN
 from .fields import Field
-from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word, jsonable
+from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, max_codes, pack_word, unpack_word, jsonable
+
+FP32_MIN_NORMAL = Fraction(1, 1 << 126)
 
 
 @dataclass
@@ -129,7 +131,7 @@ class QuantizeSuite(Suite):
             classes.add("inf")
         if all(x.is_zero for x in xs):
             classes.add("all_zero")
-        if any(x.is_finite and 0 < x.magnitude < Fraction(1, 1 << 126) for x in xs):
+        if any(x.is_finite and 0 < x.magnitude < FP32_MIN_NORMAL for x in xs):
             classes.add("subnormal_input")
         if scale.is_nan:
             classes.add("scale_nan")
@@ -141,12 +143,10 @@ class QuantizeSuite(Suite):
             finite = [x.magnitude for x in xs if x.is_finite and x.magnitude]
             if finite and fmt.element.kind == "float" and not (E8M0_MIN <= floor_log2(max(finite)) - fmt.element.emax <= 127):
                 classes.add("scale_clamp")
-        for code in block.codes:
-            y = decode(code, fmt.element)
-            if y.is_finite and y.magnitude == fmt.element.max_normal:
-                classes.add("max")
-            if is_subnormal_code(code, fmt.element):
-                classes.add("subnormal_output")
-            if fmt.element.kind == "int" and fmt.element.encoding == "twos_complement" and code == fmt.element.sign_mask:
-                classes.add("int8_neg2")
+        if not max_codes(fmt.element).isdisjoint(block.codes):
+            classes.add("max")
+        if any(is_subnormal_code(code, fmt.element) for code in block.codes):
+            classes.add("subnormal_output")
+        if fmt.element.kind == "int" and fmt.element.encoding == "twos_complement" and fmt.element.sign_mask in block.codes:
+            classes.add("int8_neg2")
         return out, classes

@@ -14,7 +14,7 @@ from ..ref.exact import Exact
 from .fields import Field
 
 __all__ = [
-    "ORIGINS", "FP32", "Suite", "decode", "fp32_bits", "fp32_value", "kind_classes", "is_subnormal_code",
+    "ORIGINS", "FP32", "Suite", "decode", "fp32_bits", "fp32_value", "kind_classes", "is_subnormal_code", "max_codes",
     "pack_word", "unpack_word", "jsonable",
 ]
 
@@ -49,6 +49,13 @@ def kind_classes(x: Exact) -> set:
     if x.is_zero:
         return {"negative_zero" if x.sign else "zero"}
     return set()
+
+
+@lru_cache(maxsize=None)
+def max_codes(fmt) -> frozenset:
+    """The codes of an element format whose value is finite with the largest magnitude
+    (max_normal): the codes of the ``max`` class."""
+    return frozenset(c for c in range(1 << fmt.width) if decode(c, fmt).is_finite and decode(c, fmt).magnitude == fmt.max_normal)
 
 
 def is_subnormal_code(code: int, fmt) -> bool:

@@ -20,6 +20,8 @@ TABLE_BITS = 8
 
 
 def _check_code(code, fmt) -> int:
+    if code.__class__ is int and 0 <= code < 1 << fmt.width:  # the common case, checked first
+        return code
     if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code < (1 << fmt.width):
         raise ValueError(
             f"code {code!r} is out of range for format {fmt.name!r}: expected an integer in [0, {hex((1 << fmt.width) - 1)}]"

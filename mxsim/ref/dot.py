@@ -37,10 +37,10 @@ from ..options import Accumulator
 from ..formats import get_format
 from .block import QuantizedBlock, check_block
 from .decode import decode
-from .exact import Exact, Number, floor_log2
+from .exact import Exact, Number, dyadic, floor_log2
 from .fused import check_tensor_scales, fused_steps
 from .output import fp32_add, fp32_bits, fp32_input, output_value, round_output
-from .round import round_magnitude
+from .round import round_shift
 from .terms import Term, block_terms, element_term, frac_bits, min_exponent, products, special
 
 __all__ = [
@@ -112,10 +112,10 @@ def _largest_significand(element) -> int:
 
 def _scale_factor(scale_code: int, fmt, tensor_scale) -> Exact:
     """The block's scale value times the tensor scale (NaN for a NaN scale code)."""
-    scale = decode(scale_code, fmt.scale)
-    if scale.is_nan:
+    scale = decode(scale_code, fmt.scale)  # scale formats are unsigned: sign 0
+    if scale.is_nan or tensor_scale is None:
         return scale
-    return Exact(0, scale.magnitude * (Fraction(1) if tensor_scale is None else Fraction(tensor_scale)))
+    return Exact(0, scale.magnitude * Fraction(tensor_scale))
 
 
 @dataclass(frozen=True)
@@ -168,11 +168,8 @@ def _aligned_register(products, frac: int, anchor: int, accumulator: Accumulator
     for sign, magnitude, e, kind in products:
         if kind != "finite" or not magnitude:
             continue
-        shift = e - frac - lsb  # product = magnitude * 2^(e - frac) = magnitude * 2^shift LSBs
-        if shift >= 0:
-            q = magnitude << shift
-        else:
-            q = round_magnitude(magnitude, 1 << -shift, rounding, bool(sign))
+        # product = magnitude * 2^(e - frac) = magnitude * 2^(e - frac - lsb) LSBs
+        q = round_shift(magnitude, lsb + frac - e, rounding, bool(sign))
         total += -q if sign else q
         if bound is not None:
             if accumulator.overflow == "saturate":
@@ -192,14 +189,14 @@ def _fp32_register(products, frac: int) -> tuple[Exact, int, int]:
         elif kind == "inf":
             term = Exact.inf(sign)
         else:
-            term = Exact(sign, magnitude * TWO ** (e - frac))  # exact: each addition rounds once
+            term = Exact.trusted(sign, dyadic(magnitude, e - frac))  # exact: each addition rounds once
         total = fp32_add(total, term)
     if not total.is_finite:
         return total, 0, 0
     if total.is_zero:
         return Exact(0), 0, FP32_MIN_EXPONENT - FP32_ULP_SHIFT
     lsb = max(floor_log2(total.magnitude), FP32_MIN_EXPONENT) - FP32_ULP_SHIFT
-    significand = (total.magnitude / TWO**lsb).numerator
+    significand = (total.magnitude * dyadic(1, -lsb)).numerator
     return total, -significand if total.sign else significand, lsb
 
 
@@ -261,8 +258,7 @@ def dot(
     if outcome is not None:
         exact = outcome
     else:
-        value = register * TWO**lsb * factor_a.magnitude * factor_b.magnitude
-        exact = Exact(int(value < 0), abs(value))
+        exact = Exact.trusted(int(register < 0), dyadic(abs(register), lsb) * (factor_a.magnitude * factor_b.magnitude))
     code = round_output(exact, accumulator)
     return BlockDot(code, output_value(code, accumulator), exact, register, lsb, anchor)
 

@@ -16,10 +16,10 @@ from fractions import Fraction
 from functools import lru_cache
 
 from ..formats import get_format
-from .decode import decode
+from .decode import TABLE_BITS, _check_code, decode
 from .exact import Exact, floor_log2
 
-__all__ = ["Term", "element_term", "block_terms", "frac_bits", "min_exponent", "products", "special"]
+__all__ = ["Term", "element_term", "term_table", "block_terms", "frac_bits", "min_exponent", "products", "special"]
 
 TWO = Fraction(2)
 
@@ -55,7 +55,25 @@ def element_term(code: int, element, tau: int = 0) -> Term:
     use the smallest normal exponent). Integers: f = frac_bits, E = 0, M = |q| (MXINT8 0x80 has
     M = 128, value -2). Derived from the exact decoded value, so it follows the decoder's rules.
     """
-    return _element_term(code, get_format(element, kind="element"), tau)
+    element = get_format(element, kind="element")
+    return _term_lookup(element, tau)(_check_code(code, element))
+
+
+@lru_cache(maxsize=None)
+def term_table(element, tau: int = 0) -> tuple[Term, ...]:
+    """The :class:`Term` of every code 0 .. 2^width - 1 of an element format of at most
+    :data:`~mxsim.ref.decode.TABLE_BITS` bits, with microexponent ``tau`` (computed once per
+    format and tau by :func:`element_term`'s rule)."""
+    if element.width > TABLE_BITS:
+        raise ValueError(f"format {element.name!r} has {element.width}-bit codes; term tables hold formats of at most {TABLE_BITS}")
+    return tuple(_element_term(code, element, tau) for code in range(1 << element.width))
+
+
+def _term_lookup(element, tau: int):
+    """code -> Term for one element format and tau: a table lookup for narrow formats."""
+    if element.width <= TABLE_BITS:
+        return term_table(element, tau).__getitem__
+    return lambda code: _element_term(code, element, tau)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -75,10 +93,13 @@ def _element_term(code: int, element, tau: int) -> Term:
 def block_terms(codes: Sequence[int], subscales: Sequence[int], fmt) -> list[Term]:
     """Terms of a block's elements; element i takes the microexponent of sub-block i // k2."""
     fmt = get_format(fmt, kind="block")
-    return [
-        element_term(code, fmt.element, subscales[i // fmt.subblock_size] if fmt.subblocks else 0)
-        for i, code in enumerate(codes)
-    ]
+    element = fmt.element
+    if not fmt.subblocks:
+        lookup = _term_lookup(element, 0)
+        return [lookup(_check_code(code, element)) for code in codes]
+    lookups = [_term_lookup(element, tau) for tau in subscales]
+    size = fmt.subblock_size
+    return [lookups[i // size](_check_code(code, element)) for i, code in enumerate(codes)]
 
 
 def products(terms_a: list[Term], terms_b: list[Term]) -> list[tuple[int, int, int, str]]:
@@ -86,15 +107,14 @@ def products(terms_a: list[Term], terms_b: list[Term]) -> list[tuple[int, int, i
     zero), inf (an Inf element times a nonzero one) or finite."""
     result = []
     for ta, tb in zip(terms_a, terms_b):
-        sign = ta.sign ^ tb.sign
-        zero = (ta.kind == "finite" and ta.significand == 0) or (tb.kind == "finite" and tb.significand == 0)
-        if "nan" in (ta.kind, tb.kind) or ("inf" in (ta.kind, tb.kind) and zero):
-            kind = "nan"
-        elif "inf" in (ta.kind, tb.kind):
-            kind = "inf"
-        else:
+        kind_a, kind_b = ta.kind, tb.kind
+        if kind_a == kind_b == "finite":
             kind = "finite"
-        result.append((sign, ta.significand * tb.significand, ta.exponent + tb.exponent, kind))
+        elif "nan" in (kind_a, kind_b) or (kind_a == "finite" and not ta.significand) or (kind_b == "finite" and not tb.significand):
+            kind = "nan"  # a NaN element, or an Inf one times a zero
+        else:
+            kind = "inf"  # Inf times Inf, or Inf times a finite nonzero element
+        result.append((ta.sign ^ tb.sign, ta.significand * tb.significand, ta.exponent + tb.exponent, kind))
     return result
 
 
