@@ -6,6 +6,9 @@ import random
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+import numpy as np
+
+from ..fast.dot import FINITE, BlockDots, Operand, dot_blocks
 from ..options import Accumulator
 from ..formats import get_format
 from ..formats.element import negated_code
@@ -13,6 +16,7 @@ from ..ref import dot as ref_dot
 from ..ref.block import QuantizedBlock
 from ..ref.encode import encode
 from ..ref.exact import Exact, dyadic
+from .batch import FloatBits, bit, code_table, compute_each, unpack_items
 from .fields import Field
 from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, max_codes, pack_word, unpack_word, jsonable
 
@@ -240,3 +244,141 @@ class DotSuite(Suite):
             if dyadic(unbounded.accumulator, unbounded.lsb_exponent) != dyadic(exact.accumulator, exact.lsb_exponent):
                 classes.add("shift_inexact")
         return classes
+
+    # expected values of many vectors at once (mxsim.golden.batch) ---------------------------
+    def compute_batch(self, inputs: dict):
+        """``compute`` of N vectors with the fast path: (outputs, flags), see
+        :mod:`mxsim.golden.batch`. Fused accumulation, which the fast path does not model, and any
+        batch with an invalid vector (the reference then raises its own error) go vector by vector
+        through ``compute``."""
+        if self.acc.accumulate == "fused":
+            return compute_each(self, inputs)
+        try:
+            return self._batch(inputs)
+        except ValueError:
+            return compute_each(self, inputs)
+
+    def _operand_arrays(self, inputs: dict, side: str, fmt, blocks: int):
+        """(scales (N*blocks,), sub-scales (N*blocks, subblocks) or None, codes (N*blocks, k)) of
+        one side, with ``blocks`` blocks per vector."""
+        k = fmt.block_size
+        scales = unpack_items(inputs[f"{side}_scale"], fmt.scale_storage_bits, blocks).reshape(-1)
+        subs = None
+        if fmt.subblocks:
+            subs = unpack_items(inputs[f"{side}_sub"], fmt.subscale_bits, blocks * fmt.subblocks).reshape(-1, fmt.subblocks)
+        codes = unpack_items(inputs[f"{side}_elems"], fmt.element.width, blocks * k).reshape(-1, k)
+        return scales, subs, codes
+
+    def _tensor_scale_groups(self, inputs: dict, n: int):
+        """[((tensor_scale_a, tensor_scale_b), vector indices)]: NVFP4 vectors grouped by their pair
+        of tensor scales (each group is one fast call); one group of every vector otherwise."""
+        names = [f"{side}_tensor_scale" for side in "ab"]
+        if not any(name in inputs for name in names):
+            return [((None, None), slice(0, n))]
+        groups: dict = {}
+        for i in range(n):
+            key = tuple(int(inputs[name][i]) if name in inputs else None for name in names)
+            groups.setdefault(key, []).append(i)
+        return [(tuple(None if w is None else fp32_value(w).magnitude for w in key), np.array(rows))
+                for key, rows in groups.items()]
+
+    def _group_operands(self, sides, group, blocks: int = 1) -> list[Operand]:
+        """The fast path's operands a and b of one group of :meth:`_tensor_scale_groups` (vectors of
+        ``blocks`` blocks)."""
+        (ts_a, ts_b), rows = group
+        if isinstance(rows, slice):
+            picked = slice(rows.start * blocks, rows.stop * blocks)
+        else:
+            picked = (rows[:, None] * blocks + np.arange(blocks)).reshape(-1)
+        return [Operand(fmt, scales[picked], None if subs is None else subs[picked], codes[picked], ts)
+                for (scales, subs, codes), fmt, ts in zip(sides, (self.fa, self.fb), (ts_a, ts_b))]
+
+    def _block_dots(self, sides, groups, acc: Accumulator, blocks: int = 1) -> BlockDots:
+        """fast.dot.dot_blocks over every vector's blocks, group by group, in vector order."""
+        parts = []
+        for group in groups:
+            op_a, op_b = self._group_operands(sides, group, blocks)
+            parts.append((group[1], dot_blocks(op_a, op_b, acc)))
+        if len(parts) == 1:
+            return parts[0][1]
+        n = sum(len(rows) for rows, _ in parts)
+        fields = {}
+        for name in BlockDots.__dataclass_fields__:
+            arrays = [getattr(dots, name) for _, dots in parts]
+            dtype = object if any(a.dtype == object for a in arrays) else arrays[0].dtype
+            merged = np.empty((n, blocks), dtype=dtype)
+            for (rows, _), a in zip(parts, arrays):
+                merged[rows] = a.reshape(-1, blocks)
+            fields[name] = merged.reshape(-1)
+        return BlockDots(**fields)
+
+    def _batch(self, inputs: dict):
+        n = len(inputs["a_scale"])
+        sides = [self._operand_arrays(inputs, side, fmt, 1) for side, fmt in (("a", self.fa), ("b", self.fb))]
+        groups = self._tensor_scale_groups(inputs, n)
+        r = self._block_dots(sides, groups, self.acc)
+        out = {"acc": r.accumulator.tolist(), "lsb": r.lsb_exponent.tolist(), "anchor": r.anchor.tolist(),
+               "result": r.codes.tolist()}
+        flags = self._batch_flags(sides, groups, r)
+        return out, flags.tolist()
+
+    def _batch_flags(self, sides, groups, r: BlockDots) -> np.ndarray:
+        """The classes of :meth:`_classes`, vector by vector, as flag words."""
+        (scales_a, _, ca), (scales_b, _, cb) = sides
+        ta, tb = code_table(self.fa.element), code_table(self.fb.element)
+        value = FloatBits.of(r.codes, get_format(self.acc.output, kind="float"))
+        exact_finite = r.special == FINITE
+        flags = np.zeros(len(r.codes), dtype=np.int64)
+
+        def add(name: str, mask) -> None:
+            flags[mask] |= bit(name)
+
+        finite_products = ta.nonzero[ca] & tb.nonzero[cb]
+        any_finite_product = finite_products.any(axis=1)
+        add("nan", ta.nan[ca].any(axis=1) | tb.nan[cb].any(axis=1) | value.nan)
+        add("inf", ta.inf[ca].any(axis=1) | tb.inf[cb].any(axis=1) | value.inf)
+        add("all_zero", ta.zero[ca].all(axis=1) & tb.zero[cb].all(axis=1))
+        add("zero", value.zero & ~value.negative)
+        add("negative_zero", value.zero & value.negative)
+        add("cancellation", value.zero & any_finite_product & exact_finite & (r.significand == 0))
+        negative = ta.negative[ca] ^ tb.negative[cb]
+        add("mixed_signs", (finite_products & negative).any(axis=1) & (finite_products & ~negative).any(axis=1))
+        for fmt, scales, table, codes in ((self.fa, scales_a, ta, ca), (self.fb, scales_b, tb, cb)):
+            scale_nan = code_table(fmt.scale).nan[scales]
+            add("scale_nan", scale_nan)
+            if fmt.scale.name == "e8m0":
+                add("scale_min", ~scale_nan & (scales == 0))
+                add("scale_max", ~scale_nan & (scales == 0xFE))
+            add("max", table.max[codes].any(axis=1))
+            add("int8_neg2", table.neg2[codes].any(axis=1))
+        add("subnormal_product", (finite_products & (ta.subnormal[ca] | tb.subnormal[cb])).any(axis=1))
+        add("subnormal_output", value.subnormal)
+        add("overflow", value.inf & exact_finite)
+        if self.acc.mode == "aligned":
+            unbounded = self._block_dots(sides, groups, self.unbounded_acc)
+            exact = self._block_dots(sides, groups, self.exact_acc)
+            add("acc_overflow", any_finite_product & (unbounded.accumulator != r.accumulator))
+            differ = dyadic_differ(unbounded.accumulator, unbounded.lsb_exponent, exact.accumulator, exact.lsb_exponent)
+            add("shift_inexact", any_finite_product & differ)
+        return flags
+
+
+def dyadic_differ(a, a_exponent, b, b_exponent) -> np.ndarray:
+    """Element-wise a * 2^a_exponent != b * 2^b_exponent for integer arrays (int64, or Python ints
+    in object arrays), exactly. int64: the side with the larger exponent is compared after
+    shifting the other right (equal iff the bits shifted out are 0 and the rest match); a shift of
+    more than 62 bits can only match zeros (|values| < 2^62)."""
+    if a.dtype == object or b.dtype == object:
+        low = np.minimum(a_exponent, b_exponent)
+        return np.array([int(x) << int(ex - lo) != int(y) << int(ey - lo)
+                         for x, ex, y, ey, lo in zip(a, a_exponent, b, b_exponent, low)], dtype=bool)
+    a, b = a.astype(np.int64), b.astype(np.int64)
+    d = a_exponent.astype(np.int64) - b_exponent.astype(np.int64)
+
+    def matches(small, big, shift):  # big * 2^shift == small, shift >= 0
+        s = np.minimum(shift, 62)
+        fits = ((small >> s) == big) & ((small & ((np.int64(1) << s) - 1)) == 0)
+        return np.where(shift > 62, (small == 0) & (big == 0), fits)
+
+    equal = np.where(d >= 0, matches(b, a, np.maximum(d, 0)), matches(a, b, np.maximum(-d, 0)))
+    return ~equal

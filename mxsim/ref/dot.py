@@ -258,7 +258,8 @@ def dot(
     if outcome is not None:
         exact = outcome
     else:
-        exact = Exact.trusted(int(register < 0), dyadic(abs(register), lsb) * (factor_a.magnitude * factor_b.magnitude))
+        magnitude = dyadic(abs(register), lsb) * (factor_a.magnitude * factor_b.magnitude)
+        exact = Exact.trusted(int(register < 0 and magnitude != 0), magnitude)  # an exact zero (a zero scale) is +0
     code = round_output(exact, accumulator)
     return BlockDot(code, output_value(code, accumulator), exact, register, lsb, anchor)
 
