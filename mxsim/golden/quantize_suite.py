@@ -6,12 +6,16 @@ import random
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+import numpy as np
+
+from ..fast.block import quantize_blocks
 from ..options import QuantizeOptions
 from ..formats import get_format
 from ..ref.block import nvfp4_tensor_scale, quantize_block
 from ..ref.decode import finite_magnitudes
 from ..ref.exact import Exact, floor_log2
 from ..ref.scale import E8M0_MIN
+from .batch import bit, code_table, compute_each, pack_items, unpack_items
 from .fields import Field
 from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, max_codes, pack_word, unpack_word, jsonable
 
@@ -150,3 +154,78 @@ class QuantizeSuite(Suite):
         if fmt.element.kind == "int" and fmt.element.encoding == "twos_complement" and fmt.element.sign_mask in block.codes:
             classes.add("int8_neg2")
         return out, classes
+
+    # expected values of many vectors at once (mxsim.golden.batch) ---------------------------
+    def compute_batch(self, inputs: dict):
+        """``compute`` of N vectors with the fast quantizer (:func:`mxsim.fast.block.quantize_blocks`
+        on the float32 inputs): (outputs, flags), see :mod:`mxsim.golden.batch`. NVFP4 vectors are
+        quantized in groups of equal tensor scale. A batch with an invalid vector (a tensor scale
+        that is not positive and finite) goes vector by vector through ``compute``, which raises
+        the reference's error."""
+        try:
+            return self._batch(inputs)
+        except (ValueError, ZeroDivisionError):
+            return compute_each(self, inputs)
+
+    def _tensor_scale_groups(self, inputs: dict, n: int):
+        if "tensor_scale" not in inputs:
+            return [(None, slice(0, n))]
+        groups: dict = {}
+        for i, word in enumerate(inputs["tensor_scale"]):
+            groups.setdefault(int(word), []).append(i)
+        result = []
+        for word, rows in groups.items():
+            value = fp32_value(word)
+            if not value.is_finite or value.sign or not value.magnitude:
+                raise ValueError(f"tensor_scale bits {word:#010x} are not a positive finite fp32 value")
+            result.append((value.magnitude, np.array(rows)))
+        return result
+
+    def _batch(self, inputs: dict):
+        k, fmt = self.fmt.block_size, self.fmt
+        n = len(inputs["x"])
+        bits = unpack_items(inputs["x"], 32, k).astype(np.uint32)
+        scales = np.zeros(n, dtype=np.int64)
+        subscales = np.zeros((n, fmt.subblocks), dtype=np.int64)
+        codes = np.zeros((n, k), dtype=np.int64)
+        for tensor_scale, rows in self._tensor_scale_groups(inputs, n):
+            s, sub, c = quantize_blocks(bits[rows].view(np.float32), fmt, self.opts, tensor_scale=tensor_scale)
+            scales[rows], codes[rows] = s, c
+            if sub is not None:
+                subscales[rows] = sub
+        scale_nan = code_table(fmt.scale).nan[scales]
+        out = {"scale": scales.tolist(), "codes": pack_items(codes, fmt.element.width)}
+        if fmt.scale.name == "e8m0":
+            out["scale_exp"] = np.where(scale_nan, -128, scales + E8M0_MIN).tolist()
+        if fmt.subblocks:
+            out["subscales"] = pack_items(subscales, fmt.subscale_bits)
+        return out, self._batch_flags(bits, scales, scale_nan, codes).tolist()
+
+    def _batch_flags(self, bits: np.ndarray, scales, scale_nan, codes) -> np.ndarray:
+        """The classes of :meth:`compute`, from the fp32 bit fields of the inputs."""
+        fmt = self.fmt
+        magnitude = (bits & 0x7FFFFFFF).astype(np.int64)
+        field, fraction = magnitude >> 23, magnitude & 0x7FFFFF
+        flags = np.zeros(len(bits), dtype=np.int64)
+        flags[((field == 0xFF) & (fraction != 0)).any(axis=1)] |= bit("nan")
+        flags[((field == 0xFF) & (fraction == 0)).any(axis=1)] |= bit("inf")
+        flags[(magnitude == 0).all(axis=1)] |= bit("all_zero")
+        flags[((field == 0) & (fraction != 0)).any(axis=1)] |= bit("subnormal_input")
+        flags[scale_nan] |= bit("scale_nan")
+        if fmt.scale.name == "e8m0":
+            flags[~scale_nan & (scales == 0)] |= bit("scale_min")
+            flags[~scale_nan & (scales == 0xFE)] |= bit("scale_max")
+            if fmt.element.kind == "float":
+                # the largest finite magnitude (fp32 magnitude bits order like the values)
+                largest = np.where(field < 0xFF, magnitude, 0).max(axis=1)
+                top_field, top_fraction = largest >> 23, largest & 0x7FFFFF
+                subnormal_log2 = np.frexp(np.maximum(top_fraction, 1).astype(np.float64))[1] - 1 - 149
+                log2 = np.where(top_field > 0, top_field - 127, subnormal_log2)
+                exponent = log2 - fmt.element.emax
+                clamped = (largest > 0) & ((exponent < E8M0_MIN) | (exponent > 127))
+                flags[~scale_nan & clamped] |= bit("scale_clamp")
+        table = code_table(fmt.element)
+        flags[table.max[codes].any(axis=1)] |= bit("max")
+        flags[table.subnormal[codes].any(axis=1)] |= bit("subnormal_output")
+        flags[table.neg2[codes].any(axis=1)] |= bit("int8_neg2")
+        return flags
