@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import struct
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -17,9 +18,15 @@ from ..ref.exact import Exact, floor_log2
 from ..ref.scale import E8M0_MIN
 from .batch import bit, code_table, compute_each, pack_items, unpack_items
 from .fields import Field
-from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, max_codes, pack_word, unpack_word, jsonable
+from .suite import Suite, decode, fp32_bits, fp32_value, max_codes, pack_word, subnormal_codes, jsonable
 
-FP32_MIN_NORMAL = Fraction(1, 1 << 126)
+FP32_INF_BITS = 0x7F800000
+
+
+def _fp32_floor_log2(magnitude_bits: int) -> int:
+    """floor(log2 x) of a positive finite fp32 magnitude given by its bits."""
+    field = magnitude_bits >> 23
+    return field - 127 if field else magnitude_bits.bit_length() - 1 - 149
 
 
 @dataclass
@@ -119,7 +126,11 @@ class QuantizeSuite(Suite):
 
     def compute(self, inputs: dict):
         k, fmt = self.fmt.block_size, self.fmt
-        xs = [fp32_value(b) for b in unpack_word(inputs["x"], 32, k)]
+        raw = inputs["x"].to_bytes(4 * k, "little")
+        words = struct.unpack(f"<{k}I", raw)
+        # the inputs as Python floats: fp32 -> binary64 is exact (NaNs stay NaN), and the reference
+        # reads a float exactly (mxsim.ref.to_exact)
+        xs = struct.unpack(f"<{k}f", raw)
         tensor_scale = fp32_value(inputs["tensor_scale"]).magnitude if "tensor_scale" in inputs else None
         block = quantize_block(xs, fmt, self.opts, tensor_scale=tensor_scale)
         out = {"scale": block.scale, "codes": pack_word(block.codes, fmt.element.width)}
@@ -128,14 +139,18 @@ class QuantizeSuite(Suite):
             out["scale_exp"] = -128 if scale.is_nan else block.scale + E8M0_MIN
         if fmt.subblocks:
             out["subscales"] = pack_word(block.subscales, fmt.subscale_bits)
+        # input classes from the fp32 bit fields: magnitude bits above 0x7F800000 are NaN, equal
+        # to it Inf, below 2^23 (exponent field 0) zero or subnormal
+        magnitudes = [w & 0x7FFFFFFF for w in words]
+        nonzero = [m for m in magnitudes if m]
         classes = set()
-        if any(x.is_nan for x in xs):
+        if max(magnitudes) > FP32_INF_BITS:
             classes.add("nan")
-        if any(x.is_inf for x in xs):
+        if FP32_INF_BITS in magnitudes:
             classes.add("inf")
-        if all(x.is_zero for x in xs):
+        if not nonzero:
             classes.add("all_zero")
-        if any(x.is_finite and 0 < x.magnitude < FP32_MIN_NORMAL for x in xs):
+        elif min(nonzero) < 1 << 23:
             classes.add("subnormal_input")
         if scale.is_nan:
             classes.add("scale_nan")
@@ -144,12 +159,12 @@ class QuantizeSuite(Suite):
                 classes.add("scale_min")
             if block.scale == 0xFE:
                 classes.add("scale_max")
-            finite = [x.magnitude for x in xs if x.is_finite and x.magnitude]
-            if finite and fmt.element.kind == "float" and not (E8M0_MIN <= floor_log2(max(finite)) - fmt.element.emax <= 127):
+            largest = max((m for m in magnitudes if m < FP32_INF_BITS), default=0)  # the bits order like the values
+            if largest and fmt.element.kind == "float" and not (E8M0_MIN <= _fp32_floor_log2(largest) - fmt.element.emax <= 127):
                 classes.add("scale_clamp")
         if not max_codes(fmt.element).isdisjoint(block.codes):
             classes.add("max")
-        if any(is_subnormal_code(code, fmt.element) for code in block.codes):
+        if not subnormal_codes(fmt.element).isdisjoint(block.codes):
             classes.add("subnormal_output")
         if fmt.element.kind == "int" and fmt.element.encoding == "twos_complement" and fmt.element.sign_mask in block.codes:
             classes.add("int8_neg2")

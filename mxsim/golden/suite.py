@@ -15,11 +15,13 @@ from .fields import Field
 
 __all__ = [
     "ORIGINS", "FP32", "Suite", "decode", "fp32_bits", "fp32_value", "kind_classes", "is_subnormal_code", "max_codes",
+    "subnormal_codes",
     "pack_word", "unpack_word", "jsonable",
 ]
 
 ORIGINS = ("exhaustive", "directed", "random")
 FP32 = "fp32"
+_FP32_FORMAT = get_format(FP32)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -37,7 +39,8 @@ def fp32_bits(x: Exact) -> int:
 
 
 def fp32_value(bits: int) -> Exact:
-    return decode(bits, FP32)
+    """The exact value of fp32 bits (the reference decoder; not memoized: inputs rarely repeat)."""
+    return _decode(bits, _FP32_FORMAT)
 
 
 def kind_classes(x: Exact) -> set:
@@ -56,6 +59,12 @@ def max_codes(fmt) -> frozenset:
     """The codes of an element format whose value is finite with the largest magnitude
     (max_normal): the codes of the ``max`` class."""
     return frozenset(c for c in range(1 << fmt.width) if decode(c, fmt).is_finite and decode(c, fmt).magnitude == fmt.max_normal)
+
+
+@lru_cache(maxsize=None)
+def subnormal_codes(fmt) -> frozenset:
+    """The subnormal codes of an element format (:func:`is_subnormal_code`)."""
+    return frozenset(c for c in range(1 << fmt.width) if is_subnormal_code(c, fmt))
 
 
 def is_subnormal_code(code: int, fmt) -> bool:
@@ -83,6 +92,9 @@ class Suite:
 
 
 def pack_word(values, width: int) -> int:
+    """Item i of ``values`` (each below 2^width) at bits [i*width, (i+1)*width)."""
+    if width == 8:  # bytes: one conversion (the same word for items below 256)
+        return int.from_bytes(bytes(values), "little")
     word = 0
     for i, v in enumerate(values):
         word |= v << (i * width)
@@ -90,6 +102,9 @@ def pack_word(values, width: int) -> int:
 
 
 def unpack_word(word: int, width: int, count: int) -> list[int]:
+    """The ``count`` items of ``width`` bits of a word (bits above them are ignored)."""
+    if width == 8:
+        return list((word & ((1 << (8 * count)) - 1)).to_bytes(count, "little"))
     mask = (1 << width) - 1
     return [(word >> (i * width)) & mask for i in range(count)]
 

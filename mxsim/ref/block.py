@@ -86,8 +86,15 @@ def _is_nan_block(xs: list[Exact], options: QuantizeOptions) -> bool:
 
 
 def _amax(xs: list[Exact]) -> Fraction:
-    """Largest magnitude; an Inf (under inf_policy='saturate') counts as the largest fp32."""
-    return max((FP32_MAX if x.is_inf else x.magnitude) for x in xs)
+    """Largest magnitude; an Inf (under inf_policy='saturate') counts as the largest fp32. (The
+    magnitudes are compared as n * d' > n' * d on their integers.)"""
+    best, best_n, best_d = Fraction(0), 0, 1
+    for x in xs:
+        magnitude = FP32_MAX if x.kind == "inf" else x.magnitude
+        n, d = magnitude.numerator, magnitude.denominator
+        if n * best_d > best_n * d:
+            best, best_n, best_d = magnitude, n, d
+    return best
 
 
 def _rand(rand_bits, i: int):

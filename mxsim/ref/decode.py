@@ -53,6 +53,8 @@ def code_table(fmt) -> tuple[Exact, ...]:
 
 
 def _decode_code(code: int, fmt) -> Exact:
+    """The value of a checked code (built with Exact.trusted: sign 0/1 and a non-negative
+    magnitude hold by construction)."""
     if fmt.kind == "int":
         return _decode_int(code, fmt)
     return _decode_float(code, fmt)
@@ -61,9 +63,9 @@ def _decode_code(code: int, fmt) -> Exact:
 def _decode_int(code: int, fmt) -> Exact:
     if fmt.encoding == "sign_magnitude":
         sign = code >> (fmt.bits - 1)
-        return Exact(sign, dyadic(code & fmt.max_int, -fmt.frac_bits))
+        return Exact.trusted(sign, dyadic(code & fmt.max_int, -fmt.frac_bits))
     q = code - (1 << fmt.bits) if code & fmt.sign_mask else code
-    return Exact(int(q < 0), dyadic(abs(q), -fmt.frac_bits))
+    return Exact.trusted(int(q < 0), dyadic(abs(q), -fmt.frac_bits))
 
 
 def _decode_float(code: int, fmt) -> Exact:
@@ -80,7 +82,7 @@ def _decode_float(code: int, fmt) -> Exact:
         significand, exponent = mantissa, fmt.emin
     else:
         significand, exponent = (1 << m) | mantissa, field - fmt.bias
-    return Exact(sign, dyadic(significand, exponent - m))
+    return Exact.trusted(sign, dyadic(significand, exponent - m))
 
 
 @lru_cache(maxsize=None)

@@ -14,8 +14,6 @@ quantization and the dot-product output call directly with arguments they have c
 from __future__ import annotations
 
 from fractions import Fraction
-from functools import lru_cache
-from typing import NamedTuple
 
 from ..formats import get_format
 from ..options.encode import OVERFLOW_MODES, check_encode_options, overflow_code
@@ -69,25 +67,6 @@ def encode(
     return encode_ratio(
         magnitude.numerator, magnitude.denominator, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2
     )
-
-
-class _Grid(NamedTuple):
-    """What the float encoder needs of a format, computed once per format."""
-
-    m: int  # mantissa bits
-    emin: int
-    bias: int
-    sign_mask: int
-    subnormals: bool
-    top_grid: int  # exponent of the last significand bit in the largest binade: emax - m
-    top_significand: int  # max_normal = top_significand * 2^top_grid
-
-
-@lru_cache(maxsize=None)
-def _grid(fmt) -> _Grid:
-    m = fmt.mantissa_bits
-    top_significand = (1 << m) | (fmt.max_code & ((1 << m) - 1))
-    return _Grid(m, fmt.emin, fmt.bias, fmt.sign_mask, fmt.subnormals, fmt.emax - m, top_significand)
 
 
 def encode_ratio(
@@ -154,20 +133,21 @@ def _encode_int(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bi
 
 
 def _encode_float(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bits, rand_width) -> int:
-    g = _grid(fmt)
-    sign_bits = g.sign_mask if negative else 0
+    sign_bits = fmt.sign_mask if negative else 0
     if n == 0:
-        if not g.subnormals:
+        if not fmt.subnormals:
             raise ValueError(f"zero cannot be encoded: format {fmt.name!r} has no zero")
         return sign_bits
     exponent = floor_log2_ratio(n, d)
-    if exponent < g.emin and not g.subnormals:
+    emin = fmt.emin
+    if exponent < emin and not fmt.subnormals:
         return sign_bits  # below the smallest normal: field 0 is the smallest normal binade
-    m = g.m
-    grid = max(exponent, g.emin) - m
+    m = fmt.mantissa_bits
+    grid = (exponent if exponent > emin else emin) - m
     significand = _round_on_grid(n, d, grid, (rounding, negative, rand_bits, rand_width))
-    # overflow: significand * 2^grid > top_significand * 2^top_grid, compared as integers
-    if significand << max(grid - g.top_grid, 0) > g.top_significand << max(g.top_grid - grid, 0):
+    # overflow: significand * 2^grid > max_normal = top * 2^top_grid, compared as integers
+    top_grid, top = fmt.emax - m, (1 << m) | (fmt.max_code & ((1 << m) - 1))
+    if (significand << (grid - top_grid) > top) if grid >= top_grid else (significand > top << (top_grid - grid)):
         text = _overflow_text(n, d, negative) if overflow == "error" else ""
         return overflow_code(fmt, negative, overflow, rounding, value_text=text)
     if significand == 0:
@@ -176,5 +156,5 @@ def _encode_float(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_
         significand, grid = significand >> 1, grid + 1
     if significand < 1 << m:  # subnormal: exponent field 0
         return sign_bits | significand
-    field = grid + m + g.bias
+    field = grid + m + fmt.bias
     return sign_bits | (field << m) | (significand - (1 << m))
