@@ -20,7 +20,7 @@ from functools import lru_cache
 import numpy as np
 
 from .classes import flag_bits
-from .suite import decode, is_subnormal_code, max_codes
+from .suite import code_sets
 
 __all__ = ["unpack_items", "pack_items", "CodeTable", "code_table", "FloatBits", "bit", "compute_each"]
 
@@ -91,11 +91,8 @@ def pack_items(items: np.ndarray, width: int) -> list[int]:
 
 @dataclass(frozen=True)
 class CodeTable:
-    """Per-code facts of an element or scale format, indexed by code (boolean arrays), all
-    read from the reference decoder: ``nan``, ``inf``; ``zero`` (finite, magnitude 0);
-    ``nonzero`` (finite, magnitude > 0); ``negative`` (the sign bit of the value); ``max``
-    (finite with the largest magnitude, max_normal); ``subnormal`` (a subnormal code); ``neg2``
-    (the two's-complement code -2^(bits-1), MXINT8 0x80)."""
+    """:func:`mxsim.golden.suite.code_sets` of a format as boolean arrays indexed by code: ``nan``,
+    ``inf``, ``zero``, ``nonzero``, ``negative``, ``max``, ``subnormal``, ``neg2``."""
 
     nan: np.ndarray
     inf: np.ndarray
@@ -110,21 +107,13 @@ class CodeTable:
 @lru_cache(maxsize=None)
 def code_table(fmt) -> CodeTable:
     """The :class:`CodeTable` of a format of at most 16 bits."""
-    codes = range(1 << fmt.width)
-    values = [decode(c, fmt) for c in codes]
-    biggest = max_codes(fmt)
-    neg2 = fmt.kind == "int" and fmt.encoding == "twos_complement"
-    columns = (
-        [v.is_nan for v in values],
-        [v.is_inf for v in values],
-        [v.is_zero for v in values],
-        [v.is_finite and not v.is_zero for v in values],
-        [bool(v.sign) for v in values],
-        [c in biggest for c in codes],
-        [is_subnormal_code(c, fmt) for c in codes],
-        [neg2 and c == fmt.sign_mask for c in codes],
-    )
-    return CodeTable(*(np.array(column, dtype=bool) for column in columns))
+    sets = code_sets(fmt)
+    arrays = {}
+    for name in CodeTable.__dataclass_fields__:
+        column = np.zeros(1 << fmt.width, dtype=bool)
+        column[sorted(sets[name])] = True
+        arrays[name] = column
+    return CodeTable(**arrays)
 
 
 @dataclass(frozen=True)

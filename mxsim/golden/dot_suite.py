@@ -15,10 +15,10 @@ from ..formats.element import negated_code
 from ..ref import dot as ref_dot
 from ..ref.block import QuantizedBlock
 from ..ref.encode import encode
-from ..ref.exact import Exact, dyadic
+from ..ref.exact import Exact
 from .batch import FloatBits, bit, code_table, compute_each, unpack_items
 from .fields import Field
-from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, max_codes, pack_word, unpack_word, jsonable
+from .suite import Suite, code_sets, decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word, jsonable
 
 
 def register_bits(fmt_a, fmt_b, acc: Accumulator) -> int:
@@ -67,7 +67,7 @@ class DotSuite(Suite):
             )
             if fmt.tensor_scale is not None:
                 self.inputs.append(Field(f"{side}_tensor_scale", 32, description="fp32 bits of the tensor scale"))
-        out = get_format(acc.output, kind="float")
+        out = self.out_format = get_format(acc.output, kind="float")
         self.outputs = [
             Field("acc", register_bits(self.fa, self.fb, acc), True, "the register: block sum before scales = acc * 2^lsb"),
             Field("lsb", 16, True, "exponent of the register's LSB"),
@@ -203,45 +203,47 @@ class DotSuite(Suite):
 
     def _classes(self, a, b, r, ta, tb) -> set:
         classes = set()
-        out = get_format(self.acc.output, kind="float")
-        terms_a = ref_dot.block_terms(a.codes, a.subscales, self.fa)
-        terms_b = ref_dot.block_terms(b.codes, b.subscales, self.fb)
-        finite_products = [(x, y) for x, y in zip(terms_a, terms_b) if x.kind == y.kind == "finite" and x.significand and y.significand]
-        if any(t.kind == "nan" for t in terms_a + terms_b) or r.value.is_nan:
+        out = self.out_format
+        sets_a, sets_b = code_sets(self.fa.element), code_sets(self.fb.element)
+        prods = ref_dot.block_products(a.codes, a.subscales, self.fa, b.codes, b.subscales, self.fb)
+        # (code a, code b, sign) of the products of two finite nonzero elements: kind finite, Ma * Mb > 0
+        finite_products = [(ca, cb, sign) for ca, cb, (sign, magnitude, _, kind) in zip(a.codes, b.codes, prods)
+                           if kind == "finite" and magnitude]
+        if not (sets_a["nan"].isdisjoint(a.codes) and sets_b["nan"].isdisjoint(b.codes)) or r.value.is_nan:
             classes.add("nan")
-        if any(t.kind == "inf" for t in terms_a + terms_b) or r.value.is_inf:
+        if not (sets_a["inf"].isdisjoint(a.codes) and sets_b["inf"].isdisjoint(b.codes)) or r.value.is_inf:
             classes.add("inf")
-        if all(t.kind == "finite" and t.significand == 0 for t in terms_a + terms_b):
+        if sets_a["zero"].issuperset(a.codes) and sets_b["zero"].issuperset(b.codes):
             classes.add("all_zero")
         if r.value.is_zero:
             classes.add("negative_zero" if r.value.sign else "zero")
             if finite_products and r.exact.is_zero:
                 classes.add("cancellation")
-        if len({x.sign ^ y.sign for x, y in finite_products}) == 2:
+        if len({sign for _, _, sign in finite_products}) == 2:
             classes.add("mixed_signs")
-        for fmt, blk, terms in ((self.fa, a, terms_a), (self.fb, b, terms_b)):
-            scale = decode(blk.scale, fmt.scale)
-            if scale.is_nan:
+        for fmt, blk, sets in ((self.fa, a, sets_a), (self.fb, b, sets_b)):
+            if blk.scale in code_sets(fmt.scale)["nan"]:
                 classes.add("scale_nan")
             elif fmt.scale.name == "e8m0" and blk.scale in (0, 0xFE):
                 classes.add("scale_min" if blk.scale == 0 else "scale_max")
-            if not max_codes(fmt.element).isdisjoint(blk.codes):
+            if not sets["max"].isdisjoint(blk.codes):
                 classes.add("max")
-            if fmt.element.kind == "int" and fmt.element.encoding == "twos_complement" and fmt.element.sign_mask in blk.codes:
+            if not sets["neg2"].isdisjoint(blk.codes):
                 classes.add("int8_neg2")
-        if any(is_subnormal_code(ca, self.fa.element) or is_subnormal_code(cb, self.fb.element)
-               for ca, cb, x, y in zip(a.codes, b.codes, terms_a, terms_b) if x.significand and y.significand):
+        codes_a, codes_b, _ = zip(*finite_products) if finite_products else ((), (), ())
+        if not (sets_a["subnormal"].isdisjoint(codes_a) and sets_b["subnormal"].isdisjoint(codes_b)):
             classes.add("subnormal_product")
         if r.value.is_finite and is_subnormal_code(r.code, out):
             classes.add("subnormal_output")
         if r.value.is_inf and r.exact.is_finite:
             classes.add("overflow")
         if self.acc.mode == "aligned" and finite_products:
-            unbounded = ref_dot.dot(a, b, self.fa, self.fb, self.unbounded_acc, tensor_scale_a=ta, tensor_scale_b=tb)
-            if unbounded.accumulator != r.accumulator:
+            unbounded, unbounded_lsb, _ = ref_dot.block_register(prods, self.fa, self.fb, self.unbounded_acc)
+            if unbounded != r.accumulator:
                 classes.add("acc_overflow")
-            exact = ref_dot.dot(a, b, self.fa, self.fb, self.exact_acc, tensor_scale_a=ta, tensor_scale_b=tb)
-            if dyadic(unbounded.accumulator, unbounded.lsb_exponent) != dyadic(exact.accumulator, exact.lsb_exponent):
+            exact, exact_lsb, _ = ref_dot.block_register(prods, self.fa, self.fb, self.exact_acc)
+            low = min(unbounded_lsb, exact_lsb)  # the two values on a common grid 2^low
+            if unbounded << (unbounded_lsb - low) != exact << (exact_lsb - low):
                 classes.add("shift_inexact")
         return classes
 

@@ -14,8 +14,8 @@ from ..ref.exact import Exact
 from .fields import Field
 
 __all__ = [
-    "ORIGINS", "FP32", "Suite", "decode", "fp32_bits", "fp32_value", "kind_classes", "is_subnormal_code", "max_codes",
-    "subnormal_codes",
+    "ORIGINS", "FP32", "Suite", "decode", "fp32_bits", "fp32_value", "kind_classes", "is_subnormal_code", "code_sets",
+    "max_codes", "subnormal_codes",
     "pack_word", "unpack_word", "jsonable",
 ]
 
@@ -55,16 +55,36 @@ def kind_classes(x: Exact) -> set:
 
 
 @lru_cache(maxsize=None)
+def code_sets(fmt) -> dict[str, frozenset]:
+    """The codes of an element or scale format (at most 16 bits) by what they hold, from the
+    reference decoder: ``nan``, ``inf``, ``zero`` (finite, magnitude 0), ``nonzero`` (finite,
+    magnitude > 0), ``negative`` (the value's sign bit), ``max`` (finite with the largest
+    magnitude, max_normal: the ``max`` class), ``subnormal`` (:func:`is_subnormal_code`), ``neg2``
+    (the two's-complement code -2^(bits-1): the ``int8_neg2`` class)."""
+    codes = range(1 << fmt.width)
+    values = [decode(c, fmt) for c in codes]
+    twos = fmt.kind == "int" and fmt.encoding == "twos_complement"
+    tests = {
+        "nan": lambda c, v: v.is_nan,
+        "inf": lambda c, v: v.is_inf,
+        "zero": lambda c, v: v.is_zero,
+        "nonzero": lambda c, v: v.is_finite and not v.is_zero,
+        "negative": lambda c, v: bool(v.sign),
+        "max": lambda c, v: v.is_finite and v.magnitude == fmt.max_normal,
+        "subnormal": lambda c, v: is_subnormal_code(c, fmt),
+        "neg2": lambda c, v: twos and c == fmt.sign_mask,
+    }
+    return {name: frozenset(c for c, v in zip(codes, values) if test(c, v)) for name, test in tests.items()}
+
+
 def max_codes(fmt) -> frozenset:
-    """The codes of an element format whose value is finite with the largest magnitude
-    (max_normal): the codes of the ``max`` class."""
-    return frozenset(c for c in range(1 << fmt.width) if decode(c, fmt).is_finite and decode(c, fmt).magnitude == fmt.max_normal)
+    """The codes of the ``max`` class (see :func:`code_sets`)."""
+    return code_sets(fmt)["max"]
 
 
-@lru_cache(maxsize=None)
 def subnormal_codes(fmt) -> frozenset:
-    """The subnormal codes of an element format (:func:`is_subnormal_code`)."""
-    return frozenset(c for c in range(1 << fmt.width) if is_subnormal_code(c, fmt))
+    """The subnormal codes of a format (see :func:`code_sets`)."""
+    return code_sets(fmt)["subnormal"]
 
 
 def is_subnormal_code(code: int, fmt) -> bool:

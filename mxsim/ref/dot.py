@@ -41,12 +41,14 @@ from .exact import Exact, Number, dyadic, floor_log2
 from .fused import check_tensor_scales, fused_steps
 from .output import fp32_add, fp32_bits, fp32_input, output_value, round_output
 from .round import round_shift
-from .terms import Term, block_terms, element_term, frac_bits, min_exponent, products, special
+from .terms import Term, block_products, block_terms, element_term, frac_bits, min_exponent, special
 
 __all__ = [
     "Term",
     "element_term",
     "block_terms",
+    "block_products",
+    "block_register",
     "product_lsb",
     "largest_grid_value",
     "register_limit",
@@ -164,6 +166,7 @@ def _aligned_register(products, frac: int, anchor: int, accumulator: Accumulator
     lsb = anchor - accumulator.frac_bits
     rounding = "rtz" if accumulator.shift_rounding == "truncate" else "rne"
     bound = accumulator.register_bound
+    saturate = accumulator.overflow == "saturate"
     total = 0
     for sign, magnitude, e, kind in products:
         if kind != "finite" or not magnitude:
@@ -171,9 +174,9 @@ def _aligned_register(products, frac: int, anchor: int, accumulator: Accumulator
         # product = magnitude * 2^(e - frac) = magnitude * 2^(e - frac - lsb) LSBs
         q = round_shift(magnitude, lsb + frac - e, rounding, bool(sign))
         total += -q if sign else q
-        if bound is not None:
-            if accumulator.overflow == "saturate":
-                total = min(max(total, -bound), bound - 1)
+        if bound is not None and not -bound <= total < bound:  # outside [-2^(W-1), 2^(W-1) - 1]
+            if saturate:
+                total = bound - 1 if total > 0 else -bound
             else:
                 total = (total + bound) % (2 * bound) - bound
     return total
@@ -198,6 +201,26 @@ def _fp32_register(products, frac: int) -> tuple[Exact, int, int]:
     lsb = max(floor_log2(total.magnitude), FP32_MIN_EXPONENT) - FP32_ULP_SHIFT
     significand = (total.magnitude * dyadic(1, -lsb)).numerator
     return total, -significand if total.sign else significand, lsb
+
+
+def block_register(prods, fmt_a, fmt_b, accumulator: Accumulator) -> tuple[int, int, int]:
+    """The register of a block Dot as :class:`BlockDot` reports it: (``accumulator``,
+    ``lsb_exponent``, ``anchor``), from the block pair's products (``block_products`` of
+    :mod:`mxsim.ref.terms`; block format objects) in one of the separate-accumulation modes."""
+    return _register(prods, fmt_a, fmt_b, accumulator)[:3]
+
+
+def _register(prods, fmt_a, fmt_b, accumulator: Accumulator) -> tuple[int, int, int, Exact | None]:
+    """(register, lsb_exponent, anchor, the fp32 chain's value for fp32_sequential else None)."""
+    frac = frac_bits(fmt_a.element) + frac_bits(fmt_b.element)
+    anchor = _anchor(prods)
+    if accumulator.mode == "exact":
+        lsb = product_lsb(fmt_a, fmt_b)
+        return _exact_register(prods, frac, lsb), lsb, anchor, None
+    if accumulator.mode == "aligned":
+        return _aligned_register(prods, frac, anchor, accumulator), anchor - accumulator.frac_bits, anchor, None
+    chain, value, lsb = _fp32_register(prods, frac)
+    return value, lsb, anchor, chain
 
 
 def _check_pair(fmt_a, fmt_b, length_a: int, length_b: int):
@@ -239,22 +262,13 @@ def dot(
     fmt_a, fmt_b = _check_pair(fmt_a, fmt_a if fmt_b is None else fmt_b, 1, 1)
     check_block(a, fmt_a, tensor_scale_a, "block a")
     check_block(b, fmt_b, tensor_scale_b, "block b")
-    prods = products(block_terms(a.codes, a.subscales, fmt_a), block_terms(b.codes, b.subscales, fmt_b))
-    frac = frac_bits(fmt_a.element) + frac_bits(fmt_b.element)
+    prods = block_products(a.codes, a.subscales, fmt_a, b.codes, b.subscales, fmt_b)
     factor_a = _scale_factor(a.scale, fmt_a, tensor_scale_a)
     factor_b = _scale_factor(b.scale, fmt_b, tensor_scale_b)
     outcome = special(((sign, kind) for sign, _, _, kind in prods), factor_a.is_nan or factor_b.is_nan)
-    anchor = _anchor(prods)
-    if accumulator.mode == "exact":
-        lsb = product_lsb(fmt_a, fmt_b)
-        register = _exact_register(prods, frac, lsb)
-    elif accumulator.mode == "aligned":
-        lsb = anchor - accumulator.frac_bits
-        register = _aligned_register(prods, frac, anchor, accumulator)
-    else:
-        chain, register, lsb = _fp32_register(prods, frac)
-        if not chain.is_finite:  # the IEEE chain decides the specials of this mode
-            outcome = chain if not (factor_a.is_nan or factor_b.is_nan) else Exact.nan()
+    register, lsb, anchor, chain = _register(prods, fmt_a, fmt_b, accumulator)
+    if chain is not None and not chain.is_finite:  # fp32_sequential: the IEEE chain decides the specials
+        outcome = chain if not (factor_a.is_nan or factor_b.is_nan) else Exact.nan()
     if outcome is not None:
         exact = outcome
     else:

@@ -95,12 +95,12 @@ def _overflow_text(numerator: int, denominator: int, negative: bool) -> str:
     return ("-" if negative else "") + str(Fraction(numerator, denominator))
 
 
-def _round_on_grid(numerator: int, denominator: int, grid: int, rounding_args) -> int:
-    """(numerator / denominator) / 2^grid rounded to an integer (rounding_args as for
-    :func:`round_magnitude`: rounding, negative, rand_bits, rand_width)."""
+def _round_on_grid(numerator: int, denominator: int, grid: int, rounding: str, negative: bool, rand_bits, rand_width) -> int:
+    """(numerator / denominator) / 2^grid rounded to an integer (the rounding arguments as for
+    :func:`round_magnitude`)."""
     if grid <= 0:
-        return round_magnitude(numerator << -grid, denominator, *rounding_args)
-    return round_magnitude(numerator, denominator << grid, *rounding_args)
+        return round_magnitude(numerator << -grid, denominator, rounding, negative, rand_bits, rand_width)
+    return round_magnitude(numerator, denominator << grid, rounding, negative, rand_bits, rand_width)
 
 
 def round_to_grid(magnitude: Fraction, fmt, rounding_args) -> tuple[int, int]:
@@ -116,11 +116,11 @@ def round_to_grid(magnitude: Fraction, fmt, rounding_args) -> tuple[int, int]:
         grid = -fmt.frac_bits
     else:
         grid = max(floor_log2_ratio(n, d), fmt.emin) - fmt.mantissa_bits
-    return _round_on_grid(n, d, grid, rounding_args), grid
+    return _round_on_grid(n, d, grid, *rounding_args), grid
 
 
 def _encode_int(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2) -> int:
-    q = _round_on_grid(n, d, -fmt.frac_bits, (rounding, negative, rand_bits, rand_width))
+    q = _round_on_grid(n, d, -fmt.frac_bits, rounding, negative, rand_bits, rand_width)
     limit = fmt.max_int
     if negative and fmt.encoding == "twos_complement" and int8_allow_neg2:
         limit += 1
@@ -144,7 +144,7 @@ def _encode_float(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_
         return sign_bits  # below the smallest normal: field 0 is the smallest normal binade
     m = fmt.mantissa_bits
     grid = (exponent if exponent > emin else emin) - m
-    significand = _round_on_grid(n, d, grid, (rounding, negative, rand_bits, rand_width))
+    significand = _round_on_grid(n, d, grid, rounding, negative, rand_bits, rand_width)
     # overflow: significand * 2^grid > max_normal = top * 2^top_grid, compared as integers
     top_grid, top = fmt.emax - m, (1 << m) | (fmt.max_code & ((1 << m) - 1))
     if (significand << (grid - top_grid) > top) if grid >= top_grid else (significand > top << (top_grid - grid)):

@@ -96,10 +96,10 @@ def to_exact(x: Number) -> Exact:
 
     NumPy integer scalars and float16/bfloat16/float32/float64 scalars are accepted too (every
     one of them is exactly a Python int or float)."""
-    if isinstance(x, Exact):
-        return x
     if x.__class__ is float:  # the common case, read without the checks below
         return _float_to_exact(x)
+    if isinstance(x, Exact):
+        return x
     if isinstance(x, bool):
         raise ValueError("a bool is not a number here; pass an int, Fraction, float or Exact")
     dtype = getattr(x, "dtype", None)  # NumPy / ml_dtypes scalars: widen exactly, then read

@@ -44,7 +44,7 @@ from .decode import decode
 from .exact import Exact, floor_log2, to_exact
 from .output import output_value, round_output
 from .round import round_magnitude
-from .terms import block_terms, frac_bits, products, special
+from .terms import block_products, frac_bits, special
 
 __all__ = ["ScaleParts", "scale_parts", "fused_steps", "check_tensor_scales"]
 
@@ -98,7 +98,7 @@ def fused_steps(
     k = fmt_a.block_size
     prods = []
     for a, b in zip(blocks_a, blocks_b):
-        prods += products(block_terms(a.codes, a.subscales, fmt_a), block_terms(b.codes, b.subscales, fmt_b))
+        prods += block_products(a.codes, a.subscales, fmt_a, b.codes, b.subscales, fmt_b)
     ops = _Operands(
         prods,
         [scale_parts(a.scale, fmt_a.scale) for a in blocks_a],

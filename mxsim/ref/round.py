@@ -59,7 +59,10 @@ def round_shift(
     rand_width: int = 32,
 ) -> int:
     """``round_magnitude(magnitude, 2^shift, ...)``: a magnitude (>= 0) shifted right by ``shift``
-    bits and rounded; a ``shift`` <= 0 is an exact left shift (nothing to round)."""
+    bits and rounded; a ``shift`` <= 0 is an exact left shift (nothing to round), and ``rtz`` is
+    the right shift itself (floor of a non-negative value)."""
     if shift <= 0:
         return magnitude << -shift
+    if rounding == "rtz":
+        return magnitude >> shift
     return round_magnitude(magnitude, 1 << shift, rounding, negative, rand_bits, rand_width)

@@ -19,7 +19,10 @@ from ..formats import get_format
 from .decode import TABLE_BITS, _check_code, decode
 from .exact import Exact, floor_log2
 
-__all__ = ["Term", "element_term", "term_table", "block_terms", "frac_bits", "min_exponent", "products", "special"]
+__all__ = [
+    "Term", "element_term", "term_table", "block_terms", "frac_bits", "min_exponent", "products", "pair_products",
+    "block_products", "special",
+]
 
 TWO = Fraction(2)
 
@@ -115,6 +118,41 @@ def products(terms_a: list[Term], terms_b: list[Term]) -> list[tuple[int, int, i
         else:
             kind = "inf"  # Inf times Inf, or Inf times a finite nonzero element
         result.append((ta.sign ^ tb.sign, ta.significand * tb.significand, ta.exponent + tb.exponent, kind))
+    return result
+
+
+@lru_cache(maxsize=4)
+def pair_products(element_a, element_b) -> tuple[tuple[int, int, int, str], ...]:
+    """:func:`products` of every pair of codes (microexponents 0) of two element formats of at most
+    TABLE_BITS bits, indexed by ``(code_a << width_b) | code_b``: the same rule, applied once per
+    pair (65,536 pairs of 8-bit formats, a few MB; the last four pairs of formats are kept)."""
+    terms_a, terms_b = term_table(element_a), term_table(element_b)
+    return tuple(products([ta], [tb])[0] for ta in terms_a for tb in terms_b)
+
+
+def _checked_codes(codes: Sequence[int], element) -> Sequence[int]:
+    """``codes``, each checked to be an int in [0, 2^width) (one pass for the common case; the
+    per-code check, with its error, otherwise)."""
+    if {*map(type, codes)} <= {int} and (not codes or (min(codes) >= 0 and max(codes) < 1 << element.width)):
+        return codes
+    return [_check_code(code, element) for code in codes]
+
+
+def block_products(codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b) -> list[tuple[int, int, int, str]]:
+    """``products(block_terms(codes_a, subscales_a, fmt_a), block_terms(codes_b, subscales_b, fmt_b))``
+    of two blocks of formats ``fmt_a``, ``fmt_b`` (block format objects): for narrow elements,
+    looked up in :func:`pair_products`, then each exponent lowered by the two elements'
+    microexponents (E = E_element - tau, as :func:`element_term` folds it)."""
+    ea, eb = fmt_a.element, fmt_b.element
+    if ea.width > TABLE_BITS or eb.width > TABLE_BITS:
+        return products(block_terms(codes_a, subscales_a, fmt_a), block_terms(codes_b, subscales_b, fmt_b))
+    table, width_b = pair_products(ea, eb), eb.width
+    codes_a, codes_b = _checked_codes(codes_a, ea), _checked_codes(codes_b, eb)
+    result = [table[(ca << width_b) | cb] for ca, cb in zip(codes_a, codes_b)]
+    for fmt, subscales in ((fmt_a, subscales_a), (fmt_b, subscales_b)):
+        if fmt.subblocks and any(subscales):
+            size = fmt.subblock_size
+            result = [(s, m, e - subscales[i // size], kind) for i, (s, m, e, kind) in enumerate(result)]
     return result
 
 
