@@ -22,7 +22,14 @@ import numpy as np
 from .classes import flag_bits
 from .suite import code_sets
 
-__all__ = ["unpack_items", "pack_items", "CodeTable", "code_table", "FloatBits", "bit", "compute_each"]
+__all__ = ["unpack_items", "pack_items", "CodeTable", "code_table", "FloatBits", "bit", "compute_each", "fast_dot_models"]
+
+
+def fast_dot_models(acc) -> bool:
+    """Whether :mod:`mxsim.fast.dot` models an accumulator configuration: separate accumulation
+    with the output stage it implements (overflow to +-Inf, the canonical NaN, an IEEE output
+    format). The suites compute the others vector by vector through the reference."""
+    return acc.accumulate == "separate" and acc.output_overflow == "inf" and acc.nan_bits is None and acc.output != "fp32_e8m13"
 
 
 def bit(name: str) -> int:

@@ -16,7 +16,7 @@ from ..ref import dot as ref_dot
 from ..ref.block import QuantizedBlock
 from ..ref.encode import encode
 from ..ref.exact import Exact
-from .batch import FloatBits, bit, code_table, compute_each, unpack_items
+from .batch import FloatBits, bit, code_table, compute_each, fast_dot_models, unpack_items
 from .fields import Field
 from .suite import Suite, code_sets, decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word, jsonable
 
@@ -250,10 +250,11 @@ class DotSuite(Suite):
     # expected values of many vectors at once (mxsim.golden.batch) ---------------------------
     def compute_batch(self, inputs: dict):
         """``compute`` of N vectors with the fast path: (outputs, flags), see
-        :mod:`mxsim.golden.batch`. Fused accumulation, which the fast path does not model, and any
-        batch with an invalid vector (the reference then raises its own error) go vector by vector
-        through ``compute``."""
-        if self.acc.accumulate == "fused":
+        :mod:`mxsim.golden.batch`. The configurations the fast path does not model
+        (:func:`~mxsim.golden.batch.fast_dot_models`: fused accumulation, output_overflow other than
+        inf, nan_bits, fp32_e8m13) and any batch with an invalid vector (the reference then raises
+        its own error) go vector by vector through ``compute``."""
+        if not fast_dot_models(self.acc):
             return compute_each(self, inputs)
         try:
             return self._batch(inputs)

@@ -10,7 +10,7 @@ import numpy as np
 from ..fast.dot import dot_general_blocks
 from ..formats import get_format
 from ..ref import dot as ref_dot
-from .batch import FloatBits, bit, compute_each, pack_items
+from .batch import FloatBits, bit, compute_each, fast_dot_models, pack_items
 from .fields import Field
 from .dot_suite import DotSuite
 from .suite import is_subnormal_code, pack_word, unpack_word
@@ -98,7 +98,7 @@ class DotGeneralSuite(DotSuite):
 
     def compute_batch(self, inputs: dict):
         """``compute`` of N vectors with the fast path (see :meth:`DotSuite.compute_batch`)."""
-        if self.acc.accumulate == "fused":
+        if not fast_dot_models(self.acc):
             return compute_each(self, inputs)
         try:
             return self._batch(inputs)

@@ -14,7 +14,7 @@ from ..options import QuantizeOptions
 from ..formats import get_format
 from ..ref.block import nvfp4_tensor_scale, quantize_block
 from ..ref.decode import finite_magnitudes
-from ..ref.exact import Exact, floor_log2
+from ..ref.exact import Exact
 from ..ref.scale import E8M0_MIN
 from .batch import bit, code_table, compute_each, pack_items, unpack_items
 from .fields import Field

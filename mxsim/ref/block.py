@@ -42,6 +42,7 @@ __all__ = [
 ]
 
 TWO = Fraction(2)
+_FP32 = get_format("fp32")
 FP32_MAX = (2 - TWO**-23) * TWO**127
 FP32_MIN_NORMAL = TWO**-126
 FP32_MIN_SUBNORMAL = TWO**-149
@@ -60,7 +61,8 @@ class QuantizedBlock:
 
 def to_fp32(q: Fraction) -> Exact:
     """q rounded to float32, nearest-even, overflowing to +-Inf (exact integer arithmetic)."""
-    return decode(encode(to_exact(q), "fp32", "rne", "ieee"), "fp32")
+    q = Fraction(q)
+    return decode(encode_ratio(abs(q.numerator), q.denominator, q < 0, _FP32, "rne", "ieee"), _FP32)
 
 
 def nvfp4_tensor_scale(tensor_amax: Fraction, options: QuantizeOptions = QuantizeOptions()) -> Fraction:
