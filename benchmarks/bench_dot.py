@@ -1,13 +1,21 @@
-"""MX block dot-product throughput: mxsim's bit-exact datapath beside np.einsum on float32.
+"""MX block dot-product throughput: mxsim's bit-exact datapath beside float32 NumPy.
 
-Both operands hold 2^log2n elements (n / k blocks each). Baseline, measured in the same run:
-``np.einsum('ij,ij->i')`` over the dequantized float32 blocks (a float dot, not bit-exact), and
-the same einsum fed straight from the codes through a float32 lookup table. mxsim runs
-``mxsim.dot`` (the whole DotGeneral: per-block registers, output rounding, fp32 across blocks)
-in ``exact`` and ``aligned`` modes. Figures are medians of --repeat runs, in elements of one
-operand per second, with the ratio to the einsum baseline.
+Vector part: both operands hold 2^log2n elements (n / k blocks each). Baseline, measured in the
+same run: ``np.einsum('ij,ij->i')`` over the dequantized float32 blocks (a float dot, not
+bit-exact), and the same einsum fed straight from the codes through a float32 lookup table.
+mxsim runs ``mxsim.dot`` (the whole DotGeneral: per-block registers, output rounding, fp32 across
+blocks) in ``exact`` and ``aligned`` modes. Figures are in elements of one operand per second.
 
-    python benchmarks/bench_dot.py [--log2n 24] [--repeat 5] [--row 4096]
+GEMM part: A (M, K) times B (N, K) into (M, N), M = N = --gemm-mn, K = --gemm-k: a float32
+matmul of the dequantized operands (the baseline), today's ``aligned`` presets (F=13 W=24,
+F=25 W=36) and the fused-step presets of real units (Hopper wgmma, Blackwell mxf8f6f4 and MXDOTP
+on MXFP8 E4M3; Blackwell mxf4nvf4 on MXFP4, with aligned on MXFP4 beside it). Figures are in
+products (M * N * K) per second, with how many times faster the matmul is ("matmul / x") and the
+rate relative to aligned F=13 W=24 on the same format ("x / aligned").
+
+Figures are medians of --repeat runs.
+
+    python benchmarks/bench_dot.py [--log2n 24] [--repeat 5] [--row 4096] [--gemm-mn 128] [--gemm-k 1024]
 """
 
 from __future__ import annotations
@@ -29,12 +37,57 @@ CASES = [
 ]
 
 
+GEMM_CASES = [
+    ("mxfp8_e4m3", "aligned F=13 W=24", "hopper_fp8_like"),
+    ("mxfp8_e4m3", "aligned F=25 W=36", "blackwell_fp8_like"),
+    ("mxfp8_e4m3", "fused hopper_fp8_wgmma", "hopper_fp8_wgmma"),
+    ("mxfp8_e4m3", "fused blackwell_mxf8f6f4", "blackwell_mxf8f6f4"),
+    ("mxfp8_e4m3", "fused mxdotp_fp8", "mxdotp_fp8"),
+    ("mxfp4_e2m1", "aligned F=13 W=24", "hopper_fp8_like"),
+    ("mxfp4_e2m1", "fused blackwell_mxf4nvf4", "blackwell_mxf4nvf4"),
+]
+
+
+def gemm(args) -> None:
+    m = n = args.gemm_mn
+    k = args.gemm_k
+    products = m * n * k
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((m, 1, k)).astype(np.float32)
+    y = rng.standard_normal((n, k)).astype(np.float32)
+    print(f"\nGEMM M = N = {m}, K = {k} ({products / 1e6:.1f} M products); medians of {args.repeat} runs")
+    print(f"{'operation':48} {'M prod/s':>10} {'matmul / x':>11} {'x / aligned':>12}")
+    aligned = {}
+    baseline = None
+    for name, label, preset in GEMM_CASES:
+        a, b = mxsim.quantize(x, name), mxsim.quantize(y, name)
+        if baseline is None:
+            da, db = a.dequantize()[:, 0, :], b.dequantize()
+            baseline = median_rate(lambda da=da, db=db: da @ db.T, products, args.repeat)
+            print(f"{'float32 matmul (dequantized ' + name + ')':48} {baseline / 1e6:10.1f} {1.0:11.1f}")
+        acc = mxsim.Accumulator.preset(preset)
+        rate = median_rate(lambda a=a, b=b, acc=acc: mxsim.dot(a, b, acc), products, args.repeat)
+        aligned.setdefault(name, rate)
+        ratios = f"{baseline / rate:11.1f} {rate / aligned[name]:12.3f}"
+        print(f"{'mxsim.dot ' + name + ' ' + label:48} {rate / 1e6:10.1f} {ratios}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--log2n", type=int, default=24)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--row", type=int, default=4096, help="elements per DotGeneral row (K)")
+    parser.add_argument("--gemm-mn", type=int, default=128, help="M = N of the GEMM part")
+    parser.add_argument("--gemm-k", type=int, default=1024, help="K of the GEMM part")
+    parser.add_argument("--part", choices=("all", "vector", "gemm"), default="all")
     args = parser.parse_args()
+    if args.part != "gemm":
+        vector(args)
+    if args.part != "vector":
+        gemm(args)
+
+
+def vector(args) -> None:
     n = 1 << args.log2n
     rng = np.random.default_rng(0)
     x = rng.standard_normal((n // args.row, args.row)).astype(np.float32)

@@ -3,7 +3,8 @@
 Public surface:
 
 * formats: :func:`get_format`, :class:`FloatFormat`, :class:`IntFormat`, :class:`BlockFormat`;
-* arrays (fast path): :func:`encode`, :func:`decode`, :func:`quantize` -> :class:`MXTensor`;
+* arrays (fast path): :func:`encode`, :func:`decode`, :func:`quantize` -> :class:`MXTensor`, and
+  back with ``MXTensor.dequantize(dtype, options)`` under :class:`DequantizeOptions`;
 * the dot-product datapath: :func:`dot` of two MXTensors, configured by :class:`Accumulator`;
 * the integer-only reference model: :mod:`mxsim.ref` (``ref.encode``, ``ref.decode``);
 * golden vectors for RTL testbenches: :mod:`mxsim.golden` (and ``mxsim golden generate``).
@@ -17,7 +18,7 @@ Imported on their own (``import mxsim.strategies``), so that ``import mxsim`` st
 from . import ref
 from .fast import decode, encode
 from .formats import BlockFormat, FloatFormat, IntFormat, format_names, get_format
-from .options import OVERFLOW_MODES, ROUNDING_MODES, SCALE_RULES, QuantizeOptions
+from .options import OVERFLOW_MODES, ROUNDING_MODES, SCALE_RULES, DequantizeOptions, QuantizeOptions
 from .tensor import MXTensor, quantize
 from .fileformat import load, save
 from .options import Accumulator
@@ -43,6 +44,7 @@ __all__ = [
     "DotResult",
     "Accumulator",
     "QuantizeOptions",
+    "DequantizeOptions",
     "SCALE_RULES",
     "ref",
     "__version__",

@@ -6,16 +6,23 @@
 ``mxsim info FILE``            describe a tensor file (format, shape, block axis, scales, layout, options,
                                checksum), after checking all of it
 ``mxsim quantize IN.npy OUT --format F [options]``   quantize an array into an mxsim tensor file
-``mxsim dequantize IN OUT.npy [--dtype float32]``     decode an mxsim tensor file to an array
-``mxsim dot A B OUT.npy [--outer] [--preset P] [accumulator flags] [--details OUT.npz]``   DotGeneral of
+``mxsim dequantize IN OUT.npy [--dtype float32|float16|float64] [--dequant-overflow ...]``   decode an
+                               mxsim tensor file to an array, under DequantizeOptions
+``mxsim dot A B OUT.npy [--outer] [--preset P] [accumulator flags] [--c C.npy] [--details OUT.npz]``
+                               DotGeneral of
                                two tensor files along their block axes (--outer: (M,K) x (N,K) -> (M,N))
-``mxsim golden generate DIR [--suite KIND --params JSON] [--seed N] [--level L] [--shard I/N]``
+``mxsim golden generate DIR [--suite KIND --params JSON] [--seed N] [--level L] [--count N] [--shard I/N]``
                                golden test vectors (default: the canonical collection) and DIR/index.json
-``mxsim golden verify DIR``    recompute every vector with the reference model and check the suites
-                               against DIR/index.json (exit 1 on any problem)
+``mxsim golden stream --suite KIND --params JSON [--count N | --forever] [--seed S] [--manifest FILE]``
+                               the vectors of one suite as lines on stdout (TestFloat's testfloat_gen)
+``mxsim golden verify DIR [--sample K]``   recompute the vectors (all, or the directed ones and K
+                               sampled) with the reference model and check the suites against
+                               DIR/index.json (exit 1 on any problem)
+``mxsim golden check SUITE_DIR DUT_DIR|- [--errors N] [--fields F,...]``   compare a device's results
+                               with a suite (exit 1 on any mismatch, 2 on a file error)
 
-Errors are one line on stderr and exit code 2; a verification that finds mismatches exits 1; Ctrl-C
-during ``golden generate`` or ``golden verify`` exits 130 with one line (no half-written suite).
+Errors are one line on stderr and exit code 2; a verification or check that finds mismatches exits
+1; Ctrl-C during a golden command exits 130 with one line (no half-written suite).
 """
 
 from __future__ import annotations
@@ -32,14 +39,19 @@ import numpy as np
 
 from . import ref
 from ._version import __version__
-from .options import LayoutOptions, QuantizeOptions
+from .options import DequantizeOptions, LayoutOptions, QuantizeOptions
 from .options.spec import Choice, Flag, options_of
 from .fileformat import atomic_write, load, read, save
+from .ref.sources import SOURCE_TYPES
 from .formats import ALIASES, FORMATS, format_names, get_format
 from .options import PRESETS, Accumulator
 from .golden import canonical as golden_canonical
 from .golden import generate_suites, suite_from_spec
 from .golden import verify as verify_suites
+from .golden import check as golden_check
+from .golden import files as golden_files
+from .golden import limits, pipeline
+from .golden import stream as golden_stream
 from .golden.files import INDEX, GenerationInterrupted
 from .golden.limits import MAX_ENUMERATED_BITS
 from .golden.params import keys_text
@@ -207,7 +219,7 @@ def _cmd_quantize(args) -> str:
     options = _given_options(args, QuantizeOptions)
     rand_bits = None if args.rand_bits is None else _load_array(args.rand_bits)
     layout = LayoutOptions(**_given_options(args, LayoutOptions))
-    tensor = quantize(x, args.format, axis=args.axis, rand_bits=rand_bits, **options)
+    tensor = quantize(x, args.format, axis=args.axis, rand_bits=rand_bits, source=args.source, **options)
     save(tensor, args.output, **layout.as_dict())
     return (
         f"{args.output}: {tensor.fmt.name}, shape {tensor.shape}, axis {tensor.axis}, {tensor.scales.size} blocks, "
@@ -217,7 +229,7 @@ def _cmd_quantize(args) -> str:
 
 def _cmd_dequantize(args) -> str:
     tensor = load(args.input)
-    values = tensor.dequantize(args.dtype)
+    values = tensor.dequantize(args.dtype, **_given_options(args, DequantizeOptions))
     _save_npy(args.output, values)
     return f"{args.output}: {values.dtype} array of shape {values.shape} from {tensor.fmt.name}"
 
@@ -232,22 +244,24 @@ def _cmd_dot(args) -> str:
     a, b = load(args.a), load(args.b)
     options = _given_options(args, Accumulator)
     acc = Accumulator.preset(args.preset, **options) if args.preset else Accumulator.from_kwargs(**options)
-    result = dot(a, b, acc, outer=args.outer, details=True)
+    c = None if args.c is None else _load_array(args.c)
+    result = dot(a, b, acc, outer=args.outer, c=c, details=bool(args.details))  # per-block registers only when asked
+    values = result.values if args.details else result
     if args.details:  # written first, and removed again if the results cannot be written
         register = result.accumulator
         if register.dtype == object:  # wider than int64: exact decimal strings
             register = register.astype(str)
         buffer = io.BytesIO()
         np.savez(buffer, bits=result.bits, block_bits=result.block_bits, accumulator=register,
-                 lsb_exponent=result.lsb_exponent, anchor=result.anchor)
+                 lsb_exponent=result.lsb_exponent, anchor=result.anchor, steps=result.steps)
         atomic_write(args.details, buffer.getvalue())
     try:
-        _save_npy(args.out_path, result.values)
+        _save_npy(args.out_path, values)
     except OSError:
         if args.details:
             os.unlink(args.details)
         raise
-    return f"{args.out_path}: {result.values.dtype} array of shape {result.values.shape} ({a.fmt.name} x {b.fmt.name}, {acc.mode})"
+    return f"{args.out_path}: {values.dtype} array of shape {values.shape} ({a.fmt.name} x {b.fmt.name}, {acc.mode})"
 
 
 def _shard(text):
@@ -271,9 +285,11 @@ def _cmd_golden_generate(args) -> str:
     except KeyboardInterrupt:
         _interrupted("nothing was written")
     try:
-        directories = generate_suites(suites, args.out, args.seed, args.level, shard, progress, args.npz)
+        directories = generate_suites(suites, args.out, args.seed, args.level, shard, progress, args.npz, args.count)
     except GenerationInterrupted as interrupt:
         _interrupted(str(interrupt))
+    except KeyboardInterrupt:  # before the first suite was begun
+        _interrupted(f"no suite was written (only {args.out}/{INDEX} may have been updated)")
     vectors = sum(json.loads((d / "manifest.json").read_text())["count"] for d in directories)
     return f"{args.out}: {len(directories)} suite(s), {vectors} vectors"
 
@@ -308,15 +324,60 @@ class _VerifyFailed(Exception):
 
 def _cmd_golden_verify(args) -> str:
     try:
-        report = verify_suites(args.path, _progress(args.progress))
+        report = verify_suites(args.path, _progress(args.progress), args.sample, args.sample_seed)
     except KeyboardInterrupt:
         _interrupted("verification stopped; nothing was changed")
-    lines = [f"{args.path}: {report.suites} suite(s), {report.vectors} vectors recomputed"]
+    lines = [f"{args.path}: {report.summary()}"]
     if not report.ok:
         lines[0] += f", {len(report.problems)} problem(s):"
         lines += [f"MISMATCH {problem}" for problem in report.problems]
         raise _VerifyFailed("\n".join(lines))
     return lines[0] + ", all match"
+
+
+def _cmd_golden_stream(args) -> None:
+    """Lines on stdout; the reader leaving early (``| head``) ends it quietly with exit 0."""
+    if not 1 <= args.level <= 10:
+        raise ValueError(f"--level={args.level} is not allowed; expected an integer in [1, 10]")
+    suite = _golden_suites(args)[0]
+    limits.check_enumerable(suite)
+    plan = pipeline.plan(suite, args.level, args.count, args.forever)
+    if args.manifest:
+        atomic_write(args.manifest, golden_files.manifest_bytes(suite, args.seed, args.level, plan, count=plan.total,
+                                                                 stream={"header": False}))
+    try:
+        golden_stream.write_stream(suite, sys.stdout.buffer, args.seed, args.level, plan, not args.manifest)
+    except BrokenPipeError:  # the reader left (e.g. `| head`): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except KeyboardInterrupt:
+        _interrupted("stream stopped")
+    return None
+
+
+def _cmd_golden_check(args):
+    """Compare; the report on stdout; exit 1 on a mismatch and 2 on a file error (via _CheckFailed)."""
+    if args.errors < 0:
+        raise ValueError(f"--errors={args.errors} is not allowed; expected a non-negative integer")
+    fields = None if args.fields is None else [name for name in args.fields.split(",") if name]
+    try:
+        report = golden_check.check(args.suite_dir, sys.stdin.buffer if args.dut == "-" else args.dut,
+                                    args.errors, fields)
+    except KeyboardInterrupt:
+        _interrupted("check stopped")
+    text = "\n".join(golden_check.report_lines(report))
+    if report.errors:
+        raise _CheckFailed(text, 2)
+    if not report.ok:
+        raise _CheckFailed(text, 1)
+    return text
+
+
+class _CheckFailed(Exception):
+    """A check that ran: its report, and the exit code (1 mismatches, 2 file errors)."""
+
+    def __init__(self, text: str, code: int):
+        super().__init__(text)
+        self.text, self.code = text, code
 
 
 class _Parser(argparse.ArgumentParser):
@@ -393,13 +454,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     block_names = format_names("block") + [alias for alias, name in ALIASES.items() if FORMATS[name].kind == "block"]
     quant = commands.add_parser("quantize", help="quantize a .npy array into an mxsim tensor file")
-    quant.add_argument("input", metavar="IN.npy", help="float16/bfloat16/float32/float64 array")
+    quant.add_argument("input", metavar="IN.npy", help="float16/bfloat16/float32/float64/float8 array, or bit "
+                       "patterns with --source")
     quant.add_argument("output", metavar="OUT", help="mxsim tensor file to write (atomically)")
     quant.add_argument("--format", required=True, type=_format_name, choices=block_names, metavar="FORMAT",
                        help=f"block format, in any case: {', '.join(block_names)}")
     quant.add_argument("--axis", type=int, default=-1, help="the axis blocks run along (default: -1)")
     quant.add_argument("--rand-bits", metavar="RAND.npy", help="integer random words of the input's shape "
                        "(for --rounding stochastic)")
+    quant.add_argument("--source", choices=SOURCE_TYPES, default=None,
+                       help="the type of an unsigned-integer input's bit patterns (uint32 fp32, uint16 fp16 or bf16, "
+                       "uint8 fp8_e4m3 or fp8_e5m2, uint64 fp64); float inputs need none")
     _add_option_flags(quant, LayoutOptions)
     _add_option_flags(quant, QuantizeOptions)
     quant.set_defaults(run=_cmd_quantize)
@@ -407,8 +472,9 @@ def build_parser() -> argparse.ArgumentParser:
     dequant = commands.add_parser("dequantize", help="decode an mxsim tensor file to a .npy array")
     dequant.add_argument("input", metavar="IN", help="mxsim tensor file")
     dequant.add_argument("output", metavar="OUT.npy", help=".npy file to write (atomically; no suffix is added)")
-    dequant.add_argument("--dtype", choices=("float32", "float64"), default="float32",
+    dequant.add_argument("--dtype", choices=("float32", "float16", "float64"), default="float32",
                          help="output dtype (default: float32)")
+    _add_option_flags(dequant, DequantizeOptions)
     dequant.set_defaults(run=_cmd_dequantize)
 
     dot = commands.add_parser("dot", help="DotGeneral of two mxsim tensor files along their block axes",
@@ -421,8 +487,12 @@ def build_parser() -> argparse.ArgumentParser:
                           "(M,K) x (N,K) -> (M,N) = A @ B^T (default: broadcast, see above)")
     dot.add_argument("--preset", choices=tuple(PRESETS), default=None,
                      help="start from a named accumulator (default: the contract's defaults); flags override fields")
+    dot.add_argument("--c", metavar="C.npy", default=None,
+                     help="accumulator input C: a float32 .npy array that broadcasts to the result shape "
+                          "(fused steps start from C, separate accumulation adds it first; default: none / +0)")
     dot.add_argument("--details", metavar="OUT.npz",
-                     help="also write the output bits and each block's bits, accumulator, lsb_exponent and anchor")
+                     help="also write the output bits, each block's bits, accumulator, lsb_exponent and anchor, "
+                          "and every fused step's output bits (steps)")
     _add_option_flags(dot, Accumulator)
     dot.set_defaults(run=_cmd_dot)
 
@@ -449,12 +519,44 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="show progress, suite by suite ('suite 12/54 ...'; default: when stderr is a terminal)")
     gen.add_argument("--npz", action="store_true", help="also write vectors.npz (one array per field) per suite")
+    gen.add_argument("--count", type=int, default=None, metavar="N",
+                     help="N vectors per suite: the catalogue first (only its first N if N is smaller), then seeded "
+                          "random ones (default: the catalogue, as golden/ holds it)")
     gen.set_defaults(run=_cmd_golden_generate)
+    stream = actions.add_parser("stream", help="write one suite's vectors to stdout, one vector per line")
+    stream.add_argument("--suite", choices=tuple(KINDS), required=True, help="the suite kind")
+    stream.add_argument("--params", default="{}", metavar="JSON", help="the suite's parameters (as for generate)")
+    amount = stream.add_mutually_exclusive_group()
+    amount.add_argument("--count", type=int, default=None, metavar="N",
+                        help="N vectors (default: the catalogue); as generate --count")
+    amount.add_argument("--forever", action="store_true", help="the catalogue, then random vectors without end")
+    stream.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    stream.add_argument("--level", type=int, default=1, help="as for generate, 1..10 (default 1)")
+    stream.add_argument("--manifest", metavar="FILE",
+                        help="write the manifest (fields, widths, params) to FILE and no comment line to stdout")
+    stream.set_defaults(run=_cmd_golden_stream)
     check = actions.add_parser("verify", help="recompute every vector of the suites under DIR with the reference model, "
                                f"and check them against the root's {INDEX} (exit 1 on any problem)")
     check.add_argument("path", metavar="DIR", help="a suite directory, a kind directory or a root of suites")
     check.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    check.add_argument("--sample", type=int, default=None, metavar="K",
+                       help="recompute every directed vector and K sampled ones per suite (every file's hash and "
+                            "format are still checked in full)")
+    check.add_argument("--sample-seed", type=int, default=0, metavar="S", help="the sample's seed (default 0)")
     check.set_defaults(run=_cmd_golden_verify)
+    dut = actions.add_parser("check", help="compare a device's results with a suite (TestFloat's testfloat_ver)",
+                             description="Compare a device's results with a suite, line by line; report the "
+                                         "mismatches per field and per corner class, and the first ones with their "
+                                         "inputs decomposed. Exit 0: all match; 1: a mismatch; 2: a usage or file "
+                                         "error. docs/verification-flow.md has the details.")
+    dut.add_argument("suite_dir", metavar="SUITE_DIR", help="one suite directory (with manifest.json)")
+    dut.add_argument("dut", metavar="DUT_DIR", help="the device's <field>.hex per output field, or - for lines on "
+                                                    "stdin in the stream format (inputs, outputs[, flags])")
+    dut.add_argument("--errors", type=int, default=20, metavar="N",
+                     help="show the first N mismatching vectors in full (default 20)")
+    dut.add_argument("--fields", metavar="F,...",
+                     help="compare only these output fields (default: every one but flags)")
+    dut.set_defaults(run=_cmd_golden_check)
     return parser
 
 
@@ -465,14 +567,23 @@ def main(argv: list[str] | None = None) -> int:
     except _VerifyFailed as failure:  # a verification that ran and found problems: exit 1
         print(str(failure), file=sys.stderr)
         return 1
+    except _CheckFailed as failure:  # a check that ran: its report on stdout
+        _print_quietly(failure.text)
+        return failure.code
     except (ValueError, OverflowError, OSError) as error:
         print(f"mxsim: error: {error}".replace("\n", " "), file=sys.stderr)
         return 2
+    if output is not None:
+        _print_quietly(output)
+    return 0
+
+
+def _print_quietly(text: str) -> None:
     try:
-        print(output)
+        print(text)
+        sys.stdout.flush()
     except BrokenPipeError:  # e.g. `mxsim info | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # as the Python docs advise
-    return 0
 
 
 if __name__ == "__main__":

@@ -69,6 +69,7 @@ __all__ = [
     "SUPPORTED_VERSIONS",
     "MAX_HEADER_BYTES",
     "atomic_write",
+    "file_mode",
 ]
 
 MAGIC = b"\x89MXSIM\r\n"
@@ -123,6 +124,14 @@ def _describe_format(fmt) -> dict:
     return out
 
 
+def file_mode(path) -> int:
+    """The permissions a file written to ``path`` gets: an existing file's, else 0o666 minus the umask."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        return 0o666 & ~_UMASK
+
+
 def atomic_write(path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically: temp file in the same directory, fsync, os.replace.
 
@@ -131,10 +140,7 @@ def atomic_write(path, data: bytes) -> None:
     """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    try:
-        mode = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o666 & ~_UMASK
+    mode = file_mode(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     except OSError as error:

@@ -4,8 +4,9 @@ Layout of the arrays (blocks run along the last axis of ``codes``):
 
 * ``codes``: element codes, shape = the original shape with the block axis moved last and
   padded to a multiple of block_size; uint8 (uint16 for wider elements);
-* ``scales``: one scale code per block, shape ``codes.shape[:-1] + (n_blocks,)``, uint8
-  (E8M0 code, or UE4M3 code for NVFP4);
+* ``scales``: one scale byte per block, shape ``codes.shape[:-1] + (n_blocks,)``, uint8
+  (E8M0 code, or UE4M3 code for NVFP4; under ``options.scale_encoding == 'int8_exponent'`` the
+  unbiased exponent E as an 8-bit two's complement, see :mod:`mxsim.ref.scale`);
 * ``subscales``: for shared-microexponent formats, one microexponent per sub-block, shape
   ``scales.shape + (subblocks,)``, uint8; else None;
 * ``tensor_scale``: NVFP4's fp32 tensor scale s_t as an exact Fraction; else None.
@@ -18,19 +19,31 @@ from fractions import Fraction
 import numpy as np
 
 from .options import QuantizeOptions
-from .fast.block import dequantize_blocks, dequantize_blocks_float32, quantize_blocks
+from .options.dequantize import options_for, output_name
+from .fast.block import quantize_blocks
 from .fast.decode import check_codes, code_dtype
-from .fast.encode import _as_binary_array
+from .fast.dequant import dequantize_blocks_bits
+from .fast.sources import read_source
 from .formats import get_format
-from .ref.block import FP32_MAX, nvfp4_tensor_scale
+from .formats.packing import normalize_axis
+from .ref.block import check_tensor_scale, nvfp4_tensor_scale
+
+from .ref.sources import check_source_options, inf_stand_in
 
 __all__ = ["MXTensor", "quantize"]
 
 
-def _normalize_axis(axis, ndim: int) -> int:
-    if not isinstance(axis, (int, np.integer)) or not -max(ndim, 1) <= axis < max(ndim, 1):
-        raise ValueError(f"axis={axis!r} is out of range for a {ndim}-d array")
-    return int(axis) % max(ndim, 1)
+def _float_dtype(output: str) -> np.dtype:
+    """The NumPy dtype of an output type; bfloat16 is ml_dtypes' (imported here, on use)."""
+    if output != "bfloat16":
+        return np.dtype(output)
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise ValueError(
+            "dtype='bfloat16' needs the ml_dtypes package; dequantize_bits('bfloat16') gives the bits"
+        ) from None
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 def restore_layout(values: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
@@ -49,12 +62,25 @@ class MXTensor:
         self.tensor_scale = None if tensor_scale is None else Fraction(tensor_scale)
 
     # --- construction --------------------------------------------------------------------------
-    @classmethod
-    def quantize(cls, x, fmt, axis: int = -1, rand_bits=None, **options) -> "MXTensor":
-        """Quantize a float array (float16, bfloat16, float32, float64) along ``axis``.
+    @property
+    def scale_encoding(self) -> str:
+        """How ``scales`` store the block exponents: 'e8m0' or 'int8_exponent' (options.scale_encoding)."""
+        return self.options.scale_encoding
 
-        ``options`` are the fields of :class:`mxsim.QuantizeOptions` (scale_rule, rounding,
-        inf_policy, flush_subnormal_inputs, partial_block, int8_allow_neg2, nvfp4_*).
+    @classmethod
+    def quantize(cls, x, fmt, axis: int = -1, rand_bits=None, *, source=None, scales=None, **options) -> "MXTensor":
+        """Quantize an array along ``axis``.
+
+        ``x``: float16, ml_dtypes bfloat16, float32, float64, or ml_dtypes float8_e4m3fn /
+        float8_e5m2 values; or unsigned-integer bit patterns with ``source`` naming their type
+        ('fp32' uint32, 'fp16' or 'bf16' uint16, 'fp8_e4m3' or 'fp8_e5m2' uint8 codes, 'fp64'
+        uint64). Values are read exactly (see :mod:`mxsim.fast.sources`); the source type decides
+        what an Inf counts as under inf_policy='saturate' (its own largest finite value).
+        ``scales``: caller-supplied scale bytes instead of computed ones (E8M0-scaled formats):
+        the shape of the result's ``scales`` (x's shape with ``axis`` moved last and replaced by
+        the number of blocks), E8M0 codes 0x00..0xFE or, under scale_encoding='int8_exponent',
+        int8 exponent bytes not below scale_min; the elements are quantized against them,
+        saturating. ``options`` are the fields of :class:`mxsim.QuantizeOptions`.
         ``rand_bits``: random words of x's shape, for rounding='stochastic'.
         """
         fmt = get_format(fmt, kind="block")
@@ -62,10 +88,20 @@ class MXTensor:
         opts.check_format(fmt)
         if (opts.rounding == "stochastic") != (rand_bits is not None):
             raise ValueError("rand_bits is needed with rounding='stochastic', and only then")
-        values = _as_binary_array(x)
-        axis = _normalize_axis(axis, values.ndim)
+        values, source = read_source(x, source)
+        check_source_options(source, opts)
+        axis = normalize_axis(axis, values.ndim)
         moved = np.moveaxis(values.reshape(values.shape or (1,)), axis, -1)
         blocks, padded_shape = cls._blocks(moved, fmt, opts)
+        lead = padded_shape[:-1]
+        n_blocks = padded_shape[-1] // fmt.block_size
+        if scales is not None:
+            scales = np.asarray(scales)
+            if scales.shape != lead + (n_blocks,):
+                raise ValueError(
+                    f"scales have shape {scales.shape}; expected {lead + (n_blocks,)} (x's shape with axis {axis} "
+                    f"moved last, as blocks of {fmt.block_size})"
+                )
         rand = None
         if rand_bits is not None:
             try:
@@ -78,14 +114,13 @@ class MXTensor:
             finite = np.abs(values[np.isfinite(values)]).astype(np.float64)
             amax = Fraction(float(finite.max())) if finite.size else Fraction(0)
             if opts.inf_policy == "saturate" and np.isinf(values).any():
-                amax = FP32_MAX  # an Inf counts as the largest fp32, as in the block amax
+                # an Inf counts as its type's largest value, as in the block amax
+                amax = max(amax, inf_stand_in(source))
             tensor_scale = nvfp4_tensor_scale(amax, opts)
-        scales, subscales, codes = quantize_blocks(blocks, fmt, opts, tensor_scale, rand)
-        lead = padded_shape[:-1]
-        n_blocks = padded_shape[-1] // fmt.block_size
+        out_scales, subscales, codes = quantize_blocks(blocks, fmt, opts, tensor_scale, rand, source, scales)
         return cls(
             fmt,
-            scales.reshape(lead + (n_blocks,)),
+            out_scales.reshape(lead + (n_blocks,)),
             codes.reshape(padded_shape),
             values.shape,
             axis,
@@ -111,9 +146,18 @@ class MXTensor:
         cls, scales, codes, fmt, axis: int = -1, shape=None, subscales=None, tensor_scale=None, **options
     ) -> "MXTensor":
         """Wrap existing codes (e.g. read from a checkpoint). ``codes`` has blocks along its last
-        axis; ``shape`` is the unpadded original shape (default: codes moved back, unpadded)."""
+        axis; ``shape`` is the unpadded original shape (default: codes moved back, unpadded).
+        ``options``: the :class:`mxsim.QuantizeOptions` the codes were made with (recorded on the
+        tensor; ``scale_encoding`` says how ``scales`` store the exponents); options that do not
+        apply to ``fmt`` are refused as in :func:`quantize`.
+
+        Codes, scales and sub-scales: integer arrays of any integer dtype and byte order, each
+        value within its field's width. ``tensor_scale`` (NVFP4 only): a finite positive value
+        exactly representable in fp32 (see :func:`mxsim.ref.block.check_tensor_scale`).
+        ValueError for anything else."""
         fmt = get_format(fmt, kind="block")
         opts = QuantizeOptions.from_kwargs(**options)
+        opts.check_format(fmt)
         codes = np.asarray(codes)
         scales = np.asarray(scales)
         if codes.ndim == 0 or codes.shape[-1] % fmt.block_size:
@@ -133,13 +177,8 @@ class MXTensor:
             subscales = subscales.astype(np.uint8)
         elif subscales is not None:
             raise ValueError(f"format {fmt.name!r} has no sub-scales")
-        if fmt.tensor_scale is None and tensor_scale is not None:
-            raise ValueError(f"format {fmt.name!r} has no tensor scale")
-        if tensor_scale is not None:
-            tensor_scale = Fraction(tensor_scale)
-            if tensor_scale <= 0 or float(tensor_scale) != tensor_scale or np.float32(float(tensor_scale)) != float(tensor_scale):
-                raise ValueError(f"tensor_scale={tensor_scale} must be a positive float32 value")
-        axis = _normalize_axis(axis, codes.ndim)
+        tensor_scale = check_tensor_scale(fmt, tensor_scale)
+        axis = normalize_axis(axis, codes.ndim)
         stored = np.moveaxis(np.empty(codes.shape, dtype=np.bool_), -1, axis).shape
         if shape is None:
             shape = stored
@@ -159,27 +198,40 @@ class MXTensor:
         return cls(fmt, scales.astype(np.uint8), codes.astype(code_dtype(fmt.element)), shape, axis, opts, subscales, tensor_scale)
 
     # --- decoding ------------------------------------------------------------------------------
-    def dequantize(self, dtype=np.float32) -> np.ndarray:
-        """Values in the original shape: exact in float64; float32 rounds each once (nearest-even,
-        overflow to +-Inf, subnormals kept). A NaN scale gives NaN for its whole block."""
-        dtype = np.dtype(dtype)
-        if dtype not in (np.float32, np.float64):
-            raise ValueError(f"dtype={dtype} is not allowed; expected float32 or float64")
+
+    def dequantize_bits(self, dtype="float32", options=None, **dequant_options) -> np.ndarray:
+        """IEEE bit patterns of the values in the original shape: uint32 for float32, uint16 for
+        float16 and bfloat16, uint64 for float64 (conventions.md section 3.1).
+
+        Each value is element * scale (times s_t for NVFP4), exact, rounded once to nearest even.
+        ``options``: a :class:`mxsim.DequantizeOptions`, or a mapping output type ->
+        DequantizeOptions (e.g. :data:`mxsim.options.dequantize.IDMA_DEQUANTIZE`) whose entry for
+        ``dtype`` applies (defaults if it has none); ``dequant_options`` (dequant_overflow,
+        dequant_ftz, dequant_nan) override fields of the chosen options. Defaults: overflow to
+        +-Inf, subnormals kept, NaN elements keep their sign; a NaN scale gives the positive quiet
+        NaN for its whole block."""
+        output = output_name(dtype)
+        opts = options_for(output, options, **dequant_options)
         k = self.fmt.block_size
         subscales = None if self.subscales is None else self.subscales.reshape(-1, self.fmt.subblocks)
-        blocks = (self.scales.reshape(-1), subscales, self.codes.reshape(-1, k), self.fmt)
-        if dtype == np.float32 and self.fmt.scale.name == "e8m0":
-            values = dequantize_blocks_float32(*blocks)
-        else:  # exact in float64, then (for float32) one rounding
-            values = dequantize_blocks(*blocks, self.tensor_scale)
-        values = restore_layout(values.reshape(self.codes.shape), self.shape, self.axis)
-        with np.errstate(over="ignore"):
-            return values.astype(dtype, copy=False)
+        words = dequantize_blocks_bits(
+            self.scales.reshape(-1), subscales, self.codes.reshape(-1, k), self.fmt, output, opts,
+            self.tensor_scale, self.scale_encoding,
+        )
+        return restore_layout(words.reshape(self.codes.shape), self.shape, self.axis)
+
+    def dequantize(self, dtype=np.float32, options=None, **dequant_options) -> np.ndarray:
+        """Values in the original shape as ``dtype``: float32 (default), float16, bfloat16 (an
+        ml_dtypes bfloat16 array; ml_dtypes is imported on use) or float64 (exact). Options as for
+        :meth:`dequantize_bits`, whose words this returns viewed as ``dtype``."""
+        output = output_name(dtype)
+        words = self.dequantize_bits(output, options, **dequant_options)
+        return words.view(_float_dtype(output))
 
     def __repr__(self) -> str:
         return f"MXTensor({self.fmt.name}, shape={self.shape}, axis={self.axis}, blocks={self.scales.size})"
 
 
-def quantize(x, fmt, axis: int = -1, rand_bits=None, **options) -> MXTensor:
+def quantize(x, fmt, axis: int = -1, rand_bits=None, *, source=None, scales=None, **options) -> MXTensor:
     """Quantize ``x`` along ``axis`` into an :class:`MXTensor` (see :meth:`MXTensor.quantize`)."""
-    return MXTensor.quantize(x, fmt, axis, rand_bits=rand_bits, **options)
+    return MXTensor.quantize(x, fmt, axis, rand_bits=rand_bits, source=source, scales=scales, **options)

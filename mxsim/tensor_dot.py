@@ -12,7 +12,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .options import Accumulator
-from .fast.dot import Operand, dot_general_blocks, output_values
+from .fast.dot import Operand, dot_general_broadcast
+from .fast.fused import dot_general_steps
+from .fast.output import output_values
 from . import ref
 from .tensor import MXTensor
 
@@ -28,7 +30,13 @@ class DotResult(NamedTuple):
     * ``block_bits``: each block's Dot rounded to the output format (its code);
     * ``accumulator``: each block's integer register (int64; Python ints in an object array when
       wider), with ``accumulator * 2^lsb_exponent`` = the block's sum before scales;
-    * ``lsb_exponent`` and ``anchor`` (e_max, 0 for a block without a nonzero product): int64.
+    * ``lsb_exponent`` and ``anchor`` (e_max, 0 for a block without a nonzero product): int64;
+    * ``steps``: every fused step's output code, shape lead + (n_steps,) (the output's code dtype;
+      n_steps = 0 for separate accumulation); the last one is ``bits``.
+
+    With ``accumulate="fused"`` the per-block arrays are the block Dots of the same accumulator
+    with separate accumulation (its fused-only fields at their defaults): each block rounded to the
+    output on its own, what the fused datapath never forms; they are computed only for details.
     """
 
     values: np.ndarray
@@ -37,6 +45,7 @@ class DotResult(NamedTuple):
     accumulator: np.ndarray
     lsb_exponent: np.ndarray
     anchor: np.ndarray
+    steps: np.ndarray
 
 
 def _accumulator(accumulator) -> Accumulator:
@@ -113,7 +122,16 @@ def _zeroed_padding(t: MXTensor) -> np.ndarray:
     return codes
 
 
-def _operand(t: MXTensor, lead: tuple) -> Operand:
+def _operand(t: MXTensor) -> Operand:
+    """The blocks of ``t``, not broadcast: prod(t.codes.shape[:-1]) rows of n_blocks blocks."""
+    k = t.fmt.block_size
+    subscales = None if t.subscales is None else t.subscales.reshape(-1, t.fmt.subblocks)
+    return Operand(t.fmt, t.scales.reshape(-1), subscales, _zeroed_padding(t).reshape(-1, k), t.tensor_scale)
+
+
+def _broadcast_operand(t: MXTensor, lead: tuple) -> Operand:
+    """The blocks of ``t`` broadcast to the result rows ``lead``: prod(lead) rows of n_blocks
+    blocks, as a copy (the fused steps read whole rows; their memory grows with M * N * K)."""
     n_blocks = t.scales.shape[-1]
     rows = int(np.prod(lead, dtype=np.int64))
     codes = np.broadcast_to(_zeroed_padding(t), lead + t.codes.shape[-1:]).reshape(rows * n_blocks, t.fmt.block_size)
@@ -124,7 +142,23 @@ def _operand(t: MXTensor, lead: tuple) -> Operand:
     return Operand(t.fmt, scales, subscales, codes, t.tensor_scale)
 
 
-def dot(a: MXTensor, b: MXTensor, accumulator=None, *, outer: bool = False, details: bool = False):
+def _c_words(c, lead: tuple) -> np.ndarray | None:
+    """The accumulator input as one fp32 word per result (uint32, shape (rows,)), or None."""
+    if c is None:
+        return None
+    array = np.asarray(c)
+    if array.dtype.kind != "f" or array.dtype.itemsize != 4:
+        raise ValueError(f"c must be a float32 array (the accumulator input C), not dtype {array.dtype}")
+    try:
+        if np.broadcast_shapes(array.shape, lead) != lead:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"c of shape {array.shape} does not broadcast to the result shape {lead}") from None
+    native = array.astype(np.float32)  # any byte order -> native, bits unchanged
+    return np.broadcast_to(native, lead).reshape(-1).view(np.uint32)
+
+
+def dot(a: MXTensor, b: MXTensor, accumulator=None, *, outer: bool = False, c=None, details: bool = False):
     """DotGeneral of ``a`` and ``b`` along their block axes, through the datapath model.
 
     The block axes must have the same length and the formats the same block size (mixed element
@@ -136,28 +170,51 @@ def dot(a: MXTensor, b: MXTensor, accumulator=None, *, outer: bool = False, deta
     :class:`~mxsim.options.accumulate.Accumulator`, a preset name (``Accumulator.preset``), or None for
     the contract's defaults.
 
+    ``c``: the accumulator input C, a float32 array (any byte order; NaN, Inf, -0 and subnormals
+    are values like any other) that broadcasts to the result shape, or None. Fused steps start
+    from C (None: +0); separate accumulation starts its fp32 sum at C, or adds C to the exact sum
+    (None: no C term, the results of earlier versions). Fused steps refuse NVFP4 operands with a
+    tensor scale.
+
     Returns the results (see :class:`DotResult` for dtypes), or a :class:`DotResult` with the
-    per-block registers if ``details``.
+    per-block registers and the fused steps if ``details``. ValueError for a tensor with
+    scale_encoding='int8_exponent'.
+
+    Memory: the operands are never broadcast into copies. Beyond the inputs and the results
+    (O(M * N) for an (M, N) result, plus O(M * N * n_blocks) for the details), the temporaries are
+    bounded by :data:`mxsim.fast.dot.DOT_CHUNK` elements of each operand (70 to 130 MB), whatever
+    M, N and K are.
     """
     acc = _accumulator(accumulator)
+    for name, t in (("a", a), ("b", b)):
+        if isinstance(t, MXTensor) and t.options.scale_encoding != "e8m0":
+            raise ValueError(
+                f"{name} has scale_encoding={t.options.scale_encoding!r}; dot reads E8M0 scales (scale_encoding='e8m0')"
+            )
     _check_operands(a, b)
     if not isinstance(outer, bool):
         raise ValueError(f"outer={outer!r} is not allowed; expected True or False")
     if outer:
         a, b = _outer(a, b)
     lead = _lead_shape(a, b)
-    rows = int(np.prod(lead, dtype=np.int64))
+    c_words = _c_words(c, lead)
     n_blocks = a.scales.shape[-1] if a.scales.ndim else 1
-    bits, blocks = dot_general_blocks(_operand(a, lead), _operand(b, lead), acc, rows, details, n_blocks)
+    if acc.accumulate == "fused":
+        rows = int(np.prod(lead, dtype=np.int64))
+        op_a, op_b = _broadcast_operand(a, lead), _broadcast_operand(b, lead)
+        bits, steps = dot_general_steps(op_a, op_b, acc, rows, n_blocks, c_words)
+        bits, steps = bits.reshape(lead), steps.reshape(lead + steps.shape[-1:])
+        acc_blocks = acc.as_separate()
+    else:
+        steps, acc_blocks = None, acc
+    if acc.accumulate != "fused" or details:
+        shape_a, shape_b = a.codes.shape[:-1], b.codes.shape[:-1]
+        separate_bits, blocks = dot_general_broadcast(
+            _operand(a), _operand(b), shape_a, shape_b, n_blocks, acc_blocks, details, None if steps is not None else c_words
+        )
+        if steps is None:
+            bits, steps = separate_bits, np.zeros(lead + (0,), dtype=separate_bits.dtype)
     values = output_values(bits, acc).reshape(lead)
     if not details:
         return values
-    per_block = lead + (blocks.codes.shape[-1],)
-    return DotResult(
-        values,
-        bits.reshape(lead),
-        blocks.codes.reshape(per_block),
-        blocks.accumulator.reshape(per_block),
-        blocks.lsb_exponent.reshape(per_block),
-        blocks.anchor.reshape(per_block),
-    )
+    return DotResult(values, bits, blocks.codes, blocks.accumulator, blocks.lsb_exponent, blocks.anchor, steps)

@@ -14,6 +14,7 @@ import numpy as np
 from .fast import pack as fast_pack
 from .formats import get_format
 from .formats.packing import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, check_layout, tensor_layout
+from .options.dequantize import options_for, output_name
 from .options.spec import check_choice
 from .ref import pack as ref_pack
 from .tensor import MXTensor, restore_layout
@@ -61,17 +62,22 @@ def unpack(data, fmt, shape, axis: int = -1, element_stream: str = DEFAULT_ELEME
 
 
 def dequantize_packed(data, fmt, shape, axis: int = -1, element_stream: str = DEFAULT_ELEMENT_STREAM,
-                      scale_placement: str = DEFAULT_SCALE_PLACEMENT, dtype=np.float32, **unpack_options) -> np.ndarray:
-    """``unpack(data, ...).dequantize(dtype)`` in one pass where the layout allows (float32 output,
-    one-byte E8M0 scales, no sub-scales, FP4/FP8 fields: :func:`mxsim.fast.pack.dequantize_packed_blocks`);
-    other layouts and formats go through :func:`unpack` and :meth:`MXTensor.dequantize`."""
+                      scale_placement: str = DEFAULT_SCALE_PLACEMENT, dtype=np.float32, *, dequantize_options=None,
+                      **unpack_options) -> np.ndarray:
+    """``unpack(data, ...).dequantize(dtype, dequantize_options)`` in one pass where the layout
+    allows (float32 output with default DequantizeOptions, OCP E8M0 scale bytes, no sub-scales,
+    FP4/FP8 fields: :func:`mxsim.fast.pack.dequantize_packed_blocks`); other layouts, formats,
+    output types and options go through :func:`unpack` and :meth:`MXTensor.dequantize`.
+    ``dequantize_options``: a DequantizeOptions or a mapping output type -> DequantizeOptions."""
     fmt = get_format(fmt, kind="block")
     check_layout(element_stream, scale_placement)
     codes_shape, axis = tensor_layout(fmt, shape, axis)
+    output = output_name(dtype)
     values = None
-    if np.dtype(dtype) == np.float32 and not unpack_options:
+    if output == "float32" and options_for(output, dequantize_options).is_default and not unpack_options:
         n_blocks = int(np.prod(codes_shape, dtype=np.int64)) // fmt.block_size
         values = fast_pack.dequantize_packed_blocks(fmt, data, n_blocks, element_stream, scale_placement)
     if values is None:
-        return unpack(data, fmt, shape, axis, element_stream, scale_placement, **unpack_options).dequantize(dtype)
+        tensor = unpack(data, fmt, shape, axis, element_stream, scale_placement, **unpack_options)
+        return tensor.dequantize(output, dequantize_options)
     return restore_layout(values.reshape(codes_shape), tuple(int(s) for s in shape), axis)

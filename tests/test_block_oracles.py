@@ -175,7 +175,7 @@ GFLOAT_ROUNDING = {
 def test_gfloat_encode_block(fi, name, rounding):
     assert fi.k == 32 and fi.etype.emax == mxsim.get_format(name).element.emax
     x = normal_magnitude_data(seed=1000 + len(name) * 7 + len(rounding), rows=24, cols=32).astype(np.float64)
-    t = mxsim.quantize(x, name, rounding=rounding, int8_allow_neg2=True)
+    t = mxsim.quantize(x, name, rounding=rounding, int8_allow_neg2=name == "mxint8")  # applies to MXINT8 only
     values = t.dequantize(np.float64)
     for row in range(x.shape[0]):
         scale = compute_scale_amax(fi.etype.emax, x[row])
@@ -346,7 +346,8 @@ def oracle_blocks(seed: int, name: str, n: int = 240) -> np.ndarray:
 def test_exact_definition_oracle(name, inf_policy, int8_allow_neg2, flush):
     bits = oracle_blocks(seed=len(name) * 31 + int8_allow_neg2 + 2 * flush, name=name)
     x = bits.view(np.float32)
-    t = mxsim.quantize(x, name, inf_policy=inf_policy, int8_allow_neg2=int8_allow_neg2, flush_subnormal_inputs=flush)
+    neg2 = int8_allow_neg2 and name == "mxint8"  # the option applies to MXINT8 only
+    t = mxsim.quantize(x, name, inf_policy=inf_policy, int8_allow_neg2=neg2, flush_subnormal_inputs=flush)
     assert t.scales.shape == (len(bits), 1)
     for b, block in enumerate(bits):
         scale, codes = oracle_block(block, name, inf_policy, int8_allow_neg2, flush)

@@ -151,10 +151,10 @@ def test_generated_tables_elsewhere(site):
 
 
 def test_numerics_page_lists_every_option(site):
-    from mxsim import Accumulator, QuantizeOptions
+    from mxsim import Accumulator, DequantizeOptions, QuantizeOptions
 
     text = page(site, "numerics")
-    for options in (QuantizeOptions, Accumulator):
+    for options in (QuantizeOptions, DequantizeOptions, Accumulator):
         for field in dataclasses.fields(options):
             assert f"<code>{field.name}</code>" in text, field.name
     for name in ("rounding", "overflow", "rand_bits", "rand_width", "int8_allow_neg2", "element_stream",

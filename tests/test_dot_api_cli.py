@@ -21,7 +21,8 @@ from mxsim.cli import main
 from mxsim.ref import dot as ref_dot
 from mxsim.ref.block import QuantizedBlock
 
-OUTPUT_DTYPES = {"fp32": (np.float32, np.uint32), "bf16": (np.float32, np.uint16), "fp16": (np.float16, np.uint16)}
+OUTPUT_DTYPES = {"fp32": (np.float32, np.uint32), "bf16": (np.float32, np.uint16), "fp16": (np.float16, np.uint16),
+                 "fp32_e8m13": (np.float32, np.uint32)}
 
 
 # --- the reference for a whole mxsim.dot call ---------------------------------------------------
@@ -57,7 +58,7 @@ def reference(a: MXTensor, b: MXTensor, acc: Accumulator):
 
 def values_of_bits(bits: np.ndarray, output: str) -> np.ndarray:
     """Output codes as numbers, by the IEEE layouts (bf16 is the top half of an fp32)."""
-    if output == "fp32":
+    if output in ("fp32", "fp32_e8m13"):
         return bits.astype(np.uint32).view(np.float32)
     if output == "bf16":
         return (bits.astype(np.uint32) << 16).view(np.float32)
@@ -84,6 +85,7 @@ def assert_matches_reference(a: MXTensor, b: MXTensor, acc, name_or_acc=None):
     for index, g in want.items():
         context = f"{a.fmt.name} x {b.fmt.name}, {acc}, index {index}"
         assert int(got.bits[index]) == g.code, context
+        assert tuple(int(s) for s in got.steps[index]) == g.steps, context
         for j, block in enumerate(g.blocks):
             fields = (int(got.block_bits[index + (j,)]), int(got.accumulator[index + (j,)]),
                       int(got.lsb_exponent[index + (j,)]), int(got.anchor[index + (j,)]))
@@ -92,6 +94,7 @@ def assert_matches_reference(a: MXTensor, b: MXTensor, acc, name_or_acc=None):
     for values in (plain, got.values):
         assert np.array_equal(values.view(bits_dtype if acc.output != "bf16" else np.uint32),
                               expected_values.view(bits_dtype if acc.output != "bf16" else np.uint32))
+    assert got.steps.dtype == bits_dtype and got.steps.shape[:-1] == lead
     return got
 
 
@@ -385,7 +388,7 @@ def assert_cli_matches_reference(out_npy, details_npz, a_path, b_path, acc):
         assert int(bits[index]) == g.code, index
     if details_npz is not None:
         with np.load(details_npz) as d:
-            assert sorted(d.files) == ["accumulator", "anchor", "bits", "block_bits", "lsb_exponent"]
+            assert sorted(d.files) == ["accumulator", "anchor", "bits", "block_bits", "lsb_exponent", "steps"]
             for index, g in want.items():
                 assert int(d["bits"][index]) == g.code
                 for j, block in enumerate(g.blocks):

@@ -305,6 +305,24 @@ def run_cli(*args):
     return subprocess.run([sys.executable, "-m", "mxsim.cli", *map(str, args)], capture_output=True, text=True)
 
 
+def test_cli_dequantize_float16_with_options(tmp_path):
+    # block 0: 448 * 2^10 (E4M3 448, scale 2^10) lies beyond float16; block 1: 2^-20 (E4M3 256,
+    # scale 2^-28) is a float16 subnormal
+    x = np.zeros(64, dtype=np.float32)
+    x[0], x[32] = 448 * 2.0**10, 2.0**-20
+    np.save(tmp_path / "x.npy", x)
+    assert run_cli("quantize", tmp_path / "x.npy", tmp_path / "x.mxt", "--format", "mxfp8_e4m3").returncode == 0
+    plain = run_cli("dequantize", tmp_path / "x.mxt", tmp_path / "p.npy", "--dtype", "float16")
+    d = run_cli("dequantize", tmp_path / "x.mxt", tmp_path / "y.npy", "--dtype", "float16",
+                "--dequant-overflow", "saturate", "--dequant-ftz")
+    assert plain.returncode == 0 and d.returncode == 0, plain.stderr + d.stderr
+    p, y = np.load(tmp_path / "p.npy"), np.load(tmp_path / "y.npy")
+    assert p.dtype == y.dtype == np.float16
+    assert (p[0], p[32]) == (np.inf, 2.0**-20) and (y[0], y[32]) == (65504, 0)
+    t = mxsim.load(tmp_path / "x.mxt")
+    assert np.array_equal(y.view(np.uint16), t.dequantize_bits("float16", dequant_overflow="saturate", dequant_ftz=True))
+
+
 def test_cli_round_trip_through_npy(tmp_path):
     x = values(9, (40, 3))
     np.save(tmp_path / "x.npy", x)
@@ -333,12 +351,12 @@ def test_cli_options_in_process(tmp_path, capsys):
     x = values(10, (2, 32)).astype(np.float64)
     x[0, 3] = np.inf
     np.save(tmp_path / "x.npy", x)
-    argv = ["quantize", str(tmp_path / "x.npy"), str(tmp_path / "x.mxt"), "--format", "mxfp4",
+    argv = ["quantize", str(tmp_path / "x.npy"), str(tmp_path / "x.mxt"), "--format", "mxint8",
             "--scale-rule", "ceil", "--inf-policy", "saturate", "--int8-allow-neg2", "--no-flush-subnormal-inputs"]
     assert main(argv) == 0
     t = mxsim.load(tmp_path / "x.mxt")
     assert t.options == mxsim.QuantizeOptions(scale_rule="ceil", inf_policy="saturate", int8_allow_neg2=True)
-    assert_same_tensor(t, mxsim.quantize(x, "mxfp4", scale_rule="ceil", inf_policy="saturate", int8_allow_neg2=True))
+    assert_same_tensor(t, mxsim.quantize(x, "mxint8", scale_rule="ceil", inf_policy="saturate", int8_allow_neg2=True))
     rand = np.arange(64, dtype=np.uint32).reshape(2, 32) * 12345 % 256
     np.save(tmp_path / "r.npy", rand)
     assert main(["quantize", str(tmp_path / "x.npy"), str(tmp_path / "s.mxt"), "--format", "mxfp4", "--rounding",
@@ -364,7 +382,7 @@ def test_cli_options_in_process(tmp_path, capsys):
         (["quantize", "NOPE", "OUT", "--format", "mx9"], "No such file"),
         (["quantize", "TXT", "OUT", "--format", "mx9"], "cannot read as a .npy array"),
         (["dequantize", "X", "OUT"], "bad magic"),
-        (["dequantize", "X", "OUT", "--dtype", "float16"], "argument --dtype: invalid choice"),
+        (["dequantize", "X", "OUT", "--dtype", "bfloat16"], "argument --dtype: invalid choice"),
         (["quantize", "X", "NODIR/OUT", "--format", "mx9"], "cannot write"),
     ],
 )
@@ -656,7 +674,8 @@ def test_cli_info_describes_a_tensor_file(tmp_path, capsys):
         "payload": "162 bytes",  # 9 blocks x (8 + 8 + 16 x 8) bits
         "options": "scale_rule=floor, rounding=rtz, rand_width=32, inf_policy=nan, flush_subnormal_inputs=False, "
                    "partial_block=pad, int8_allow_neg2=False, nvfp4_scale_min=normal, nvfp4_arith=exact, "
-                   "nvfp4_tensor_scale=amax",
+                   "nvfp4_tensor_scale=amax, scale_encoding=e8m0, scale_min=-127, specials=block, nan_code=None, "
+                   "subnormal_inputs=exact",
         "checksum": f"SHA-256 of header and payload verified (payload {digest})",
         "written by": f"mxsim {mxsim.__version__}",
     }

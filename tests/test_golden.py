@@ -14,6 +14,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from mxsim import Accumulator
 from mxsim.cli import main
 from mxsim.golden import CANONICAL_SUITES, generate, generate_canonical, suite_from_spec, verify
 from mxsim.golden.classes import CLASSES, class_names, flag_bits
@@ -56,10 +57,15 @@ def test_canonical_coverage_reaches_every_class():
 
 def test_manifest_records_the_contract_and_the_layout():
     m = json.loads((GOLDEN / "dot" / "mxfp8_e4m3-aligned-f8-w14-truncate-saturate" / "manifest.json").read_text())
-    assert m["params"]["accumulator"] == {
+    accumulator = m["params"]["accumulator"]
+    assert accumulator == {**accumulator, **{
         "mode": "aligned", "frac_bits": 8, "width": 14, "shift_rounding": "truncate", "overflow": "saturate",
         "output": "fp32", "output_rounding": "rne", "ftz": False, "across_blocks": "fp32",
-    }
+        # contract 4.1's options, recorded at their defaults (every manifest records every option)
+        "output_overflow": "inf", "nan_bits": None, "accumulate": "separate", "step": None, "step_terms": "product",
+        "term_size": None, "anchor": "max", "bypass": None, "c_zero_exponent": None,
+    }}
+    assert set(accumulator) == set(Accumulator().as_dict())  # every option, so each vector traces to its convention
     fields = {f["name"]: f for f in m["fields"]}
     assert fields["a_elems"]["bits"] == 256 and fields["a_elems"]["hex_digits"] == 64
     assert fields["acc"] == {**fields["acc"], "bits": 14, "hex_digits": 4, "signed": True}

@@ -256,11 +256,11 @@ def test_the_params_keys_are_listed_in_help_and_docs(capsys):
 def test_every_dict_param_has_its_options_class():
     """The key list is derived from the suite dataclasses; a dict-valued field must name the
     options dataclass its keys come from, so the nested keys cannot drift either."""
-    from mxsim.golden.params import NESTED
     from mxsim.golden.suites import KINDS
 
-    dict_fields = {f.name for cls in KINDS.values() for f in dataclasses.fields(cls) if f.type in ("dict", dict)}
-    assert dict_fields == set(NESTED)
+    for cls in KINDS.values():
+        dict_fields = {f.name for f in dataclasses.fields(cls) if f.type in ("dict", dict)}
+        assert dict_fields == set(cls.nested_options), cls.kind
 
 
 # --- progress and interrupts ---------------------------------------------------------------------
@@ -310,21 +310,35 @@ def test_ctrl_c_during_generation_is_clean(tmp_path, monkeypatch, capsys):
     assert "decode/fp6_e2m3: listed in index.json but its generation did not finish" in out
 
 
+@pytest.mark.parametrize("stage", ["write", "rename"])
 @pytest.mark.parametrize("error, code", [(KeyboardInterrupt, 130), (OSError(28, "No space left on device"), 2)])
-def test_a_failure_while_writing_leaves_no_half_written_suite(tmp_path, monkeypatch, capsys, error, code):
-    from mxsim.golden import files
+def test_a_failure_while_writing_leaves_no_half_written_suite(tmp_path, monkeypatch, capsys, error, code, stage):
+    """Fails the third chunk written (files half full), or the third file put in place."""
+    from mxsim.golden import pipeline, writer
 
-    real = files.atomic_write
+    monkeypatch.setattr(pipeline, "CHUNK", 10)
     calls = []
+    if stage == "write":
+        real_write = writer.SuiteWriter.write
 
-    def failing(path, data):
-        if str(path).endswith(".hex"):
-            calls.append(path)
+        def failing(self, chunk):
+            calls.append(1)
             if len(calls) == 3:
                 raise error
-        return real(path, data)
+            return real_write(self, chunk)
 
-    monkeypatch.setattr(files, "atomic_write", failing)
+        monkeypatch.setattr(writer.SuiteWriter, "write", failing)
+    else:
+        real_replace = os.replace
+
+        def failing(source, target):
+            if str(target).endswith(".hex"):
+                calls.append(target)
+                if len(calls) == 3:
+                    raise error
+            return real_replace(source, target)
+
+        monkeypatch.setattr(writer.os, "replace", failing)
     if code == 130:
         assert _main_interrupted(["golden", "generate", str(tmp_path), "--suite", "pack", "--params", json.dumps(PACK[1])]).code == 130
     else:

@@ -15,14 +15,15 @@ import pytest
 import mxsim
 from mxsim.cli import build_parser
 from mxsim.golden import generate, suite_from_spec
-from mxsim.options import OPTION_CLASSES, Accumulator, LayoutOptions, QuantizeOptions
+from mxsim.options import OPTION_CLASSES, Accumulator, DequantizeOptions, LayoutOptions, QuantizeOptions
 from mxsim.options.spec import options_of
 
 ROOT = Path(__file__).resolve().parents[1]
 # CLI flags of these commands that are not options of mxsim.options (operands, files, presets)
 NOT_OPTIONS = {
-    "quantize": {"--format", "--axis", "--rand-bits"},
-    "dot": {"--preset", "--details", "--outer"},
+    "quantize": {"--format", "--axis", "--rand-bits", "--source"},  # --source: EncodeOptions.source, the input type
+    "dot": {"--preset", "--details", "--outer", "--c"},
+    "dequantize": {"--dtype"},
 }
 
 
@@ -67,7 +68,9 @@ def test_docs_tables_cover_exactly_the_options(kind):
     assert names == [o.name for o in options_of(OPTION_CLASSES[kind])]
 
 
-@pytest.mark.parametrize("command,classes", [("quantize", (QuantizeOptions, LayoutOptions)), ("dot", (Accumulator,))])
+@pytest.mark.parametrize("command,classes", [
+    ("quantize", (QuantizeOptions, LayoutOptions)), ("dot", (Accumulator,)), ("dequantize", (DequantizeOptions,)),
+])
 def test_cli_flags_cover_exactly_the_options(command, classes):
     assert _flags(command) - NOT_OPTIONS[command] == _option_flags(*classes)
 

@@ -5,8 +5,11 @@ teeth (a one-behaviour mutation of the RTL is caught).
 * decode: ``golden/decode/{fp8_e4m3,fp4_e2m1}`` through ``rtl/tb_decode.v`` (field ``value``);
 * dot: every ``golden/dot/<format>-aligned-f<F>-w<W>-<truncate|rne>-<saturate|wrap>`` suite of
   an E4M3 or E2M1 format through ``rtl/tb_dot.v`` (fields acc, lsb, anchor, result);
+* dequantize: every ``golden/dequantize/<mxfp8_e4m3|mxfp8_e5m2>-fp32[-options]`` suite through
+  ``rtl/tb_dequant.v`` (field values), the options taken from the manifest's params;
 * teeth: the same dot suites with the RTL compiled ``-DMUTATE_SHIFT`` (inverted shift rounding)
-  and ``-DMUTATE_WRAP`` (inverted overflow handling) must report failures;
+  and ``-DMUTATE_WRAP`` (inverted overflow handling) must report failures, and the dequantize
+  suites with ``-DMUTATE_FTZ``, ``-DMUTATE_SATURATE`` and ``-DMUTATE_NAN`` (one option inverted);
 * parameters the golden suites do not exercise (rne, wrap, other F and W, K < 32) are checked on
   seeded random blocks against ``mxsim.ref.dot.dot`` directly.
 
@@ -28,7 +31,9 @@ from pathlib import Path
 import pytest
 
 from mxsim.options.accumulate import Accumulator
+from mxsim.options import DequantizeOptions
 from mxsim.ref.block import QuantizedBlock
+from mxsim.ref.dequant import dequantize_block_bits
 from mxsim.ref.dot import dot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,6 +47,13 @@ REQUIRED_DOT_SUITES = (
     "mxfp4_e2m1-aligned-f4-w10-truncate-saturate",
 )
 DOT_FORMATS = {"mxfp8_e4m3": (0, 8), "mxfp4_e2m1": (1, 4)}  # format -> (FMT, element bits)
+DEQUANT_FORMATS = {"mxfp8_e4m3": 0, "mxfp8_e5m2": 1}  # format -> FMT parameter of mx_dequant
+REQUIRED_DEQUANT_SUITES = (
+    "mxfp8_e4m3-fp32",
+    "mxfp8_e5m2-fp32",
+    "mxfp8_e5m2-fp32-dequant_ftz=True-dequant_nan=canonical-dequant_overflow=saturate-scale_encoding=int8_exponent",
+)
+DEQUANT_NAME = re.compile(r"^(mxfp8_e4m3|mxfp8_e5m2)-fp32(-.*)?$")
 SUITE_NAME = re.compile(r"^(mxfp8_e4m3|mxfp4_e2m1)-aligned-f(\d+)-w(\d+)-(truncate|rne)-(saturate|wrap)$")
 SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed$", re.MULTILINE)
 
@@ -324,6 +336,94 @@ def test_dot_parameters_against_reference(icarus, build, tmp_path, case):
         "MAXN": len(rows),
     }
     passed, failed, output = run_tb(icarus, build("tb_dot", ("tb_dot.v", "mx_dot.v"), params), tmp_path, len(rows))
+    assert (passed, failed) == (len(rows), 0), output
+
+
+# ------------------------------------------------------------------------------------------------
+# Dequantizer: golden suites, teeth, and parameters outside them
+# ------------------------------------------------------------------------------------------------
+
+
+def dequant_params(suite: Path, info: dict) -> dict:
+    """mx_dequant / tb_dequant parameters of a dequantize suite, from the manifest's params."""
+    params, fields = info["params"], info["fields"]
+    assert params.get("output") == "float32", f"{suite.name}: params {params}"
+    assert params.get("block") in DEQUANT_FORMATS, f"{suite.name}: params {params}"
+    widths = (fields["scale"]["bits"], fields["codes"]["bits"], fields["values"]["bits"])
+    assert widths == (8, 256, 1024), f"{suite.name}: field widths {widths}"
+    options = DequantizeOptions.from_kwargs(**params["options"])
+    return {
+        "FMT": DEQUANT_FORMATS[params["block"]],
+        "SCALE_INT8": int(params["scale_encoding"] == "int8_exponent"),
+        "SATURATE": int(options.dequant_overflow == "saturate"),
+        "FTZ": int(options.dequant_ftz),
+        "NAN_CANON": int(options.dequant_nan == "canonical"),
+        "MAXN": info["count"],
+    }
+
+
+def golden_dequant_suites() -> list[str]:
+    found = set(REQUIRED_DEQUANT_SUITES)
+    if (GOLDEN / "dequantize").is_dir():
+        found |= {p.name for p in (GOLDEN / "dequantize").iterdir() if p.is_dir() and DEQUANT_NAME.match(p.name)}
+    return sorted(found)
+
+
+@pytest.mark.parametrize("name", golden_dequant_suites())
+def test_dequant_golden(icarus, build, name):
+    suite = golden_suite("dequantize", name)
+    info = manifest(suite)
+    image = build("tb_dequant", ("tb_dequant.v", "mx_dequant.v"), dequant_params(suite, info))
+    passed, failed, output = run_tb(icarus, image, suite, info["count"])
+    assert failed == 0, output
+    assert passed == info["count"], output
+
+
+@pytest.mark.parametrize("mutation", ["MUTATE_FTZ", "MUTATE_SATURATE", "MUTATE_NAN"])
+@pytest.mark.parametrize("name", REQUIRED_DEQUANT_SUITES)
+def test_dequant_mutation_caught(icarus, build, name, mutation):
+    suite = golden_suite("dequantize", name)
+    info = manifest(suite)
+    image = build("tb_dequant", ("tb_dequant.v", "mx_dequant.v"), dequant_params(suite, info), (mutation,))
+    passed, failed, output = run_tb(icarus, image, suite, info["count"])
+    assert passed + failed == info["count"], output
+    assert failed > 0, f"{mutation} went unnoticed on {name}: the suite lacks vectors that tell it apart\n{output}"
+    assert "MISMATCH line" in output, output
+
+
+DEQUANT_CASES = [
+    # format, scale encoding, saturate, ftz, canonical NaN, K
+    ("mxfp8_e4m3", "e8m0", True, True, True, 32),
+    ("mxfp8_e4m3", "int8_exponent", False, True, False, 32),
+    ("mxfp8_e5m2", "e8m0", True, False, False, 32),
+    ("mxfp8_e5m2", "int8_exponent", False, False, True, 8),
+]
+
+
+@pytest.mark.parametrize("case", DEQUANT_CASES, ids=lambda c: "-".join(map(str, c)))
+def test_dequant_parameters_against_reference(icarus, build, tmp_path, case):
+    fmt, encoding, saturate, ftz, canonical, k = case
+    options = DequantizeOptions(
+        dequant_overflow="saturate" if saturate else "inf",
+        dequant_ftz=ftz,
+        dequant_nan="canonical" if canonical else "keep_sign",
+    )
+    rng = random.Random(f"{case}")
+    edges = (0x00, 0x01, 0x7F, 0x80, 0x90, 0xF0, 0xFE, 0xFF)  # both encodings' extremes, fp32's edges
+    rows = []
+    for _ in range(300):
+        scale = rng.choice(edges) if rng.random() < 0.5 else rng.randrange(256)
+        codes = [rng.randrange(256) for _ in range(k)]
+        block = QuantizedBlock(scale, (), tuple(codes) + (0,) * (32 - k))  # the reference block is 32 wide
+        words = dequantize_block_bits(block, fmt, "float32", options, scale_encoding=encoding)
+        rows.append({"scale": scale, "codes": pack(codes, 8), "values": pack(words[:k], 32)})
+    write_suite(tmp_path, [("scale", 8), ("codes", 8 * k), ("values", 32 * k)], rows)
+    params = {
+        "FMT": DEQUANT_FORMATS[fmt], "K": k, "SCALE_INT8": int(encoding == "int8_exponent"), "SATURATE": int(saturate),
+        "FTZ": int(ftz), "NAN_CANON": int(canonical), "MAXN": len(rows),
+    }
+    image = build("tb_dequant", ("tb_dequant.v", "mx_dequant.v"), params)
+    passed, failed, output = run_tb(icarus, image, tmp_path, len(rows))
     assert (passed, failed) == (len(rows), 0), output
 
 

@@ -14,7 +14,7 @@ rendered (and which GitHub's markdown view simply hides):
   ``FloatFormat``, ``IntFormat`` and ``BlockFormat`` in scope).
 * ``<!-- mxsim:value-grid NAME -->``: the compact grid alone.
 * ``<!-- mxsim:block-table NAME [NAME ...] -->``: block formats, from ``BlockFormat.describe()``.
-* ``<!-- mxsim:options encode|quantize|layout|accumulator -->``: every option with its default, its
+* ``<!-- mxsim:options encode|quantize|dequantize|layout|accumulator -->``: every option with its default, its
   allowed values, its contract section and its meaning, read from its definition in
   :mod:`mxsim.options` (the one place each option lives).
 * ``<!-- mxsim:comparison LIBRARY -->``: the rows of ``comparison_examples.py`` for one library

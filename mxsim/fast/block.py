@@ -20,10 +20,18 @@ from fractions import Fraction
 import numpy as np
 
 from ..options import QuantizeOptions
-from ..ref.block import FP32_MAX, FP32_MIN_NORMAL, nan_block_element_code, quantize_block
-from ..ref.scale import E8M0_MAX, E8M0_MIN, fraction_bits
+from ..ref.block import (
+    FP32_MIN_NORMAL,
+    given_scales_format_error,
+    nan_block_element_code,
+    nan_block_scale,
+    nan_element_code,
+    quantize_block,
+)
+from ..ref.scale import E8M0_MAX, E8M0_MIN, E8M0_NAN, byte_exponent, fraction_bits, given_scale_error, scale_byte
+from ..ref.sources import check_source_options, inf_stand_in
 from .chunks import BLOCK_CHUNK, map_chunks
-from .decode import value_table
+from .decode import scale_table, value_table
 from .encode import _Binary, _IntKernel, _RneSaturateKernel, encode
 
 __all__ = ["quantize_blocks", "dequantize_blocks", "dequantize_blocks_float32", "floor_log2"]
@@ -56,18 +64,60 @@ def _scale_exponents(amax: np.ndarray, element, rule: str) -> np.ndarray:
     raise ValueError(f"scale_rule={rule!r} is not allowed")
 
 
-def _read(blocks: np.ndarray, options: QuantizeOptions):
+def _read_subnormals(x: np.ndarray, mode: str) -> np.ndarray:
+    """subnormal_inputs (see mxsim.ref.sources.read_subnormal) on float64 values: 'flush' makes
+    nonzero magnitudes below 2^-126 signed zeros; 'as_normal' reads them (fp32 subnormals
+    m * 2^-149) as 2^-127 + |x| / 2, exact in float64."""
+    if mode == "exact":
+        return x
+    tiny = (np.abs(x) < float(FP32_MIN_NORMAL)) & (x != 0)
+    if mode == "flush":
+        return np.where(tiny, np.copysign(0.0, x), x)
+    return np.where(tiny, np.copysign(2.0**-127 + np.abs(x) / 2, x), x)
+
+
+def _read(blocks: np.ndarray, options: QuantizeOptions, source: str):
+    """(values, scale magnitudes, NaN-block mask, per-element NaN mask) of (n, k) blocks.
+
+    Scale magnitudes: |x|, an Inf as the source type's largest finite value (specials='block',
+    inf_policy='saturate'), NaN and Inf as 0 under specials='per_element'. NaN blocks and NaN
+    elements read as 0 in the values (their codes are set afterwards)."""
     with np.errstate(invalid="ignore"):  # signalling NaNs quieten when widened; they stay NaN
         x = blocks.astype(np.float64)
-    if options.flush_subnormal_inputs:
-        x = np.where(np.abs(x) < float(FP32_MIN_NORMAL), np.copysign(0.0, x), x)
+    x = _read_subnormals(x, options.subnormal_inputs)
     nan = np.isnan(x)
     inf = np.isinf(x)
-    nan_blocks = nan.any(axis=1) | (inf.any(axis=1) if options.inf_policy == "nan" else False)
-    magnitude = np.where(inf, float(FP32_MAX), np.abs(x))
+    if options.specials == "block":
+        nan_blocks = nan.any(axis=1) | (inf.any(axis=1) if options.inf_policy == "nan" else False)
+        magnitude = np.where(inf, float(inf_stand_in(source)), np.abs(x))
+        nan_elements = None
+    else:
+        nan_blocks = np.zeros(len(x), dtype=bool)
+        magnitude = np.where(nan | inf, 0.0, np.abs(x))
+        nan_elements = nan if nan.any() else None
     magnitude[nan_blocks] = 0.0
     x[nan_blocks] = 0.0
-    return x, magnitude, nan_blocks
+    if nan_elements is not None:
+        x = np.where(nan_elements, np.copysign(0.0, x), x)
+    return x, magnitude, nan_blocks, nan_elements
+
+
+def _set_nan_codes(fmt, options: QuantizeOptions, codes, scales, nan_blocks, nan_elements, signs) -> None:
+    """NaN blocks: scale NaN code, elements the NaN-block code; per-element NaNs: the NaN code
+    with the input's sign bit (ValueError for elements without NaN)."""
+    if nan_blocks.any():
+        scales[nan_blocks] = nan_block_scale(fmt, options)
+        codes[nan_blocks] = nan_block_element_code(fmt.element, options)
+    if nan_elements is not None:
+        nan_code = nan_element_code(fmt.element, options)
+        codes[nan_elements] = nan_code | np.where(signs[nan_elements], fmt.element.sign_mask, 0)
+
+
+def _scaled(x: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """x / 2^shift in float64; a nonzero quotient that ldexp flushes to zero (a float64 input far
+    below the scale) becomes +-TINY, which rounds like the exact quotient (see the module docstring)."""
+    scaled = np.ldexp(x, -shift)
+    return np.where((scaled == 0) & (x != 0), np.copysign(TINY, x), scaled)
 
 
 def _element_codes(scaled: np.ndarray, fmt, options: QuantizeOptions, rand_bits) -> np.ndarray:
@@ -84,14 +134,11 @@ def _element_codes(scaled: np.ndarray, fmt, options: QuantizeOptions, rand_bits)
     )
 
 
-def _nan_codes(fmt, codes: np.ndarray, nan_blocks: np.ndarray) -> None:
-    codes[nan_blocks] = nan_block_element_code(fmt.element)
-
-
 class _ChunkedE8M0Quantizer:
-    """Single-level E8M0 formats, float32 input, rne, no flushing: cache-sized chunks of blocks,
-    block maxima from the integer bit patterns, the scale applied as an exact power-of-two
-    float32 product, and the element kernels of mxsim.fast.encode on the result.
+    """Single-level E8M0 formats, float32 input, rne, exact subnormals, specials='block', computed
+    E8M0 scales: cache-sized chunks of blocks, block maxima from the integer bit patterns, the
+    scale applied as an exact power-of-two float32 product, and the element kernels of
+    mxsim.fast.encode on the result.
 
     Why the float32 product is exact enough: x * 2^-E is exact unless it falls below 2^-126,
     and anything that small lies far below half the smallest step of every element format, so
@@ -100,28 +147,35 @@ class _ChunkedE8M0Quantizer:
     FP32 = _Binary(np.float32)
 
     @classmethod
-    def applies(cls, blocks, fmt, options: QuantizeOptions) -> bool:
+    def applies(cls, blocks, fmt, options: QuantizeOptions, source: str, scales) -> bool:
         element = fmt.element
         kernel_fits = _RneSaturateKernel.applies(element, "rne", "saturate", cls.FP32) or _IntKernel.applies(
             element, "rne", "saturate", cls.FP32
         )
         return (
             blocks.dtype == np.float32
+            and source != "fp64"
+            and scales is None
             and fmt.scale.name == "e8m0"
             and not fmt.subblocks
             and options.rounding == "rne"
-            and not options.flush_subnormal_inputs
+            and options.subnormal_inputs == "exact"
+            and options.specials == "block"
+            and options.scale_encoding == "e8m0"
             and kernel_fits
         )
 
-    def __init__(self, fmt, options: QuantizeOptions):
+    def __init__(self, fmt, options: QuantizeOptions, source: str):
         self.fmt, self.options = fmt, options
         element = fmt.element
         if element.kind == "float":
             self.element_kernel = _RneSaturateKernel(element, self.FP32)
         else:
             self.element_kernel = _IntKernel(element, "rne", "saturate", options.int8_allow_neg2)
-        self.nan_element = nan_block_element_code(element)
+        self.nan_element = nan_block_element_code(element, options)
+        # an Inf counts as the source type's largest finite value (exact in float32 for every
+        # source but fp64, which never comes here)
+        self.inf_stand_in = np.float32(float(inf_stand_in(source))).view(np.uint32)
 
     def __call__(self, start, stop, x, scales, codes):
         magnitude = x.view(np.uint32) & np.uint32(0x7FFFFFFF)
@@ -136,7 +190,7 @@ class _ChunkedE8M0Quantizer:
             if self.options.inf_policy == "nan":
                 nan_blocks |= infinite
             else:
-                amax_bits = np.where(infinite, np.uint32(0x7F7FFFFF), amax_bits)  # Inf counts as fp32 max
+                amax_bits = np.where(infinite, self.inf_stand_in, amax_bits)
             x = np.where(nan_blocks[:, None], np.float32(0), x)
             amax_bits = np.where(nan_blocks, np.uint32(0), amax_bits)  # no NaN bit patterns below
         amax = amax_bits.view(np.float32).astype(np.float64)
@@ -153,23 +207,65 @@ class _ChunkedE8M0Quantizer:
             codes[nan_blocks] = self.nan_element
 
 
-def quantize_blocks(blocks: np.ndarray, fmt, options: QuantizeOptions, tensor_scale=None, rand_bits=None):
-    """Quantize (n_blocks, block_size) values: returns (scales, subscales, codes) with scales of
-    shape (n_blocks,), subscales (n_blocks, subblocks) or None, codes (n_blocks, block_size)."""
-    if fmt.scale.name == "ue4m3":
-        return _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits)
-    if _ChunkedE8M0Quantizer.applies(blocks, fmt, options):
-        scales = np.empty(len(blocks), dtype=np.uint8)
-        codes = np.empty(blocks.shape, dtype=np.uint8)
-        kernel = _ChunkedE8M0Quantizer(fmt, options)
-        map_chunks(kernel, len(blocks), blocks, scales, codes, chunk=max(1, BLOCK_CHUNK // fmt.block_size))
-        return scales, None, codes
-    x, magnitude, nan_blocks = _read(blocks, options)
+def given_exponents(scales, options: QuantizeOptions, name: str = "scales") -> np.ndarray:
+    """int64 exponents E of caller-supplied scale bytes (any shape): E8M0 codes 0x00..0xFE, or
+    int8 exponent bytes with E >= scale_min under scale_encoding='int8_exponent'. An integer
+    array with values in [0, 255]; an int8 array is read as its bytes (two's complement).
+    ValueError naming the first bad entry by its index."""
+    array = np.asarray(scales)
+    if array.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be an integer array of scale bytes, got dtype {array.dtype}")
+    if array.dtype == np.int8:
+        array = array.view(np.uint8)
+    data = array.astype(np.int64)
+    exponent = byte_exponent(data, options.scale_encoding)
+    bad = (data < 0) | (data > 0xFF) | (exponent < options.scale_min)
+    if options.scale_encoding == "e8m0":
+        bad |= data == E8M0_NAN
+    if bad.any():
+        index = np.unravel_index(int(np.flatnonzero(bad)[0]), data.shape) if data.ndim else ()
+        where = f"{name}[{', '.join(str(int(i)) for i in index)}]" if data.ndim else name
+        value = int(data[index]) if data.ndim else int(data)
+        raise given_scale_error(value, options.scale_encoding, options.scale_min, where)
+    return exponent
+
+
+def _computed_exponents(magnitude: np.ndarray, fmt, options: QuantizeOptions) -> np.ndarray:
+    """The scale rule's E of each block, clamped to [scale_min, 127]; scale_min for blocks with
+    no nonzero magnitude."""
     amax = magnitude.max(axis=1, initial=0.0)
     zero = amax == 0
-    exponent = np.full(amax.shape, E8M0_MIN, dtype=np.int64)
+    exponent = np.full(amax.shape, options.scale_min, dtype=np.int64)
     exponent[~zero] = _scale_exponents(amax[~zero], fmt.element, options.scale_rule)
-    np.clip(exponent, E8M0_MIN, E8M0_MAX, out=exponent)
+    return np.clip(exponent, options.scale_min, E8M0_MAX)
+
+
+def quantize_blocks(
+    blocks: np.ndarray, fmt, options: QuantizeOptions, tensor_scale=None, rand_bits=None, source=None, scales=None
+):
+    """Quantize (n_blocks, block_size) values: returns (scales, subscales, codes) with scales of
+    shape (n_blocks,), subscales (n_blocks, subblocks) or None, codes (n_blocks, block_size).
+
+    ``source``: the type the values came from (mxsim.ref.sources; default fp32 for float32
+    blocks, fp64 for float64). ``scales``: caller-supplied scale bytes, n_blocks of them in C
+    order, any shape (see :func:`given_exponents`; E8M0-scaled formats only)."""
+    source = source or ("fp32" if blocks.dtype == np.float32 else "fp64")
+    check_source_options(source, options)
+    if fmt.scale.name == "ue4m3":
+        if scales is not None:
+            raise given_scales_format_error(fmt)
+        return _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits, source)
+    if _ChunkedE8M0Quantizer.applies(blocks, fmt, options, source, scales):
+        out_scales = np.empty(len(blocks), dtype=np.uint8)
+        codes = np.empty(blocks.shape, dtype=np.uint8)
+        kernel = _ChunkedE8M0Quantizer(fmt, options, source)
+        map_chunks(kernel, len(blocks), blocks, out_scales, codes, chunk=max(1, BLOCK_CHUNK // fmt.block_size))
+        return out_scales, None, codes
+    given = None if scales is None else given_exponents(scales, options).reshape(-1)
+    if given is not None and given.size != len(blocks):
+        raise ValueError(f"scales hold {given.size} scale bytes; expected one per block ({len(blocks)})")
+    x, magnitude, nan_blocks, nan_elements = _read(blocks, options, source)
+    exponent = _computed_exponents(magnitude, fmt, options) if given is None else given
     shift = np.repeat(exponent[:, None], fmt.block_size, axis=1)
     subscales = None
     if fmt.subblocks:
@@ -180,11 +276,10 @@ def quantize_blocks(blocks: np.ndarray, fmt, options: QuantizeOptions, tensor_sc
         taus[nan_blocks] = 0
         shift -= np.repeat(taus, fmt.subblock_size, axis=1)
         subscales = taus.astype(np.uint8)
-    codes = _element_codes(np.ldexp(x, -shift), fmt, options, rand_bits)
-    _nan_codes(fmt, codes, nan_blocks)
-    scales = (exponent - E8M0_MIN).astype(np.uint8)
-    scales[nan_blocks] = fmt.scale.nan_code()
-    return scales, subscales, codes
+    codes = _element_codes(_scaled(x, shift), fmt, options, rand_bits)
+    out_scales = scale_byte(exponent, options.scale_encoding).astype(np.uint8)
+    _set_nan_codes(fmt, options, codes, out_scales, nan_blocks, nan_elements, np.signbit(x))
+    return out_scales, subscales, codes
 
 
 def _fp32_exact(x: np.ndarray) -> bool:
@@ -193,11 +288,11 @@ def _fp32_exact(x: np.ndarray) -> bool:
     return bool(np.all((narrowed == x) | np.isnan(x)))
 
 
-def _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits):
+def _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits, source: str):
     s_t = 1.0 if tensor_scale is None else float(tensor_scale)
     if options.rounding == "stochastic" or not _fp32_exact(blocks):
-        return _nvfp4_by_reference(blocks, fmt, options, tensor_scale, rand_bits)
-    x, magnitude, nan_blocks = _read(blocks, options)
+        return _nvfp4_by_reference(blocks, fmt, options, tensor_scale, rand_bits, source)
+    x, magnitude, nan_blocks, _ = _read(blocks, options, source)
     amax = magnitude.max(axis=1, initial=0.0)
     lowest = float(options.nvfp4_scale_lowest)
     if options.nvfp4_arith == "fp32_steps":
@@ -217,17 +312,21 @@ def _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits):
     else:
         scaled = x / (s_t * scale)[:, None]
     codes = _element_codes(scaled, fmt, options, rand_bits)
-    _nan_codes(fmt, codes, nan_blocks)
-    scale_codes[nan_blocks] = fmt.scale.nan_code()
+    _set_nan_codes(fmt, options, codes, scale_codes, nan_blocks, None, None)
     return scale_codes, None, codes
 
 
-def _nvfp4_by_reference(blocks, fmt, options, tensor_scale, rand_bits):
+def _nvfp4_by_reference(blocks, fmt, options, tensor_scale, rand_bits, source: str):
     s_t = None if tensor_scale is None else Fraction(tensor_scale)
     rand = None if rand_bits is None else np.broadcast_to(rand_bits, blocks.shape)
     results = [
         quantize_block(
-            [float(v) for v in block], fmt, options, tensor_scale=s_t, rand_bits=None if rand is None else rand[i]
+            [float(v) for v in block],
+            fmt,
+            options,
+            tensor_scale=s_t,
+            rand_bits=None if rand is None else rand[i],
+            source=source,
         )
         for i, block in enumerate(blocks)
     ]
@@ -236,26 +335,33 @@ def _nvfp4_by_reference(blocks, fmt, options, tensor_scale, rand_bits):
     return scales, None, codes
 
 
-def dequantize_blocks(scales, subscales, codes, fmt, tensor_scale=None) -> np.ndarray:
-    """Exact float64 values of (n_blocks, block_size) codes (NaN scale: the whole block NaN)."""
+def dequantize_blocks(scales, subscales, codes, fmt, tensor_scale=None, scale_encoding: str = "e8m0") -> np.ndarray:
+    """Exact float64 values of (n_blocks, block_size) codes. Scale values come from
+    :func:`mxsim.fast.decode.scale_table` (``scale_encoding`` e8m0 | int8_exponent). A NaN scale
+    gives the positive quiet NaN for its whole block; NaN and Inf elements keep their sign."""
     values = value_table(fmt.element)[codes]
-    scale_values = value_table(fmt.scale)[scales]
+    scale_values = scale_table(fmt.scale, scale_encoding)[scales]
     if tensor_scale is not None:
         scale_values = scale_values * float(tensor_scale)
     factor = np.repeat(scale_values[:, None], fmt.block_size, axis=1)
     if subscales is not None:
         factor = np.ldexp(factor, -np.repeat(subscales.astype(np.int64), fmt.subblock_size, axis=1))
-    return values * factor
+    values = values * factor
+    nan_scale = np.isnan(scale_values)
+    if nan_scale.any():  # x86 returns the first NaN operand of a product: make the sign the scale's
+        values[nan_scale] = np.nan
+    return values
 
 
-def dequantize_blocks_float32(scales, subscales, codes, fmt) -> np.ndarray:
+def dequantize_blocks_float32(scales, subscales, codes, fmt, scale_encoding: str = "e8m0") -> np.ndarray:
     """float32 values of E8M0-scaled blocks: element * 2^(E - tau) as one float32 product of two
-    exact float32 operands (the element and a power of two), hence rounded once, nearest-even,
-    overflowing to +-Inf; chunked over blocks on two threads."""
+    exact float32 operands (the element and a power of two, 2^-128 included), hence rounded once,
+    nearest-even, overflowing to +-Inf; chunked over blocks on two threads. NaN lanes carry the
+    NaN of the product (callers that promise a NaN sign set it; see mxsim.fast.dequant)."""
     if fmt.scale.name != "e8m0":
         raise ValueError("dequantize_blocks_float32 handles E8M0-scaled formats only")
     elements = value_table(fmt.element).astype(np.float32)
-    powers = value_table(fmt.scale).astype(np.float32)  # 2^-127 .. 2^127 and NaN: all exact
+    powers = scale_table(fmt.scale, scale_encoding).astype(np.float32)  # 2^-128 .. 2^127 and NaN: all exact
     out = np.empty(codes.shape, dtype=np.float32)
     arrays = [codes, scales, out] + ([] if subscales is None else [subscales])
 

@@ -11,12 +11,22 @@ from functools import lru_cache
 import numpy as np
 
 from ..formats import get_format
+from ..ref.scale_code import decode_scale
 from .chunks import map_chunks
 
-__all__ = ["decode", "value_table", "check_codes", "MAX_FAST_WIDTH"]
+__all__ = ["decode", "value_table", "scale_table", "check_codes", "native_array", "MAX_FAST_WIDTH"]
 
 MAX_FAST_WIDTH = 16
 _DTYPES = {"float32": np.float32, "float64": np.float64}
+
+
+def native_array(x) -> np.ndarray:
+    """``x`` as a NumPy array in the machine's byte order: the array itself when it already is
+    (no copy), else a copy with the same values (a '>f4' or '>u2' array read from a big-endian
+    file or buffer). The array entry points read their inputs through this, so that no kernel
+    sees a foreign byte order (a bit-pattern view of one reads its bytes backwards)."""
+    array = np.asarray(x)
+    return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
 
 
 def check_fast_format(fmt) -> None:
@@ -81,6 +91,17 @@ def value_table(fmt) -> np.ndarray:
 
 
 @lru_cache(maxsize=None)
+def scale_table(scale_fmt, encoding: str = "e8m0") -> np.ndarray:
+    """float64 value of every block-scale code under ``encoding`` (e8m0 | int8_exponent), NaN
+    (positive) for a NaN code: read from :func:`mxsim.ref.scale_code.decode_scale`, the one
+    place that defines scale codes, so both dequantizers agree by construction (256 codes at
+    most, built once)."""
+    scale_fmt = get_format(scale_fmt, kind="element")
+    values = [decode_scale(code, scale_fmt, encoding) for code in range(1 << scale_fmt.width)]
+    return np.array([np.nan if v.is_nan else float(v.magnitude) for v in values], dtype=np.float64)
+
+
+@lru_cache(maxsize=None)
 def _table_as(fmt, dtype_name: str) -> np.ndarray:
     table = value_table(fmt)
     narrow = table.astype(_DTYPES[dtype_name])
@@ -102,13 +123,14 @@ def decode(codes, fmt, dtype=None) -> np.ndarray:
     """Decode an integer array of element codes of ``fmt`` to floats, exactly.
 
     ``dtype``: float32 or float64; by default float32 when it holds every value of the format
-    exactly (all the OCP element and scale formats), else float64. NaN codes decode to a quiet
+    exactly (all the OCP element and scale formats), else float64. ``codes``: any integer dtype,
+    any byte order. NaN codes decode to a quiet
     NaN carrying the code's sign bit, Inf codes to +-inf, -0 to -0.0.
     Raises ValueError for a non-integer array or a code outside [0, 2^width).
     """
     fmt = get_format(fmt, kind="element")
     check_fast_format(fmt)
-    codes = np.asarray(codes)
+    codes = native_array(codes)
     if codes.dtype.kind not in "ui":
         raise ValueError(f"codes must be an integer array, got dtype {codes.dtype}")
     if codes.size and (codes.min() < 0 or codes.max() >= (1 << fmt.width)):

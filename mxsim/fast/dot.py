@@ -18,10 +18,15 @@ Each element code is looked up in tables built from the reference's
 The block value significand * 2^exponent (scales folded in) is rounded to the output format by
 :func:`~mxsim.fast.encode.encode_dyadic`; values wider than int64 are first narrowed to 61 bits
 with a sticky bit, which preserves every rounding decision of a <= 24-bit output.
+
+Memory: a DotGeneral runs in chunks of :data:`DOT_CHUNK` elements of each operand, and
+:func:`dot_general_broadcast` never copies a broadcast operand whole, so the temporaries stay
+bounded (70 to 130 MB) whatever M, N and K are; only the results themselves grow with the shapes.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -33,12 +38,13 @@ from ..formats import get_format
 from ..ref import dot as ref_dot
 from ..ref.block import QuantizedBlock, check_tensor_scale
 from .chunks import BLOCK_CHUNK, map_chunks
-from .encode import encode_dyadic, floor_log2_int64
+from .output import FINITE, NAN, NEG_INF, POS_INF, output_values, round_output
 from .round import round_shifted
 
-__all__ = ["Operand", "BlockDots", "dot_blocks", "dot_general_blocks", "output_values"]
+__all__ = [
+    "DOT_CHUNK", "BlockDots", "Operand", "dot_blocks", "dot_general_blocks", "dot_general_broadcast", "output_values"
+]
 
-FINITE, POS_INF, NEG_INF, NAN = 0, 1, 2, 3
 _INT64_LIMIT = 1 << 62
 _NO_EXPONENT = -(1 << 20)  # below any anchor: sums of two stay far from int32 limits
 
@@ -75,7 +81,8 @@ class BlockDots:
     exponent: np.ndarray
 
     def reshape(self, shape) -> "BlockDots":
-        return BlockDots(*(getattr(self, name).reshape(shape) for name in self.__dataclass_fields__))
+        return BlockDots(*(None if getattr(self, name) is None else getattr(self, name).reshape(shape)
+                           for name in self.__dataclass_fields__))
 
 
 # --- tables -------------------------------------------------------------------------------------
@@ -486,48 +493,6 @@ def _narrow(significand: np.ndarray, exponent: np.ndarray):
     return negative, magnitude, exponent
 
 
-def round_output(negative, magnitude, exponent, special, acc: Accumulator) -> np.ndarray:
-    """Output codes (uint32 for fp32, uint16 for bf16/fp16) of (-1)^negative * magnitude *
-    2^exponent, or of the special outcome; the rules of :func:`mxsim.ref.dot.round_output`."""
-    out = get_format(acc.output, kind="float")
-    if acc.output == "fp32" and acc.output_rounding == "rne" and int(magnitude.max(initial=0)) < 1 << 53:
-        code = _round_fp32_rne(negative, magnitude, exponent)
-    else:
-        code, overflows = encode_dyadic(magnitude, exponent, negative, out, acc.output_rounding)
-        inf = np.where(negative, out.inf_code(True), out.inf_code(False))
-        code = np.where(overflows, inf, code)
-    if acc.ftz:
-        code = np.where((code & ~out.sign_mask) < (1 << out.mantissa_bits), code & out.sign_mask, code)
-    code = np.where(special == POS_INF, out.inf_code(False), code)
-    code = np.where(special == NEG_INF, out.inf_code(True), code)
-    code = np.where(special == NAN, out.nan_code(), code)
-    return code.astype(np.uint32 if out.width == 32 else np.uint16)
-
-
-def _round_fp32_rne(negative, magnitude, exponent) -> np.ndarray:
-    """fp32 bits of (-1)^negative * magnitude * 2^exponent, nearest-even, by the hardware: the
-    value is exact in float64 (magnitude < 2^53; the exponent is clamped where the result is
-    beyond fp32 either way, so ldexp stays exact), and the float64 -> float32 cast rounds once
-    (nearest-even, subnormals kept, overflow to Inf)."""
-    top = exponent + floor_log2_int64(np.maximum(magnitude, 1))
-    # beyond 2^200 or below 2^-400 the fp32 result is Inf or 0 whatever the exact value
-    exponent = np.where(top > 200, exponent - (top - 200), np.where(top < -400, exponent - (top + 400), exponent))
-    value = np.ldexp(magnitude.astype(np.float64), exponent.astype(np.int32))
-    with np.errstate(over="ignore"):
-        bits = value.astype(np.float32).view(np.uint32).astype(np.int64)
-    return np.where(negative, bits | (1 << 31), bits)
-
-
-def output_values(codes: np.ndarray, acc: Accumulator) -> np.ndarray:
-    """Output codes as numbers: float32 for fp32 and bf16 (every bf16 value is a float32),
-    float16 for fp16."""
-    if acc.output == "fp32":
-        return codes.astype(np.uint32).view(np.float32)
-    if acc.output == "bf16":
-        return (codes.astype(np.uint32) << 16).view(np.float32)
-    return codes.astype(np.uint16).view(np.float16)
-
-
 def _split_signed(significand, exponent):
     if significand.dtype == object:
         return _narrow(significand, exponent)
@@ -535,8 +500,11 @@ def _split_signed(significand, exponent):
 
 
 # --- public entry points ------------------------------------------------------------------------
-def _check_operands(a: Operand, b: Operand):
-    fmt_a, fmt_b = ref_dot._check_pair(a.fmt, b.fmt, a.codes.shape[0], b.codes.shape[0])
+def _check_operands(a: Operand, b: Operand, paired: bool = True):
+    """The formats of ``a`` and ``b``, after checking their arrays (and, if ``paired``, that they
+    hold the same number of blocks)."""
+    length_b = b.codes.shape[0] if paired else a.codes.shape[0]
+    fmt_a, fmt_b = ref_dot._check_pair(a.fmt, b.fmt, a.codes.shape[0], length_b)
     for name, op, fmt in (("a", a, fmt_a), ("b", b, fmt_b)):
         if op.codes.shape != (op.codes.shape[0], fmt.block_size) or op.scales.shape != op.codes.shape[:1]:
             raise ValueError(f"operand {name}: codes {op.codes.shape} and scales {op.scales.shape} do not describe {fmt.name!r} blocks")
@@ -578,78 +546,266 @@ class _Scales:
         return np.where(special == FINITE, significand, 0), exponent, special
 
 
+# Elements of each operand per chunk of a DotGeneral. The block pairs run in rectangles of rows x
+# blocks of at most this many elements (whole rows while a row fits, else one row in equal pieces).
+# Per chunk: copies of the operands' blocks when rows broadcast (2 x DOT_CHUNK bytes for 8-bit
+# codes), the per-block results that are not returned (about 45 bytes a block, one buffer reused),
+# the kernels' temporaries (bounded by BLOCK_CHUNK per thread) and the across-blocks sums (a few
+# bytes a row). The peak is thus independent of M, N and K: at 2^24, beyond the inputs and the
+# results, about 70 MB (tracemalloc, MXFP8, the float routes) to 130 MB (E5M2 exact: Python ints).
+# 2^24 keeps the speed of one chunk: at 2^21 the E4M3 exact route took 4 times the CPU time (the
+# allocator handed the kernels' temporaries back to the system after every chunk). A constant, not
+# machine state; tests lower it.
+DOT_CHUNK = 1 << 24
+
+
+class _BlockDotter:
+    """The per-block datapath of one format pair and accumulator: set up once, run on chunks."""
+
+    def __init__(self, a: Operand, b: Operand, fmt_a, fmt_b, acc: Accumulator, anchors: bool):
+        self.acc = acc
+        self.kernel = _DotKernel(fmt_a, fmt_b, acc, anchors)
+        self.scales = _Scales(a, b, fmt_a, fmt_b)
+        # Values that int64 cannot hold (significand >= 2^62) take Python ints, on one thread.
+        limit = self.kernel.register_limit * self.scales.largest_factor
+        self.wide = self.kernel.register_dtype is object or limit >= _INT64_LIMIT
+        self.chunk = max(1, BLOCK_CHUNK // fmt_a.block_size)
+        self.code_dtype = np.uint32 if get_format(acc.output_storage).width == 32 else np.uint16
+
+    def empty(self, n: int, fields=None) -> BlockDots:
+        """Results for ``n`` blocks: every field, or only ``fields`` (the others None)."""
+        dtypes = (self.code_dtype, self.kernel.register_dtype, np.int64, np.int64, np.int8,
+                  object if self.wide else np.int64, np.int64)
+        return BlockDots(*(np.empty(n, dtype) if fields is None or name in fields else None
+                           for name, dtype in zip(BlockDots.__dataclass_fields__, dtypes)))
+
+    def run(self, a: Operand, b: Operand, out: BlockDots) -> None:
+        """Fill ``out`` (arrays of length N) with the dots of the N block pairs of ``a`` and ``b``,
+        BLOCK_CHUNK elements at a time (on two threads unless the values take Python ints)."""
+        n = a.codes.shape[0]
+        empty = np.zeros((n, 0), np.uint8)
+        sub_a = a.subscales if a.subscales is not None else empty
+        sub_b = b.subscales if b.subscales is not None else empty
+        fields = tuple(getattr(out, f) for f in out.__dataclass_fields__)
+        arrays = (a.codes, b.codes, sub_a, sub_b, a.scales, b.scales) + fields
+        if self.wide:  # Python-int routes gain nothing from threads
+            for start in range(0, n, self.chunk):
+                stop = min(start + self.chunk, n)
+                self._run(start, stop, *(x[start:stop] for x in arrays))
+        elif n:
+            map_chunks(self._run, n, *arrays, chunk=self.chunk)
+
+    def _run(self, start, stop, ca, cb, sa, sb, sc_a, sc_b, *out):
+        codes, register, lsb, anchor, special, significand, exponent = out
+        register[...], lsb[...], anchor[...], block_special = self.kernel.route(ca, cb, sa, sb)
+        significand[...], exponent[...], special[...] = self.scales.apply(
+            sc_a, sc_b, register, lsb, block_special, self.wide
+        )
+        negative, magnitude, exponent_out = _split_signed(significand, exponent)
+        codes[...] = round_output(negative, magnitude, exponent_out, special, self.acc)
+
+
 def dot_blocks(a: Operand, b: Operand, acc: Accumulator = Accumulator(), anchors: bool = True) -> BlockDots:
     """Dot of N block pairs (``a.codes`` and ``b.codes`` of shape (N, block_size)): the same
     results as :func:`mxsim.ref.dot.dot` on each pair. ``anchors=False`` skips the anchor in the
-    modes whose result does not depend on it (it is then reported as 0)."""
+    modes whose result does not depend on it (it is then reported as 0). Memory: the O(N) results
+    plus temporaries of O(BLOCK_CHUNK) per thread."""
     fmt_a, fmt_b = _check_operands(a, b)
-    kernel = _DotKernel(fmt_a, fmt_b, acc, anchors)
-    scales = _Scales(a, b, fmt_a, fmt_b)
-    # Values that int64 cannot hold (significand >= 2^62) take Python ints, on one thread.
-    wide = kernel.register_dtype is object or kernel.register_limit * scales.largest_factor >= _INT64_LIMIT
-    n = a.codes.shape[0]
-    out = BlockDots(
-        np.empty(n, np.uint32 if get_format(acc.output).width == 32 else np.uint16),
-        np.empty(n, dtype=kernel.register_dtype),
-        np.empty(n, np.int64),
-        np.empty(n, np.int64),
-        np.empty(n, np.int8),
-        np.empty(n, dtype=object if wide else np.int64),
-        np.empty(n, np.int64),
-    )
-    empty = np.zeros((n, 0), np.uint8)
-    sub_a = a.subscales if a.subscales is not None else empty
-    sub_b = b.subscales if b.subscales is not None else empty
-
-    def run(start, stop, ca, cb, sa, sb, sc_a, sc_b, codes, register, lsb, anchor, special, significand, exponent):
-        register[...], lsb[...], anchor[...], block_special = kernel.route(ca, cb, sa, sb)
-        significand[...], exponent[...], special[...] = scales.apply(sc_a, sc_b, register, lsb, block_special, wide)
-        negative, magnitude, exponent_out = _split_signed(significand, exponent)
-        codes[...] = round_output(negative, magnitude, exponent_out, special, acc)
-
-    arrays = (a.codes, b.codes, sub_a, sub_b, a.scales, b.scales) + tuple(getattr(out, f) for f in out.__dataclass_fields__)
-    if n and wide:  # Python-int routes gain nothing from threads
-        run(0, n, *arrays)
-    elif n:
-        map_chunks(run, n, *arrays, chunk=max(1, BLOCK_CHUNK // fmt_a.block_size))
+    dotter = _BlockDotter(a, b, fmt_a, fmt_b, acc, anchors)
+    out = dotter.empty(a.codes.shape[0])
+    dotter.run(a, b, out)
     return out
 
 
 def dot_general_blocks(
-    a: Operand, b: Operand, acc: Accumulator = Accumulator(), rows: int = 1, anchors: bool = True, n_blocks: int | None = None
+    a: Operand,
+    b: Operand,
+    acc: Accumulator = Accumulator(),
+    rows: int = 1,
+    anchors: bool = True,
+    n_blocks: int | None = None,
+    c: np.ndarray | None = None,
 ):
     """DotGeneral of ``rows`` rows of ``n_blocks`` block pairs each (codes of shape
     (rows * n_blocks, k), row-major; ``n_blocks`` defaults to N / rows): returns (output codes of
-    shape (rows,), :class:`BlockDots` of shape (rows, n_blocks))."""
-    blocks = dot_blocks(a, b, acc, anchors)
+    shape (rows,), :class:`BlockDots` of shape (rows, n_blocks)). Memory: the results (O(rows *
+    n_blocks)) plus temporaries bounded by :data:`DOT_CHUNK`.
+
+    ``c``: the accumulator input C of each row as fp32 words (shape (rows,), any integer dtype),
+    or None for no C term (separate accumulation only: the fp32 sum starts at C, or the exact sum
+    includes C; see :mod:`mxsim.fast.fused` for fused steps)."""
+    _check_separate(acc)
+    fmt_a, fmt_b = _check_operands(a, b)
     n = n_blocks if n_blocks is not None else (a.codes.shape[0] // rows if rows else 0)
     if rows * n != a.codes.shape[0]:
         raise ValueError(f"{a.codes.shape[0]} blocks do not make {rows} rows of {n} blocks")
-    blocks = blocks.reshape((rows, n))
-    if acc.across_blocks == "fp32":
-        values = output_values(blocks.codes, acc).astype(np.float32)
+    dotter = _BlockDotter(a, b, fmt_a, fmt_b, acc, anchors)
+    codes, blocks = _dot_general(dotter, _rows_of(a, (rows,), (rows,), n), _rows_of(b, (rows,), (rows,), n),
+                                 rows, n, fmt_a.block_size, keep_blocks=True, c=c)
+    return codes, blocks.reshape((rows, n))
+
+
+def dot_general_broadcast(a: Operand, b: Operand, shape_a: tuple, shape_b: tuple, n_blocks: int,
+                          acc: Accumulator = Accumulator(), details: bool = False, c: np.ndarray | None = None):
+    """DotGeneral of rows of ``n_blocks`` block pairs, the rows broadcast NumPy style: ``a`` holds
+    prod(shape_a) rows of ``n_blocks`` blocks (codes of shape (prod(shape_a) * n_blocks, k),
+    row-major), ``b`` likewise, and the rows of the result run over np.broadcast_shapes(shape_a,
+    shape_b) = ``lead``. Returns (output codes of shape ``lead``, :class:`BlockDots` of shape
+    ``lead + (n_blocks,)`` if ``details``, else None). The details hold the fields
+    :class:`mxsim.DotResult` reports (codes, accumulator, lsb_exponent, anchor); the others are
+    None, and anchors are computed only with details.
+
+    Memory: no broadcast copy of an operand is made. Beyond the results (O(prod(lead)), and
+    O(prod(lead) * n_blocks) for the details), the temporaries are bounded by :data:`DOT_CHUNK`,
+    whatever the shapes. ``c``: as in :func:`dot_general_blocks`, one fp32 word per result row
+    (shape (prod(lead),)).
+    """
+    _check_separate(acc)
+    fmt_a, fmt_b = _check_operands(a, b, paired=False)
+    lead = np.broadcast_shapes(tuple(shape_a), tuple(shape_b))
+    rows = int(np.prod(lead, dtype=np.int64))
+    for name, op, shape in (("a", a, shape_a), ("b", b, shape_b)):
+        if op.codes.shape[0] != int(np.prod(shape, dtype=np.int64)) * n_blocks:
+            raise ValueError(
+                f"operand {name}: {op.codes.shape[0]} blocks do not make rows {tuple(shape)} of {n_blocks} blocks"
+            )
+    dotter = _BlockDotter(a, b, fmt_a, fmt_b, acc, details)
+    kept = ("codes", "accumulator", "lsb_exponent", "anchor") if details else False
+    codes, blocks = _dot_general(dotter, _rows_of(a, shape_a, lead, n_blocks), _rows_of(b, shape_b, lead, n_blocks),
+                                 rows, n_blocks, fmt_a.block_size, keep_blocks=kept, c=c)
+    return codes.reshape(lead), (blocks.reshape(lead + (n_blocks,)) if details else None)
+
+
+def _rows_of(op: Operand, shape: tuple, lead: tuple, n: int):
+    """``take(r0, r1, j0, j1)``: the blocks [j0, j1) of the result rows [r0, r1) (whole rows, or
+    one row) as an :class:`Operand`, rows of ``op`` (of ``shape``) broadcast to ``lead``. Views
+    when no broadcasting is needed, else copies of the chunk only."""
+    shape = (1,) * (len(lead) - len(shape)) + tuple(shape)
+    if shape == tuple(lead):
+
+        def take(r0, r1, j0, j1):
+            start, stop = r0 * n + j0, (r1 - 1) * n + j1
+            subscales = None if op.subscales is None else op.subscales[start:stop]
+            return Operand(op.fmt, op.scales[start:stop], subscales, op.codes[start:stop], op.tensor_scale)
+
+        return take
+    own_rows, k = int(np.prod(shape, dtype=np.int64)), op.codes.shape[1]
+    codes, scales = op.codes.reshape(own_rows, n, k), op.scales.reshape(own_rows, n)
+    subscales = None if op.subscales is None else op.subscales.reshape(own_rows, n, op.subscales.shape[1])
+    # the row of op behind each result row: its index along every axis that is not broadcast
+    strides = [int(np.prod(shape[d + 1:], dtype=np.int64)) if shape[d] != 1 else 0 for d in range(len(shape))]
+
+    def take(r0, r1, j0, j1):
+        own = np.zeros(r1 - r0, dtype=np.intp)
+        for index, stride in zip(np.unravel_index(np.arange(r0, r1), lead), strides):
+            if stride:
+                own += index * stride
+        sub = None if subscales is None else subscales[own, j0:j1].reshape(-1, subscales.shape[2])
+        return Operand(op.fmt, scales[own, j0:j1].reshape(-1), sub, codes[own, j0:j1].reshape(-1, k), op.tensor_scale)
+
+    return take
+
+
+def _check_separate(acc: Accumulator) -> None:
+    if acc.accumulate != "separate":
+        raise ValueError("this is separate accumulation; fused steps are mxsim.fast.fused.dot_general_steps")
+
+
+def _dot_general(dotter: _BlockDotter, take_a, take_b, rows: int, n: int, k: int, keep_blocks: bool, c=None):
+    """The DotGeneral of ``rows`` rows of ``n`` block pairs (blocks of ``k`` elements) from
+    ``take_a`` / ``take_b`` (see :func:`_rows_of`), in chunks of at most DOT_CHUNK elements:
+    whole rows while a row fits, else each row in equal pieces, summed across blocks in order.
+    Returns (output codes (rows,), BlockDots (rows * n,) if ``keep_blocks`` else None):
+    ``keep_blocks`` True keeps every field, a tuple of field names those only (the others are
+    then None). ``c``: fp32 words of each row's accumulator input C, or None (no C term)."""
+    acc = dotter.acc
+    c_value = None if c is None else np.asarray(c).astype(np.uint32).view(np.float32)
+    per = max(1, DOT_CHUNK // k)  # block pairs per chunk
+    pieces = -(-n // per)
+    bounds = [n * i // pieces for i in range(pieces + 1)] if n else []
+    spans = list(itertools.pairwise(bounds))
+    row_step = 1 if n > per else max(1, per // max(n, 1))
+    codes = np.empty(rows, dtype=dotter.code_dtype)
+    fields = tuple(BlockDots.__dataclass_fields__)
+    kept = keep_blocks if isinstance(keep_blocks, tuple) else fields if keep_blocks else ()
+    blocks = dotter.empty(rows * n, kept) if keep_blocks else None
+    buffer = dotter.empty(min(rows * n, per), set(fields) - set(kept))
+    for r0 in range(0, rows, row_step):
+        r1 = min(r0 + row_step, rows)
+        c_rows = None if c_value is None else c_value[r0:r1]
+        total = _Fp32Rows(r1 - r0, c_rows) if acc.across_blocks == "fp32" else _ExactRows(r1 - r0, c_rows)
+        for j0, j1 in spans:
+            count, start = (r1 - r0) * (j1 - j0), r0 * n + j0
+            # the kept fields are written in place, the others to the chunk's buffer
+            out = BlockDots(*(getattr(blocks, f)[start:start + count] if f in kept else getattr(buffer, f)[:count]
+                              for f in fields))
+            dotter.run(take_a(r0, r1, j0, j1), take_b(r0, r1, j0, j1), out)
+            total.add(out, j1 - j0, acc)
+        codes[r0:r1] = round_output(*total.parts(), acc)
+    return codes, blocks
+
+
+class _Fp32Rows:
+    """Across blocks in fp32: each block's output value added in block order into an fp32 register
+    per row, each addition rounded to nearest-even; fed the blocks piece by piece. The register
+    starts at C (float32 values) if given, else at the first block's value."""
+
+    def __init__(self, rows: int, c: np.ndarray | None = None):
+        self.rows, self.total = rows, None if c is None else c.copy()
+
+    def add(self, blocks: BlockDots, width: int, acc: Accumulator) -> None:
+        values = output_values(blocks.codes, acc).astype(np.float32).reshape(self.rows, width)
+        start = 0
+        if self.total is None:
+            self.total, start = values[:, 0].copy(), 1
         with np.errstate(invalid="ignore", over="ignore"):
-            total = values[:, 0].copy() if n else np.zeros(rows, np.float32)
-            for j in range(1, n):
-                total += values[:, j]
-        negative, magnitude, exponent, special = float32_parts(total)
-    else:
-        negative, magnitude, exponent, special = _exact_row_sums(blocks)
-    return round_output(negative, magnitude, exponent, special, acc), blocks
+            for j in range(start, width):
+                self.total += values[:, j]
+
+    def parts(self):
+        return float32_parts(self.total if self.total is not None else np.zeros(self.rows, np.float32))
 
 
-def _exact_row_sums(blocks: BlockDots):
-    special = blocks.special
-    nan = (special == NAN).any(axis=1) | ((special == POS_INF).any(axis=1) & (special == NEG_INF).any(axis=1))
-    row_special = np.where(nan, NAN, np.where((special == POS_INF).any(axis=1), POS_INF,
-                                              np.where((special == NEG_INF).any(axis=1), NEG_INF, FINITE)))
-    rows, n = special.shape
-    totals = np.empty(rows, dtype=object)
-    low = np.empty(rows, dtype=np.int64)
-    for r in range(rows):
-        finite = [(int(s), int(e)) for s, e, k in zip(blocks.significand[r], blocks.exponent[r], special[r]) if k == FINITE and s]
-        base = min((e for _, e in finite), default=0)
-        totals[r] = sum((s << (e - base) for s, e in finite), 0)
-        low[r] = base
-    negative, magnitude, exponent = _narrow(totals, low)
-    return negative, magnitude, exponent, row_special.astype(np.int8)
+class _ExactRows:
+    """Across blocks exactly: per row, the exact sum of the finite block values (and of C, float32
+    values, if given) as total * 2^low (Python ints) and the specials seen; fed the blocks piece by
+    piece."""
+
+    def __init__(self, rows: int, c: np.ndarray | None = None):
+        self.totals = [0] * rows
+        self.low: list[int | None] = [None] * rows  # the smallest exponent of a nonzero term
+        self.nan, self.pos, self.neg = (np.zeros(rows, dtype=bool) for _ in range(3))
+        if c is not None:
+            negative, magnitude, exponent, special = float32_parts(c)
+            self.nan |= special == NAN
+            self.pos |= special == POS_INF
+            self.neg |= special == NEG_INF
+            for r in np.flatnonzero((special == FINITE) & (magnitude != 0)):
+                self.totals[r] = -int(magnitude[r]) if negative[r] else int(magnitude[r])
+                self.low[r] = int(exponent[r])
+
+    def add(self, blocks: BlockDots, width: int, acc: Accumulator) -> None:
+        shape = (len(self.totals), width)
+        special = blocks.special.reshape(shape)
+        self.nan |= (special == NAN).any(axis=1)
+        self.pos |= (special == POS_INF).any(axis=1)
+        self.neg |= (special == NEG_INF).any(axis=1)
+        significand, exponent = blocks.significand.reshape(shape), blocks.exponent.reshape(shape)
+        for r in range(shape[0]):
+            finite = [(int(s), int(e)) for s, e, k in zip(significand[r], exponent[r], special[r]) if k == FINITE and s]
+            if not finite:
+                continue
+            low = min(e for _, e in finite)
+            if self.low[r] is not None and self.low[r] < low:
+                low = self.low[r]
+            total = self.totals[r] << (self.low[r] - low) if self.low[r] is not None else 0
+            self.totals[r] = total + sum((s << (e - low) for s, e in finite), 0)
+            self.low[r] = low
+
+    def parts(self):
+        nan = self.nan | (self.pos & self.neg)
+        special = np.where(nan, NAN, np.where(self.pos, POS_INF, np.where(self.neg, NEG_INF, FINITE)))
+        totals = np.array(self.totals + [None], dtype=object)[:-1]
+        low = np.array([0 if e is None else e for e in self.low], dtype=np.int64)
+        negative, magnitude, exponent = _narrow(totals, low)
+        return negative, magnitude, exponent, special.astype(np.int8)

@@ -18,14 +18,13 @@ import threading
 import numpy as np
 
 from ..formats import get_format
-from ..options.encode import check_encode_options, overflow_code
+from ..options.encode import check_encode_options, check_int8_allow_neg2, overflow_code
 from .chunks import map_chunks
 from .decode import check_fast_format, code_dtype
 from .round import round_shifted
+from .sources import read_source
 
 __all__ = ["encode", "encode_dyadic", "floor_log2_int64"]
-
-_INPUT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
 class _Binary:
@@ -42,17 +41,9 @@ class _Binary:
         self.inf_bits = ((2 * self.bias + 1) << self.mantissa_bits)
 
 
-def _as_binary_array(x) -> np.ndarray:
-    """float32 or float64 view of the input; float16 and bfloat16 are widened exactly."""
-    arr = np.asarray(x)
-    name = arr.dtype.name
-    if name not in _INPUT_DTYPES:
-        raise ValueError(f"input dtype {name} is not allowed; expected one of: {', '.join(_INPUT_DTYPES)}")
-    if name == "bfloat16":  # ml_dtypes bfloat16: the top half of a float32
-        return (arr.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-    if name == "float16":
-        return arr.astype(np.float32)
-    return arr
+def _as_binary_array(x, source=None) -> np.ndarray:
+    """float32 or float64 view of the input (see :func:`mxsim.fast.sources.read_source`)."""
+    return read_source(x, source)[0]
 
 
 def _flat_rand_bits(rand_bits, shape, rand_width: int) -> np.ndarray:
@@ -223,7 +214,7 @@ def floor_log2_int64(n: np.ndarray) -> np.ndarray:
     """floor(log2(n)) of int64 values in [1, 2^62], exactly (float64(n) may round up to the next
     power of two; that case steps back). Values below 1 give a harmless negative number."""
     e = np.frexp(n.astype(np.float64))[1] - 1
-    return e - ((n >> np.clip(e, 0, 62)) == 0)
+    return e - ((n >> np.minimum(np.maximum(e, 0), 62)) == 0)
 
 
 def encode_dyadic(significand, lsb_exponent, negative, fmt, rounding, rand=None, rand_width=32, allow_neg2=False):
@@ -326,21 +317,26 @@ def encode(
     rand_bits=None,
     rand_width: int = 32,
     int8_allow_neg2: bool = False,
+    source=None,
 ) -> np.ndarray:
-    """Encode a float array (float16, bfloat16, float32 or float64; any shape) into element codes.
+    """Encode an array (any shape, any byte order) into element codes: float16, bfloat16, float32,
+    float64, or ml_dtypes float8_e4m3fn / float8_e5m2 values, or unsigned-integer bit patterns of
+    one of these types named by ``source`` (see :mod:`mxsim.fast.sources`).
 
     Same semantics as :func:`mxsim.ref.encode` applied element by element, on the exact value of
     each input: rounding rne/rna/rtz/rup/rdn/stochastic, overflow saturate/ieee/error, NaN to the
     canonical NaN code (ValueError for formats without NaN, naming the first offending index),
     -0 kept in float formats. ``rand_bits`` (stochastic only) is an integer array broadcastable to
-    ``x`` with values in [0, 2^rand_width).
+    ``x`` with values in [0, 2^rand_width). ``int8_allow_neg2``: two's-complement integer
+    formats only (ValueError elsewhere).
 
     Returns codes of the input's shape, uint8 for formats of at most 8 bits, else uint16.
     """
     fmt = get_format(fmt, kind="element")
     check_fast_format(fmt)
     check_encode_options(rounding, overflow, rand_bits, rand_width)
-    values = _as_binary_array(x)
+    check_int8_allow_neg2(fmt, int8_allow_neg2)
+    values = _as_binary_array(x, source)
     shape = values.shape
     flat = np.ascontiguousarray(values).reshape(-1)
     out = np.empty(flat.shape, dtype=code_dtype(fmt))

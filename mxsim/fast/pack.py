@@ -394,8 +394,9 @@ def dequantize_packed_blocks(fmt, data, n_blocks: int, element_stream: str = DEF
     lookup and one scale product, or None where the layout does not allow it (the route needs
     one-byte E8M0 scales, no sub-scales, element fields that tile a byte: FP4, FP8). Each packed
     byte is looked up in a table of the float32 values it holds, then multiplied by its block's
-    power-of-two scale: the same single rounding as :meth:`mxsim.MXTensor.dequantize` (a NaN
-    scale gives NaN, overflow gives +-Inf)."""
+    power-of-two scale: the same single rounding as :meth:`mxsim.MXTensor.dequantize` with default
+    DequantizeOptions (a NaN scale gives the positive quiet NaN for its block, a NaN element its
+    own sign as the product propagates it, overflow gives +-Inf)."""
     fmt = get_format(fmt, kind="block")
     check_layout(element_stream, scale_placement)
     sw, _, ew = record_bits(fmt, element_stream)
@@ -419,8 +420,12 @@ def dequantize_packed_blocks(fmt, data, n_blocks: int, element_stream: str = DEF
 
     def kernel(start, stop, packed, scales, out):
         np.take(table, packed, axis=0, out=out)
+        factor = powers[scales]
         with np.errstate(over="ignore"):
-            np.multiply(out, powers[scales][:, None, None], out=out)
+            np.multiply(out, factor[:, None, None], out=out)
+        nan_scale = np.isnan(factor)
+        if nan_scale.any():  # the positive quiet NaN, whatever the product's NaN operand order gives
+            out[nan_scale] = np.float32(np.nan)
 
     map_chunks(kernel, n, packed, scales, out, chunk=max(1, BLOCK_CHUNK // fmt.block_size))
     return out.reshape(n, fmt.block_size)

@@ -24,16 +24,17 @@ def round_shifted(
     A negative ``shift`` multiplies; the caller guarantees the product fits in int64.
     ``stochastic`` adds ``rand_bits / 2^rand_width`` below the last kept bit and truncates.
     """
-    right = np.clip(shift, 0, 63)
+    # np.minimum/np.maximum rather than np.clip: same values, without clip's per-call overhead
+    right = np.minimum(np.maximum(shift, 0), 63)
     kept = significand >> right
     remainder = significand - (kept << right)
-    kept <<= np.clip(-shift, 0, 63)
+    kept <<= np.minimum(np.maximum(-shift, 0), 63)
     if rounding == "rtz":
         return kept
     if rounding == "stochastic":
         # The top rand_width bits of the discarded fraction, then add and carry (see round.py).
-        up_shift = np.clip(rand_width - shift, 0, 63)
-        down_shift = np.clip(shift - rand_width, 0, 63)
+        up_shift = np.minimum(np.maximum(rand_width - shift, 0), 63)
+        down_shift = np.minimum(np.maximum(shift - rand_width, 0), 63)
         fraction = (remainder << up_shift) >> down_shift
         return kept + ((fraction + rand_bits) >> rand_width)
     inexact = remainder != 0

@@ -31,6 +31,7 @@ __all__ = [
     "code_dtype",
     "padding_error",
     "finish_unpack",
+    "normalize_axis",
     "tensor_layout",
 ]
 
@@ -148,6 +149,17 @@ def finish_unpack(fmt, scales, subscales, codes):
     return scales.astype(scale_type, copy=False), subscales, codes.astype(code_type, copy=False)
 
 
+def normalize_axis(axis, ndim: int) -> int:
+    """``axis`` of an ``ndim``-d array (a scalar counts as 1-d) as an index in [0, ndim).
+    ValueError unless ``axis`` is an integer (int or NumPy integer; not a bool) in [-ndim, ndim)."""
+    n = max(ndim, 1)
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise ValueError(f"axis={axis!r} is not allowed; expected an integer (not a bool) in [{-n}, {n})")
+    if not -n <= axis < n:
+        raise ValueError(f"axis={axis!r} is out of range for a {ndim}-d array; expected an integer in [{-n}, {n})")
+    return int(axis) % n
+
+
 def tensor_layout(fmt, shape, axis) -> tuple[tuple[int, ...], int]:
     """(codes shape, axis) of an MXTensor of ``fmt`` holding an array of ``shape`` blocked along
     ``axis``: the block axis moved last and padded to a whole block (as :func:`mxsim.quantize`)."""
@@ -158,9 +170,7 @@ def tensor_layout(fmt, shape, axis) -> tuple[tuple[int, ...], int]:
     if any(s < 0 for s in shape):
         raise ValueError(f"shape={shape!r} is not allowed; expected a sequence of non-negative integers")
     moved = shape or (1,)
-    if not isinstance(axis, (int, np.integer)) or not -len(moved) <= axis < len(moved):
-        raise ValueError(f"axis={axis!r} is out of range for a {len(shape)}-d shape {shape}")
-    axis = int(axis) % len(moved)
+    axis = normalize_axis(axis, len(shape))
     lead = moved[:axis] + moved[axis + 1 :]
     length = moved[axis]
     return lead + (length + (-length % fmt.block_size),), axis

@@ -17,7 +17,8 @@ coverage per corner class and the SHA-256 of every file.
 """
 
 from .canonical import CANONICAL_SUITES, generate_canonical
-from .files import generate, generate_suites, verify
+from .files import generate, generate_suites
+from .verify import verify
 from .suites import suite_from_spec
 
 __all__ = ["generate", "generate_suites", "verify", "suite_from_spec", "CANONICAL_SUITES", "generate_canonical"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..options.dequantize import IDMA_DEQUANTIZE
 from .files import generate_suites
 from .suites import suite_from_spec
 
@@ -12,6 +13,10 @@ __all__ = ["CANONICAL_SUITES", "canonical_suites", "generate_canonical"]
 
 _OCP_ELEMENTS = ["fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8"]
 _ALIGNED_RTL = {"mode": "aligned", "shift_rounding": "truncate", "overflow": "saturate"}
+# pulp-platform iDMA v0.7.0's dequantizer outputs (conventions.md 6.1)
+_IDMA_FP32 = IDMA_DEQUANTIZE["float32"].as_dict()
+_IDMA_FP16 = IDMA_DEQUANTIZE["float16"].as_dict()
+_INT8_SCALES = {"scale_encoding": "int8_exponent"}
 
 CANONICAL_SUITES: list[tuple[str, dict]] = (
     [("decode", {"element": e}) for e in _OCP_ELEMENTS]
@@ -44,6 +49,16 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("dotgeneral", {"block_a": "mxfp8_e4m3", "accumulator": {"across_blocks": "exact"}}),
         ("dotgeneral", {"block_a": "mxfp8_e5m2"}),
         ("dotgeneral", {"block_a": "mxfp4_e2m1", "accumulator": {"mode": "aligned", "frac_bits": 13, "width": 24}}),
+    ]
+    + [
+        # the FP8 -> fp32 configurations the example RTL (rtl/mx_dequant.v) is built for, iDMA's among them
+        ("dequantize", {"block": "mxfp8_e4m3", "output": "float32"}),
+        ("dequantize", {"block": "mxfp8_e5m2", "output": "float32"}),
+        ("dequantize", {"block": "mxfp8_e5m2", "output": "float32", "options": _IDMA_FP32, **_INT8_SCALES}),
+        ("dequantize", {"block": "mxfp8_e5m2", "output": "float16", "options": _IDMA_FP16, **_INT8_SCALES}),
+        ("dequantize", {"block": "mxfp4_e2m1", "output": "bfloat16"}),
+        ("dequantize", {"block": "mx9", "output": "float16"}),
+        ("dequantize", {"block": "nvfp4", "output": "bfloat16"}),
     ]
 )
 

@@ -31,7 +31,14 @@ class DecodeSuite(Suite):
         return {"element": self.fmt.describe()}
 
     def stimulus(self, rng: random.Random, level: int):
-        return [({"code": c}, "exhaustive") for c in range(1 << self.fmt.width)]
+        for c in range(1 << self.fmt.width):
+            yield {"code": c}, "exhaustive"
+
+    def catalogue_size(self, level: int) -> int:
+        return 1 << self.fmt.width
+
+    def random_inputs(self, rng: random.Random, index: int) -> dict:
+        return {"code": rng.getrandbits(self.fmt.width)}
 
     def compute(self, inputs: dict):
         code = inputs["code"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 
@@ -30,6 +31,15 @@ def register_bits(fmt_a, fmt_b, acc: Accumulator) -> int:
 
 
 
+@lru_cache(maxsize=8)
+def _code_pairs(e) -> tuple[list, list]:
+    """(finite, special): every (a, b) pair of codes of ``e`` in order, split by whether both are finite."""
+    is_finite = [decode(c, e).is_finite for c in range(1 << e.width)]
+    pairs = [(ca, cb) for ca in range(1 << e.width) for cb in range(1 << e.width)]
+    both = [is_finite[ca] and is_finite[cb] for ca, cb in pairs]
+    return [p for p, ok in zip(pairs, both) if ok], [p for p, ok in zip(pairs, both) if not ok]
+
+
 @dataclass
 class DotSuite(Suite):
     """Two blocks (scales, sub-scales, elements; NVFP4 tensor scales) -> the register, its LSB
@@ -39,6 +49,7 @@ class DotSuite(Suite):
     block_b: str | None = None
     accumulator: dict = field(default_factory=dict)
     kind = "dot"
+    nested_options = {"accumulator": Accumulator}  # the dict field -> the options class of its keys
 
     def __post_init__(self):
         self.fa = get_format(self.block_a, kind="block")
@@ -82,25 +93,36 @@ class DotSuite(Suite):
         return {"block_a": jsonable(self.fa.describe()), "block_b": jsonable(self.fb.describe())}
 
     # stimulus ------------------------------------------------------------------------------
+    @staticmethod
+    @lru_cache(maxsize=64)
+    def _code_sets(e) -> dict[str, list[int]]:
+        """The element codes each stimulus kind draws from (finite, the largest of both signs and of
+        positive sign, the smallest eighth, the non-finite), in code order."""
+        finite = [c for c in range(1 << e.width) if decode(c, e).is_finite]
+        largest = max(decode(x, e).magnitude for x in finite)
+        top = [c for c in finite if decode(c, e).magnitude == largest]
+        return {
+            "finite": finite,
+            "max": top,
+            "max_positive": [c for c in top if not decode(c, e).sign] or top,
+            "small": sorted(finite, key=lambda c: decode(c, e).magnitude)[: max(4, len(finite) // 8)],
+            "special": [c for c in range(1 << e.width) if not decode(c, e).is_finite],
+        }
+
     def _codes(self, fmt, rng: random.Random, kind: str) -> list[int]:
         k, e = fmt.block_size, fmt.element
-        finite = [c for c in range(1 << e.width) if decode(c, e).is_finite]
+        sets = self._code_sets(e)
+        finite = sets["finite"]
         if kind == "zero":
             return [rng.choice([0, e.sign_mask]) if decode(e.sign_mask, e).is_zero else 0 for _ in range(k)]
-        if kind in ("max", "max_positive"):
-            largest = max(decode(x, e).magnitude for x in finite)
-            top = [c for c in finite if decode(c, e).magnitude == largest]
-            if kind == "max_positive":  # same-sign products: the register overflows a narrow width
-                top = [c for c in top if not decode(c, e).sign] or top
-            return [rng.choice(top) for _ in range(k)]
+        if kind in ("max", "max_positive"):  # max_positive: same-sign products overflow a narrow register
+            return [rng.choice(sets[kind]) for _ in range(k)]
         if kind == "small":
-            small = sorted(finite, key=lambda c: decode(c, e).magnitude)[: max(4, len(finite) // 8)]
-            return [rng.choice(small) for _ in range(k)]
+            return [rng.choice(sets["small"]) for _ in range(k)]
         if kind == "special":
             codes = [rng.choice(finite) for _ in range(k)]
-            specials = [c for c in range(1 << e.width) if not decode(c, e).is_finite]
-            if specials:
-                codes[rng.randrange(k)] = rng.choice(specials)
+            if sets["special"]:
+                codes[rng.randrange(k)] = rng.choice(sets["special"])
             return codes
         return [rng.choice(finite) if rng.random() < 0.97 else rng.getrandbits(e.width) for _ in range(k)]
 
@@ -123,19 +145,20 @@ class DotSuite(Suite):
             return 127 + rng.randint(-12, 6)
         return {"min": 0, "max": 0xFE, "nan": 0xFF}.get(kind, 127 + rng.randint(-8, 8))
 
+    def _exhaustive_groups(self) -> tuple[list, list]:
+        """(finite, special): every element code pair of a same-format FP4/FP6/FP8 pair (others:
+        none), split by whether both codes are finite."""
+        ea, eb = self.fa.element, self.fb.element
+        if ea is not eb or ea.kind != "float" or ea.width > 8:
+            return [], []  # every pair of FP4, FP6 and FP8 E4M3/E5M2; other pairs get corners and random
+        return _code_pairs(ea)
+
     def _exhaustive(self, rng: random.Random):
         """Every element code pair, 32 (k) pairs per block, unit scales; pairs with an Inf or
         NaN element go into blocks of their own so that the others stay finite."""
-        ea, eb, k = self.fa.element, self.fb.element, self.fa.block_size
-        if ea is not eb or ea.kind != "float" or ea.width > 8:
-            return []  # every pair of FP4, FP6 and FP8 E4M3/E5M2; other pairs get corners and random
+        k = self.fa.block_size
         unit_a, unit_b = encode(1, self.fa.scale), encode(1, self.fb.scale)
-        pairs = [(ca, cb) for ca in range(1 << ea.width) for cb in range(1 << eb.width)]
-        is_finite = [decode(p[0], ea).is_finite and decode(p[1], eb).is_finite for p in pairs]
-        finite = [p for p, ok in zip(pairs, is_finite) if ok]
-        special = [p for p, ok in zip(pairs, is_finite) if not ok]
-        rows = []
-        for group in (finite, special):
+        for group in self._exhaustive_groups():
             for i in range(0, len(group), k):
                 chunk = group[i : i + k]
                 chunk = chunk + [(0, 0)] * (k - len(chunk))
@@ -145,25 +168,34 @@ class DotSuite(Suite):
                     a["sub"] = 0
                 if self.fb.subblocks:
                     b["sub"] = 0
-                rows.append((self._row(a, b), "exhaustive"))
-        return rows
+                yield self._row(a, b), "exhaustive"
+
+    _DIRECTED = [
+        ("zero", "normal", "normal", "normal"), ("max", "max", "normal", "normal"),
+        ("small", "small", "normal", "normal"),
+        ("max", "max", "max", "max"), ("small", "small", "min", "min"), ("normal", "normal", "min", "max"),
+        ("normal", "normal", "nan", "normal"), ("special", "normal", "normal", "normal"),
+        ("normal", "special", "normal", "normal"), ("zero", "zero", "normal", "normal"),
+        ("max_positive", "max_positive", "normal", "normal"), ("normal", "normal", "min", "low"),
+        ("small", "normal", "min", "low"),
+    ] * 4
+    _CANCELLATIONS = 8
 
     def stimulus(self, rng: random.Random, level: int):
-        rows = self._exhaustive(rng)
+        yield from self._exhaustive(rng)
+        yield from self._corners(rng)
+        for _ in range(150 * level):
+            yield self._random_block(rng), "random"
+
+    def _corners(self, rng: random.Random):
+        """The directed blocks: each (a kind, b kind, a scale, b scale) of _DIRECTED, then blocks
+        whose second half of products cancels the first."""
         fa, fb = self.fa, self.fb
-        directed = [
-            ("zero", "normal", "normal", "normal"), ("max", "max", "normal", "normal"), ("small", "small", "normal", "normal"),
-            ("max", "max", "max", "max"), ("small", "small", "min", "min"), ("normal", "normal", "min", "max"),
-            ("normal", "normal", "nan", "normal"), ("special", "normal", "normal", "normal"),
-            ("normal", "special", "normal", "normal"), ("zero", "zero", "normal", "normal"),
-            ("max_positive", "max_positive", "normal", "normal"), ("normal", "normal", "min", "low"),
-            ("small", "normal", "min", "low"),
-        ]
-        for kind_a, kind_b, scale_a, scale_b in directed * 4:
+        for kind_a, kind_b, scale_a, scale_b in self._DIRECTED:
             a = self._side(fa, self._codes(fa, rng, kind_a), self._scale(fa, rng, scale_a), rng)
             b = self._side(fb, self._codes(fb, rng, kind_b), self._scale(fb, rng, scale_b), rng)
-            rows.append((self._row(a, b), "directed"))
-        for _ in range(8):  # cancellation: b's products against a's negated copy
+            yield self._row(a, b), "directed"
+        for _ in range(self._CANCELLATIONS):  # cancellation: b's products against a's negated copy
             codes = self._codes(fa, rng, "normal")
             half = fa.block_size // 2
             negated = [negated_code(c, fa.element) for c in codes[:half]]
@@ -176,13 +208,24 @@ class DotSuite(Suite):
                 a["sub"] = 0
             if fb.subblocks:
                 b["sub"] = 0
-            rows.append((self._row(a, b), "directed"))
-        for _ in range(150 * level):
-            kind = rng.choice(["normal"] * 6 + ["max", "small", "special"])
-            a = self._side(fa, self._codes(fa, rng, kind), self._scale(fa, rng), rng)
-            b = self._side(fb, self._codes(fb, rng, rng.choice(["normal", "max", "small"])), self._scale(fb, rng), rng)
-            rows.append((self._row(a, b), "random"))
-        return rows
+            yield self._row(a, b), "directed"
+
+    def catalogue_size(self, level: int) -> int:
+        k = self.fa.block_size
+        exhaustive = sum(-(-len(group) // k) for group in self._exhaustive_groups())
+        return exhaustive + len(self._DIRECTED) + self._CANCELLATIONS + 150 * level
+
+    def random_inputs(self, rng: random.Random, index: int) -> dict:
+        return self._random_block(rng)
+
+    def _random_block(self, rng: random.Random) -> dict:
+        """Two blocks: a of mostly normal codes (or max, small, with an Inf/NaN), b normal, max or
+        small; scales 2^+-8 (E8M0), any finite UE4M3."""
+        fa, fb = self.fa, self.fb
+        kind = rng.choice(["normal"] * 6 + ["max", "small", "special"])
+        a = self._side(fa, self._codes(fa, rng, kind), self._scale(fa, rng), rng)
+        b = self._side(fb, self._codes(fb, rng, rng.choice(["normal", "max", "small"])), self._scale(fb, rng), rng)
+        return self._row(a, b)
 
     # expected values -----------------------------------------------------------------------
     def _blocks(self, inputs: dict):

@@ -46,8 +46,9 @@ class DotGeneralSuite(DotSuite):
         return {**super().params(), "n_blocks": self.n_blocks}
 
     def stimulus(self, rng: random.Random, level: int):
-        singles = DotSuite.stimulus(self, rng, 1)
-        singles = [row for row, origin in singles if origin != "exhaustive"]
+        """The dot corners and level-1 random blocks, n to a vector, then vectors whose second block
+        cancels the first (the single blocks, a few hundred, are drawn first: held in memory)."""
+        singles = [row for row, origin in DotSuite.stimulus(self, rng, 1) if origin != "exhaustive"]
         n = self.n_blocks
         rows = []
         for start in range(0, len(singles) - n + 1, n):
@@ -57,7 +58,17 @@ class DotGeneralSuite(DotSuite):
             other = dict(first)
             other["b_elems"] = pack_word([c ^ self.fb.element.sign_mask for c in unpack_word(first["b_elems"], self.fb.element.width, self.fb.block_size)], self.fb.element.width) if self.fb.element.kind == "float" else first["b_elems"]
             rows.append((self._join([first, other] + [rng.choice(singles) for _ in range(n - 2)]), "directed"))
-        return rows[: 60 * level + 8] if level == 1 else rows
+        yield from rows[: 60 * level + 8] if level == 1 else rows
+
+    def catalogue_size(self, level: int) -> int:
+        exhaustive = sum(-(-len(group) // self.fa.block_size) for group in self._exhaustive_groups())
+        singles = DotSuite.catalogue_size(self, 1) - exhaustive
+        rows = len(range(0, singles - self.n_blocks + 1, self.n_blocks)) + 8
+        return min(rows, 60 * level + 8) if level == 1 else rows
+
+    def random_inputs(self, rng: random.Random, index: int) -> dict:
+        """n random blocks of the dot kind, drawn as the dot catalogue's random blocks."""
+        return self._join([self._random_block(rng) for _ in range(self.n_blocks)])
 
     def _join(self, blocks: list[dict]) -> dict:
         joined = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from functools import cached_property
 from fractions import Fraction
 
 from ..formats import get_format
@@ -57,9 +58,10 @@ class EncodeSuite(Suite):
         out += [top + top_step / 2, top + top_step, 2 * top, Fraction(2) ** 127, Fraction(1, 1 << 149), Fraction(1, 1 << 126)]
         return out
 
-    def stimulus(self, rng: random.Random, level: int):
-        rows = []
-        seen = set()
+    @cached_property
+    def _directed_bits(self) -> list[int]:
+        """The fp32 bits of the directed values, both signs, each once, in catalogue order."""
+        bits_list, seen = [], set()
         for v in self._directed():
             for sign in (0, 1):
                 x = v if isinstance(v, Exact) else Exact(sign, v)
@@ -68,15 +70,32 @@ class EncodeSuite(Suite):
                     continue  # not an fp32 value (e.g. a midpoint below fp32 resolution)
                 if bits not in seen:
                     seen.add(bits)
-                    rows.append(({"x": bits}, "directed"))
-        span = max(floor_log2(finite_magnitudes(self.fmt)[-1]), 0) + 2
-        low = floor_log2(finite_magnitudes(self.fmt)[1]) - 2 if len(finite_magnitudes(self.fmt)) > 1 else -10
-        for _ in range(1000 * level):
-            exponent = rng.randint(max(low, -149), min(span, 127))
-            sig = rng.getrandbits(24) | (1 << 23)
-            x = Exact(rng.getrandbits(1), Fraction(sig, 1 << 23) * Fraction(2) ** exponent)
-            rows.append(({"x": fp32_bits(x)}, "random"))
-        return rows
+                    bits_list.append(bits)
+        return bits_list
+
+    @cached_property
+    def _exponent_range(self) -> tuple[int, int]:
+        """(low, high) exponents of the random fp32 values: the format's range, two binades wider."""
+        values = finite_magnitudes(self.fmt)
+        span = max(floor_log2(values[-1]), 0) + 2
+        low = floor_log2(values[1]) - 2 if len(values) > 1 else -10
+        return max(low, -149), min(span, 127)
+
+    def stimulus(self, rng: random.Random, level: int):
+        for bits in self._directed_bits:
+            yield {"x": bits}, "directed"
+        for i in range(1000 * level):
+            yield self.random_inputs(rng, i), "random"
+
+    def catalogue_size(self, level: int) -> int:
+        return len(self._directed_bits) + 1000 * level
+
+    def random_inputs(self, rng: random.Random, index: int) -> dict:
+        """A random fp32 value with its exponent uniform over the format's range (two binades wider)."""
+        exponent = rng.randint(*self._exponent_range)
+        sig = rng.getrandbits(24) | (1 << 23)
+        x = Exact(rng.getrandbits(1), Fraction(sig, 1 << 23) * Fraction(2) ** exponent)
+        return {"x": fp32_bits(x)}
 
     def compute(self, inputs: dict):
         x = fp32_value(inputs["x"])

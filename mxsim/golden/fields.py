@@ -37,6 +37,19 @@ class Field:
             raise ValueError(f"field {self.name!r}: {value} does not fit {self.bits} {'signed ' if self.signed else ''}bits")
         return format(value % (1 << self.bits), f"0{self.hex_digits}x")
 
+    def to_hex_lines(self, values) -> str:
+        """``to_hex`` of each value, one line each (every line ends in a newline)."""
+        if not values:
+            return ""
+        low, high = (-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1) if self.signed else (0, (1 << self.bits) - 1)
+        if min(values) < low or max(values) > high:
+            self.to_hex(next(v for v in values if not low <= v <= high))  # raises, naming the value
+        pattern = f"{{:0{self.hex_digits}x}}\n"
+        if self.signed:
+            modulus = 1 << self.bits
+            return "".join([pattern.format(v % modulus) for v in values])
+        return "".join([pattern.format(v) for v in values])
+
     def from_hex(self, text: str) -> int:
         if text.strip(_HEX_DIGITS):  # int(text, 16) would also take "0x", "_", "+" and spaces
             raise ValueError(f"field {self.name!r}: {text!r} is not hex (expected {self.hex_digits} digits 0-9, a-f)")

@@ -4,12 +4,14 @@
   code; ``encode``: every finite value, with its midpoints; ``quantize``: the element grid;
   ``dot``: the finite codes), so an element format may have at most
   :data:`MAX_ENUMERATED_BITS` bits: FP16 and BF16 are enumerated in full, FP32 and FP64 are
-  refused (2^32 decode vectors would need hundreds of GB; a few random FP32 values would no
-  longer be the exhaustive suite the kind promises).
-* A suite holds at most :data:`MAX_VECTORS` vectors and :data:`MAX_SUITE_BYTES` bytes of hex
-  files (about 0.8 KB of memory per vector while it is generated: ~400 MB at the limit). The
-  largest suite within the other limits, ``encode`` of FP16 or BF16 at level 10, has 264,000
-  vectors. Shards split a suite's files, not its stimulus: the limits apply to the whole suite.
+  refused (2^32 decode vectors would be 2^32 lines of a catalogue that promises every code).
+* Suites are written a chunk at a time (:mod:`.pipeline`, :mod:`.writer`), so memory does not
+  grow with the count; a suite (its catalogue, or ``--count``) may hold at most
+  :data:`MAX_VECTORS` vectors and :data:`MAX_SUITE_BYTES` bytes of hex files (guards against a
+  mistyped count), and a generation must fit in the free space of its file system
+  (:func:`check_space`). The largest catalogue within the other limits, ``encode`` of BF16 at
+  level 10, has about 270,000 vectors. Shards split a suite's files, not its stimulus: the
+  vector and byte limits apply to the whole suite.
 
 ``--level`` (1..10), DotGeneral's ``n_blocks`` (1..64) and the accumulator's ``frac_bits`` and
 ``width`` have bounds of their own, checked where they are read.
@@ -19,11 +21,12 @@ from __future__ import annotations
 
 from ..formats import FORMATS
 
-__all__ = ["MAX_ENUMERATED_BITS", "MAX_VECTORS", "MAX_SUITE_BYTES", "check_enumerable", "check_size"]
+__all__ = ["MAX_ENUMERATED_BITS", "MAX_VECTORS", "MAX_SUITE_BYTES", "check_enumerable", "check_size", "check_space",
+           "suite_bytes"]
 
 MAX_ENUMERATED_BITS = 16
-MAX_VECTORS = 1 << 19
-MAX_SUITE_BYTES = 1 << 27
+MAX_VECTORS = 1 << 36
+MAX_SUITE_BYTES = 1 << 42
 
 
 def _element_formats(suite) -> list:
@@ -49,17 +52,36 @@ def check_enumerable(suite) -> None:
             )
 
 
+def suite_bytes(suite, vectors: int) -> int:
+    """Bytes of the hex files of ``vectors`` vectors (every line: its digits and a newline)."""
+    return vectors * sum(f.hex_digits + 1 for f in suite.fields)
+
+
 def check_size(suite, vectors: int) -> None:
     """Refuse a suite of more than MAX_VECTORS vectors or MAX_SUITE_BYTES bytes of hex files."""
     line_bytes = sum(f.hex_digits + 1 for f in suite.fields)
     if vectors > MAX_VECTORS:
         raise ValueError(
             f"{suite.kind}/{suite.name}: {vectors} vectors, more than the limit of {MAX_VECTORS} per suite "
-            "(mxsim.golden.limits.MAX_VECTORS); lower --level"
+            "(mxsim.golden.limits.MAX_VECTORS); lower --count or --level"
         )
     if vectors * line_bytes > MAX_SUITE_BYTES:
         raise ValueError(
             f"{suite.kind}/{suite.name}: {vectors} vectors of {line_bytes} bytes = {vectors * line_bytes} bytes of hex "
             f"files, more than the limit of {MAX_SUITE_BYTES} bytes per suite (mxsim.golden.limits.MAX_SUITE_BYTES); "
-            "lower --level"
+            "lower --count or --level"
         )
+
+
+def check_space(root, suites: list, shard=None) -> None:
+    """Refuse a generation whose hex files (``suites``: (suite, vectors) pairs; a shard's share of
+    each) need more bytes than the file system of ``root`` has free."""
+    import shutil
+
+    needed = sum(suite_bytes(suite, vectors) for suite, vectors in suites)
+    if shard is not None:
+        needed = -(-needed // shard[1])
+    free = shutil.disk_usage(root).free
+    if needed > free:
+        raise ValueError(f"{root}: the suites need {needed} bytes of hex files, the file system has {free} free; "
+                         "free some space, lower --count, or write shards (--shard I/N) to other disks")

@@ -41,18 +41,26 @@ class PackSuite(Suite):
     def describe(self) -> dict:
         return {"block": jsonable(self.fmt.describe()), "scale_placement": "interleaved"}
 
+    def _patterns(self) -> list[list[int]]:
+        k, w = self.fmt.block_size, self.fmt.element.width
+        return [[0] * k, [(1 << w) - 1] * k, [i % (1 << w) for i in range(k)], [1 << (i % w) for i in range(k)]]
+
     def stimulus(self, rng: random.Random, level: int):
         fmt = self.fmt
-        rows = []
-        k, w = fmt.block_size, fmt.element.width
-        patterns = [[0] * k, [(1 << w) - 1] * k, [i % (1 << w) for i in range(k)], [1 << (i % w) for i in range(k)]]
-        for codes in patterns:
-            rows.append((self._inputs(codes, 0, 0), "directed"))
-            rows.append((self._inputs(codes, (1 << fmt.scale.width) - 1, (1 << (fmt.subblocks * fmt.subscale_bits)) - 1), "directed"))
-        for _ in range(100 * level):
-            codes = [rng.getrandbits(w) for _ in range(k)]
-            rows.append((self._inputs(codes, rng.getrandbits(fmt.scale.width), rng.getrandbits(fmt.subblocks * fmt.subscale_bits)), "random"))
-        return rows
+        for codes in self._patterns():
+            yield self._inputs(codes, 0, 0), "directed"
+            ones = (1 << fmt.scale.width) - 1, (1 << (fmt.subblocks * fmt.subscale_bits)) - 1
+            yield self._inputs(codes, *ones), "directed"
+        for i in range(100 * level):
+            yield self.random_inputs(rng, i), "random"
+
+    def catalogue_size(self, level: int) -> int:
+        return 2 * len(self._patterns()) + 100 * level
+
+    def random_inputs(self, rng: random.Random, index: int) -> dict:
+        fmt = self.fmt
+        codes = [rng.getrandbits(fmt.element.width) for _ in range(fmt.block_size)]
+        return self._inputs(codes, rng.getrandbits(fmt.scale.width), rng.getrandbits(fmt.subblocks * fmt.subscale_bits))
 
     def _inputs(self, codes, scale, subscales) -> dict:
         inputs = {"scale": scale, "codes": pack_word(codes, self.fmt.element.width)}

@@ -1,7 +1,8 @@
 """The parameters of each kind of golden suite (``--params``, a manifest's ``params``).
 
 The keys are the fields of the suite dataclasses (:data:`mxsim.golden.suites.KINDS`); a field
-that takes a JSON object takes the fields of the options dataclass named in :data:`NESTED`. The
+that takes a JSON object takes the fields of the options dataclass its suite class names in
+``nested_options``. The
 lists in ``mxsim golden generate --help``, in the error for a wrong key and in
 docs/golden-vectors.md are all derived from these classes, so they cannot drift from them.
 """
@@ -12,13 +13,9 @@ import dataclasses
 import difflib
 import json
 
-from ..options import Accumulator
-from ..options import QuantizeOptions
 
-__all__ = ["NESTED", "suite_keys", "check_params", "keys_text", "keys_markdown"]
+__all__ = ["suite_keys", "check_params", "keys_text", "keys_markdown"]
 
-#: the dict-valued suite fields and the options dataclass whose fields they take
-NESTED = {"options": QuantizeOptions, "accumulator": Accumulator}
 
 _REQUIRED = object()
 
@@ -62,7 +59,7 @@ def check_params(kind: str, cls, params: dict) -> None:
     for name, default in keys:
         if default is _REQUIRED and name not in params:
             raise ValueError(f"suite kind {kind} needs key {name!r}; known keys: {', '.join(k for k, _ in keys)}")
-    for name, options_class in NESTED.items():
+    for name, options_class in cls.nested_options.items():
         if name in params:
             if not isinstance(params[name], dict):
                 raise ValueError(f"{name!r} for suite kind {kind} must be a JSON object of {options_class.__name__} "
@@ -76,12 +73,18 @@ def _show(default) -> str:
     return f"default {default if isinstance(default, str) else json.dumps(default)}"
 
 
+def _nested(kinds: dict) -> list[tuple[str, str, type]]:
+    """(kind, field, options class) of every dict-valued field, in the kinds' order."""
+    return [(kind, name, options) for kind, cls in kinds.items() for name, options in cls.nested_options.items()]
+
+
 def keys_text(kinds: dict) -> str:
     """One line per suite kind of ``kinds`` (kind -> suite class: :data:`mxsim.golden.suites.KINDS`),
     then one per options object: ``key (default ...)``."""
     lines = [f"{kind}: " + ", ".join(f"{name} ({_show(d)})" for name, d in suite_keys(cls)) for kind, cls in kinds.items()]
-    for name, options_class in NESTED.items():
-        lines.append(f"{name} ({options_class.__name__}): " + ", ".join(f"{k} ({_show(d)})" for k, d in suite_keys(options_class)))
+    for kind, name, options_class in _nested(kinds):
+        keys = ", ".join(f"{k} ({_show(d)})" for k, d in suite_keys(options_class))
+        lines.append(f"{kind} {name} ({options_class.__name__}): {keys}")
     return "\n".join(lines)
 
 
@@ -90,7 +93,7 @@ def keys_markdown(kinds: dict) -> str:
     rows = ["| kind | keys |", "|---|---|"]
     for kind, cls in kinds.items():
         rows.append(f"| `{kind}` | " + ", ".join(f"`{name}` ({_show(d)})" for name, d in suite_keys(cls)) + " |")
-    for name, options_class in NESTED.items():
-        rows.append(f"| `{name}` object ({options_class.__name__}) | "
+    for kind, name, options_class in _nested(kinds):
+        rows.append(f"| `{kind}` `{name}` object ({options_class.__name__}) | "
                     + ", ".join(f"`{k}` ({_show(d)})" for k, d in suite_keys(options_class)) + " |")
     return "\n".join(rows)

@@ -15,7 +15,7 @@ from ..formats import get_format
 from ..ref.block import nvfp4_tensor_scale, quantize_block
 from ..ref.decode import finite_magnitudes
 from ..ref.exact import Exact
-from ..ref.scale import E8M0_MIN
+from ..ref.scale import E8M0_MAX, byte_exponent
 from .batch import bit, code_table, compute_each, pack_items, unpack_items
 from .fields import Field
 from .suite import Suite, decode, fp32_bits, fp32_value, max_codes, pack_word, subnormal_codes, jsonable
@@ -36,6 +36,7 @@ class QuantizeSuite(Suite):
     block: str
     options: dict = field(default_factory=dict)
     kind = "quantize"
+    nested_options = {"options": QuantizeOptions}  # the dict field -> the options class of its keys
 
     def __post_init__(self):
         self.fmt = get_format(self.block, kind="block")
@@ -43,6 +44,11 @@ class QuantizeSuite(Suite):
         self.opts.check_format(self.fmt)
         if self.opts.rounding == "stochastic":
             raise ValueError("quantize suites take a deterministic rounding (not stochastic)")
+        if self.opts.scale_encoding == "int8_exponent" and self.opts.specials == "block":
+            raise ValueError(
+                "quantize suites with scale_encoding='int8_exponent' need specials='per_element': the stimulus has NaN "
+                "blocks, which an int8 exponent cannot mark"
+            )
         changed = {k: v for k, v in self.opts.as_dict().items() if v != getattr(QuantizeOptions(), k)}
         self.name = "-".join([self.fmt.name] + [f"{k}={v}" for k, v in sorted(changed.items())])
         k, fmt = self.fmt.block_size, self.fmt
@@ -51,7 +57,7 @@ class QuantizeSuite(Suite):
             self.inputs.append(Field("tensor_scale", 32, description="fp32 bits of the tensor scale s_t"))
         self.outputs = [Field("scale", fmt.scale_storage_bits, description=f"{fmt.scale.name} scale code")]
         if fmt.scale.name == "e8m0":
-            self.outputs.append(Field("scale_exp", 16, True, "unbiased scale exponent (code - 127; -128 for NaN)"))
+            self.outputs.append(Field("scale_exp", 16, True, self._scale_exp_description()))
         if fmt.subblocks:
             self.outputs.append(
                 Field("subscales", fmt.subblocks * fmt.subscale_bits, description="sub-scale j at bits [j*d2, (j+1)*d2)")
@@ -59,6 +65,11 @@ class QuantizeSuite(Suite):
         self.outputs.append(
             Field("codes", k * fmt.element.width, description=f"{fmt.element.name} codes, element i at bits [i*w, (i+1)*w)")
         )
+
+    def _scale_exp_description(self) -> str:
+        if self.opts.scale_encoding == "e8m0":
+            return "unbiased scale exponent (code - 127; -128 for NaN)"
+        return "unbiased scale exponent (the code read as an int8; int8_exponent has no NaN scale)"
 
     def params(self) -> dict:
         return {"block": self.fmt.name, "options": self.opts.as_dict()}
@@ -106,14 +117,20 @@ class QuantizeSuite(Suite):
         spread = rng.randint(0, 40)
         return [gauss(rng.randint(-spread, spread) // 4 + rng.randint(-30, 30) * (kind == "wide")) for _ in range(k)]
 
+    _DIRECTED = ["all_zero", "outlier", "nan", "inf", "tiny", "huge"] * 2 + ["grid"] * 20
+
     def stimulus(self, rng: random.Random, level: int):
-        rows = []
-        directed = ["all_zero", "outlier", "nan", "inf", "tiny", "huge"] * 2 + ["grid"] * 20
-        for kind in directed:
-            rows.append((self._inputs(self._block_values(rng, kind)), "directed"))
+        for kind in self._DIRECTED:
+            yield self._inputs(self._block_values(rng, kind)), "directed"
         for i in range(100 * level):
-            rows.append((self._inputs(self._block_values(rng, "wide" if i % 2 else "normal")), "random"))
-        return rows
+            yield self.random_inputs(rng, i), "random"
+
+    def catalogue_size(self, level: int) -> int:
+        return len(self._DIRECTED) + 100 * level
+
+    def random_inputs(self, rng: random.Random, index: int) -> dict:
+        """A block of varied dynamic range; every other one (odd ``index``) spread 2^+-30 wider."""
+        return self._inputs(self._block_values(rng, "wide" if index % 2 else "normal"))
 
     def _inputs(self, xs: list[Exact]) -> dict:
         bits = [fp32_bits(x) for x in xs]
@@ -134,9 +151,13 @@ class QuantizeSuite(Suite):
         tensor_scale = fp32_value(inputs["tensor_scale"]).magnitude if "tensor_scale" in inputs else None
         block = quantize_block(xs, fmt, self.opts, tensor_scale=tensor_scale)
         out = {"scale": block.scale, "codes": pack_word(block.codes, fmt.element.width)}
-        scale = decode(block.scale, fmt.scale)
-        if fmt.scale.name == "e8m0":
-            out["scale_exp"] = -128 if scale.is_nan else block.scale + E8M0_MIN
+        e8m0_scaled = fmt.scale.name == "e8m0"
+        encoding = self.opts.scale_encoding
+        # int8_exponent has no NaN scale (its 0xFF is 2^-1), so E = -128 is never ambiguous there
+        scale_nan = encoding == "e8m0" and decode(block.scale, fmt.scale).is_nan
+        exponent = byte_exponent(block.scale, encoding) if e8m0_scaled and not scale_nan else None
+        if e8m0_scaled:
+            out["scale_exp"] = -128 if scale_nan else exponent
         if fmt.subblocks:
             out["subscales"] = pack_word(block.subscales, fmt.subscale_bits)
         # input classes from the fp32 bit fields: magnitude bits above 0x7F800000 are NaN, equal
@@ -152,15 +173,16 @@ class QuantizeSuite(Suite):
             classes.add("all_zero")
         elif min(nonzero) < 1 << 23:
             classes.add("subnormal_input")
-        if scale.is_nan:
+        if scale_nan:
             classes.add("scale_nan")
-        elif fmt.scale.name == "e8m0":
-            if block.scale == 0:
+        elif e8m0_scaled:
+            if exponent == self.opts.scale_min:
                 classes.add("scale_min")
-            if block.scale == 0xFE:
+            if exponent == E8M0_MAX:
                 classes.add("scale_max")
             largest = max((m for m in magnitudes if m < FP32_INF_BITS), default=0)  # the bits order like the values
-            if largest and fmt.element.kind == "float" and not (E8M0_MIN <= _fp32_floor_log2(largest) - fmt.element.emax <= 127):
+            low = self.opts.scale_min
+            if largest and fmt.element.kind == "float" and not (low <= _fp32_floor_log2(largest) - fmt.element.emax <= E8M0_MAX):
                 classes.add("scale_clamp")
         if not max_codes(fmt.element).isdisjoint(block.codes):
             classes.add("max")
@@ -208,15 +230,17 @@ class QuantizeSuite(Suite):
             scales[rows], codes[rows] = s, c
             if sub is not None:
                 subscales[rows] = sub
-        scale_nan = code_table(fmt.scale).nan[scales]
+        # int8_exponent has no NaN scale (its 0xFF is 2^-1)
+        scale_nan = code_table(fmt.scale).nan[scales] & (self.opts.scale_encoding == "e8m0")
+        exponent = byte_exponent(scales, self.opts.scale_encoding)
         out = {"scale": scales.tolist(), "codes": pack_items(codes, fmt.element.width)}
         if fmt.scale.name == "e8m0":
-            out["scale_exp"] = np.where(scale_nan, -128, scales + E8M0_MIN).tolist()
+            out["scale_exp"] = np.where(scale_nan, -128, exponent).tolist()
         if fmt.subblocks:
             out["subscales"] = pack_items(subscales, fmt.subscale_bits)
-        return out, self._batch_flags(bits, scales, scale_nan, codes).tolist()
+        return out, self._batch_flags(bits, exponent, scale_nan, codes).tolist()
 
-    def _batch_flags(self, bits: np.ndarray, scales, scale_nan, codes) -> np.ndarray:
+    def _batch_flags(self, bits: np.ndarray, exponent, scale_nan, codes) -> np.ndarray:
         """The classes of :meth:`compute`, from the fp32 bit fields of the inputs."""
         fmt = self.fmt
         magnitude = (bits & 0x7FFFFFFF).astype(np.int64)
@@ -228,16 +252,16 @@ class QuantizeSuite(Suite):
         flags[((field == 0) & (fraction != 0)).any(axis=1)] |= bit("subnormal_input")
         flags[scale_nan] |= bit("scale_nan")
         if fmt.scale.name == "e8m0":
-            flags[~scale_nan & (scales == 0)] |= bit("scale_min")
-            flags[~scale_nan & (scales == 0xFE)] |= bit("scale_max")
+            flags[~scale_nan & (exponent == self.opts.scale_min)] |= bit("scale_min")
+            flags[~scale_nan & (exponent == E8M0_MAX)] |= bit("scale_max")
             if fmt.element.kind == "float":
                 # the largest finite magnitude (fp32 magnitude bits order like the values)
                 largest = np.where(field < 0xFF, magnitude, 0).max(axis=1)
                 top_field, top_fraction = largest >> 23, largest & 0x7FFFFF
                 subnormal_log2 = np.frexp(np.maximum(top_fraction, 1).astype(np.float64))[1] - 1 - 149
                 log2 = np.where(top_field > 0, top_field - 127, subnormal_log2)
-                exponent = log2 - fmt.element.emax
-                clamped = (largest > 0) & ((exponent < E8M0_MIN) | (exponent > 127))
+                wanted = log2 - fmt.element.emax
+                clamped = (largest > 0) & ((wanted < self.opts.scale_min) | (wanted > E8M0_MAX))
                 flags[~scale_nan & clamped] |= bit("scale_clamp")
         table = code_table(fmt.element)
         flags[table.max[codes].any(axis=1)] |= bit("max")

@@ -4,6 +4,7 @@ bit conversions, value-kind classes, and block-word packing (element i at bits [
 
 from __future__ import annotations
 
+import random
 from fractions import Fraction
 from functools import lru_cache
 
@@ -35,7 +36,33 @@ def decode(code: int, fmt) -> Exact:
 
 
 def fp32_bits(x: Exact) -> int:
-    return encode(x, FP32, "rne", "ieee")
+    """The fp32 bits of ``x`` rounded to nearest even (IEEE overflow). A value fp32 holds exactly
+    (what golden stimulus draws) is packed directly; any other goes through the reference encoder."""
+    exact = _fp32_exact_bits(x) if x.kind == "finite" else None
+    return encode(x, FP32, "rne", "ieee") if exact is None else exact
+
+
+def _fp32_exact_bits(x: Exact) -> int | None:
+    """sign | biased exponent (8) | fraction (23) of a finite value fp32 holds exactly, else None."""
+    n, d = x.magnitude.numerator, x.magnitude.denominator
+    if n == 0:
+        return x.sign << 31
+    if d & (d - 1):
+        return None  # not a dyadic rational
+    k = d.bit_length() - 1  # magnitude = n * 2^-k, n odd unless k == 0
+    top = n.bit_length() - 1
+    exponent = top - k
+    if exponent > 127:
+        return None
+    if exponent >= -126:
+        if top > 23 and n & ((1 << (top - 23)) - 1):
+            return None  # more than 24 significant bits
+        fraction = (n << 23 >> top) & 0x7FFFFF
+        return x.sign << 31 | (exponent + 127) << 23 | fraction
+    shift = 149 - k  # a subnormal: magnitude / 2^-149 must be an integer
+    if shift < 0 and n & ((1 << -shift) - 1):
+        return None
+    return x.sign << 31 | (n << shift if shift >= 0 else n >> -shift)
 
 
 def fp32_value(bits: int) -> Exact:
@@ -92,10 +119,24 @@ def is_subnormal_code(code: int, fmt) -> bool:
 
 
 class Suite:
-    """Base: ``inputs`` and ``outputs`` fields (``flags`` last), ``params`` for the manifest,
-    ``stimulus(rng, level)`` -> [(inputs, origin)], ``compute(inputs)`` -> (outputs, classes)."""
+    """Base of every suite kind: ``inputs`` and ``outputs`` fields (``flags`` last), ``params``
+    for the manifest, and
+
+    * ``stimulus(rng, level)``: a generator of ``(inputs, origin)``, the catalogue in its fixed
+      order (exhaustive enumerations, directed corners, then the level's random vectors), every
+      draw from ``rng`` in turn; its length (:meth:`catalogue_size`) never depends on the draws;
+    * ``random_inputs(rng, index)``: one random vector beyond the catalogue (``--count``), drawn
+      from a generator seeded for that vector alone (:mod:`.pipeline`);
+    * ``compute(inputs)`` -> ``(outputs, classes)``: the expected values of one vector.
+
+    A kind MAY also define ``compute_batch(inputs: dict[str, list[int]]) -> (outputs: dict[str,
+    list[int]], flags: list[int])``: the outputs of many vectors at once (one list per field, in
+    vector order) and each vector's flags word of computed classes (:func:`.classes.flag_bits`,
+    without the origin bits). :func:`.pipeline.expected` calls it when present, else ``compute``
+    per vector; both must give the same values."""
 
     kind = ""
+    nested_options: dict = {}  # a dict-valued field -> the options dataclass whose fields it takes
     inputs: list[Field]
     outputs: list[Field]
 
@@ -109,6 +150,16 @@ class Suite:
     def describe(self) -> dict:
         return {}
 
+    def stimulus(self, rng: random.Random, level: int):
+        raise NotImplementedError
+
+    def random_inputs(self, rng: random.Random, index: int) -> dict:
+        raise NotImplementedError
+
+    def catalogue_size(self, level: int) -> int:
+        """How many vectors ``stimulus(rng, level)`` yields (kinds override this with arithmetic;
+        the default runs the stimulus once)."""
+        return sum(1 for _ in self.stimulus(random.Random("mxsim-golden:size"), level))
 
 
 def pack_word(values, width: int) -> int:

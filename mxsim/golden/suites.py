@@ -1,5 +1,6 @@
 """The registry of golden suite kinds (one module per kind: ``decode_suite``, ``encode_suite``,
-``quantize_suite``, ``pack_suite``, ``dot_suite``, ``dotgeneral_suite``; shared parts in ``suite``).
+``quantize_suite``, ``pack_suite``, ``dot_suite``, ``dotgeneral_suite``, ``dequantize_suite``; shared parts in
+``suite``).
 
 Each suite is generic in the TestFloat sense: it knows a format and the contract's options, not
 the device under test. Stimulus = exhaustive enumerations where the space is small, a directed
@@ -16,12 +17,16 @@ significant bits; fp32 inputs of a block likewise at [32*i, 32*i + 32)):
 * ``pack``: one block (``scale``, ``subscales``, ``codes``) -> ``stream``, its byte image;
 * ``dot``: two blocks (``*_scale``, ``*_sub``, ``*_elems``; NVFP4 ``*_tensor_scale``) ->
   ``acc`` (the register), ``lsb``, ``anchor``, ``result`` (output-format bits);
-* ``dotgeneral``: two vectors of n blocks -> ``result`` and every block's rounded Dot.
+* ``dotgeneral``: two vectors of n blocks -> ``result`` and every block's rounded Dot;
+* ``dequantize``: one block (``scale``, ``subscales``, NVFP4 ``tensor_scale``, ``codes``) ->
+  ``values``, the float32 / float16 / bfloat16 word of element i at bits [i*W, (i+1)*W), under one
+  set of DequantizeOptions and scale encoding.
 
 Every suite ends with ``flags``: the corner classes of :mod:`mxsim.golden.classes`.
 """
 
 from .decode_suite import DecodeSuite
+from .dequantize_suite import DequantizeSuite
 from .dot_suite import DotSuite
 from .dotgeneral_suite import DotGeneralSuite
 from .encode_suite import EncodeSuite
@@ -31,7 +36,7 @@ from .suite import Suite
 from .params import check_params
 
 __all__ = [
-    "Suite", "DecodeSuite", "EncodeSuite", "QuantizeSuite", "PackSuite", "DotSuite", "DotGeneralSuite",
+    "Suite", "DecodeSuite", "EncodeSuite", "QuantizeSuite", "PackSuite", "DotSuite", "DotGeneralSuite", "DequantizeSuite",
     "suite_from_spec", "KINDS",
 ]
 
@@ -42,6 +47,7 @@ KINDS = {
     "pack": PackSuite,
     "dot": DotSuite,
     "dotgeneral": DotGeneralSuite,
+    "dequantize": DequantizeSuite,
 }
 
 

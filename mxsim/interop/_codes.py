@@ -11,7 +11,7 @@ from ..fast.decode import check_codes
 from ..fast.pack import pack_stream, unpack_stream
 from ..formats import get_format
 
-__all__ = ["DTYPE_NAMES", "as_codes", "dtype_format", "pack_fp4", "unpack_fp4"]
+__all__ = ["DTYPE_NAMES", "as_codes", "dtype_format", "pack_fp4", "unpack_fp4", "require_e8m0_scales"]
 
 # mxsim element/scale format -> (ml_dtypes or numpy dtype name, torch dtype name). The dtypes
 # hold one code per byte in the low bits, except torch's float4_e2m1fn_x2 (two codes per byte)
@@ -42,6 +42,17 @@ def dtype_format(fmt, argument: str = "fmt"):
         if found.kind == known.kind and dataclasses.replace(found, name=name) == known:
             return known
     raise ValueError(f"{argument}={found.name!r} has no ml_dtypes/torch dtype; {allowed}")
+
+
+def require_e8m0_scales(encoding, target: str, argument: str = "mx") -> None:
+    """Refuse a scale encoding other than E8M0 where ``target`` (torchao, gpt-oss, torch's
+    float8_e8m0fnu) stores scales as E8M0 codes: an int8_exponent byte would be misread (its 0xFF
+    is 2^-1, E8M0's is NaN). ``encoding`` is an MXTensor's or the caller's scale_encoding."""
+    if encoding != "e8m0":
+        raise ValueError(
+            f"{argument} has scale_encoding={encoding!r}; {target} stores E8M0 scales (float8_e8m0fnu codes), so "
+            "only scale_encoding='e8m0' converts (re-quantize with scale_encoding='e8m0')"
+        )
 
 
 def as_codes(codes, fmt, argument: str = "codes") -> np.ndarray:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..formats import get_format
 from ..tensor import MXTensor
-from ._codes import pack_fp4, unpack_fp4
+from ._codes import pack_fp4, require_e8m0_scales, unpack_fp4
 
 __all__ = ["from_gpt_oss", "to_gpt_oss"]
 
@@ -23,13 +23,14 @@ def to_gpt_oss(mx: MXTensor) -> tuple[np.ndarray, np.ndarray]:
     """(blocks, scales) of an mxfp4_e2m1 :class:`mxsim.MXTensor` of shape [..., G * 32] blocked
     along its last axis: ``blocks`` uint8 [..., G, 16] (a new array, packed low nibble first),
     ``scales`` uint8 [..., G] (``mx.scales`` itself, no copy). TypeError if ``mx`` is not an
-    MXTensor; ValueError for another format, another block axis, or a partial last block
-    (gpt-oss has no padding).
+    MXTensor; ValueError for another format, another block axis, a partial last block (gpt-oss
+    has no padding), or scale_encoding='int8_exponent' (gpt-oss's scales are E8M0).
     """
     if not isinstance(mx, MXTensor):
         raise TypeError(f"mx must be an mxsim.MXTensor, got {type(mx).__name__}")
     if mx.fmt != get_format("mxfp4_e2m1"):
         raise ValueError(f"mx has format {mx.fmt.name!r}; gpt-oss stores only mxfp4_e2m1")
+    require_e8m0_scales(mx.scale_encoding, "gpt-oss")
     ndim = len(mx.shape)
     if not ndim or mx.axis != ndim - 1 or mx.shape[-1] % 32:
         raise ValueError(
@@ -45,9 +46,10 @@ def from_gpt_oss(blocks, scales, **options) -> MXTensor:
     from gpt-oss's ``blocks`` (uint8 [..., G, 16]) and ``scales`` (uint8 [..., G]); numpy arrays
     or anything ``np.asarray`` reads as uint8 (a CPU torch.uint8 tensor). The codes are unpacked
     (element 2j from the low nibble of byte j) into a new array. ``options``:
-    :class:`mxsim.QuantizeOptions` fields to record. ValueError for another dtype or mismatched
-    shapes. A scale 0xFF decodes to NaN in mxsim (not in gpt-oss's loader).
+    :class:`mxsim.QuantizeOptions` fields to record (scale_encoding must stay 'e8m0'). ValueError
+    for another dtype or mismatched shapes. A scale 0xFF decodes to NaN in mxsim (not in gpt-oss's loader).
     """
+    require_e8m0_scales(options.get("scale_encoding", "e8m0"), "gpt-oss", "options")
     blocks, scales = np.asarray(blocks), np.asarray(scales)
     for name, array in (("blocks", blocks), ("scales", scales)):
         if array.dtype != np.uint8:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..formats import BlockFormat, get_format
 from ..tensor import MXTensor
-from ._codes import pack_fp4, unpack_fp4
+from ._codes import pack_fp4, require_e8m0_scales, unpack_fp4
 from ._optional import require
 from .torch_tensors import tensor_bytes
 
@@ -58,8 +58,9 @@ def to_torchao(mx: MXTensor, orig_dtype=None):
 
     Blocks must run along the last axis, or ``axis=0`` of a 2-d tensor (returned as torchao's
     transposed tensor, ``.t()`` of the row-major one); the block axis must be a whole number of
-    blocks (torchao has no padding). ValueError otherwise, and for other formats; TypeError if
-    ``mx`` is not an MXTensor.
+    blocks (torchao has no padding). ValueError otherwise, for other formats, and for a tensor with
+    scale_encoding='int8_exponent' (torchao's scales are E8M0); TypeError if ``mx`` is not an
+    MXTensor.
     """
     torch = require("torch", "to_torchao")
     mx_tensor = require(_MODULE, "to_torchao", "torchao")
@@ -68,6 +69,7 @@ def to_torchao(mx: MXTensor, orig_dtype=None):
     if not isinstance(mx, MXTensor):
         raise TypeError(f"mx must be an mxsim.MXTensor, got {type(mx).__name__}")
     element = _element_of(mx.fmt)
+    require_e8m0_scales(mx.scale_encoding, "torchao's MXTensor")
     ndim, k = len(mx.shape), mx.fmt.block_size
     if not (ndim and (mx.axis == ndim - 1 or (ndim == 2 and mx.axis == 0))):
         raise ValueError(
@@ -119,13 +121,14 @@ def from_torchao(t, **options) -> MXTensor:
     Blocks along the last axis (row-major qdata), or along axis 0 for a transposed 2-d tensor.
     Swizzled scales (``is_swizzled_scales``) are un-swizzled from the cuBLAS blocked layout (for
     row-major qdata). ``options``: :class:`mxsim.QuantizeOptions` fields to record (torchao does
-    not record its scaling mode). TypeError if ``t`` is not a torchao MXTensor; ValueError for
-    another elem_dtype or layout.
+    not record its scaling mode; scale_encoding must stay 'e8m0'). TypeError if ``t`` is not a
+    torchao MXTensor; ValueError for another elem_dtype or layout.
     """
     torch = require("torch", "from_torchao")
     mx_tensor = require(_MODULE, "from_torchao", "torchao")
     if not isinstance(t, mx_tensor.MXTensor):
         raise TypeError(f"t must be a torchao {_MODULE}.MXTensor, got {type(t).__name__}")
+    require_e8m0_scales(options.get("scale_encoding", "e8m0"), "torchao's MXTensor", "options")
     elements = {str(dtype): name for name, dtype in _elem_dtypes(torch).items()}
     if str(t.elem_dtype) not in elements:
         raise ValueError(f"t has elem_dtype {t.elem_dtype}; allowed: {', '.join(elements)}")

@@ -4,6 +4,7 @@ values, one-line description, contract section; see :mod:`.spec`), one module pe
 * :mod:`.encode`: element encoding (``rounding``, ``overflow``, ...; section 1) and what overflow
   produces;
 * :mod:`.quantize`: block quantization, :class:`QuantizeOptions` (sections 2, 2.1, 2.2);
+* :mod:`.dequantize`: dequantization per output type, :class:`DequantizeOptions` (section 3.1);
 * :mod:`.layout`: packed bit layouts, :class:`LayoutOptions` (section 3);
 * :mod:`.accumulate`: the dot-product datapath, :class:`Accumulator` and its named presets
   (sections 4, 4.1, 6.1).
@@ -13,6 +14,7 @@ CLI's flags all read these definitions. This layer sits at the bottom beside :mo
 """
 
 from .accumulate import PRESETS, Accumulator
+from .dequantize import DequantizeOptions
 from .encode import OVERFLOW_MODES, ROUNDING_MODES, EncodeOptions
 from .layout import LayoutOptions
 from .quantize import SCALE_RULES, QuantizeOptions
@@ -21,11 +23,13 @@ from .spec import Option, options_of
 OPTION_CLASSES = {
     "encode": EncodeOptions,
     "quantize": QuantizeOptions,
+    "dequantize": DequantizeOptions,
     "layout": LayoutOptions,
     "accumulator": Accumulator,
 }
 
 __all__ = [
-    "Option", "options_of", "OPTION_CLASSES", "EncodeOptions", "QuantizeOptions", "LayoutOptions", "Accumulator",
+    "Option", "options_of", "OPTION_CLASSES", "EncodeOptions", "QuantizeOptions", "DequantizeOptions", "LayoutOptions",
+    "Accumulator",
     "PRESETS", "ROUNDING_MODES", "OVERFLOW_MODES", "SCALE_RULES",
 ]

@@ -237,6 +237,11 @@ class Accumulator:
                         "significand; use step_terms='block'"
                     )
 
+    def as_separate(self) -> "Accumulator":
+        """This configuration with separate accumulation: the fused-only fields at their defaults
+        (what a fused unit's per-block Dots are reported with)."""
+        return replace(self, accumulate="separate", **_FUSED_ONLY)
+
     def effective_step(self, block_size: int) -> int:
         """Products per fused step: ``step``, or the block size when it is None."""
         return block_size if self.step is None else self.step

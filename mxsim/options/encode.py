@@ -24,14 +24,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .spec import Data, Flag, IntRange, option, options_of
+from .spec import Choice, Data, Flag, IntRange, option, options_of
+
+from ..formats import FORMATS
 
 __all__ = [
     "ROUNDING_MODES",
     "OVERFLOW_MODES",
+    "SOURCE_TYPES",
     "MAX_RAND_WIDTH",
     "EncodeOptions",
+    "allows_most_negative_code",
     "check_encode_options",
+    "check_int8_allow_neg2",
+    "refuse_inapplicable",
     "rounds_toward_zero",
     "overflow_code",
     "saturation_code",
@@ -39,6 +45,7 @@ __all__ = [
 
 ROUNDING_MODES = ("rne", "rna", "rtz", "rup", "rdn", "stochastic")
 OVERFLOW_MODES = ("saturate", "ieee", "error")
+SOURCE_TYPES = ("fp32", "fp16", "bf16", "fp64", "fp8_e4m3", "fp8_e5m2")  # bit-pattern input types (section 1)
 MAX_RAND_WIDTH = 32
 
 
@@ -63,6 +70,40 @@ class EncodeOptions:
     int8_allow_neg2: bool = option(
         False, Flag(), "let MXINT8 encode produce 0x80 (-2.0); otherwise -max is 0x81 (-127/64)", "1"
     )
+    source: str | None = option(
+        None, Choice(SOURCE_TYPES, "a float, bfloat16 or float8 array needs none"),
+        "the type of unsigned-integer bit patterns (`fp32` uint32, `fp16`/`bf16` uint16, `fp8_e4m3`/`fp8_e5m2` "
+        "uint8, `fp64` uint64)", "1",
+    )
+
+
+def refuse_inapplicable(option: str, value, fmt, applies, default) -> None:
+    """ValueError if ``option`` has a value other than its ``default`` for a format it does not
+    apply to (``applies(fmt)`` is false), naming the option, the format and the catalogue formats
+    it applies to. An option left at its default is harmless anywhere and passes."""
+    if value == default or applies(fmt):
+        return
+    kinds = ("block",) if fmt.kind == "block" else ("float", "int")
+    where = [name for name, f in FORMATS.items() if f.kind in kinds and applies(f)]
+    raise ValueError(
+        f"{option}={value!r} is not allowed for format {fmt.name!r}: the option applies to {', '.join(where)} "
+        f"only (other formats accept just its default, {default!r})"
+    )
+
+
+def allows_most_negative_code(fmt) -> bool:
+    """Whether ``int8_allow_neg2`` applies: two's-complement integer elements (MXINT8's int8), the
+    only ones with a most negative code that has no positive twin. Block formats: their element."""
+    element = fmt.element if fmt.kind == "block" else fmt
+    return element.kind == "int" and element.encoding == "twos_complement"
+
+
+def check_int8_allow_neg2(fmt, int8_allow_neg2) -> None:
+    """ValueError unless ``int8_allow_neg2`` is a bool, and False for formats without a
+    two's-complement integer element (see :func:`refuse_inapplicable`)."""
+    if not isinstance(int8_allow_neg2, bool):
+        raise ValueError(f"int8_allow_neg2={int8_allow_neg2!r} is not allowed; expected True or False")
+    refuse_inapplicable("int8_allow_neg2", int8_allow_neg2, fmt, allows_most_negative_code, False)
 
 
 def check_encode_options(rounding: str, overflow: str, rand_bits, rand_width: int) -> None:

@@ -1,4 +1,4 @@
-"""Block-quantization options of the numerics contract (conventions.md sections 2, 2.1, 2.2).
+"""Block-quantization options of the numerics contract (conventions.md sections 2, 2.1, 2.2, 2.3).
 
 One frozen :class:`QuantizeOptions` carries every choice, is validated once, and is recorded
 whole in tensors, files and manifests (``as_dict``). The reference model and the fast path both
@@ -10,12 +10,56 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 
-from .encode import MAX_RAND_WIDTH, ROUNDING_MODES
-from .spec import Flag, IntRange, option, options_from_kwargs, validate_fields
+from ..formats import FORMATS, get_format
+from .encode import MAX_RAND_WIDTH, ROUNDING_MODES, check_int8_allow_neg2, refuse_inapplicable
+from .spec import Flag, IntRange, option, option_named, options_from_kwargs, validate_fields
 
-__all__ = ["QuantizeOptions", "SCALE_RULES"]
+__all__ = ["QuantizeOptions", "SCALE_RULES", "SCALE_ENCODINGS", "ocp_mx_format_names", "element_nan_codes"]
 
 SCALE_RULES = ("floor", "ceil", "even", "rceil", "tosa")
+SCALE_ENCODINGS = ("e8m0", "int8_exponent")  # how an E8M0 scale byte stores E (section 2.3, 3.2)
+# The design options of real quantizers (section 2.3) that only OCP MX formats take, with defaults.
+_OCP_MX_OPTIONS = {"scale_encoding": "e8m0", "scale_min": -127, "specials": "block", "nan_code": None}
+
+
+def _is_ocp_mx(fmt) -> bool:
+    """E8M0 scale, no sub-blocks, float or two's-complement integer elements (MXFP8/6/4, MXINT8)."""
+    shared_exponent = fmt.element.kind == "int" and fmt.element.encoding == "sign_magnitude"
+    return fmt.scale.name == "e8m0" and not fmt.subblocks and not shared_exponent
+
+
+def _is_nvfp4(fmt) -> bool:
+    """The NVFP4 family: a UE4M3 block scale (and an fp32 tensor scale)."""
+    return fmt.scale.name == "ue4m3"
+
+
+# Block options that apply to some formats only, with the test of whether they apply (the
+# section 2.3 design options are checked with their own message below; int8_allow_neg2 in
+# mxsim.options.encode, shared with element encoding).
+_FORMAT_OPTIONS = {
+    "scale_rule": _is_ocp_mx,
+    "nvfp4_scale_min": _is_nvfp4,
+    "nvfp4_arith": _is_nvfp4,
+    "nvfp4_tensor_scale": _is_nvfp4,
+}
+
+
+def ocp_mx_format_names() -> list[str]:
+    """Catalogue block formats of the OCP MX family (the ones the section 2.3 design options apply to)."""
+    return [name for name, fmt in FORMATS.items() if fmt.kind == "block" and _is_ocp_mx(fmt)]
+
+
+def element_nan_codes(element) -> list[int]:
+    """The NaN codes of an element format with the sign bit clear (empty for formats without NaN):
+    'fn' formats have one (all-ones magnitude), 'ieee' formats every nonzero mantissa under the
+    all-ones exponent field."""
+    if not element.has_nan:
+        return []
+    field = ((1 << element.exponent_bits) - 1) << element.mantissa_bits
+    mantissas = range(1, 1 << element.mantissa_bits)
+    if element.specials == "fn":
+        mantissas = [(1 << element.mantissa_bits) - 1]
+    return [field | m for m in mantissas]
 
 
 @dataclass(frozen=True)
@@ -26,6 +70,15 @@ class QuantizeOptions:
     Scale rules are computed exactly (see :mod:`mxsim.ref.scale`); shared-exponent formats (MX9/6/4,
     MSFP) and NVFP4 have their own rules and accept only the default. Element overflow after
     scaling always saturates; stochastic rounding takes ``rand_bits`` at quantize time.
+
+    ``flush_subnormal_inputs`` is the old spelling of ``subnormal_inputs='flush'`` (True sets it;
+    'flush' sets it True, so ``as_dict`` round-trips). The design options of real quantizers
+    (section 2.3) apply to OCP MX formats only (:func:`ocp_mx_format_names`), except
+    ``subnormal_inputs``, which every format takes. With ``scale_encoding='int8_exponent'`` there is
+    no NaN scale, so a block that ``specials='block'`` would make a NaN block raises ValueError;
+    ``specials='per_element'`` takes ``inf_policy='nan'`` only (Inf never counts for the scale
+    there); ``nan_code`` must be a NaN code of the element format with the sign bit clear (a NaN
+    element takes the input's sign); ``subnormal_inputs='as_normal'`` refuses float64 input.
     """
 
     scale_rule: str = option(
@@ -37,11 +90,12 @@ class QuantizeOptions:
     rand_width: int = option(32, IntRange(1, MAX_RAND_WIDTH), "bits of each stochastic-rounding random word", "1")
     inf_policy: str = option(
         "nan", ("nan", "saturate"),
-        "`nan`: a block with ±Inf is a NaN block; `saturate`: Inf counts as the largest fp32 (2^128 - 2^104) "
-        "and saturates", "2",
+        "`nan`: a block with ±Inf is a NaN block; `saturate`: Inf counts as the largest finite value of the "
+        "input's own type (fp32, fp16 65504, bf16, float64) and saturates", "2",
     )
     flush_subnormal_inputs: bool = option(
-        False, Flag(), "read inputs below 2^-126 in magnitude as zeros of their sign", "2, 2.1"
+        False, Flag(), "read inputs below 2^-126 in magnitude as zeros of their sign (= `subnormal_inputs='flush'`)",
+        "2, 2.1",
     )
     partial_block: str = option(
         "pad", ("pad", "error"), "`pad` a partial last block with zeros (shape restored on dequantize), or `error`", "2"
@@ -58,9 +112,59 @@ class QuantizeOptions:
     nvfp4_tensor_scale: str = option(
         "amax", ("amax", "none"), "`amax`: s_t = fp32(amax / (6 × 448)); `none`: s_t = 1", "2.2"
     )
+    scale_encoding: str = option(
+        "e8m0", SCALE_ENCODINGS,
+        "scale byte: `e8m0` E + 127 (0xFF = NaN); `int8_exponent` E as two's complement (0xFF = 2^-1, "
+        "0x80 = 2^-128, no NaN)", "2.3, 3.2",
+    )
+    scale_min: int = option(
+        -127, IntRange(-128, -127), "lower clamp of the scale exponent E (-128 only with `int8_exponent`)", "2.3"
+    )
+    specials: str = option(
+        "block", ("block", "per_element"),
+        "`block`: NaN (and Inf under `inf_policy='nan'`) poisons the block; `per_element`: E from the finite "
+        "elements, NaN -> `nan_code` with its sign, Inf -> ±max", "2.3",
+    )
+    nan_code: int | None = option(
+        None, IntRange(0, 255, "the format's canonical NaN code"),
+        "the NaN code the quantizer writes (sign bit clear; iDMA: 0x7D for E5M2)", "2.3",
+    )
+    subnormal_inputs: str = option(
+        "exact", ("exact", "flush", "as_normal"),
+        "`exact`; `flush` (as `flush_subnormal_inputs`); `as_normal`: an fp32 with exponent field 0 reads as "
+        "(1 + m/2^23) * 2^-127", "2.3",
+    )
 
     def __post_init__(self) -> None:
         validate_fields(self)
+        self._check_design_options()
+        self._resolve_flush_alias()
+
+    def _check_design_options(self) -> None:
+        if self.scale_min == -128 and self.scale_encoding != "int8_exponent":
+            raise ValueError(
+                "scale_min=-128 is only allowed with scale_encoding='int8_exponent' (E8M0 has no code for 2^-128); "
+                f"with scale_encoding={self.scale_encoding!r} expected scale_min=-127"
+            )
+        if self.specials == "per_element" and self.inf_policy != "nan":
+            raise ValueError(
+                f"inf_policy={self.inf_policy!r} is not allowed with specials='per_element': Inf never counts for the "
+                "scale there and encodes as +-max finite; inf_policy applies with specials='block' only "
+                "(expected inf_policy='nan', the default)"
+            )
+
+    def _resolve_flush_alias(self) -> None:
+        """flush_subnormal_inputs=True is the old spelling of subnormal_inputs='flush'; both fields
+        are kept consistent so that ``as_dict`` round-trips."""
+        if self.flush_subnormal_inputs and self.subnormal_inputs == "as_normal":
+            raise ValueError(
+                "flush_subnormal_inputs=True contradicts subnormal_inputs='as_normal' (flush_subnormal_inputs=True "
+                "means subnormal_inputs='flush'); pass one of them"
+            )
+        if self.flush_subnormal_inputs:
+            object.__setattr__(self, "subnormal_inputs", "flush")
+        if self.subnormal_inputs == "flush":
+            object.__setattr__(self, "flush_subnormal_inputs", True)
 
     @classmethod
     def from_kwargs(cls, **kwargs) -> "QuantizeOptions":
@@ -68,12 +172,37 @@ class QuantizeOptions:
         return options_from_kwargs(cls, kwargs)
 
     def check_format(self, fmt) -> None:
-        """Reject options a block format family does not have."""
-        shared_exponent = fmt.element.kind == "int" and fmt.element.encoding == "sign_magnitude"
-        if (fmt.subblocks or fmt.scale.name != "e8m0" or shared_exponent) and self.scale_rule != "floor":
+        """Reject an option that block format ``fmt`` does not have: a value other than the
+        default of an option that does not apply to it (ValueError naming the option and the
+        formats it applies to). ``scale_rule``: OCP MX formats (the shared-exponent formats and
+        NVFP4 fix their rule); ``int8_allow_neg2``: MXINT8; ``nvfp4_*``: NVFP4; the section 2.3
+        design options: OCP MX formats, ``nan_code`` those whose elements have NaN codes."""
+        check_int8_allow_neg2(fmt, self.int8_allow_neg2)
+        for name, applies in _FORMAT_OPTIONS.items():
+            refuse_inapplicable(name, getattr(self, name), fmt, applies, option_named(QuantizeOptions, name).default)
+        if not _is_ocp_mx(fmt):
+            for name, default in _OCP_MX_OPTIONS.items():
+                if getattr(self, name) != default:
+                    raise ValueError(
+                        f"{name}={getattr(self, name)!r} is not allowed for {fmt.name!r}: it applies to OCP MX formats "
+                        f"only (E8M0 scale, no sub-blocks, float or two's-complement elements: "
+                        f"{', '.join(ocp_mx_format_names())}); expected {name}={default!r}"
+                    )
+        if self.nan_code is not None:
+            self._check_nan_code(fmt)
+
+    def _check_nan_code(self, fmt) -> None:
+        codes = element_nan_codes(fmt.element)
+        if not codes:
+            having = [name for name in ocp_mx_format_names() if element_nan_codes(get_format(name).element)]
             raise ValueError(
-                f"scale_rule={self.scale_rule!r} is not allowed for {fmt.name!r}: its scale rule is fixed "
-                "(shared exponent floor(log2 amax), or the NVFP4 recipe); only 'floor' is accepted"
+                f"nan_code=0x{self.nan_code:02X} is not allowed for {fmt.name!r}: its elements ({fmt.element.name}) "
+                f"have no NaN code; nan_code applies to formats whose elements have NaN: {', '.join(having)}"
+            )
+        if self.nan_code not in codes:
+            raise ValueError(
+                f"nan_code=0x{self.nan_code:02X} is not a NaN code of {fmt.element.name} with the sign bit clear (a NaN "
+                f"element takes the input's sign); expected None or one of: {', '.join(f'0x{c:02X}' for c in codes)}"
             )
 
     @property
@@ -83,4 +212,5 @@ class QuantizeOptions:
         return Fraction(1, 2**6) if self.nvfp4_scale_min == "normal" else Fraction(1, 2**9)
 
     def as_dict(self) -> dict:
+        """Every option, by field name (for files and golden-vector manifests)."""
         return asdict(self)

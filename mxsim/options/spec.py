@@ -40,15 +40,17 @@ def check_choice(name: str, value, allowed) -> None:
 
 @dataclass(frozen=True)
 class Choice:
-    """One of a fixed set of names."""
+    """One of a fixed set of names, or None where ``none`` says what None means."""
 
     values: tuple[str, ...]
+    none: str = ""
 
     def accepts(self, value) -> bool:
-        return isinstance(value, str) and value in self.values
+        return (value is None and bool(self.none)) or (isinstance(value, str) and value in self.values)
 
     def text(self) -> str:
-        return f"one of: {', '.join(self.values)}"
+        choices = f"one of: {', '.join(self.values)}"
+        return f"{choices}, or None ({self.none})" if self.none else choices
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ Scalars only, and no float arithmetic: values are :class:`Exact` (sign, Fraction
 
 from . import dot
 from .block import QuantizedBlock, dequantize_block, nvfp4_tensor_scale, quantize_block
+from .dequant import dequantize_block_bits, round_to_output
 from .decode import decode
 from .encode import encode
 from .exact import Exact, floor_log2, to_exact
@@ -21,6 +22,8 @@ __all__ = [
     "scale_exponent",
     "quantize_block",
     "dequantize_block",
+    "dequantize_block_bits",
+    "round_to_output",
     "nvfp4_tensor_scale",
     "QuantizedBlock",
     "dot",

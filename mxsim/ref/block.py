@@ -8,6 +8,10 @@ Families (conventions.md sections 2, 2.1, 2.2):
   sub-blocks.
 * NVFP4: UE4M3 block scale and an fp32 tensor scale s_t.
 
+The design options of real quantizers (scale_encoding, scale_min, specials, nan_code,
+subnormal_inputs; contract 2.3) and the source type of the values (:mod:`mxsim.ref.sources`) are
+read here; the scale byte encodings live in :mod:`mxsim.ref.scale`.
+
 Integers and Fractions only; the element codec is :func:`mxsim.ref.encode` (its integer core
 :func:`mxsim.ref.encode.encode_ratio`: an element x / divisor is encoded from the integers
 x.numerator * divisor.denominator and x.denominator * divisor.numerator, without building the
@@ -25,8 +29,10 @@ from ..options.encode import overflow_code
 from ..formats import get_format
 from .decode import decode
 from .encode import encode, encode_ratio
-from .exact import Exact, Number, dyadic, floor_log2, to_exact
-from .scale import E8M0_MAX, E8M0_MIN, scale_exponent
+from .exact import Exact, Number, as_int, dyadic, floor_log2, to_exact
+from .scale import E8M0_MAX, E8M0_MIN, E8M0_NAN, byte_exponent, given_scale_error, scale_byte, scale_exponent
+from .scale_code import decode_scale
+from .sources import check_source_options, inf_stand_in, read_subnormal
 
 __all__ = [
     "QuantizedBlock",
@@ -34,6 +40,10 @@ __all__ = [
     "dequantize_block",
     "nvfp4_tensor_scale",
     "nan_block_element_code",
+    "nan_element_code",
+    "nan_block_scale",
+    "given_scale_exponent",
+    "given_scales_format_error",
     "check_block",
     "check_tensor_scale",
     "to_fp32",
@@ -51,7 +61,8 @@ NVFP4_SCALE_NUMERATOR = 6 * 448  # largest E2M1 magnitude times largest E4M3 mag
 
 @dataclass(frozen=True)
 class QuantizedBlock:
-    """Codes of one block: ``scale`` (E8M0 or UE4M3 code), ``subscales`` (one per sub-block, the
+    """Codes of one block: ``scale`` (the stored scale byte: E8M0 or UE4M3 code, or the int8
+    exponent byte under scale_encoding='int8_exponent'), ``subscales`` (one per sub-block, the
     microexponents tau_j; empty for single-level formats) and the element ``codes``."""
 
     scale: int
@@ -59,40 +70,49 @@ class QuantizedBlock:
     codes: tuple[int, ...]
 
 
-def to_fp32(q: Fraction) -> Exact:
-    """q rounded to float32, nearest-even, overflowing to +-Inf (exact integer arithmetic)."""
-    q = Fraction(q)
-    return decode(encode_ratio(abs(q.numerator), q.denominator, q < 0, _FP32, "rne", "ieee"), _FP32)
+def to_fp32(q, overflow: str = "ieee") -> Exact:
+    """q (a number or :class:`Exact`) rounded to float32, nearest-even (exact integer arithmetic).
+    Overflow gives +-Inf (``overflow='ieee'``, IEEE arithmetic) or +-FP32_MAX (``'saturate'``);
+    +-Inf stays +-Inf under 'ieee' (IEEE: Inf / finite = Inf)."""
+    if q.__class__ is Fraction or q.__class__ is int:  # the common case: the integer core directly
+        n, d = q.numerator, q.denominator
+        return decode(encode_ratio(abs(n), d, n < 0, _FP32, "rne", overflow), _FP32)
+    return decode(encode(to_exact(q), _FP32, "rne", overflow), _FP32)
 
 
 def nvfp4_tensor_scale(tensor_amax: Fraction, options: QuantizeOptions = QuantizeOptions()) -> Fraction:
     """NVFP4's fp32 tensor scale s_t = fp32(amax / (6 * 448)), or 1 for an all-zero tensor or
     ``nvfp4_tensor_scale='none'``. (mxsim) A tensor so small that s_t would round to 0 gets the
-    smallest fp32 subnormal instead, so that the block scales stay finite."""
+    smallest fp32 subnormal instead, so that the block scales stay finite, and one so large that
+    s_t would overflow fp32 (float64 input, or an Inf counting as the float64 maximum under
+    inf_policy='saturate') gets the largest fp32."""
     if options.nvfp4_tensor_scale == "none" or tensor_amax == 0:
         return Fraction(1)
-    return max(to_fp32(Fraction(tensor_amax) / NVFP4_SCALE_NUMERATOR).value, FP32_MIN_SUBNORMAL)
+    s_t = to_fp32(Fraction(tensor_amax) / NVFP4_SCALE_NUMERATOR)
+    return FP32_MAX if s_t.is_inf else max(s_t.value, FP32_MIN_SUBNORMAL)
 
 
 def _read_inputs(values: Sequence[Number], fmt, options: QuantizeOptions) -> list[Exact]:
     if len(values) != fmt.block_size:
         raise ValueError(f"a {fmt.name} block has {fmt.block_size} values, got {len(values)}")
-    xs = [to_exact(v) for v in values]
-    if options.flush_subnormal_inputs:
-        xs = [Exact(x.sign) if x.is_finite and x.magnitude < FP32_MIN_NORMAL else x for x in xs]
-    return xs
+    return [read_subnormal(to_exact(v), options.subnormal_inputs) for v in values]
 
 
 def _is_nan_block(xs: list[Exact], options: QuantizeOptions) -> bool:
+    """specials='block': NaN, or Inf under inf_policy='nan', anywhere makes the block NaN."""
+    if options.specials != "block":
+        return False
     return any(x.is_nan or (x.is_inf and options.inf_policy == "nan") for x in xs)
 
 
-def _amax(xs: list[Exact]) -> Fraction:
-    """Largest magnitude; an Inf (under inf_policy='saturate') counts as the largest fp32. (The
-    magnitudes are compared as n * d' > n' * d on their integers.)"""
-    best, best_n, best_d = Fraction(0), 0, 1
+def _amax(xs: list[Exact], options: QuantizeOptions, source: str) -> Fraction:
+    """Largest magnitude the scale is chosen from: finite elements, and an Inf as the source
+    type's largest finite value under specials='block' (inf_policy='saturate'; other NaN/Inf
+    blocks never get here); under specials='per_element' NaN and Inf do not count. 0 if none."""
+    stand_in = inf_stand_in(source) if options.specials == "block" else Fraction(0)
+    best, best_n, best_d = Fraction(0), 0, 1  # magnitudes compared as n * d' > n' * d on their integers
     for x in xs:
-        magnitude = FP32_MAX if x.kind == "inf" else x.magnitude
+        magnitude = stand_in if x.kind == "inf" else x.magnitude
         n, d = magnitude.numerator, magnitude.denominator
         if n * best_d > best_n * d:
             best, best_n, best_d = magnitude, n, d
@@ -110,40 +130,97 @@ def quantize_block(
     *,
     tensor_scale: Fraction | None = None,
     rand_bits: Sequence[int] | None = None,
+    source: str = "fp32",
+    scale: int | None = None,
 ) -> QuantizedBlock:
     """Quantize exactly ``block_size`` values (ints, Fractions, floats or :class:`Exact`).
 
     ``tensor_scale``: NVFP4's s_t (see :func:`nvfp4_tensor_scale`; default 1). ``rand_bits``:
-    one random word per element, for ``options.rounding == 'stochastic'``.
-    NaN (or Inf, under inf_policy='nan') anywhere in the block gives a NaN block: scale 0xFF
-    (NVFP4: 0x7F), sub-scales 0, element codes the element's NaN code where it has one, else 0.
+    one random word per element, for ``options.rounding == 'stochastic'``. ``source``: the type
+    the values came from (see :mod:`mxsim.ref.sources`; fp32 by default): under
+    inf_policy='saturate' an Inf counts as its largest finite value. ``scale``: a caller-supplied
+    scale byte (E8M0-scaled formats only; an E8M0 code, or an int8 exponent byte under
+    scale_encoding='int8_exponent', not below scale_min): the elements are quantized against it
+    (saturating) instead of a computed one.
+
+    specials='block' (default): NaN (or Inf, under inf_policy='nan') anywhere in the block gives a
+    NaN block: scale 0xFF (NVFP4: 0x7F; ValueError under scale_encoding='int8_exponent', which has
+    no NaN code), sub-scales 0, element codes the element's NaN code (``options.nan_code``) where
+    it has one, else 0. specials='per_element': see :class:`mxsim.QuantizeOptions`.
     """
     fmt = get_format(fmt, kind="block")
     options.check_format(fmt)
+    check_source_options(source, options)
+    tensor_scale = check_tensor_scale(fmt, tensor_scale)
     xs = _read_inputs(values, fmt, options)
     if (options.rounding == "stochastic") != (rand_bits is not None):
         raise ValueError("rand_bits is needed with rounding='stochastic', and only then")
     if fmt.scale.name == "ue4m3":
-        return _quantize_nvfp4(xs, fmt, options, Fraction(1) if tensor_scale is None else Fraction(tensor_scale), rand_bits)
-    return _quantize_e8m0(xs, fmt, options, rand_bits)
+        if scale is not None:
+            raise given_scales_format_error(fmt)
+        s_t = Fraction(1) if tensor_scale is None else tensor_scale
+        return _quantize_nvfp4(xs, fmt, options, s_t, rand_bits, source)
+    exponent = None if scale is None else given_scale_exponent(scale, options)
+    return _quantize_e8m0(xs, fmt, options, rand_bits, source, exponent)
 
 
-def nan_block_element_code(element) -> int:
-    """The code every element of a NaN block gets: the element's NaN code, else 0."""
-    return element.nan_code() if element.has_nan else 0
+def given_scales_format_error(fmt) -> ValueError:
+    """Caller-supplied scales are E8M0 (or int8 exponent) bytes: NVFP4's UE4M3 scales are refused."""
+    return ValueError(f"caller-supplied scales apply to E8M0-scaled formats; {fmt.name!r} has a {fmt.scale.name} scale")
 
 
-def _nan_block(fmt) -> QuantizedBlock:
-    """Scale = the scale format's NaN code (E8M0 0xFF, UE4M3 0x7F), sub-scales 0."""
-    code = nan_block_element_code(fmt.element)
-    return QuantizedBlock(fmt.scale.nan_code(), (0,) * fmt.subblocks, (code,) * fmt.block_size)
+def given_scale_exponent(byte: int, options: QuantizeOptions) -> int:
+    """The exponent E of a caller-supplied scale byte; ValueError for a non-byte, the E8M0 NaN
+    code, or E below ``options.scale_min``."""
+    encoding = options.scale_encoding
+    if isinstance(byte, bool) or not isinstance(byte, int) or not 0 <= byte <= 0xFF:
+        raise given_scale_error(byte, encoding, options.scale_min)
+    exponent = byte_exponent(byte, encoding)
+    if (encoding == "e8m0" and byte == E8M0_NAN) or exponent < options.scale_min:
+        raise given_scale_error(byte, encoding, options.scale_min)
+    return exponent
+
+
+def nan_element_code(element, options: QuantizeOptions, negative: bool = False) -> int:
+    """The NaN code the quantizer writes: ``options.nan_code`` (or the element's canonical NaN
+    code) with the sign bit of ``negative``; ValueError for element formats without NaN."""
+    if not element.has_nan:
+        raise ValueError(f"NaN input cannot be encoded: format {element.name!r} has no NaN")
+    code = element.nan_code() if options.nan_code is None else options.nan_code
+    return code | (element.sign_mask if negative else 0)
+
+
+def nan_block_element_code(element, options: QuantizeOptions = QuantizeOptions()) -> int:
+    """The code every element of a NaN block gets: the element's NaN code (``options.nan_code``
+    if set), else 0."""
+    return nan_element_code(element, options) if element.has_nan else 0
+
+
+def nan_block_scale(fmt, options: QuantizeOptions) -> int:
+    """The scale code of a NaN block: the scale format's NaN code (E8M0 0xFF, UE4M3 0x7F).
+    ValueError under scale_encoding='int8_exponent', which has no NaN code."""
+    if options.scale_encoding != "e8m0":
+        raise ValueError(
+            f"a NaN block (a NaN, or an Inf under inf_policy={options.inf_policy!r}, with specials='block') has no "
+            f"scale under scale_encoding={options.scale_encoding!r} (no NaN code); use specials='per_element'"
+        )
+    return fmt.scale.nan_code()
+
+
+def _nan_block(fmt, options: QuantizeOptions) -> QuantizedBlock:
+    """Scale = the scale format's NaN code, sub-scales 0, elements the NaN-block element code."""
+    code = nan_block_element_code(fmt.element, options)
+    return QuantizedBlock(nan_block_scale(fmt, options), (0,) * fmt.subblocks, (code,) * fmt.block_size)
 
 
 def _encode_element(x: Exact, divisor: Fraction, fmt, options: QuantizeOptions, rand) -> int:
-    """The element code of x / divisor (x finite or +-Inf; divisor > 0), rounded with the
-    options' rounding and saturating: what ``encode(x / divisor, fmt.element, options.rounding,
-    "saturate", ...)`` gives (an Inf saturates to the largest magnitude of its sign)."""
+    """x / divisor (divisor > 0) encoded with the element rounding, saturating: what
+    ``encode(x / divisor, fmt.element, options.rounding, "saturate", ...)`` gives. An Inf
+    saturates to +-max and a NaN (specials='per_element' only) gives the NaN element code with its
+    sign."""
     negative = bool(x.sign)  # block element formats are signed
+    if x.is_nan:
+        return nan_element_code(fmt.element, options, negative)
     if x.is_inf:
         return overflow_code(fmt.element, negative, "saturate", options.rounding, True, options.int8_allow_neg2)
     m = x.magnitude
@@ -160,41 +237,50 @@ def _encode_element(x: Exact, divisor: Fraction, fmt, options: QuantizeOptions, 
     )
 
 
-def _microexponents(xs: list[Exact], fmt, exponent: int) -> list[int]:
+def _microexponents(xs: list[Exact], fmt, exponent: int, options: QuantizeOptions, source: str) -> list[int]:
     """tau_j = clamp(E - e_j, 0, 2^d2 - 1), e_j = max(floor(log2 of the sub-block's largest
     magnitude), -127), e(0) = -127 (the fp32 exponent-field view of AMD Quark's kernels)."""
     size, cap = fmt.subblock_size, (1 << fmt.subscale_bits) - 1
     taus = []
     for j in range(fmt.subblocks):
-        largest = _amax(xs[j * size : (j + 1) * size])
+        largest = _amax(xs[j * size : (j + 1) * size], options, source)
         e_j = max(floor_log2(largest), E8M0_MIN) if largest else E8M0_MIN
         taus.append(min(max(exponent - e_j, 0), cap))
     return taus
 
 
-def _quantize_e8m0(xs, fmt, options, rand_bits) -> QuantizedBlock:
+def _block_exponent(xs: list[Exact], fmt, options: QuantizeOptions, source: str) -> int:
+    """The scale rule's E, clamped to [scale_min, 127]; scale_min for a block with no nonzero
+    finite magnitude."""
+    amax = _amax(xs, options, source)
+    if amax == 0:
+        return options.scale_min
+    return min(max(scale_exponent(amax, fmt.element, options.scale_rule), options.scale_min), E8M0_MAX)
+
+
+def _quantize_e8m0(xs, fmt, options, rand_bits, source: str, exponent: int | None) -> QuantizedBlock:
     if _is_nan_block(xs, options):
-        return _nan_block(fmt)
-    amax = _amax(xs)
-    exponent = E8M0_MIN if amax == 0 else scale_exponent(amax, fmt.element, options.scale_rule)
-    exponent = min(max(exponent, E8M0_MIN), E8M0_MAX)
-    taus = _microexponents(xs, fmt, exponent) if fmt.subblocks else []
+        return _nan_block(fmt, options)
+    if exponent is None:
+        exponent = _block_exponent(xs, fmt, options, source)
+    taus = _microexponents(xs, fmt, exponent, options, source) if fmt.subblocks else []
     divisors = {tau: dyadic(1, exponent - tau) for tau in set(taus) | {0}}  # 2^(E - tau), once per tau
     codes = []
     for i, x in enumerate(xs):
         tau = taus[i // fmt.subblock_size] if taus else 0
         codes.append(_encode_element(x, divisors[tau], fmt, options, _rand(rand_bits, i)))
-    return QuantizedBlock(exponent - E8M0_MIN, tuple(taus), tuple(codes))
+    return QuantizedBlock(scale_byte(exponent, options.scale_encoding), tuple(taus), tuple(codes))
 
 
-def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits) -> QuantizedBlock:
+def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits, source: str) -> QuantizedBlock:
     if _is_nan_block(xs, options):
-        return _nan_block(fmt)
+        return _nan_block(fmt, options)
     lowest = options.nvfp4_scale_lowest
-    amax = _amax(xs)
+    amax = _amax(xs, options, source)
     fp32_steps = options.nvfp4_arith == "fp32_steps"
     if fp32_steps:  # IEEE fp32 steps: a quotient may overflow to Inf, which the clamp absorbs
-        quotient = to_fp32(to_fp32(amax / 6).value / tensor_scale)
+        step = to_fp32(amax / 6)  # Inf for an amax beyond fp32 (float64 input)
+        quotient = step if step.is_inf else to_fp32(step.value / tensor_scale)
         wanted = fmt.scale.max_normal if quotient.is_inf else quotient.value
     else:
         wanted = amax / 6 / tensor_scale
@@ -216,11 +302,12 @@ def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits) -> Quan
     return QuantizedBlock(scale_code, (), tuple(codes))
 
 
-def check_block(block: QuantizedBlock, fmt, tensor_scale=None, name: str = "block") -> None:
-    """Raise ValueError unless ``block`` has the format's number of codes and sub-scales, each
-    sub-scale in [0, 2^subscale_bits), and ``tensor_scale`` (if given) suits the format: a
-    positive finite binary value, for formats with a tensor scale only. Codes are checked where
-    they are decoded."""
+def check_block(block: QuantizedBlock, fmt, tensor_scale=None, name: str = "block") -> QuantizedBlock:
+    """``block`` with every code and sub-scale as a Python int (NumPy integers are read as theirs,
+    so that no fixed-width arithmetic follows). Raise ValueError unless it has the format's number
+    of codes and sub-scales, each sub-scale in [0, 2^subscale_bits), and ``tensor_scale`` (if
+    given) suits the format (see :func:`check_tensor_scale`). Codes are checked where they are
+    decoded."""
     if len(block.codes) != fmt.block_size or len(block.subscales) != fmt.subblocks:
         raise ValueError(
             f"{name} has {len(block.codes)} codes and {len(block.subscales)} sub-scales; "
@@ -228,29 +315,57 @@ def check_block(block: QuantizedBlock, fmt, tensor_scale=None, name: str = "bloc
         )
     limit = 1 << fmt.subscale_bits
     for tau in block.subscales:
-        if isinstance(tau, bool) or not isinstance(tau, int) or not 0 <= tau < limit:
+        if as_int(tau) is None or not 0 <= tau < limit:
             raise ValueError(f"{name} sub-scale {tau!r} is out of range for {fmt.name!r}: expected an integer in [0, {limit - 1}]")
     check_tensor_scale(fmt, tensor_scale)
+    if block.scale.__class__ is int and {*map(type, block.codes), *map(type, block.subscales)} <= {int}:
+        return block  # plain Python ints already (the common case)
+    subscales = tuple(as_int(t) for t in block.subscales)
+    return QuantizedBlock(_plain(block.scale), subscales, tuple(map(_plain, block.codes)))
 
 
-def check_tensor_scale(fmt, tensor_scale) -> None:
-    """Raise ValueError unless ``tensor_scale`` is None, or a positive finite binary value for a
-    format that has a tensor scale."""
+def _plain(code):
+    """A NumPy integer code as a Python int; anything else unchanged (the decoder judges it)."""
+    value = as_int(code)
+    return code if value is None else value
+
+
+def check_tensor_scale(fmt, tensor_scale) -> Fraction | None:
+    """``tensor_scale`` as an exact Fraction (None stays None); ValueError unless it suits ``fmt``.
+
+    A tensor scale is allowed for formats that have one (NVFP4) and must be what the contract's
+    s_t is (conventions.md 2.2): a positive value exactly representable in fp32, subnormals
+    included (2^-149 <= s_t <= FP32_MAX, at most 24 significant bits; mxsim itself gives tiny
+    tensors a subnormal s_t). Zero, negative values, -0, NaN, +-Inf and values fp32 cannot hold
+    exactly (1/3, 1e-45, 2^-150, 1e39) are refused. Any exact number type is read (int, float,
+    Fraction, NumPy scalars)."""
     if tensor_scale is None:
-        return
+        return None
     if fmt.tensor_scale is None:
         raise ValueError(f"format {fmt.name!r} has no tensor scale; pass tensor_scale=None")
-    x = to_exact(tensor_scale)
-    if not x.is_finite or x.sign or x.magnitude == 0 or x.magnitude.denominator & (x.magnitude.denominator - 1):
-        raise ValueError(f"tensor_scale={tensor_scale!r} must be a positive finite binary floating-point value")
+    try:
+        x = to_exact(tensor_scale)
+    except ValueError:
+        x = Exact.nan()  # not a number at all: refused below with the same message
+    fp32 = to_fp32(x, "saturate") if x.is_finite else x
+    if not x.is_finite or x.sign or x.magnitude == 0 or fp32.magnitude != x.magnitude:
+        raise ValueError(
+            f"tensor_scale={tensor_scale!r} is not allowed; expected a finite positive value exactly representable "
+            "in fp32 (2^-149 <= tensor_scale <= (2 - 2^-23) * 2^127, at most 24 significant bits)"
+        )
+    return x.magnitude
 
 
-def dequantize_block(block: QuantizedBlock, fmt, tensor_scale: Fraction | None = None) -> list[Exact]:
+def dequantize_block(
+    block: QuantizedBlock, fmt, tensor_scale: Fraction | None = None, scale_encoding: str = "e8m0"
+) -> list[Exact]:
     """Exact values of a block: element * 2^(E - tau_j) (E8M0 families) or element * scale * s_t
-    (NVFP4). A NaN scale code makes every value NaN."""
+    (NVFP4). The scale's value comes from :func:`mxsim.ref.scale_code.decode_scale` (``scale_encoding``
+    e8m0 or int8_exponent). A NaN scale code makes every value NaN (positive: the scale has no
+    sign); NaN and Inf elements keep their sign, and zeros theirs."""
     fmt = get_format(fmt, kind="block")
-    check_block(block, fmt, tensor_scale)
-    scale = decode(block.scale, fmt.scale)
+    block = check_block(block, fmt, tensor_scale)
+    scale = decode_scale(block.scale, fmt.scale, scale_encoding)
     if scale.is_nan:
         return [Exact.nan() for _ in block.codes]
     factor = scale.value * (Fraction(1) if tensor_scale is None else Fraction(tensor_scale))

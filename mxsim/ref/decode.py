@@ -12,7 +12,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from ..formats import get_format
-from .exact import Exact, dyadic
+from .exact import Exact, as_int, dyadic
 
 __all__ = ["decode", "code_table", "finite_magnitudes", "TABLE_BITS"]
 
@@ -20,17 +20,21 @@ TABLE_BITS = 8
 
 
 def _check_code(code, fmt) -> int:
+    """``code`` as a Python int (a NumPy integer scalar is fine); ValueError unless it is an
+    integer in [0, 2^width)."""
     if code.__class__ is int and 0 <= code < 1 << fmt.width:  # the common case, checked first
         return code
-    if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code < (1 << fmt.width):
+    value = as_int(code)
+    if value is None or not 0 <= value < (1 << fmt.width):
         raise ValueError(
             f"code {code!r} is out of range for format {fmt.name!r}: expected an integer in [0, {hex((1 << fmt.width) - 1)}]"
         )
-    return code
+    return value
 
 
 def decode(code: int, fmt) -> Exact:
-    """Decode ``code`` (an int in [0, 2^width)) of an element/scale format to an :class:`Exact`.
+    """Decode ``code`` (an int or NumPy integer in [0, 2^width)) of an element/scale format to an
+    :class:`Exact`.
 
     Float formats: NaN codes give NaN and Inf codes give +-Inf, each keeping the code's sign bit;
     the negative-zero code gives -0. Integer formats: q * 2^-frac_bits, where two's-complement

@@ -260,8 +260,8 @@ def dot(
         scales = {"tensor_scale_a": tensor_scale_a, "tensor_scale_b": tensor_scale_b}
         return dot_general([a], [b], fmt_a, fmt_b, accumulator, **scales, c=c)
     fmt_a, fmt_b = _check_pair(fmt_a, fmt_a if fmt_b is None else fmt_b, 1, 1)
-    check_block(a, fmt_a, tensor_scale_a, "block a")
-    check_block(b, fmt_b, tensor_scale_b, "block b")
+    a = check_block(a, fmt_a, tensor_scale_a, "block a")
+    b = check_block(b, fmt_b, tensor_scale_b, "block b")
     prods = block_products(a.codes, a.subscales, fmt_a, b.codes, b.subscales, fmt_b)
     factor_a = _scale_factor(a.scale, fmt_a, tensor_scale_a)
     factor_b = _scale_factor(b.scale, fmt_b, tensor_scale_b)
@@ -324,9 +324,8 @@ def dot_general(
 
 def _fused_general(blocks_a, blocks_b, fmt_a, fmt_b, accumulator, tensor_scale_a, tensor_scale_b, c) -> GeneralDot:
     check_tensor_scales(tensor_scale_a=tensor_scale_a, tensor_scale_b=tensor_scale_b)
-    for a, b in zip(blocks_a, blocks_b):
-        check_block(a, fmt_a, tensor_scale_a, "block a")
-        check_block(b, fmt_b, tensor_scale_b, "block b")
+    blocks_a = [check_block(a, fmt_a, tensor_scale_a, "block a") for a in blocks_a]
+    blocks_b = [check_block(b, fmt_b, tensor_scale_b, "block b") for b in blocks_b]
     c = Exact(0) if c is None else c
     steps = fused_steps(blocks_a, blocks_b, fmt_a, fmt_b, accumulator, c)
     code = steps[-1] if steps else round_output(c, accumulator)

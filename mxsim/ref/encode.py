@@ -16,7 +16,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..formats import get_format
-from ..options.encode import OVERFLOW_MODES, check_encode_options, overflow_code
+from ..options.encode import OVERFLOW_MODES, check_encode_options, check_int8_allow_neg2, overflow_code
 from .exact import Number, floor_log2_ratio, to_exact
 from .round import round_magnitude
 
@@ -47,12 +47,15 @@ def encode(
       the smallest normal encodes as the smallest normal.
     * Two's-complement integers: the most negative code (MXINT8 0x80 = -2.0) is produced only with
       ``int8_allow_neg2=True``; otherwise -max_int is the negative saturation value.
+      ``int8_allow_neg2=True`` for any other format is a ValueError (it does not apply there).
 
     Returns the code as an int in [0, 2^width).
     """
     fmt = get_format(fmt, kind="element")
     if not (rand_bits is None and rounding in _DETERMINISTIC and overflow in OVERFLOW_MODES):
         check_encode_options(rounding, overflow, rand_bits, rand_width)  # (the plain case always passes)
+    if int8_allow_neg2 is not False:
+        check_int8_allow_neg2(fmt, int8_allow_neg2)  # (False always passes)
     x = to_exact(x)
     negative = bool(x.sign) and fmt.signed
     if x.is_nan:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, Union
 
-__all__ = ["Exact", "to_exact", "floor_log2", "floor_log2_ratio", "dyadic"]
+__all__ = ["Exact", "as_int", "to_exact", "floor_log2", "floor_log2_ratio", "dyadic"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,23 @@ class Exact:
 Number = Union[Exact, int, Fraction, float]
 
 
+def _dtype_kind(x) -> str | None:
+    """The NumPy kind letter of a NumPy / ml_dtypes scalar (0-d), else None (no NumPy import)."""
+    dtype = getattr(x, "dtype", None)
+    return dtype.kind if dtype is not None and getattr(x, "shape", None) == () else None
+
+
+def as_int(x) -> int | None:
+    """``x`` as a Python int if it is an integer: a Python int or a NumPy integer scalar (any
+    width, signed or unsigned, any byte order). None for anything else, bool and numpy.bool_
+    included (a truth value is not a code, an index or a count)."""
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, int):
+        return x
+    return int(x) if _dtype_kind(x) in ("i", "u") else None
+
+
 def to_exact(x: Number) -> Exact:
     """Convert an int, Fraction, float (exactly, -0.0/inf/nan included) or Exact to Exact.
 
@@ -100,14 +117,12 @@ def to_exact(x: Number) -> Exact:
         return _float_to_exact(x)
     if isinstance(x, Exact):
         return x
-    if isinstance(x, bool):
+    if isinstance(x, bool) or _dtype_kind(x) == "b":
         raise ValueError("a bool is not a number here; pass an int, Fraction, float or Exact")
-    dtype = getattr(x, "dtype", None)  # NumPy / ml_dtypes scalars: widen exactly, then read
-    if dtype is not None and getattr(x, "shape", None) == ():
-        if dtype.name in ("float16", "bfloat16", "float32", "float64"):
-            x = float(x)
-        elif dtype.kind in "iu":
-            x = int(x)
+    if as_int(x) is not None:
+        x = as_int(x)
+    elif _dtype_kind(x) is not None and x.dtype.name in ("float16", "bfloat16", "float32", "float64"):
+        x = float(x)  # NumPy / ml_dtypes float scalars: widened exactly
     if isinstance(x, (int, Fraction)):
         return Exact(int(x < 0), abs(Fraction(x)))
     if isinstance(x, float):

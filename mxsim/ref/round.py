@@ -7,6 +7,8 @@ integer. ``negative`` says which sign the value has, for the directed modes rup 
 
 from __future__ import annotations
 
+from .exact import as_int
+
 __all__ = ["round_magnitude", "round_shift"]
 
 
@@ -21,15 +23,17 @@ def round_magnitude(
     """Round the magnitude ``numerator / denominator`` (both >= 0, denominator > 0) to an integer.
 
     ``rounding`` is one of rne, rna, rtz, rup, rdn, stochastic (see :mod:`mxsim.options.encode`).
-    ``stochastic`` returns floor(n/d + rand_bits / 2^rand_width); ``rand_bits`` must lie in
-    [0, 2^rand_width).
+    ``stochastic`` returns floor(n/d + rand_bits / 2^rand_width); ``rand_bits`` (an int or a NumPy
+    integer) must lie in [0, 2^rand_width).
     """
     if numerator < 0 or denominator <= 0:
         raise ValueError("round_magnitude needs numerator >= 0 and denominator > 0")
     floor, remainder = divmod(numerator, denominator)
     if rounding == "stochastic":
-        if not (isinstance(rand_bits, int) and 0 <= rand_bits < (1 << rand_width)):
+        bits = as_int(rand_bits)
+        if bits is None or not 0 <= bits < (1 << rand_width):
             raise ValueError(f"rand_bits={rand_bits!r} is not allowed; expected an integer in [0, 2^{rand_width})")
+        rand_bits = bits
         # floor(q + r/2^R) = floor((floor(q * 2^R) + r) / 2^R): only R bits below the LSB count.
         return ((numerator << rand_width) // denominator + rand_bits) >> rand_width
     if remainder == 0:

@@ -12,18 +12,69 @@ scale exponent E (scale = 2^E) before clamping is:
   does not exceed max_normal (floor, or floor + 1 where floor's element would saturate).
 
 The E8M0 code is clamp(E, -127, 127) + 127.
+
+Scale encodings (conventions.md 2.3, 3.2), the stored byte of the unbiased exponent E:
+
+* ``e8m0``: byte = E + 127 for E in [-127, 127]; 0xFF is NaN;
+* ``int8_exponent``: byte = E as an 8-bit two's complement for E in [-128, 127] (0x00 = 2^0,
+  0x7F = 2^127, 0x80 = 2^-128, 0xFF = 2^-1); no NaN code.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
 
+from ..options.quantize import SCALE_ENCODINGS
 from .encode import round_to_grid
 from .exact import floor_log2
 
-__all__ = ["scale_exponent", "ceil_log2", "fraction_bits"]
+__all__ = [
+    "scale_exponent",
+    "ceil_log2",
+    "fraction_bits",
+    "SCALE_ENCODINGS",
+    "scale_byte",
+    "byte_exponent",
+    "given_scale_error",
+]
 
 E8M0_MIN, E8M0_MAX = -127, 127
+E8M0_NAN = 0xFF
+
+
+def scale_byte(exponent, encoding: str):
+    """The stored scale byte of the unbiased exponent E (an int, or an int64 NumPy array; the
+    caller has clamped E to the encoding's range). See the module docstring."""
+    if encoding == "e8m0":
+        return exponent - E8M0_MIN
+    if encoding == "int8_exponent":
+        return exponent & 0xFF
+    raise ValueError(f"scale_encoding={encoding!r} is not allowed; expected one of: {', '.join(SCALE_ENCODINGS)}")
+
+
+def byte_exponent(byte, encoding: str):
+    """The unbiased exponent E of a stored scale byte (an int, or an int64 NumPy array). The E8M0
+    NaN byte 0xFF gives 128, outside every finite range; callers test it with ``byte == 0xFF``."""
+    if encoding == "e8m0":
+        return byte + E8M0_MIN
+    if encoding == "int8_exponent":
+        return ((byte + 128) & 0xFF) - 128
+    raise ValueError(f"scale_encoding={encoding!r} is not allowed; expected one of: {', '.join(SCALE_ENCODINGS)}")
+
+
+def given_scale_error(byte: int, encoding: str, scale_min: int, where: str = "scale") -> ValueError:
+    """The error for a caller-supplied scale byte that is not a usable scale: not a byte, the
+    E8M0 NaN code, or an exponent below ``scale_min``."""
+    if encoding == "e8m0":
+        allowed = "E8M0 codes 0x00..0xFE (2^-127..2^127; 0xFF is NaN)"
+    else:
+        low = scale_byte(scale_min, encoding)
+        allowed = f"int8 exponent bytes for E in [{scale_min}, 127] (0x{low:02X}..0xFF, 0x00..0x7F)"
+    shown = f"0x{byte:02X}" if isinstance(byte, int) and 0 <= byte <= 0xFF else repr(byte)
+    return ValueError(
+        f"{where} {shown} is not allowed under scale_encoding={encoding!r}, scale_min={scale_min}; "
+        f"caller-supplied scales must be {allowed}"
+    )
 
 
 def ceil_log2(q: Fraction) -> int:

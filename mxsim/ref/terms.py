@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from ..formats import get_format
 from .decode import TABLE_BITS, _check_code, decode
-from .exact import Exact, floor_log2
+from .exact import Exact, as_int, floor_log2
 
 __all__ = [
     "Term", "element_term", "term_table", "block_terms", "frac_bits", "min_exponent", "products", "pair_products",
@@ -58,8 +58,11 @@ def element_term(code: int, element, tau: int = 0) -> Term:
     use the smallest normal exponent). Integers: f = frac_bits, E = 0, M = |q| (MXINT8 0x80 has
     M = 128, value -2). Derived from the exact decoded value, so it follows the decoder's rules.
     """
+    microexponent = as_int(tau)
+    if microexponent is None:
+        raise ValueError(f"tau={tau!r} is not allowed; expected an integer microexponent")
     element = get_format(element, kind="element")
-    return _term_lookup(element, tau)(_check_code(code, element))
+    return _term_lookup(element, microexponent)(_check_code(code, element))
 
 
 @lru_cache(maxsize=None)

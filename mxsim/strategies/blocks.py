@@ -31,7 +31,8 @@ all_zero: +-0 only; single_outlier: one value ``outlier_gap`` binades or more ab
 specials: a random block with NaN or +-Inf at one to three places; scale_boundary: amax at or a
 few carrier ulps around a point where the scale rule changes its answer (a power of two, the
 element maximum or its rounding threshold times a power of two; for NVFP4 also 6 times a UE4M3
-tie); carrier_subnormal: every value a carrier subnormal or zero."""
+tie), the family drawn first (uniformly), then a point of it; carrier_subnormal: every value a
+carrier subnormal or zero."""
 
 CODE_BLOCK_KINDS = ("random", "all_zero", "single_outlier", "max", "cancellation", "specials")
 """random: finite codes of every class; all_zero: zero codes; single_outlier: one code of +-max
@@ -109,14 +110,16 @@ def _assemble(fields: _Fields, top: int, low_depth: int, draws) -> list[int]:
     return codes
 
 
-def _scale_boundary_points(fmt) -> list[Fraction]:
-    """amax values (before the power-of-two factor) where a scale rule changes its answer."""
+def _scale_boundary_families(fmt) -> tuple[tuple[Fraction, ...], ...]:
+    """amax values (before the power-of-two factor) where a scale rule changes its answer, by
+    family: a power of two; the element maximum; its rounding threshold (max + ulp/2); for
+    UE4M3-scaled formats (NVFP4) also the element maximum times each UE4M3 tie."""
     element = fmt.element
-    points = [Fraction(1)] + [p for kind, p in decision_points(element) if kind == "overflow"][:2]
+    overflow = [p for kind, p in decision_points(element) if kind == "overflow"]
+    families = [(Fraction(1),), (overflow[0],), (overflow[1],)]
     if fmt.scale.name == "ue4m3":
-        ties = [p for kind, p in decision_points(fmt.scale) if kind == "tie"]
-        points += [element.max_normal * t for t in ties]
-    return points
+        families.append(tuple(element.max_normal * p for kind, p in decision_points(fmt.scale) if kind == "tie"))
+    return tuple(families)
 
 
 def block_values(
@@ -150,7 +153,8 @@ def block_values(
     gap = _check_range("outlier_gap", outlier_gap, 1, 4096)
     n = fmt.block_size
     tops = st.integers(lo, hi)
-    boundaries = st.sampled_from(_scale_boundary_points(fmt))
+    # a family first, then a point of it: NVFP4's 126 UE4M3 ties do not crowd out the others
+    boundaries = st.sampled_from(_scale_boundary_families(fmt)).flatmap(st.sampled_from)
     inf, nan = carrier.inf_code, carrier.quiet_nan_code
     subnormals = st.integers(0, (2 << carrier.mantissa_bits) - 1)  # bit 0 the sign
 

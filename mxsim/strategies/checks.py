@@ -7,7 +7,10 @@ against mxsim's reference model, raising :class:`CheckFailure` with the shrunk c
   ``(scale, subscales, codes)`` for one block of carrier values.
 * :func:`check_dot`: ``dot(a, b) -> output code`` for two :class:`mxsim.ref.QuantizedBlock`.
 
-Each check is reproducible (``seed``; no example database) and returns a :class:`CheckReport`
+Each check is reproducible (``seed``; no example database): the same seed, hypothesis version and
+set of imported modules give the same inputs (hypothesis also mixes in constants it finds in the
+caller's own modules, so importing more of them may change the inputs; a check's verdict on a
+correct implementation never depends on them). It returns a :class:`CheckReport`
 when the implementation agrees on every input tried. A failure is shrunk for about
 ``shrink_seconds`` (default 30 s; hypothesis finishes its current shrink pass, a few seconds at
 most): the reported input is the smallest failing one found by then. ``shrink_seconds=None``
@@ -22,7 +25,6 @@ import operator
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
@@ -31,12 +33,12 @@ from hypothesis import strategies as st
 
 from ..options import Accumulator, QuantizeOptions
 from ..formats import get_format
-from ..options.encode import ROUNDING_MODES, check_encode_options
+from ..options.encode import ROUNDING_MODES, check_encode_options, check_int8_allow_neg2
 from ..options.spec import check_choice
 from ..ref import QuantizedBlock, to_exact
 from ..ref import decode as ref_decode
 from ..ref import encode as ref_encode
-from ..ref.block import quantize_block
+from ..ref.block import check_tensor_scale, quantize_block
 from ..ref.dot import dot as ref_dot
 from ._carriers import get_carrier
 from .blocks import block_codes, block_format, block_values
@@ -182,6 +184,7 @@ def check_element_encoder(
     check_choice("nan", nan, NAN_POLICIES)
     stochastic = rounding == "stochastic"
     check_encode_options(rounding, overflow, 0 if stochastic else None, rand_width)
+    check_int8_allow_neg2(element, int8_allow_neg2)
     near = labelled_boundary_values(element, carrier, kinds=kinds, ulps=ulps)
     anywhere = carrier_values(carrier, allow_nan=element.kind == "float" and element.has_nan).map(
         lambda v: BoundaryValue(v, "any", None, 0)
@@ -323,7 +326,8 @@ def check_block_quantizer(
     ``fmt``. ``values`` is one block: a 1-d array of ``fmt.block_size`` carrier values drawn by
     :func:`mxsim.strategies.block_values` (``kinds``). ``options`` are the
     :class:`mxsim.QuantizeOptions` fields (scale_rule, rounding, inf_policy, ...; stochastic
-    rounding is not checked here); ``tensor_scale`` is NVFP4's s_t (default 1).
+    rounding is not checked here); ``tensor_scale`` is NVFP4's s_t (default 1; a finite positive
+    fp32 value, see :func:`mxsim.ref.block.check_tensor_scale`).
     """
     block_fmt = block_format(fmt)
     opts = QuantizeOptions.from_kwargs(**options)
@@ -334,14 +338,16 @@ def check_block_quantizer(
             f"expected one of {', '.join(ROUNDING_MODES[:-1])}"
         )
     carrier = get_carrier(dtype)
-    scale_tensor = None if tensor_scale is None else Fraction(tensor_scale)
+    scale_tensor = check_tensor_scale(block_fmt, tensor_scale)
     report = CheckReport(
         f"{block_fmt.name} quantizer ({', '.join(f'{k}={v}' for k, v in options.items()) or 'defaults'})"
     )
 
     def body(values):
         report.examples += 1
-        expected = quantize_block([float(v) for v in values], block_fmt, opts, tensor_scale=scale_tensor)
+        expected = quantize_block(
+            [float(v) for v in values], block_fmt, opts, tensor_scale=scale_tensor, source=carrier.format_name
+        )
         got, error = _call(quantizer, values.copy())
         if error is None:
             try:

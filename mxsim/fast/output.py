@@ -1,0 +1,151 @@
+"""The output side of the vectorized dot-product datapath: results rounded to the accumulator's
+output format, bit-identical to :func:`mxsim.ref.output.round_output` (conventions.md sections 4
+and 4.1), and output codes read back as numbers or as fp32 words.
+
+Output codes are stored in ``accumulator.output_storage``: fp32 as uint32 words, bf16 and fp16 as
+uint16 words. ``fp32_e8m13`` results are rounded to :data:`mxsim.formats.FP32_E8M13` (8 exponent
+bits, bias 127, emin -126, smallest subnormal 2^-139; 13 fraction bits; IEEE specials) and stored
+as the fp32 word whose low 10 bits are 0: its code shifted left by 10.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+from ..options import Accumulator
+from ..formats import FP32_E8M13, get_format
+from ..options.encode import overflow_code
+from .encode import encode_dyadic, floor_log2_int64
+
+__all__ = ["FINITE", "NAN", "NEG_INF", "POS_INF", "fp32_words", "output_format", "output_values", "round_output"]
+
+FINITE, POS_INF, NEG_INF, NAN = 0, 1, 2, 3
+
+
+@cache
+def output_format(acc: Accumulator):
+    """The float format results are rounded to: ``output``, or the 8-exponent-bit, 13-fraction-bit
+    format of ``fp32_e8m13``."""
+    return FP32_E8M13 if acc.output == "fp32_e8m13" else get_format(acc.output, kind="float")
+
+
+@cache
+def _storage_format(acc: Accumulator):
+    return get_format(acc.output_storage, kind="float")
+
+
+def _code_dtype(acc: Accumulator):
+    return np.uint32 if _storage_format(acc).width == 32 else np.uint16
+
+
+def _overflow_codes(acc: Accumulator, out) -> np.ndarray:
+    """The codes (in ``out``) of an overflowing result, indexed by its sign (0 +, 1 -):
+    ``output_overflow`` inf -> +-Inf; ieee -> +-max finite where ``output_rounding`` is toward zero
+    for that sign, else +-Inf; saturate -> +-max finite."""
+    if acc.output_overflow == "inf":
+        return np.array([out.inf_code(False), out.inf_code(True)], dtype=np.int64)
+    return np.array(
+        [overflow_code(out, s, acc.output_overflow, acc.output_rounding) for s in (False, True)], dtype=np.int64
+    )
+
+
+def nan_word(acc: Accumulator) -> int:
+    """The stored word of a NaN result: ``nan_bits``, or the storage format's canonical quiet NaN
+    (fp32 0x7FC00000, bf16 0x7FC0, fp16 0x7E00)."""
+    return _storage_format(acc).nan_code() if acc.nan_bits is None else acc.nan_bits
+
+
+def round_output(negative, magnitude, exponent, special, acc: Accumulator) -> np.ndarray:
+    """Stored output codes of (-1)^negative * magnitude * 2^exponent, or of the special outcome.
+
+    ``negative`` bool, ``magnitude`` int64 in [0, 2^62), ``exponent`` int64, ``special`` int8
+    (FINITE, POS_INF, NEG_INF, NAN), all of one shape. A finite value is rounded once with
+    ``output_rounding`` (subnormals kept; a zero keeps the sign ``negative`` gives it); overflow
+    (the rounding with unbounded exponent exceeds the largest finite value) follows
+    ``output_overflow``; ``ftz`` turns a result that rounds to a subnormal into a zero of its sign;
+    +-Inf gives the Inf code of its sign and NaN :func:`nan_word`. Returns uint32 (fp32 storage)
+    or uint16 (bf16, fp16) codes.
+    """
+    out = output_format(acc)
+    if (out.name, acc.output_rounding) in _BY_FLOAT32:
+        code, overflows = _round_by_float32(negative, magnitude, exponent, acc.output_rounding)
+        code >>= FP32_MANTISSA_BITS - out.mantissa_bits  # fp32_e8m13 (rtz only): its 13 fraction bits
+    else:
+        code, overflows = encode_dyadic(magnitude, exponent, negative, out, acc.output_rounding)
+    if overflows.any():
+        code = np.where(overflows, _overflow_codes(acc, out)[negative.astype(np.intp)], code)
+    if acc.ftz:
+        code = np.where((code & ~out.sign_mask) < (1 << out.mantissa_bits), code & out.sign_mask, code)
+    storage = _storage_format(acc)
+    code = code << (storage.mantissa_bits - out.mantissa_bits)
+    if special.any():
+        code = np.where(special == POS_INF, storage.inf_code(False), code)
+        code = np.where(special == NEG_INF, storage.inf_code(True), code)
+        code = np.where(special == NAN, nan_word(acc), code)
+    return code.astype(_code_dtype(acc))
+
+
+# Outputs rounded by the float32 hardware: fp32 with rne, rtz, rup, rdn; fp32_e8m13 with rtz
+# (truncating an fp32 truncation to 13 fraction bits truncates the value: the fp32 grid contains
+# the e8m13 grid, subnormals included, and both overflow at 2^128).
+_BY_FLOAT32 = {("fp32", "rne"), ("fp32", "rtz"), ("fp32", "rup"), ("fp32", "rdn"), ("fp32_e8m13", "rtz")}
+FP32_MANTISSA_BITS = 23
+_TOWARD = {"rtz": 0.0, "rup": np.inf, "rdn": -np.inf}
+
+
+def _round_by_float32(negative, magnitude, exponent, rounding: str):
+    """(fp32 bits int64, overflows) of (-1)^negative * magnitude * 2^exponent (magnitude < 2^62)
+    rounded with rne, rtz, rup or rdn, by the hardware.
+
+    The magnitude is first rounded to odd at 53 bits (the dropped bits ORed into the last kept
+    one: exact in float64, and every rounding decision of a 24-bit result is kept); the exponent
+    is clamped where the result is beyond fp32 either way (so ldexp stays exact); the float64 ->
+    float32 cast rounds once to nearest-even (subnormals kept, Inf beyond); a directed rounding
+    then steps a result that went the wrong way by one fp32 ulp toward its target (np.nextafter,
+    which also steps Inf back to the largest finite value). Overflow: the rounding with unbounded
+    exponent exceeds the largest finite value iff the result is Inf or |x| >= 2^128.
+    """
+    top = floor_log2_int64(np.maximum(magnitude, 1))
+    drop = np.maximum(top - 52, 0)
+    sticky = (magnitude & ((1 << drop) - 1)) != 0
+    magnitude = (magnitude >> drop) | sticky
+    exponent = exponent + drop
+    top += exponent - drop
+    # beyond 2^200 or below 2^-400 the fp32 result is Inf, max, 0 or the smallest subnormal whatever the exact value
+    exponent = np.where(top > 200, exponent - (top - 200), np.where(top < -400, exponent - (top + 400), exponent))
+    value = np.ldexp(magnitude.astype(np.float64), exponent.astype(np.int32))
+    np.negative(value, out=value, where=negative)  # -0 included
+    with np.errstate(over="ignore"):
+        rounded = value.astype(np.float32)
+    if rounding != "rne":
+        target = _TOWARD[rounding]
+        wrong = (
+            np.abs(rounded) > np.abs(value)
+            if rounding == "rtz"
+            else (rounded < value if target > 0 else rounded > value)
+        )
+        with np.errstate(over="ignore"):  # max -> Inf under rup/rdn: an overflow, caught below
+            rounded = np.where(wrong, np.nextafter(rounded, np.float32(target)), rounded)
+    overflows = np.isinf(rounded) | (np.abs(value) >= 2.0**128)
+    return rounded.view(np.uint32).astype(np.int64), overflows
+
+
+def output_values(codes: np.ndarray, acc: Accumulator) -> np.ndarray:
+    """Output codes as numbers: float32 for fp32, fp32_e8m13 and bf16 (every bf16 value is a
+    float32), float16 for fp16."""
+    if acc.output_storage == "fp32":
+        return codes.astype(np.uint32).view(np.float32)
+    if acc.output == "bf16":
+        return (codes.astype(np.uint32) << 16).view(np.float32)
+    return codes.astype(np.uint16).view(np.float16)
+
+
+def fp32_words(codes: np.ndarray, acc: Accumulator) -> np.ndarray:
+    """Output codes as the fp32 words of the same values (int64; exact: every output value is an
+    fp32 value). A NaN stays a NaN (its payload is not kept for fp16)."""
+    if acc.output == "fp16":
+        with np.errstate(invalid="ignore"):
+            return output_values(codes, acc).astype(np.float32).view(np.uint32).astype(np.int64)
+    return output_values(codes, acc).view(np.uint32).astype(np.int64)

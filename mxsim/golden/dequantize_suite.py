@@ -1,0 +1,263 @@
+"""The ``dequantize`` suite kind: one block's scale (sub-scales, NVFP4 tensor scale) and codes ->
+the output words of one float type, under one set of DequantizeOptions (conventions.md 3.1)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from ..options.dequantize import OUTPUTS, DequantizeOptions, output_name
+from ..formats import get_format
+from ..ref.block import QuantizedBlock, dequantize_block
+from ..ref.decode import finite_magnitudes
+from ..ref.dequant import is_subnormal_word, output_format, round_to_output
+from ..ref.encode import encode
+from ..ref.exact import Exact, floor_log2
+from ..ref.scale_code import check_scale_encoding, scale_code_exponent
+from .fields import Field
+from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, jsonable, pack_word, unpack_word
+
+__all__ = ["DequantizeSuite", "scale_code_of_exponent"]
+
+SUITE_OUTPUTS = ("float32", "float16", "bfloat16")
+EXPONENT_RANGE = {"e8m0": (-127, 127), "int8_exponent": (-128, 127)}
+
+
+def scale_code_of_exponent(exponent: int, encoding: str) -> int:
+    """The scale byte of 2^exponent (inverse of mxsim.ref.scale_code.scale_code_exponent)."""
+    code = exponent + 127 if encoding == "e8m0" else exponent & 0xFF
+    if scale_code_exponent(code, encoding) != exponent:
+        raise ValueError(f"2^{exponent} has no {encoding} scale code")
+    return code
+
+
+@dataclass
+class DequantizeSuite(Suite):
+    """One block (``scale``, ``subscales``, NVFP4 ``tensor_scale``, ``codes``) -> ``values``: the
+    output word of element i at bits [i*W, (i+1)*W), W = 32 (float32) or 16 (float16, bfloat16).
+
+    ``output``: float32 | float16 | bfloat16 (or fp32 / fp16 / bf16); ``options``: the fields of
+    :class:`mxsim.DequantizeOptions`; ``scale_encoding``: e8m0 | int8_exponent (how the scale byte
+    reads, mxsim.ref.scale_code). Expected words: :func:`mxsim.ref.dequant.round_to_output` of
+    :func:`mxsim.ref.block.dequantize_block`."""
+
+    block: str
+    output: str = "float32"
+    options: dict = field(default_factory=dict)
+    scale_encoding: str = "e8m0"
+    kind = "dequantize"
+    nested_options = {"options": DequantizeOptions}  # the dict field -> the options class of its keys
+
+    def __post_init__(self):
+        self.fmt = get_format(self.block, kind="block")
+        self.output = output_name(self.output)
+        if self.output not in SUITE_OUTPUTS:
+            raise ValueError(f"output={self.output!r} is not allowed; expected one of: {', '.join(SUITE_OUTPUTS)}")
+        self.opts = DequantizeOptions.from_kwargs(**self.options)
+        check_scale_encoding(self.scale_encoding, self.fmt.scale)
+        self.out = output_format(self.output)
+        changed = {k: v for k, v in self.opts.as_dict().items() if v != getattr(DequantizeOptions(), k)}
+        if self.scale_encoding != "e8m0":
+            changed["scale_encoding"] = self.scale_encoding
+        self.name = "-".join([self.fmt.name, OUTPUTS[self.output]] + [f"{k}={v}" for k, v in sorted(changed.items())])
+        fmt, k, w = self.fmt, self.fmt.block_size, self.out.width
+        self.inputs = [
+            Field("scale", fmt.scale_storage_bits, description=f"{fmt.scale.name} scale code ({self.scale_encoding})")
+        ]
+        if fmt.subblocks:
+            self.inputs.append(
+                Field(
+                    "subscales", fmt.subblocks * fmt.subscale_bits, description="sub-scale j at bits [j*d2, (j+1)*d2)"
+                )
+            )
+        if fmt.tensor_scale is not None:
+            self.inputs.append(Field("tensor_scale", 32, description="fp32 bits of the tensor scale s_t"))
+        self.inputs.append(
+            Field(
+                "codes",
+                k * fmt.element.width,
+                description=f"{fmt.element.name} codes, element i at bits [i*w, (i+1)*w)",
+            )
+        )
+        self.outputs = [
+            Field("values", k * w, description=f"{self.output} words, element i at bits [i*{w}, (i+1)*{w})")
+        ]
+
+    def params(self) -> dict:
+        return {
+            "block": self.fmt.name,
+            "output": self.output,
+            "options": self.opts.as_dict(),
+            "scale_encoding": self.scale_encoding,
+        }
+
+    def describe(self) -> dict:
+        return {
+            "block": jsonable(self.fmt.describe()),
+            "element": jsonable(self.fmt.element.describe()),
+            "output": jsonable(self.out.describe()),
+        }
+
+    # stimulus ------------------------------------------------------------------------------
+    def _exponents(self) -> list[int]:
+        """Scale exponents at the output's edges for this element: the largest element crossing
+        the output's overflow threshold, elements straddling its smallest normal, the smallest
+        element at, half and a quarter of its smallest subnormal; 0; the encoding's extremes."""
+        element, out = self.fmt.element, self.out
+        top = floor_log2(finite_magnitudes(element)[-1])
+        bottom = floor_log2(finite_magnitudes(element)[1])
+        over = out.emax - top
+        subnormal_floor = out.emin - out.mantissa_bits - bottom
+        wanted = [
+            0,
+            over - 1,
+            over,
+            over + 1,
+            out.emin - top,
+            out.emin - top + 2,
+            out.emin - bottom,
+            subnormal_floor + 1,
+            subnormal_floor,
+            subnormal_floor - 1,
+            subnormal_floor - 2,
+        ]
+        low, high = EXPONENT_RANGE[self.scale_encoding]
+        return sorted({min(max(e, low), high) for e in wanted} | {low, high})
+
+    def _scales(self) -> list[int]:
+        """Directed scale codes: the exponents above (E8M0), or UE4M3's edges (NVFP4), then the
+        NaN code where the encoding has one."""
+        scale = self.fmt.scale
+        if scale.name != "e8m0":
+            finite = [c for c in range(1 << scale.width) if decode(c, scale).is_finite and decode(c, scale).magnitude]
+            return [finite[0], encode(scale.min_normal, scale), encode(1, scale), finite[-1], scale.nan_code()]
+        codes = [scale_code_of_exponent(e, self.scale_encoding) for e in self._exponents()]
+        return codes + ([0xFF] if self.scale_encoding == "e8m0" else [])
+
+    def _tensor_scales(self) -> list[Fraction]:
+        """NVFP4 directed tensor scales: 1, values that put the largest element near the output's
+        overflow threshold and the smallest near its subnormal floor (inside fp32's range), and
+        ties of the output rounding: (1 + 2^-(m+1)) and (1 + 3 * 2^-(m+1)) times a power of two."""
+        out = self.out
+        half = Fraction(1, 1 << (out.mantissa_bits + 1))
+        largest = 6 * 448
+        wanted = [
+            Fraction(1),
+            Fraction(2) ** (out.emax - 11) * (1 + half),
+            Fraction(2) ** (out.emax - 12) * 3,
+            Fraction(2) ** (out.emin - out.mantissa_bits + 9),
+            1 + half,
+            1 + 3 * half,
+            Fraction(2) ** (out.emax + 1) / largest,
+        ]
+        return [self._fp32_scale(x) for x in wanted]
+
+    @staticmethod
+    def _fp32_scale(x: Fraction) -> Fraction:
+        """x rounded to a positive normal-or-subnormal fp32 tensor scale (never 0 or Inf)."""
+        bits = fp32_bits(Exact(0, x))
+        return fp32_value(min(max(bits, 1), 0x7F7FFFFF)).magnitude
+
+    def _row(self, scale: int, codes: list[int], subscales: int, tensor_scale: Fraction | None) -> dict:
+        row = {"scale": scale, "codes": pack_word(codes, self.fmt.element.width)}
+        if self.fmt.subblocks:
+            row["subscales"] = subscales
+        if self.fmt.tensor_scale is not None:
+            row["tensor_scale"] = fp32_bits(Exact(0, tensor_scale))
+        return row
+
+    def stimulus(self, rng: random.Random, level: int):
+        fmt, k = self.fmt, self.fmt.block_size
+        w, sub_bits = fmt.element.width, fmt.subblocks * fmt.subscale_bits
+        every = list(range(1 << w))  # every code, block after block
+        sweeps = [(every + every)[i : i + k] for i in range(0, len(every), k)]
+        sweeps = [s + every[: k - len(s)] for s in sweeps]
+        tensor_scales = self._tensor_scales() if fmt.tensor_scale is not None else [None]
+        rows = []
+        for scale in self._scales():
+            for tensor_scale in tensor_scales:
+                for j, codes in enumerate(sweeps):
+                    subscales = (0, (1 << sub_bits) - 1, rng.getrandbits(sub_bits))[j % 3] if sub_bits else 0
+                    rows.append((self._row(scale, codes, subscales, tensor_scale), "directed"))
+        directed_scales = self._scales()
+        for _ in range(100 * level):
+            scale = rng.choice(directed_scales) if rng.random() < 0.7 else rng.getrandbits(fmt.scale.width)
+            codes = [rng.getrandbits(w) for _ in range(k)]
+            rows.append((self._row(scale, codes, rng.getrandbits(sub_bits), rng.choice(tensor_scales)), "random"))
+        return rows
+
+    # expected values -----------------------------------------------------------------------
+    def compute(self, inputs: dict):
+        fmt, k = self.fmt, self.fmt.block_size
+        codes = tuple(unpack_word(inputs["codes"], fmt.element.width, k))
+        subscales = tuple(unpack_word(inputs["subscales"], fmt.subscale_bits, fmt.subblocks)) if fmt.subblocks else ()
+        tensor_scale = fp32_value(inputs["tensor_scale"]).magnitude if "tensor_scale" in inputs else None
+        block = QuantizedBlock(inputs["scale"], subscales, codes)
+        values = dequantize_block(block, fmt, tensor_scale, self.scale_encoding)
+        words = [round_to_output(x, self.output, self.opts) for x in values]
+        return {"values": pack_word(words, self.out.width)}, self._classes(block, values, words)
+
+    def _classes(self, block: QuantizedBlock, values: list[Exact], words: list[int]) -> set:
+        fmt, out = self.fmt, self.out
+        classes = set()
+        elements = [decode(c, fmt.element) for c in block.codes]
+        if any(x.is_nan for x in elements):
+            classes.add("nan")
+        if any(x.is_inf for x in elements):
+            classes.add("inf")
+        if all(x.is_zero for x in elements):
+            classes.add("all_zero")
+        if any(is_subnormal_code(c, fmt.element) for c in block.codes):
+            classes.add("subnormal_input")
+        if (
+            fmt.element.kind == "int"
+            and fmt.element.encoding == "twos_complement"
+            and fmt.element.sign_mask in block.codes
+        ):
+            classes.add("int8_neg2")
+        classes |= self._scale_classes(block.scale)
+        for x, word in zip(values, words):
+            classes |= self._value_classes(x, word, out)
+        return classes
+
+    def _scale_classes(self, code: int) -> set:
+        if self.fmt.scale.name != "e8m0":
+            return {"scale_nan"} if decode(code, self.fmt.scale).is_nan else set()
+        exponent = scale_code_exponent(code, self.scale_encoding)
+        low, high = EXPONENT_RANGE[self.scale_encoding]
+        return {None: {"scale_nan"}, low: {"scale_min"}, high: {"scale_max"}}.get(exponent, set())
+
+    def _value_classes(self, x: Exact, word: int, out) -> set:
+        """Classes of one element's result: the word's kind (zero, -0, max, Inf), and from the
+        exact value: overflow (and saturation), subnormal result (flushed or kept), tie, carry."""
+        classes = set()
+        magnitude = word & ~out.sign_mask
+        if x.is_finite:
+            if magnitude == 0:
+                classes.add("negative_zero" if word & out.sign_mask else "zero")
+            if magnitude == out.max_code:
+                classes.add("max")
+            if x.magnitude:
+                classes |= self._rounding_classes(x, out)
+        if magnitude == out.inf_code():
+            classes.add("inf")
+        return classes
+
+    def _rounding_classes(self, x: Exact, out) -> set:
+        classes = set()
+        ieee = encode(x, out, "rne", "ieee")
+        if decode(ieee, out).is_inf:
+            classes.add("overflow")
+            if self.opts.dequant_overflow == "saturate":
+                classes.add("saturation")
+            return classes
+        if is_subnormal_word(ieee, out):
+            classes.add("subnormal_output")
+        exponent = floor_log2(x.magnitude)
+        grid = max(exponent, out.emin) - out.mantissa_bits
+        if (x.magnitude / Fraction(2) ** grid).denominator == 2:
+            classes.add("tie")
+        if decode(ieee, out).magnitude >= Fraction(2) ** (exponent + 1):
+            classes.add("carry")
+        return classes

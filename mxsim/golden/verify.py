@@ -1,0 +1,351 @@
+"""Verifying golden suites: files, manifests, the root's index, and the vectors themselves.
+
+Verifying a directory reports, suite by suite, and never stops at the first bad suite: a
+directory of hex files without a manifest (an incomplete suite), a leftover temporary file, a
+manifest that cannot be read or lacks a key, a file not listed in its manifest, a SHA-256 or
+line count that differs, CRLF line endings, a line that is not hex (file, line and field), and
+every vector the reference model disagrees with (the first per suite); and, against the index
+at the root (found in the directory or up to three levels above), every indexed suite that is
+missing, unfinished or whose manifest changed, and every suite the index does not list.
+
+Files are read a block at a time (SHA-256, line count) and then a chunk of lines at a time
+(:mod:`.columns`: every line's format), so memory stays bounded whatever the suite's size. By
+default every vector is recomputed with the reference model; ``sample=K`` recomputes every
+*directed* vector (flags bit ``directed``) and K vectors drawn uniformly from all lines with
+``random.Random("mxsim-verify:<sample_seed>:<kind>/<suite>")`` (a drawn vector may be directed
+too), and still checks every file's hash, line count and format in full.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+from tqdm import tqdm
+
+from .. import __version__
+from . import limits, pipeline
+from .classes import ORIGIN_MASK, class_names, flag_bits
+from .columns import RecordError, RecordReader, field_values, sha256_file
+from .files import INDEX, MANIFEST, MANIFEST_KEYS, NPZ, _is_temporary, _read_index, _read_json, _sha256
+from .suites import suite_from_spec
+
+__all__ = ["verify", "VerifyReport", "load_suite"]
+
+_DIRECTED = flag_bits(["directed"])
+
+
+@dataclass
+class VerifyReport:
+    """What :func:`verify` found: ``suites`` checked, ``lines`` (vectors) read, ``vectors``
+    recomputed with the reference model (all of them unless ``sample``), and every problem (the
+    first mismatching line of each suite, with its field and both values)."""
+
+    suites: int = 0
+    vectors: int = 0
+    lines: int = 0
+    sample: int | None = None
+    sample_seed: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> str:
+        """One line: what was checked."""
+        text = f"{self.suites} suite(s), {self.vectors} vectors recomputed"
+        if self.sample is not None:
+            text += (f" of {self.lines} (every directed vector and {self.sample} sampled per suite, sample seed "
+                     f"{self.sample_seed}; every line's hash and format checked)")
+        return text
+
+
+def verify(path, progress: bool = False, sample: int | None = None, sample_seed: int = 0) -> VerifyReport:
+    """Verify every suite at or under ``path`` against its manifest, the reference model and the
+    root's index (see the module docstring). Every problem is reported; none stops the rest.
+    ``sample``: recompute only the directed vectors and ``sample`` drawn ones per suite."""
+    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 0):
+        raise ValueError(f"sample={sample!r} is not allowed; expected a non-negative integer")
+    path = Path(path)
+    report = VerifyReport(sample=sample, sample_seed=sample_seed)
+    if not path.is_dir():
+        report.problems.append(f"{path}: {'not a directory' if path.exists() else 'no such directory'}")
+        return report
+    manifests = sorted(path.rglob(MANIFEST))
+    _check_tree(path, report)
+    _check_index(path, manifests, report)
+    if not manifests:
+        report.problems.append(f"{path}: no {MANIFEST} found")
+    for number, manifest_path in enumerate(manifests, 1):
+        report.suites += 1
+        directory = manifest_path.parent
+        label = f"suite {number}/{len(manifests)} {directory}" if progress else None
+        try:
+            _verify_suite(directory, report, label)
+        except Exception as error:  # noqa: BLE001 - report it and go on with the other suites
+            report.problems.append(f"{directory}: could not be checked ({type(error).__name__}: {error})")
+    return report
+
+
+def _check_tree(path: Path, report: VerifyReport) -> None:
+    """Directories of hex files without a manifest, and leftover temporary files."""
+    for directory, _, names in sorted(os.walk(path)):
+        for name in sorted(names):
+            if _is_temporary(name):
+                report.problems.append(f"{Path(directory) / name}: leftover temporary file (a write was interrupted)")
+        if MANIFEST not in names and any(name.endswith(".hex") or name == NPZ for name in names):
+            report.problems.append(
+                f"{directory}: hex files but no {MANIFEST}: an incomplete suite (its generation was cut short, or "
+                "the manifest deleted); generate it again"
+            )
+
+
+def _find_index(path: Path):
+    """(root, index, problem): the index in ``path`` or up to three directories above (a suite
+    directory, its kind and the root; a shard one more). An unreadable index in ``path`` itself is
+    a problem; above it, a file that is not an mxsim index is passed over."""
+    here = path.resolve()
+    for candidate in [here, *list(here.parents)[:3]]:
+        file = candidate / INDEX
+        if not file.is_file():
+            continue
+        try:
+            return candidate, _read_index(file), None
+        except (OSError, ValueError) as error:
+            if candidate == here:
+                return candidate, None, f"{path / INDEX}: {error}"
+    return None, None, None
+
+
+def _check_index(path: Path, manifests: list[Path], report: VerifyReport) -> None:
+    root, index, problem = _find_index(path)
+    if problem:
+        report.problems.append(problem)
+        return
+    if index is None:
+        if not (path / MANIFEST).exists():  # a lone suite directory needs no index
+            report.problems.append(
+                f"{path}: no {INDEX} here or in the directories above, so missing suites cannot be told "
+                "(mxsim golden generate writes one at the root)"
+            )
+        return
+    here = PurePosixPath(path.resolve().relative_to(root).as_posix())
+
+    def shown(key: str) -> Path:
+        return path / PurePosixPath(key).relative_to(here) if str(here) != "." else path / key
+
+    def inside(key: str) -> bool:
+        return str(here) == "." or key == str(here) or key.startswith(f"{here}/")
+
+    entries = {key: entry for key, entry in index["suites"].items() if inside(key)}
+    found = {manifest.parent.resolve().relative_to(root).as_posix(): manifest for manifest in manifests}
+    for key, entry in sorted(entries.items()):
+        manifest = found.get(key)
+        if entry is None:
+            report.problems.append(f"{shown(key)}: listed in {INDEX} but its generation did not finish (interrupted "
+                                   "or failed); generate it again")
+        elif manifest is None:
+            report.problems.append(f"{shown(key)}: missing (listed in {INDEX})")
+        else:
+            try:
+                data = manifest.read_bytes()
+            except OSError as error:
+                report.problems.append(f"{manifest}: unreadable ({error.strerror})")
+                continue
+            if _sha256(data) != entry["manifest_sha256"]:
+                report.problems.append(f"{manifest}: SHA-256 differs from {INDEX} (the manifest was edited or the "
+                                       "suite replaced)")
+    for key in sorted(set(found) - set(entries)):
+        report.problems.append(f"{shown(key)}: not listed in {INDEX} (copied in from elsewhere, or the index is stale)")
+
+
+def _manifest_problem(manifest) -> str | None:
+    if not isinstance(manifest, dict):
+        return f"expected a JSON object, found {type(manifest).__name__}"
+    for key, kind in MANIFEST_KEYS.items():
+        if key not in manifest:
+            return f"missing key {key!r} (a manifest mxsim writes has {', '.join(MANIFEST_KEYS)} and more)"
+        value = manifest[key]
+        if not isinstance(value, kind) or isinstance(value, bool) or (key == "count" and value < 0):
+            expected = {int: "a non-negative integer", str: "a string", dict: "a JSON object", list: "a list"}[kind]
+            return f"{key!r} is {json.dumps(value)[:60]}, expected {expected}"
+    if not all(isinstance(v, str) for v in manifest["files"].values()):
+        return "'files' must map file names to SHA-256 strings"
+    return None
+
+
+def load_suite(directory) -> tuple[dict, object]:
+    """(manifest, suite) of a suite directory; ValueError naming the file and what is wrong with
+    it (unreadable, a key missing, params that do not make a suite, another field layout)."""
+    directory = Path(directory)
+    manifest_path = directory / MANIFEST
+    try:
+        manifest = _read_json(manifest_path)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{manifest_path}: {getattr(error, 'strerror', None) or error}") from None
+    problem = _manifest_problem(manifest)
+    if problem:
+        raise ValueError(f"{manifest_path}: {problem}")
+    try:
+        suite = suite_from_spec(manifest["kind"], **manifest["params"])
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{manifest_path}: its kind and params do not make a suite ({error})") from None
+    if suite.name != manifest["suite"]:
+        raise ValueError(f"{manifest_path}: 'suite' is {manifest['suite']!r}, but its kind and params make "
+                         f"{suite.name!r}")
+    if [f.describe() for f in suite.fields] != manifest["fields"]:
+        raise ValueError(f"{directory}: the manifest's field layout differs from what mxsim {__version__} writes for "
+                         "this suite")
+    return manifest, suite
+
+
+def _load_suite(directory: Path, report: VerifyReport):
+    """The manifest and the suite it describes, or None after reporting why not."""
+    try:
+        return load_suite(directory)
+    except ValueError as error:
+        report.problems.append(str(error))
+        return None
+
+
+def _scan(path: Path) -> tuple[str, str, bool, int]:
+    """(SHA-256, SHA-256 with CRLF made LF, whether there is a CRLF, lines) of a file, a block at a time."""
+    digest, as_lf = hashlib.sha256(), hashlib.sha256()
+    crlf, lines, last, carry = False, 0, b"", b""
+    with open(path, "rb") as file:
+        while data := file.read(1 << 20):
+            digest.update(data)
+            lines += data.count(b"\n")
+            last = data[-1:]
+            block, carry = carry + data, b""
+            if block.endswith(b"\r"):
+                block, carry = block[:-1], b"\r"
+            if b"\r\n" in block:
+                crlf, block = True, block.replace(b"\r\n", b"\n")
+            as_lf.update(block)
+    as_lf.update(carry)
+    return digest.hexdigest(), as_lf.hexdigest(), crlf, lines + (last not in (b"", b"\n"))
+
+
+def _check_files(directory: Path, manifest: dict, suite, report: VerifyReport) -> bool:
+    """Every file against the manifest (listed, present, SHA-256, CRLF, line count); whether the
+    vectors can be read."""
+    listed, ours = manifest["files"], {f.file for f in suite.fields}
+    manifest_path = directory / MANIFEST
+    for name in sorted(set(listed) - ours - {NPZ}):
+        report.problems.append(f"{manifest_path}: lists {name}, which a {suite.kind} suite does not have")
+    for name in sorted(os.listdir(directory)):
+        if name not in listed and (name.endswith(".hex") or name == NPZ) and (directory / name).is_file():
+            report.problems.append(f"{directory / name}: not listed in the manifest")
+    if NPZ in listed:
+        try:
+            if sha256_file(directory / NPZ) != listed[NPZ]:
+                report.problems.append(f"{directory}/{NPZ}: SHA-256 differs from the manifest (edited or truncated)")
+        except OSError as error:
+            report.problems.append(f"{directory}/{NPZ}: missing ({error.strerror})")
+    count, readable = manifest["count"], True
+    for f in suite.fields:
+        file = directory / f.file
+        try:
+            size = file.stat().st_size
+            if size > limits.MAX_SUITE_BYTES:
+                report.problems.append(f"{file}: {size} bytes, more than a suite may have ({limits.MAX_SUITE_BYTES})")
+                return False
+            digest, as_lf, crlf, lines = _scan(file)
+        except OSError as error:
+            report.problems.append(f"{file}: missing ({error.strerror})")
+            return False
+        if crlf:
+            matches = "matches the manifest" if as_lf == listed.get(f.file) else "still differs from the manifest"
+            report.problems.append(
+                f"{file}: CRLF line endings (\\r\\n; e.g. from git core.autocrlf or a Windows editor): the files use "
+                f"LF only; with LF endings it {matches}"
+            )
+            readable = False
+        elif digest != listed.get(f.file):
+            report.problems.append(f"{file}: SHA-256 differs from the manifest (edited or truncated)")
+        if lines != count:
+            report.problems.append(f"{file}: {lines} lines, manifest says {count}")
+            return False
+    return readable
+
+
+def _verify_suite(directory: Path, report: VerifyReport, label: str | None) -> None:
+    loaded = _load_suite(directory, report)
+    if loaded is None or not _check_files(directory, *loaded, report):
+        return
+    manifest, suite = loaded
+    count = manifest["count"]
+    report.lines += count
+    picked = None
+    if report.sample is not None and report.sample < count:
+        rng = random.Random(f"mxsim-verify:{report.sample_seed}:{suite.kind}/{suite.name}")
+        picked = np.array(sorted(rng.sample(range(count), report.sample)), dtype=np.int64)
+    files = {f.name: open(directory / f.file, "rb") for f in suite.fields}
+    try:
+        readers = {f.name: RecordReader(files[f.name], [f], str(directory / f.file)) for f in suite.fields}
+        with tqdm(total=count, desc=label, disable=label is None, leave=False) as bar:
+            for start in range(0, count, pipeline.CHUNK):
+                size = min(pipeline.CHUNK, count - start)
+                if not _verify_chunk(directory, suite, readers, start, size, picked, report):
+                    return
+                bar.update(size)
+    except RecordError as error:
+        report.problems.append(str(error))
+    finally:
+        for file in files.values():
+            file.close()
+
+
+def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, picked, report: VerifyReport) -> bool:
+    """Read ``size`` lines of every file and recompute the chosen vectors; False after a mismatch."""
+    fields = {f.name: f for f in suite.fields}
+    digits = {name: reader.read(size)[:, :fields[name].hex_digits] for name, reader in readers.items()}
+    flags = field_values(digits["flags"], fields["flags"])
+    rows = np.arange(size)
+    if picked is not None:
+        lines = start + rows
+        chosen = ((flags & np.uint64(_DIRECTED)) != 0) | np.isin(lines, picked)
+        rows = rows[chosen]
+    if not len(rows):
+        return True
+    values = {name: _as_ints(field_values(digits[name][rows], f)) for name, f in fields.items()}
+    inputs = {f.name: values[f.name] for f in suite.inputs}
+    try:
+        outputs, computed = pipeline.expected(suite, inputs)
+    except ValueError:
+        return _report_failure(directory, suite, inputs, start + rows, report)
+    report.vectors += len(rows)
+    found = {**outputs, "flags": computed}
+    for position, line in enumerate(start + rows):
+        for name, column in found.items():
+            got = values[name][position] & ~ORIGIN_MASK if name == "flags" else values[name][position]
+            if got != column[position]:
+                f = fields[name]
+                shown = (f.to_hex(column[position]), f.to_hex(values[name][position])) if name != "flags" else (
+                    ",".join(class_names(column[position])), ",".join(class_names(got)))
+                report.problems.append(f"{directory}/{f.file}: line {line + 1}: field {name!r}: reference gives "
+                                       f"{shown[0]}, file has {shown[1]}")
+                return False
+    return True
+
+
+def _as_ints(values) -> list[int]:
+    return values.tolist() if isinstance(values, np.ndarray) else values
+
+
+def _report_failure(directory: Path, suite, inputs: dict, lines, report: VerifyReport) -> bool:
+    """The first line whose inputs the reference model refuses (ValueError), reported; False."""
+    for position, line in enumerate(lines):
+        try:
+            pipeline.expected(suite, {name: [column[position]] for name, column in inputs.items()})
+        except ValueError as error:
+            report.problems.append(f"{directory}: line {line + 1}: {error}")
+            return False
+    raise AssertionError("a chunk failed but none of its vectors")  # pragma: no cover

@@ -1,0 +1,99 @@
+// tb_dequant: self-checking testbench of mx_dequant against an mxsim golden dequantize suite with
+// float32 output (golden/dequantize/<mxfp8_e4m3|mxfp8_e5m2>-fp32[-options]: scale.hex,
+// codes.hex, values.hex, one block a line; element i at bits [8i, 8i+8) of codes and
+// [32i, 32i+32) of values).
+//
+//   iverilog -g2005 -P tb_dequant.FMT=1 -P tb_dequant.SCALE_INT8=1 -P tb_dequant.SATURATE=1 \
+//            -P tb_dequant.FTZ=1 -P tb_dequant.NAN_CANON=1 -o tb_dequant.vvp rtl/tb_dequant.v rtl/mx_dequant.v
+//   vvp -n tb_dequant.vvp +dir=golden/dequantize/<suite> +count=<manifest count>
+//
+// Compares every element word of every vector, prints the first MAXSHOW mismatching vectors (line,
+// element, scale, code, expected, got) and ends with the line "N passed, N failed" (per vector).
+`default_nettype none
+module tb_dequant;
+    parameter FMT        = 0;      // 0 = E4M3, 1 = E5M2
+    parameter K          = 32;
+    parameter SCALE_INT8 = 0;
+    parameter SATURATE   = 0;
+    parameter FTZ        = 0;
+    parameter NAN_CANON  = 0;
+    parameter MAXN       = 4096;   // capacity of the vector memories (>= +count)
+    parameter MAXSHOW    = 10;
+
+    reg [7:0]      scale_mem  [0:MAXN-1];
+    reg [8*K-1:0]  codes_mem  [0:MAXN-1];
+    reg [32*K-1:0] values_mem [0:MAXN-1];
+
+    reg  [7:0]      scale;
+    reg  [8*K-1:0]  elems;
+    wire [32*K-1:0] values;
+
+    mx_dequant #(.FMT(FMT), .K(K), .SCALE_INT8(SCALE_INT8), .SATURATE(SATURATE), .FTZ(FTZ), .NAN_CANON(NAN_CANON))
+        dut (.elems(elems), .scale(scale), .values(values));
+
+    reg [8*1024-1:0] dir;
+    reg [8*1100-1:0] fname;
+    integer n, i, j, passed, failed, fd, first;
+
+    task load_check;              // fail loudly if a golden file is missing
+        input [8*1100-1:0] path;
+        begin
+            fd = $fopen(path, "r");
+            if (fd == 0) begin
+                $display("ERROR: cannot open %0s", path);
+                $display("0 passed, %0d failed", (n > 0) ? n : 1);
+                $finish;
+            end
+            $fclose(fd);
+        end
+    endtask
+
+    initial begin
+        passed = 0;
+        failed = 0;
+        n = 0;
+        if (!$value$plusargs("dir=%s", dir)) begin
+            $display("ERROR: missing +dir=<golden suite directory>");
+            $display("0 passed, 1 failed");
+            $finish;
+        end
+        if (!$value$plusargs("count=%d", n) || n <= 0 || n > MAXN) begin
+            $display("ERROR: +count=N missing or outside [1, MAXN=%0d]", MAXN);
+            $display("0 passed, 1 failed");
+            $finish;
+        end
+        $sformat(fname, "%0s/scale.hex", dir);
+        load_check(fname);
+        $readmemh(fname, scale_mem, 0, n - 1);
+        $sformat(fname, "%0s/codes.hex", dir);
+        load_check(fname);
+        $readmemh(fname, codes_mem, 0, n - 1);
+        $sformat(fname, "%0s/values.hex", dir);
+        load_check(fname);
+        $readmemh(fname, values_mem, 0, n - 1);
+
+        for (i = 0; i < n; i = i + 1) begin
+            scale = scale_mem[i];
+            elems = codes_mem[i];
+            #1;
+            if ((^scale_mem[i] === 1'bx) || (^codes_mem[i] === 1'bx) || (^values_mem[i] === 1'bx)) begin
+                if (failed < MAXSHOW)
+                    $display("MISMATCH line %0d: golden entry unreadable (file shorter than count?)", i + 1);
+                failed = failed + 1;
+            end else if (values !== values_mem[i]) begin
+                first = -1;
+                for (j = K - 1; j >= 0; j = j - 1)
+                    if (values[32*j +: 32] !== values_mem[i][32*j +: 32]) first = j;
+                if (failed < MAXSHOW)
+                    $display("MISMATCH line %0d field values element %0d: scale %h code %h expected %h got %h",
+                             i + 1, first, scale, elems[8*first +: 8], values_mem[i][32*first +: 32],
+                             values[32*first +: 32]);
+                failed = failed + 1;
+            end else
+                passed = passed + 1;
+        end
+        $display("%0d passed, %0d failed", passed, failed);
+        $finish;
+    end
+endmodule
+`default_nettype wire
