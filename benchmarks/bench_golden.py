@@ -12,9 +12,16 @@ Prints, in one run:
 * ``--million`` vectors (default 10^6) of each suite through ``compute_batch`` in chunks of
   ``--chunk``, each in a fresh child process: the compute time, the total time (with making the
   random inputs as the lists of Python ints a pipeline hands over), wall and CPU, and the child's
-  peak resident memory (ru_maxrss).
+  peak resident memory (ru_maxrss);
+* ``--pipeline N`` (default 10^6; 0 skips): the commands as a user runs them, each in a fresh
+  child process (wall time, CPU time, peak resident memory): ``golden generate --count N`` of each
+  suite (fast path, the reference recomputing the catalogue and a seeded sample of
+  max(10,000, N/100)), ``golden verify --sample 1000`` of the dot suite, full ``golden verify``
+  of a ``--verify-count`` (default 20,000) vector suite of each kind, and ``golden check`` of the N
+  dot results (a device that gives exactly the expected outputs).
 
     python benchmarks/bench_golden.py [--vectors 400] [--repeat 5] [--million 1000000] [--chunk 65536]
+                                      [--pipeline 1000000] [--verify-count 20000] [--workdir /tmp/bench_golden]
 
 Run it with PYTHONPATH pointing at an older checkout to measure that version's reference (the
 rows of a version without ``compute_batch`` say so).
@@ -26,10 +33,12 @@ import argparse
 import json
 import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 from fractions import Fraction
 
 import numpy as np
@@ -153,10 +162,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--million", type=int, default=1_000_000, help="vectors of the chunked compute_batch runs (0: skip)")
     parser.add_argument("--chunk", type=int, default=1 << 16)
+    parser.add_argument("--pipeline", type=int, default=1_000_000, help="vectors of the generate/verify/check runs (0: skip)")
+    parser.add_argument("--verify-count", type=int, default=20_000, help="vectors of the suites verified in full")
+    parser.add_argument("--workdir", default="/tmp/bench_golden", help="where the pipeline runs write (removed after)")
     parser.add_argument("--child", choices=sorted(SUITES), help=argparse.SUPPRESS)
+    parser.add_argument("--cli-child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         million_child(args.child, args.million, args.chunk)
+        return
+    if args.cli_child is not None:
+        cli_child(args.cli_child)
         return
     print(f"medians of {args.repeat} runs, each on unseen inputs; rates per CPU second")
     for label, rate in element_rates(args.elements, args.repeat):
@@ -167,13 +183,77 @@ def main() -> None:
         label = f"{kind}/{suite_from_spec(kind, **params).name}"
         shown = ("n/a", "") if batch is None else (f"{batch:,.0f}", f"{batch / reference:6.0f}x")
         print(f"{label:52} {reference:10,.0f}/s {shown[0]:>12}/s {shown[1]:>7}")
-    if args.million and hasattr(suite_from_spec(*SUITES["dot"]), "compute_batch"):
+    has_batch = hasattr(suite_from_spec(SUITES["dot"][0], **SUITES["dot"][1]), "compute_batch")
+    if args.million and has_batch:
         print(f"\n{args.million:,} vectors through compute_batch in chunks of {args.chunk:,} (a fresh process each)")
         for name, (kind, params) in SUITES.items():
             r = million(name, args.million, args.chunk)
             print(f"{kind}/{suite_from_spec(kind, **params).name:46} compute_batch {r['compute']:5.1f} s wall "
                   f"({r['compute_cpu']:5.1f} s CPU); with making the inputs {r['wall']:5.1f} s wall ({r['cpu']:5.1f} s CPU); "
                   f"peak memory {r['peak'] / 2**20:5.0f} MiB")
+
+    if args.pipeline and has_batch:
+        pipeline_runs(args.pipeline, args.verify_count, Path(args.workdir))
+
+
+# --- the commands as a user runs them -------------------------------------------------------------
+def cli_child(argv: list[str]) -> None:
+    """Run ``mxsim <argv>`` in this (fresh) process; print its exit code, wall and CPU time, peak memory."""
+    from mxsim.cli import main as cli
+
+    start, start_cpu = time.perf_counter(), time.process_time()
+    code = cli(argv)
+    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"code": code, "wall": wall, "cpu": cpu, "peak": peak}))
+
+
+def run_cli(argv: list[str]) -> dict:
+    result = subprocess.run([sys.executable, __file__, "--cli-child", *argv], capture_output=True, text=True)
+    if result.returncode != 0 or not result.stdout.strip():
+        raise RuntimeError(f"mxsim {' '.join(argv)} failed: {result.stderr[-2000:]}")
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def _row(label: str, vectors: int, r: dict, unit: str = "vectors") -> None:
+    print(f"{label:58} {vectors:>10,} {unit:8} {r['wall']:7.1f} s wall {r['cpu']:7.1f} s CPU "
+          f"{vectors / r['cpu']:>10,.0f}/CPU s  peak {r['peak'] / 2**20:5.0f} MiB  exit {r['code']}")
+
+
+def pipeline_runs(count: int, verify_count: int, workdir: Path) -> None:
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    print("\nthe commands, each in a fresh process (rates per CPU second; the machine is shared)")
+    try:
+        for name, (kind, params) in SUITES.items():
+            suite = suite_from_spec(kind, **params)
+            argv = ["golden", "generate", str(workdir / "big"), "--suite", kind, "--params", json.dumps(params),
+                    "--count", str(count), "--no-progress"]
+            _row(f"generate --count {count:,} {kind}/{suite.name}", count, run_cli(argv))
+            manifest = json.loads((workdir / "big" / kind / suite.name / "manifest.json").read_text())
+            check = manifest["reference_check"]
+            print(f"{'':4}reference recomputed {check['reference_checked']:,} of {check['vectors']:,} "
+                  f"({check['catalogue_checked']:,} catalogue + {check['sample_checked']:,} sampled)")
+        dot_kind, dot_params = SUITES["dot"]
+        dot_dir = workdir / "big" / dot_kind / suite_from_spec(dot_kind, **dot_params).name
+        r = run_cli(["golden", "verify", str(dot_dir), "--sample", "1000", "--no-progress"])
+        _row(f"verify --sample 1000 of the {count:,}-vector dot suite", count, r, "lines")
+        for name, (kind, params) in SUITES.items():
+            suite = suite_from_spec(kind, **params)
+            root = workdir / "verify"
+            run_cli(["golden", "generate", str(root), "--suite", kind, "--params", json.dumps(params),
+                     "--count", str(verify_count), "--no-progress"])
+            r = run_cli(["golden", "verify", str(root / kind / suite.name), "--no-progress"])
+            _row(f"verify (in full, the reference) {kind}/{suite.name}", verify_count, r)
+        device = workdir / "device"
+        device.mkdir()
+        suite = suite_from_spec(dot_kind, **dot_params)
+        for field in suite.outputs:
+            (device / field.file).symlink_to(dot_dir / field.file)
+        r = run_cli(["golden", "check", str(dot_dir), str(device)])
+        _row(f"check of {count:,} device results (dot, all matching)", count, r, "results")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

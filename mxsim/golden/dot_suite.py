@@ -17,7 +17,7 @@ from ..ref import dot as ref_dot
 from ..ref.block import QuantizedBlock
 from ..ref.encode import encode
 from ..ref.exact import Exact
-from .batch import FloatBits, bit, code_table, compute_each, fast_dot_models, unpack_items
+from .batch import FloatBits, bit, code_table, compute_each, fast_dot_models, pack_items, unpack_items
 from .fields import Field
 from .suite import Suite, code_sets, decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word, jsonable
 
@@ -217,6 +217,46 @@ class DotSuite(Suite):
 
     def random_inputs(self, rng: random.Random, index: int) -> dict:
         return self._random_block(rng)
+
+    def random_run(self, rng: np.random.Generator, first: int, n: int) -> list[dict]:
+        """``n`` random vectors beyond the catalogue drawn at once with NumPy (see
+        :func:`mxsim.golden.pipeline.vectors`), from the distribution of :meth:`random_inputs`:
+        block a "normal" (6 in 9), "max", "small" or "special"; block b "normal", "max" or
+        "small"; scales 2^+-8 (E8M0) or any finite UE4M3 code."""
+        a = self._np_side(self.fa, rng, n, rng.choice(["normal"] * 6 + ["max", "small", "special"], size=n))
+        b = self._np_side(self.fb, rng, n, rng.choice(["normal", "max", "small"], size=n))
+        columns = {**{f"a_{k}": v for k, v in a.items()}, **{f"b_{k}": v for k, v in b.items()}}
+        names = list(columns)
+        return [dict(zip(names, values)) for values in zip(*columns.values())]
+
+    def _np_side(self, fmt, rng: np.random.Generator, n: int, kinds: np.ndarray) -> dict:
+        """One operand's fields of ``n`` vectors, block i drawn as ``_codes(fmt, ., kinds[i])``
+        draws it (the same code sets and odds)."""
+        k, e = fmt.block_size, fmt.element
+        sets = {name: np.array(codes, dtype=np.int64) for name, codes in self._code_sets(e).items()}
+        codes = sets["finite"][rng.integers(0, len(sets["finite"]), size=(n, k))]
+        anything = rng.random((n, k)) >= 0.97
+        codes = np.where(anything & (kinds == "normal")[:, None], rng.integers(0, 1 << e.width, size=(n, k)), codes)
+        for name in ("max", "small"):
+            rows = kinds == name
+            codes[rows] = sets[name][rng.integers(0, len(sets[name]), size=(int(rows.sum()), k))]
+        rows = np.flatnonzero(kinds == "special")
+        if len(sets["special"]) and len(rows):
+            codes[rows, rng.integers(0, k, size=len(rows))] = sets["special"][rng.integers(0, len(sets["special"]), size=len(rows))]
+        side = {"scale": self._np_scales(fmt, rng, n), "elems": pack_items(codes, e.width)}
+        if fmt.subblocks:
+            side["sub"] = pack_items(rng.integers(0, 1 << fmt.subscale_bits, size=(n, fmt.subblocks)), fmt.subscale_bits)
+        if fmt.tensor_scale is not None:  # m / 2^s, m a 24-bit significand, s in 20 .. 40: fp32 exponent 23 - s
+            m, shift = rng.integers(1 << 23, 1 << 24, size=n), rng.integers(20, 41, size=n)
+            side["tensor_scale"] = ((150 - shift) << 23 | (m & 0x7FFFFF)).tolist()
+        return side
+
+    def _np_scales(self, fmt, rng: np.random.Generator, n: int) -> list[int]:
+        s = fmt.scale
+        if s.name != "e8m0":
+            finite = np.array([c for c in range(1 << s.width) if decode(c, s).is_finite], dtype=np.int64)
+            return finite[rng.integers(0, len(finite), size=n)].tolist()
+        return (127 + rng.integers(-8, 9, size=n)).tolist()
 
     def _random_block(self, rng: random.Random) -> dict:
         """Two blocks: a of mostly normal codes (or max, small, with an Inf/NaN), b normal, max or

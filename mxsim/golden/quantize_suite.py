@@ -132,6 +132,26 @@ class QuantizeSuite(Suite):
         """A block of varied dynamic range; every other one (odd ``index``) spread 2^+-30 wider."""
         return self._inputs(self._block_values(rng, "wide" if index % 2 else "normal"))
 
+    def random_run(self, rng: np.random.Generator, first: int, n: int) -> list[dict]:
+        """``n`` random vectors beyond the catalogue drawn at once with NumPy (see
+        :func:`mxsim.golden.pipeline.vectors`), from the distribution of :meth:`random_inputs`
+        (vector ``first + j`` is "wide" for odd indices): a spread s in 0 .. 40 per block, each
+        element a random sign and 24-bit significand at exponent randint(-s, s) // 4 (+ randint(-30,
+        30) when wide) + randint(-3, 0) + randint(-3, 1), always a normal fp32 value."""
+        k = self.fmt.block_size
+        wide = (np.arange(first, first + n) % 2 == 1)[:, None]
+        spread = rng.integers(0, 41, size=(n, 1))
+        centre = np.floor_divide(rng.integers(-spread, spread + 1, size=(n, k)), 4)
+        exponent = centre + wide * rng.integers(-30, 31, size=(n, k)) + rng.integers(-3, 1, size=(n, k)) + rng.integers(-3, 2, size=(n, k))
+        words = rng.integers(0, 2, size=(n, k)) << 31 | (exponent + 127) << 23 | rng.integers(0, 1 << 23, size=(n, k))
+        rows = [{"x": x} for x in pack_items(words, 32)]
+        if self.fmt.tensor_scale is not None:
+            for row, block in zip(rows, words):
+                largest = int((block & 0x7FFFFFFF).max())  # every value is finite: the bits order like the values
+                amax = fp32_value(largest).magnitude
+                row["tensor_scale"] = fp32_bits(Exact(0, nvfp4_tensor_scale(amax, self.opts)))
+        return rows
+
     def _inputs(self, xs: list[Exact]) -> dict:
         bits = [fp32_bits(x) for x in xs]
         inputs = {"x": pack_word(bits, 32)}
