@@ -177,3 +177,15 @@ def test_the_cli_reports_a_disagreement_and_exits_1(tmp_path, monkeypatch, capsy
     assert main(["golden", "generate", str(tmp_path), "--suite", "quantize", "--params", params]) == 1
     assert f"quantize/{suite.name}: line 4: field 'scale': the fast path gives" in capsys.readouterr().err
     assert main(["golden", "generate", str(tmp_path), "--suite", "quantize", "--params", params, "--reference-only"]) == 0
+
+
+def test_a_huge_suite_samples_per_run_like_a_stream():
+    """A sample of more than SAMPLE_LIST_MAX lines (N = 2 * 10^8: 2,000,000) is drawn 3 lines per
+    run of 256 (no list of millions of lines), the same lines as an endless stream's."""
+    suite = suite_from_spec("dot", **SMALL["dot"])
+    huge = CrossCheck(suite, 0, pipeline.plan(suite, 1, 2 * 10**8))
+    endless = CrossCheck(suite, 0, pipeline.plan(suite, 1, forever=True))
+    c = huge.catalogue
+    start = c + 256 * 10**5
+    assert huge.positions(start, 1024) == endless.positions(start, 1024) and len(huge.positions(start, 1024)) == 12
+    assert huge.describe()["sample_size"] is None

@@ -13,7 +13,8 @@ recompute
   the same lines whatever the chunking or sharding (a shard checks the sampled lines it holds).
   A stream without end (``forever``) checks 3 lines of every run of 256 instead (about 1.2 %),
   ``random.Random("...:reference-sample:<r>").sample(range(256), 3)`` for run r of lines
-  C + 256r .. C + 256r + 255.
+  C + 256r .. C + 256r + 255; so does a suite whose sample would exceed :data:`SAMPLE_LIST_MAX`
+  lines (N above about 10^8), so that the sample's list stays small.
 
 Any disagreement, in any output field or in the flags word, raises :class:`ReferenceDisagreement`
 naming the line, the field and both values: generation stops and writes nothing (the writer
@@ -30,12 +31,13 @@ import numpy as np
 from .classes import flag_bits
 from .suite import Suite
 
-__all__ = ["SAMPLE_MIN", "SAMPLE_PERCENT", "FOREVER_RUN", "FOREVER_PER_RUN", "ReferenceDisagreement", "CrossCheck",
+__all__ = ["SAMPLE_MIN", "SAMPLE_PERCENT", "SAMPLE_LIST_MAX", "FOREVER_RUN", "FOREVER_PER_RUN", "ReferenceDisagreement", "CrossCheck",
            "fast_path", "reference_expected", "sample_size"]
 
 SAMPLE_MIN = 10_000  # vectors beyond the catalogue the reference recomputes, at least ...
 SAMPLE_PERCENT = 1  # ... or this percentage of the suite, whichever is larger
 FOREVER_RUN, FOREVER_PER_RUN = 256, 3  # an endless stream: 3 lines of every 256
+SAMPLE_LIST_MAX = 1_000_000  # larger samples are drawn per run, like an endless stream's
 
 
 class ReferenceDisagreement(RuntimeError):
@@ -80,7 +82,7 @@ class CrossCheck:
         self.vectors = self.catalogue_checked = self.sample_checked = 0
         self._prefix = f"mxsim-golden:{seed}:{suite.kind}:{suite.name}:reference-sample"
         self._sample = None
-        if self.fast and plan.total is not None:
+        if self.fast and plan.total is not None and sample_size(plan.total, self.catalogue) <= SAMPLE_LIST_MAX:
             k = sample_size(plan.total, self.catalogue)
             self._sample = np.array(sorted(random.Random(self._prefix).sample(range(self.catalogue, plan.total), k)),
                                     dtype=np.int64)
@@ -91,7 +93,7 @@ class CrossCheck:
         if self._sample is not None:
             lo, hi = np.searchsorted(self._sample, [start, start + size])
             return catalogue + (self._sample[lo:hi] - start).tolist()
-        sampled = []  # forever: FOREVER_PER_RUN lines of every FOREVER_RUN beyond the catalogue
+        sampled = []  # forever or huge: FOREVER_PER_RUN lines of every FOREVER_RUN beyond the catalogue
         first_run = max(0, start - self.catalogue) // FOREVER_RUN
         last_run = max(0, start + size - 1 - self.catalogue) // FOREVER_RUN
         for run in range(first_run, last_run + 1):
@@ -147,7 +149,8 @@ class CrossCheck:
         if self.fast:
             entry["sample_rule"] = (
                 f"every catalogue line, and beyond the catalogue max({SAMPLE_MIN}, ceil(N * {SAMPLE_PERCENT} / 100)) "
-                "lines (all if fewer): random.Random(sample_seed).sample(range(C, N), k); an endless stream: "
+                "lines (all if fewer): random.Random(sample_seed).sample(range(C, N), k); an endless stream, or a sample above "
+                f"{SAMPLE_LIST_MAX} lines: "
                 f"{FOREVER_PER_RUN} lines per run r of 256, random.Random(sample_seed + ':<r>').sample(range(256), "
                 f"{FOREVER_PER_RUN}) (mxsim.golden.crosscheck)"
             )
