@@ -189,3 +189,17 @@ def test_a_huge_suite_samples_per_run_like_a_stream():
     start = c + 256 * 10**5
     assert huge.positions(start, 1024) == endless.positions(start, 1024) and len(huge.positions(start, 1024)) == 12
     assert huge.describe()["sample_size"] is None
+
+
+@pytest.mark.parametrize("kind, params, fast", [
+    ("dotgeneral", {"block_a": "mxfp8_e4m3", "n_blocks": 2,
+                    "accumulator": {"mode": "aligned", "frac_bits": 25, "accumulate": "fused", "step": 16}}, False),
+    ("dot", {"block_a": "mxint8", "accumulator": {"output": "fp16", "output_overflow": "saturate"}}, False),
+    ("dot", {"block_a": "mxint8", "accumulator": {"output": "fp16"}}, True),
+])
+def test_the_manifest_names_the_path_that_computed_the_values(kind, params, fast, tmp_path):
+    suite = suite_from_spec(kind, **params)
+    check = _manifest(generate(suite, tmp_path, count=40))["reference_check"]
+    assert check["expected_values"] == ("fast path (compute_batch), checked by the reference model" if fast
+                                        else "reference model (every vector)")
+    assert check["reference_checked"] == 40

@@ -45,8 +45,11 @@ class ReferenceDisagreement(RuntimeError):
 
 
 def fast_path(suite: Suite):
-    """The suite's ``compute_batch`` (the NumPy fast path), or None if its kind has none."""
-    return getattr(suite, "compute_batch", None)
+    """The suite's ``compute_batch`` (the NumPy fast path), or None if its kind has none or it
+    does not model the suite's configuration (``suite.fast_path_applies`` false: its
+    compute_batch would go vector by vector through the reference anyway)."""
+    batch = getattr(suite, "compute_batch", None)
+    return batch if getattr(suite, "fast_path_applies", True) else None
 
 
 def reference_expected(suite: Suite, inputs: dict[str, list[int]]) -> tuple[dict[str, list[int]], list[int]]:

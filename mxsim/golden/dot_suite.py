@@ -331,6 +331,11 @@ class DotSuite(Suite):
         return classes
 
     # expected values of many vectors at once (mxsim.golden.batch) ---------------------------
+    @property
+    def fast_path_applies(self) -> bool:
+        """Whether the fast path models this suite's accumulator (:func:`~mxsim.golden.batch.fast_dot_models`)."""
+        return fast_dot_models(self.acc)
+
     def compute_batch(self, inputs: dict):
         """``compute`` of N vectors with the fast path: (outputs, flags), see
         :mod:`mxsim.golden.batch`. The configurations the fast path does not model
