@@ -203,3 +203,26 @@ def test_the_manifest_names_the_path_that_computed_the_values(kind, params, fast
     assert check["expected_values"] == ("fast path (compute_batch), checked by the reference model" if fast
                                         else "reference model (every vector)")
     assert check["reference_checked"] == 40
+
+
+@pytest.mark.parametrize("kind, params", [
+    ("dot", SMALL["dot"]), ("dot", {"block_a": "mx6", "block_b": "mx9"}), ("dot", {"block_a": "nvfp4"}),
+    ("quantize", SMALL["quantize"]), ("quantize", {"block": "nvfp4"}), ("quantize", {"block": "mx4"}),
+])
+def test_runs_drawn_at_once_follow_random_inputs_mix(kind, params):
+    """random_run (NumPy) and random_inputs (Python's random) draw from the same mix: every corner
+    class turns up about as often in 1,536 vectors of each (within 4 percentage points)."""
+    from mxsim.golden.classes import CLASSES
+
+    suite = suite_from_spec(kind, **params)
+    n, names = 1536, [f.name for f in suite.inputs]
+    rng = random.Random(11)
+    python_rows = [suite.random_inputs(rng, i) for i in range(n)]
+    numpy_rows = [row for r in range(n // 256) for row in suite.random_run(pipeline.run_generator(11, suite, r), 256 * r, 256)]
+    assert len(numpy_rows) == n and all(sorted(row) == sorted(names) for row in numpy_rows)
+    share = {}
+    for label, rows in (("python", python_rows), ("numpy", numpy_rows)):
+        _, flags = suite.compute_batch({name: [row[name] for row in rows] for name in names})
+        share[label] = {c: sum(f >> bit & 1 for f in flags) / n for bit, c in enumerate(CLASSES)}
+    far = {c: (share["python"][c], share["numpy"][c]) for c in CLASSES if abs(share["python"][c] - share["numpy"][c]) > 0.04}
+    assert not far, far
