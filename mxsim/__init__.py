@@ -21,7 +21,7 @@ from .formats import BlockFormat, FloatFormat, IntFormat, format_names, get_form
 from .options import OVERFLOW_MODES, ROUNDING_MODES, SCALE_RULES, DequantizeOptions, QuantizeOptions
 from .tensor import MXTensor, quantize
 from .fileformat import load, save
-from .options import Accumulator
+from .options import PROFILES, Accumulator, Profile
 from .tensor_dot import DotResult, dot
 
 from ._version import __version__
@@ -45,6 +45,8 @@ __all__ = [
     "Accumulator",
     "QuantizeOptions",
     "DequantizeOptions",
+    "Profile",
+    "PROFILES",
     "SCALE_RULES",
     "ref",
     "__version__",

@@ -18,8 +18,10 @@
 ``mxsim golden verify DIR [--sample K]``   recompute the vectors (all, or the directed ones and K
                                sampled) with the reference model and check the suites against
                                DIR/index.json (exit 1 on any problem)
-``mxsim golden check SUITE_DIR DUT_DIR|- [--errors N] [--fields F,...]``   compare a device's results
-                               with a suite (exit 1 on any mismatch, 2 on a file error)
+``mxsim golden check SUITE_DIR DUT_DIR|- [--errors N] [--fields F,...] [--explain [--budget S]]``
+                               compare a device's results with a suite (exit 1 on any mismatch, 2
+                               on a file error); --explain names the configuration that
+                               reproduces the device
 
 Errors are one line on stderr and exit code 2; a verification or check that finds mismatches exits
 1; Ctrl-C during a golden command exits 130 with one line (no half-written suite).
@@ -40,6 +42,7 @@ import numpy as np
 from . import ref
 from ._version import __version__
 from .options import DequantizeOptions, LayoutOptions, QuantizeOptions
+from .options.profiles import PROFILES, get_profile
 from .options.spec import Choice, Flag, options_of
 from .fileformat import atomic_write, load, read, save
 from .ref.sources import SOURCE_TYPES
@@ -50,6 +53,7 @@ from .golden import generate_suites, suite_from_spec
 from .golden.crosscheck import ReferenceDisagreement
 from .golden import verify as verify_suites
 from .golden import check as golden_check
+from .golden import explain as golden_explain
 from .golden import files as golden_files
 from .golden import limits, pipeline
 from .golden import stream as golden_stream
@@ -187,6 +191,8 @@ def _file_details(path) -> str:
         ("layout", f"element_stream={layout['element_stream']}, scale_placement={layout['scale_placement']}"),
         ("payload", f"{header['payload_bytes']} bytes"),
         ("options", ", ".join(f"{key}={value}" for key, value in t.options.as_dict().items())),
+        ("profile", "-" if t.profile is None else f"{t.profile.name} ({t.profile.version}): sets "
+                    + ", ".join(f"{key}={value}" for key, value in t.profile.quantize.items())),
         ("checksum", checksum),
         ("written by", f"mxsim {header['mxsim_version']}"),
     ]
@@ -220,7 +226,9 @@ def _cmd_quantize(args) -> str:
     options = _given_options(args, QuantizeOptions)
     rand_bits = None if args.rand_bits is None else _load_array(args.rand_bits)
     layout = LayoutOptions(**_given_options(args, LayoutOptions))
-    tensor = quantize(x, args.format, axis=args.axis, rand_bits=rand_bits, source=args.source, **options)
+    tensor = quantize(
+        x, args.format, axis=args.axis, rand_bits=rand_bits, source=args.source, profile=args.profile, **options
+    )
     save(tensor, args.output, **layout.as_dict())
     return (
         f"{args.output}: {tensor.fmt.name}, shape {tensor.shape}, axis {tensor.axis}, {tensor.scales.size} blocks, "
@@ -230,7 +238,8 @@ def _cmd_quantize(args) -> str:
 
 def _cmd_dequantize(args) -> str:
     tensor = load(args.input)
-    values = tensor.dequantize(args.dtype, **_given_options(args, DequantizeOptions))
+    options = None if args.profile is None else get_profile(args.profile).dequantize
+    values = tensor.dequantize(args.dtype, options, **_given_options(args, DequantizeOptions))
     _save_npy(args.output, values)
     return f"{args.output}: {values.dtype} array of shape {values.shape} from {tensor.fmt.name}"
 
@@ -361,12 +370,28 @@ def _cmd_golden_check(args):
     if args.errors < 0:
         raise ValueError(f"--errors={args.errors} is not allowed; expected a non-negative integer")
     fields = None if args.fields is None else [name for name in args.fields.split(",") if name]
+    if args.budget is not None and not args.budget > 0:
+        raise ValueError(f"--budget={args.budget} is not allowed; expected a positive number of seconds")
+    if args.budget is not None and not args.explain:
+        raise ValueError("--budget is for --explain")
+    dut = args.dut
+    if args.dut == "-":  # explain reads the stream again: keep it
+        dut = sys.stdin.buffer.read() if args.explain else sys.stdin.buffer
     try:
-        report = golden_check.check(args.suite_dir, sys.stdin.buffer if args.dut == "-" else args.dut,
+        report = golden_check.check(args.suite_dir, io.BytesIO(dut) if isinstance(dut, bytes) else dut,
                                     args.errors, fields)
     except KeyboardInterrupt:
         _interrupted("check stopped")
     text = "\n".join(golden_check.report_lines(report))
+    if args.explain and report.mismatching.size and not report.errors:
+        try:
+            found = golden_explain.explain(report, dut, 60.0 if args.budget is None else args.budget,
+                                           progress=_progress(args.progress))
+        except KeyboardInterrupt:
+            _interrupted("explain stopped")
+        text += "\n" + "\n".join(golden_explain.explain_lines(found))
+    elif args.explain and not report.errors:
+        text += "\nexplain: no mismatching vector, nothing to explain"
     if report.errors:
         raise _CheckFailed(text, 2)
     if not report.ok:
@@ -467,6 +492,10 @@ def build_parser() -> argparse.ArgumentParser:
     quant.add_argument("--source", choices=SOURCE_TYPES, default=None,
                        help="the type of an unsigned-integer input's bit patterns (uint32 fp32, uint16 fp16 or bf16, "
                        "uint8 fp8_e4m3 or fp8_e5m2, uint64 fp64); float inputs need none")
+    block_profiles = tuple(name for name, p in PROFILES.items() if p.kind == "block")
+    quant.add_argument("--profile", choices=block_profiles, default=None,
+                       help="a profile: the options of a real design or library (option flags override them; the "
+                       "file records it)")
     _add_option_flags(quant, LayoutOptions)
     _add_option_flags(quant, QuantizeOptions)
     quant.set_defaults(run=_cmd_quantize)
@@ -476,6 +505,9 @@ def build_parser() -> argparse.ArgumentParser:
     dequant.add_argument("output", metavar="OUT.npy", help=".npy file to write (atomically; no suffix is added)")
     dequant.add_argument("--dtype", choices=("float32", "float16", "float64"), default="float32",
                          help="output dtype (default: float32)")
+    dequant.add_argument("--profile", choices=block_profiles, default=None,
+                         help="dequantize with this profile's options for --dtype (default: the profile the file "
+                         "records, if any; option flags override)")
     _add_option_flags(dequant, DequantizeOptions)
     dequant.set_defaults(run=_cmd_dequantize)
 
@@ -561,6 +593,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="show the first N mismatching vectors in full (default 20)")
     dut.add_argument("--fields", metavar="F,...",
                      help="compare only these output fields (default: every one but flags)")
+    dut.add_argument("--explain", action="store_true",
+                     help="on mismatches, search for the configuration that reproduces the device: every profile "
+                     "or preset, every single option change of the suite's kind, and pairs of the best partial ones; "
+                     "ranked by mismatching vectors reproduced without breaking matching ones")
+    dut.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                     help="time limit of --explain (default 60); it reports what it did not try")
+    dut.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="a progress bar of --explain on stderr (default: when stderr is a terminal)")
     dut.set_defaults(run=_cmd_golden_check)
     return parser
 

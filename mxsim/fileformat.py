@@ -24,7 +24,11 @@ Header fields:
 * ``tensor_scale``: the exact tensor scale as a fraction string ("1/2688"; a positive float32
   value) or null;
 * ``payload_bytes`` (int), ``mxsim_version`` (str, informative only);
-* version 2 only: ``payload_sha256``, the payload's SHA-256 as 64 lowercase hex digits.
+* version 2 only: ``payload_sha256``, the payload's SHA-256 as 64 lowercase hex digits;
+* optional, only for a tensor made under a profile (:mod:`mxsim.options.profiles`): ``profile``,
+  :meth:`Profile.as_dict` (its name, source, version and every option it sets). Loading gives
+  the tensor that profile back (so ``dequantize`` follows it) and refuses a name this mxsim does
+  not have, or one whose recorded options differ from this mxsim's profile of that name.
 
 Loading reads the prefix and the header first and checks them (magic, version, header length,
 the header digest, every field) before it reads the payload, whose length the header fixes: a
@@ -54,6 +58,7 @@ from typing import NamedTuple
 from . import ref
 from ._version import __version__
 from .options import QuantizeOptions
+from .options.profiles import get_profile
 from .formats.packing import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, check_layout, packed_nbytes, tensor_layout
 from .tensor import MXTensor
 from .tensor_pack import pack, unpack
@@ -101,6 +106,7 @@ _FIELDS = {
     "payload_sha256": (str, "the payload's SHA-256 as 64 lowercase hex digits"),
 }
 _VERSION_FIELDS = {1: tuple(name for name in _FIELDS if name != "payload_sha256"), 2: tuple(_FIELDS)}
+_OPTIONAL_FIELDS = {"profile": (dict, "an object: the name and options of the profile the tensor was made under")}
 
 # read once, while the import is single-threaded: os.umask can only be read by setting it
 _UMASK = os.umask(0)
@@ -207,6 +213,8 @@ def save(
     }
     if version >= 2:
         header["payload_sha256"] = hashlib.sha256(payload).hexdigest()
+    if tensor.profile is not None:
+        header["profile"] = tensor.profile.as_dict()
     blob = json.dumps(header, sort_keys=True, separators=(",", ":")).encode("utf-8")
     prefix = _PREFIX.pack(MAGIC, version, len(blob))
     digest = hashlib.sha256(prefix + blob).digest() if version >= 2 else b""
@@ -306,6 +314,7 @@ def _read(file, size: int | None) -> TensorFile:
         contents.tensor_scale,
         **contents.options.as_dict(),
     )
+    tensor.profile = _profile(header.get("profile"))
     length = offset + header_len + len(payload)
     return TensorFile(tensor, version, header, contents.payload_sha256, length)
 
@@ -382,7 +391,7 @@ def _cut(text: str, limit: int = 80) -> str:
 
 
 def _bad(name: str, value, expected: str | None = None) -> _FieldError:
-    return _FieldError(name, f"{_shown(value)} is not allowed; expected {expected or _FIELDS[name][1]}")
+    return _FieldError(name, f"{_shown(value)} is not allowed; expected {expected or {**_FIELDS, **_OPTIONAL_FIELDS}[name][1]}")
 
 
 def _parse_header(blob: bytes, version: int) -> dict:
@@ -398,13 +407,13 @@ def _parse_header(blob: bytes, version: int) -> dict:
     if _depth(header) > MAX_NESTING:
         raise ValueError(f"corrupt header: JSON nested deeper than {MAX_NESTING} levels")
     fields = _VERSION_FIELDS[version]
-    unknown = sorted(set(header) - set(fields))
+    unknown = sorted(set(header) - set(fields) - set(_OPTIONAL_FIELDS))
     if unknown:
         raise ValueError(
             f"corrupt header: unknown field(s) {', '.join(map(repr, unknown))}; a version {version} header has: "
             f"{', '.join(fields)}"
         )
-    for name in fields:
+    for name in fields + tuple(n for n in _OPTIONAL_FIELDS if n in header):
         _typed(header, name)
     return header
 
@@ -424,7 +433,7 @@ def _typed(header: dict, name: str):
     """The field's value, present and of its JSON type (a bool is not an integer)."""
     if name not in header:
         raise _FieldError(name, "missing")
-    value, (kind, _) = header[name], _FIELDS[name]
+    value, (kind, _) = header[name], {**_FIELDS, **_OPTIONAL_FIELDS}[name]
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise _bad(name, value)
     return value
@@ -455,6 +464,22 @@ def _contents(header: dict) -> _Contents:
     if digest is not None and not _HEX_DIGEST.fullmatch(digest):
         raise _bad("payload_sha256", digest)
     return _Contents(fmt, shape, axis, element_stream, scale_placement, options, tensor_scale, payload_bytes, digest)
+
+
+def _profile(recorded: dict | None):
+    """The profile a header names, whose recorded options must be this mxsim's; None without one."""
+    if recorded is None:
+        return None
+    try:
+        profile = get_profile(recorded.get("name"))
+    except ValueError as error:
+        raise _FieldError("profile", str(error)) from None
+    if _jsonable(profile.as_dict()) != recorded:
+        raise _FieldError(
+            "profile",
+            f"the options recorded for {profile.name!r} differ from this mxsim's profile of that name: {_cut(str(recorded))}",
+        )
+    return profile
 
 
 def _format(described: dict):

@@ -20,6 +20,7 @@ import numpy as np
 
 from .options import QuantizeOptions
 from .options.dequantize import options_for, output_name
+from .options.profiles import get_profile, resolve_quantize
 from .fast.block import quantize_blocks
 from .fast.decode import check_codes, code_dtype
 from .fast.dequant import dequantize_blocks_bits
@@ -55,20 +56,31 @@ def restore_layout(values: np.ndarray, shape: tuple, axis: int) -> np.ndarray:
 class MXTensor:
     """A block-quantized tensor. Build one with :func:`mxsim.quantize` or :meth:`from_codes`."""
 
-    def __init__(self, fmt, scales, codes, shape, axis, options: QuantizeOptions, subscales=None, tensor_scale=None):
+    def __init__(
+        self, fmt, scales, codes, shape, axis, options: QuantizeOptions, subscales=None, tensor_scale=None, profile=None
+    ):
         self.fmt = get_format(fmt, kind="block")
         self.scales, self.codes, self.subscales = scales, codes, subscales
         self.shape, self.axis, self.options = tuple(shape), axis, options
         self.tensor_scale = None if tensor_scale is None else Fraction(tensor_scale)
+        #: the :class:`mxsim.options.profiles.Profile` the tensor was made under, or None
+        self.profile = None if profile is None else get_profile(profile)
 
-    # --- construction --------------------------------------------------------------------------
+    @staticmethod
+    def _options(fmt, profile, options: dict):
+        """(profile, QuantizeOptions): a profile's options for ``fmt`` with keyword ``options`` on top."""
+        return resolve_quantize(profile, options, fmt)
+
     @property
     def scale_encoding(self) -> str:
         """How ``scales`` store the block exponents: 'e8m0' or 'int8_exponent' (options.scale_encoding)."""
         return self.options.scale_encoding
 
+    # --- construction --------------------------------------------------------------------------
     @classmethod
-    def quantize(cls, x, fmt, axis: int = -1, rand_bits=None, *, source=None, scales=None, **options) -> "MXTensor":
+    def quantize(
+        cls, x, fmt, axis: int = -1, rand_bits=None, *, source=None, scales=None, profile=None, **options
+    ) -> "MXTensor":
         """Quantize an array along ``axis``.
 
         ``x``: float16, ml_dtypes bfloat16, float32, float64, or ml_dtypes float8_e4m3fn /
@@ -81,10 +93,12 @@ class MXTensor:
         the number of blocks), E8M0 codes 0x00..0xFE or, under scale_encoding='int8_exponent',
         int8 exponent bytes not below scale_min; the elements are quantized against them,
         saturating. ``options`` are the fields of :class:`mxsim.QuantizeOptions`.
+        ``profile``: the name of a profile (:data:`mxsim.options.profiles.PROFILES`) whose options
+        apply, ``options`` overriding them; the tensor remembers it for :meth:`dequantize`.
         ``rand_bits``: random words of x's shape, for rounding='stochastic'.
         """
         fmt = get_format(fmt, kind="block")
-        opts = QuantizeOptions.from_kwargs(**options)
+        profile, opts = cls._options(fmt, profile, options)
         opts.check_format(fmt)
         if (opts.rounding == "stochastic") != (rand_bits is not None):
             raise ValueError("rand_bits is needed with rounding='stochastic', and only then")
@@ -127,6 +141,7 @@ class MXTensor:
             opts,
             None if subscales is None else subscales.reshape(lead + (n_blocks, fmt.subblocks)),
             tensor_scale,
+            profile,
         )
 
     @staticmethod
@@ -143,20 +158,22 @@ class MXTensor:
 
     @classmethod
     def from_codes(
-        cls, scales, codes, fmt, axis: int = -1, shape=None, subscales=None, tensor_scale=None, **options
+        cls, scales, codes, fmt, axis: int = -1, shape=None, subscales=None, tensor_scale=None, *, profile=None,
+        **options,
     ) -> "MXTensor":
         """Wrap existing codes (e.g. read from a checkpoint). ``codes`` has blocks along its last
         axis; ``shape`` is the unpadded original shape (default: codes moved back, unpadded).
         ``options``: the :class:`mxsim.QuantizeOptions` the codes were made with (recorded on the
         tensor; ``scale_encoding`` says how ``scales`` store the exponents); options that do not
-        apply to ``fmt`` are refused as in :func:`quantize`.
+        apply to ``fmt`` are refused as in :func:`quantize`. ``profile``: the profile the codes were
+        made under (its options, ``options`` overriding them; :meth:`dequantize` then follows it).
 
         Codes, scales and sub-scales: integer arrays of any integer dtype and byte order, each
         value within its field's width. ``tensor_scale`` (NVFP4 only): a finite positive value
         exactly representable in fp32 (see :func:`mxsim.ref.block.check_tensor_scale`).
         ValueError for anything else."""
         fmt = get_format(fmt, kind="block")
-        opts = QuantizeOptions.from_kwargs(**options)
+        profile, opts = cls._options(fmt, profile, options)
         opts.check_format(fmt)
         codes = np.asarray(codes)
         scales = np.asarray(scales)
@@ -195,7 +212,10 @@ class MXTensor:
                 f"shape {shape} does not fit codes of shape {codes.shape} (axis {axis}, block_size "
                 f"{fmt.block_size}): the block axis must pad to {stored[axis]} and the other axes match"
             )
-        return cls(fmt, scales.astype(np.uint8), codes.astype(code_dtype(fmt.element)), shape, axis, opts, subscales, tensor_scale)
+        return cls(
+            fmt, scales.astype(np.uint8), codes.astype(code_dtype(fmt.element)), shape, axis, opts, subscales, tensor_scale,
+            profile,
+        )
 
     # --- decoding ------------------------------------------------------------------------------
 
@@ -207,10 +227,13 @@ class MXTensor:
         ``options``: a :class:`mxsim.DequantizeOptions`, or a mapping output type ->
         DequantizeOptions (e.g. :data:`mxsim.options.dequantize.IDMA_DEQUANTIZE`) whose entry for
         ``dtype`` applies (defaults if it has none); ``dequant_options`` (dequant_overflow,
-        dequant_ftz, dequant_nan) override fields of the chosen options. Defaults: overflow to
-        +-Inf, subnormals kept, NaN elements keep their sign; a NaN scale gives the positive quiet
-        NaN for its whole block."""
+        dequant_ftz, dequant_nan) override fields of the chosen options. Without ``options``, a
+        tensor made under a profile uses the profile's DequantizeOptions for ``dtype``. Defaults:
+        overflow to +-Inf, subnormals kept, NaN elements keep their sign; a NaN scale gives the
+        positive quiet NaN for its whole block."""
         output = output_name(dtype)
+        if options is None and self.profile is not None:
+            options = self.profile.dequantize
         opts = options_for(output, options, **dequant_options)
         k = self.fmt.block_size
         subscales = None if self.subscales is None else self.subscales.reshape(-1, self.fmt.subblocks)
@@ -232,6 +255,7 @@ class MXTensor:
         return f"MXTensor({self.fmt.name}, shape={self.shape}, axis={self.axis}, blocks={self.scales.size})"
 
 
-def quantize(x, fmt, axis: int = -1, rand_bits=None, *, source=None, scales=None, **options) -> MXTensor:
-    """Quantize ``x`` along ``axis`` into an :class:`MXTensor` (see :meth:`MXTensor.quantize`)."""
-    return MXTensor.quantize(x, fmt, axis, rand_bits=rand_bits, source=source, scales=scales, **options)
+def quantize(x, fmt, axis: int = -1, rand_bits=None, *, source=None, scales=None, profile=None, **options) -> MXTensor:
+    """Quantize ``x`` along ``axis`` into an :class:`MXTensor` (see :meth:`MXTensor.quantize`;
+    ``profile``: a profile name, see :mod:`mxsim.options.profiles`)."""
+    return MXTensor.quantize(x, fmt, axis, rand_bits=rand_bits, source=source, scales=scales, profile=profile, **options)

@@ -88,20 +88,22 @@ def test_mxfp4_amax_3():
 # E4M3 [448]: floor/even (448 + 16 < 512)/rceil (448/448 = 1)/tosa 127 (0x7E); ceil: 128, 224 (0x76).
 # E4M3 [496]: floor 127: 448 (0x7E).  others 128: 248 ties 240 (mantissa 111, odd) / 256 -> 0x78.
 #   even: 496 + 16 = 512.  tosa: RNE(496) at E=0 ties 480/512 -> 512 > 448.
+# rceil_fp32 = rceil on every row: amax / max_normal in float32 is 7/6, 1/2, 1, 500/448, 1, 496/448,
+#   none within a few float32 steps above a power of two, where float32 log2 could round down.
 SCALE_TABLE = [
     ("mxfp4_e2m1", [7.0, 1.0, 0.3], {"floor": (127, [7, 2, 1]), "ceil": (128, [6, 1, 0]), "even": (128, [6, 1, 0]),
-                                     "rceil": (128, [6, 1, 0]), "tosa": (128, [6, 1, 0])}),
+                                     "rceil": (128, [6, 1, 0]), "rceil_fp32": (128, [6, 1, 0]), "tosa": (128, [6, 1, 0])}),
     ("mxfp4_e2m1", [3.0, 0.25], {"floor": (126, [7, 1]), "ceil": (127, [5, 0]), "even": (126, [7, 1]),
-                                 "rceil": (126, [7, 1]), "tosa": (126, [7, 1])}),
-    ("mxfp4_e2m1", [6.0], {"floor": (127, [7]), "ceil": (128, [5]), "even": (127, [7]), "rceil": (127, [7]),
+                                 "rceil": (126, [7, 1]), "rceil_fp32": (126, [7, 1]), "tosa": (126, [7, 1])}),
+    ("mxfp4_e2m1", [6.0], {"floor": (127, [7]), "ceil": (128, [5]), "even": (127, [7]), "rceil": (127, [7]), "rceil_fp32": (127, [7]),
                            "tosa": (127, [7])}),
     ("mxfp8_e4m3", [500.0, 1.0], {"floor": (127, [0x7E, 0x38]), "ceil": (128, [0x78, 0x30]),
-                                  "even": (128, [0x78, 0x30]), "rceil": (128, [0x78, 0x30]),
+                                  "even": (128, [0x78, 0x30]), "rceil": (128, [0x78, 0x30]), "rceil_fp32": (128, [0x78, 0x30]),
                                   "tosa": (128, [0x78, 0x30])}),
     ("mxfp8_e4m3", [448.0], {"floor": (127, [0x7E]), "ceil": (128, [0x76]), "even": (127, [0x7E]),
-                             "rceil": (127, [0x7E]), "tosa": (127, [0x7E])}),
+                             "rceil": (127, [0x7E]), "rceil_fp32": (127, [0x7E]), "tosa": (127, [0x7E])}),
     ("mxfp8_e4m3", [496.0], {"floor": (127, [0x7E]), "ceil": (128, [0x78]), "even": (128, [0x78]),
-                             "rceil": (128, [0x78]), "tosa": (128, [0x78])}),
+                             "rceil": (128, [0x78]), "rceil_fp32": (128, [0x78]), "tosa": (128, [0x78])}),
 ]
 
 
@@ -547,8 +549,9 @@ def test_unknown_option_lists_known():
 @pytest.mark.parametrize(
     "option,value,allowed",
     [
-        ("scale_rule", "nearest", ["floor", "ceil", "even", "rceil", "tosa"]),
-        ("inf_policy", "error", ["nan", "saturate"]),
+        ("scale_rule", "nearest", ["floor", "ceil", "even", "rceil", "tosa", "rceil_fp32"]),
+        ("inf_policy", "error", ["nan", "saturate", "max_scale", "exponent_field"]),
+        ("min_scale_divisor", "two", ["scale", "min_normal", "one"]),
         ("partial_block", "truncate", ["pad", "error"]),
         ("rounding", "banker", ["rne", "rna", "rtz", "rup", "rdn", "stochastic"]),
         ("nvfp4_scale_min", "zero", ["normal", "subnormal"]),
@@ -728,8 +731,10 @@ def sampled_options(name, data):
         options["int8_allow_neg2"] = data.draw(st.booleans())
     if options["rounding"] == "stochastic":
         options["rand_width"] = data.draw(st.sampled_from([1, 3, 8, 32]))
-    if name in OCP_FORMATS:  # the others accept only their fixed rule
+    if name in OCP_FORMATS:  # the others accept only their fixed rule and the first two Inf policies
         options["scale_rule"] = data.draw(st.sampled_from(mxsim.SCALE_RULES))
+        options["inf_policy"] = data.draw(st.sampled_from(["nan", "saturate", "max_scale", "exponent_field"]))
+        options["min_scale_divisor"] = data.draw(st.sampled_from(["scale", "min_normal", "one"]))
     if name == "nvfp4":
         options["nvfp4_arith"] = data.draw(st.sampled_from(["exact", "fp32_steps"]))
         options["nvfp4_scale_min"] = data.draw(st.sampled_from(["normal", "subnormal"]))

@@ -673,9 +673,10 @@ def test_cli_info_describes_a_tensor_file(tmp_path, capsys):
         "layout": "element_stream=msb, scale_placement=interleaved",
         "payload": "162 bytes",  # 9 blocks x (8 + 8 + 16 x 8) bits
         "options": "scale_rule=floor, rounding=rtz, rand_width=32, inf_policy=nan, flush_subnormal_inputs=False, "
-                   "partial_block=pad, int8_allow_neg2=False, nvfp4_scale_min=normal, nvfp4_arith=exact, "
-                   "nvfp4_tensor_scale=amax, scale_encoding=e8m0, scale_min=-127, specials=block, nan_code=None, "
-                   "subnormal_inputs=exact",
+                   "partial_block=pad, int8_allow_neg2=False, min_scale_divisor=scale, nvfp4_scale_min=normal, "
+                   "nvfp4_arith=exact, nvfp4_tensor_scale=amax, scale_encoding=e8m0, scale_min=-127, specials=block, "
+                   "nan_code=None, subnormal_inputs=exact",
+        "profile": "-",
         "checksum": f"SHA-256 of header and payload verified (payload {digest})",
         "written by": f"mxsim {mxsim.__version__}",
     }

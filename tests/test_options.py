@@ -21,9 +21,10 @@ from mxsim.options.spec import options_of
 ROOT = Path(__file__).resolve().parents[1]
 # CLI flags of these commands that are not options of mxsim.options (operands, files, presets)
 NOT_OPTIONS = {
-    "quantize": {"--format", "--axis", "--rand-bits", "--source"},  # --source: EncodeOptions.source, the input type
+    # --source: EncodeOptions.source, the input type; --profile: a bundle of options (mxsim.options.profiles)
+    "quantize": {"--format", "--axis", "--rand-bits", "--source", "--profile"},
     "dot": {"--preset", "--details", "--outer", "--c"},
-    "dequantize": {"--dtype"},
+    "dequantize": {"--dtype", "--profile"},
 }
 
 

@@ -7,9 +7,14 @@ teeth (a one-behaviour mutation of the RTL is caught).
   an E4M3 or E2M1 format through ``rtl/tb_dot.v`` (fields acc, lsb, anchor, result);
 * dequantize: every ``golden/dequantize/<mxfp8_e4m3|mxfp8_e5m2>-fp32[-options]`` suite through
   ``rtl/tb_dequant.v`` (field values), the options taken from the manifest's params;
+* fused: every golden dot suite of MXFP8 E4M3 with MXDOTP-style fused steps (anchor fixed, fp32
+  output with IEEE overflow; e.g. ``mxfp8_e4m3-mxdotp_fp8-steps``) through ``rtl/tb_fused_dot.v``
+  (fields steps and result), the parameters taken from the manifest's params;
 * teeth: the same dot suites with the RTL compiled ``-DMUTATE_SHIFT`` (inverted shift rounding)
   and ``-DMUTATE_WRAP`` (inverted overflow handling) must report failures, and the dequantize
-  suites with ``-DMUTATE_FTZ``, ``-DMUTATE_SATURATE`` and ``-DMUTATE_NAN`` (one option inverted);
+  suites with ``-DMUTATE_FTZ``, ``-DMUTATE_SATURATE`` and ``-DMUTATE_NAN`` (one option inverted), and
+  the fused suites with ``-DMUTATE_NO_FUSION`` (the product sum rounded to fp32 before C is added),
+  ``-DMUTATE_NO_BYPASS`` and ``-DMUTATE_CZERO`` (a zero C counts with exponent -126);
 * parameters the golden suites do not exercise (rne, wrap, other F and W, K < 32) are checked on
   seeded random blocks against ``mxsim.ref.dot.dot`` directly.
 
@@ -30,11 +35,13 @@ from pathlib import Path
 
 import pytest
 
+from mxsim.formats import BlockFormat, get_format
 from mxsim.options.accumulate import Accumulator
 from mxsim.options import DequantizeOptions
 from mxsim.ref.block import QuantizedBlock
 from mxsim.ref.dequant import dequantize_block_bits
-from mxsim.ref.dot import dot
+from mxsim.ref.dot import dot, dot_general
+from mxsim.ref.output import fp32_bits
 
 ROOT = Path(__file__).resolve().parents[1]
 RTL = ROOT / "rtl"
@@ -449,3 +456,147 @@ def test_cocotb_scoreboard(icarus, tmp_path, config):
     fmt, k, f_bits, width, rounding, overflow = config
     tests, failed = runner.run(fmt, k, f_bits, width, rounding, overflow, count=150, seed=7, build_dir=tmp_path)
     assert (tests, failed) == (1, 0)
+
+
+# ------------------------------------------------------------------------------------------------
+# Fused steps (MXDOTP): golden suites, teeth, and parameters outside them
+# ------------------------------------------------------------------------------------------------
+
+REQUIRED_FUSED_SUITES = ("mxfp8_e4m3-mxdotp_fp8-steps", "mxfp8_e4m3-mxdotp_fp8-output_rounding=rtz-steps")
+RM_CODES = {"rne": 0, "rtz": 1, "rdn": 2, "rup": 3, "rna": 4}  # RISC-V frm, mx_fused_dot's RM
+FP32_QNAN = 0x7FC00000
+
+
+def fused_accumulator(params: dict) -> Accumulator | None:
+    """The Accumulator of a dot suite that mx_fused_dot implements, or None: MXFP8 E4M3 blocks,
+    fused product steps inside the block on the fixed grid (F >= 18: products exact), fp32 output
+    with IEEE overflow, no ftz."""
+    if params.get("block_a") != "mxfp8_e4m3" or params.get("block_b", "mxfp8_e4m3") != "mxfp8_e4m3":
+        return None
+    acc = Accumulator.from_kwargs(**params.get("accumulator", {}))
+    step = acc.effective_step(32)
+    ok = (acc.accumulate == "fused" and acc.anchor == "fixed" and acc.step_terms == "product" and acc.output == "fp32"
+          and acc.output_overflow == "ieee" and not acc.ftz and acc.frac_bits >= 18 and 32 % step == 0 and step <= 16)
+    return acc if ok else None
+
+
+def fused_params(suite: Path, info: dict) -> dict:
+    """mx_fused_dot / tb_fused_dot parameters of a fused suite, from the manifest's params."""
+    acc = fused_accumulator(info["params"])
+    assert acc is not None, f"{suite.name}: not a configuration of mx_fused_dot: {info['params']}"
+    fields = info["fields"]
+    step = acc.effective_step(32)
+    widths = {name: fields[name]["bits"] for name in ("a_scale", "a_elems", "b_scale", "b_elems", "c", "result")}
+    assert widths == {"a_scale": 8, "a_elems": 256, "b_scale": 8, "b_elems": 256, "c": 32, "result": 32}, widths
+    if "steps" in fields:
+        assert fields["steps"]["bits"] == 32 * (32 // step), f"{suite.name}: steps width"
+    return {
+        "N": step, "NSTEP": 32 // step, "F": acc.frac_bits, "USE_BYPASS": int(acc.bypass is not None),
+        "BYPASS": acc.bypass or 0, "CZE": acc.effective_c_zero_exponent, "RM": RM_CODES[acc.output_rounding],
+        "NAN_BITS": FP32_QNAN if acc.nan_bits is None else acc.nan_bits, "STEPS": int("steps" in fields),
+        "MAXN": info["count"],
+    }
+
+
+def golden_fused_suites() -> list[str]:
+    found = set(REQUIRED_FUSED_SUITES)
+    for path in sorted((GOLDEN / "dot").glob("*/manifest.json")) if (GOLDEN / "dot").is_dir() else []:
+        if fused_accumulator(json.loads(path.read_text()).get("params", {})) is not None:
+            found.add(path.parent.name)
+    return sorted(found)
+
+
+FUSED_SOURCES = ("tb_fused_dot.v", "mx_fused_dot.v")
+
+
+@pytest.mark.parametrize("name", golden_fused_suites())
+def test_fused_golden(icarus, build, name):
+    suite = golden_suite("dot", name)
+    info = manifest(suite)
+    params = fused_params(suite, info)
+    assert params["STEPS"] == 1 or name not in REQUIRED_FUSED_SUITES, f"{name}: the RTL suites have a steps field"
+    passed, failed, output = run_tb(icarus, build("tb_fused_dot", FUSED_SOURCES, params), suite, info["count"])
+    assert failed == 0, output
+    assert passed == info["count"], output
+
+
+FUSED_MUTATIONS = ("MUTATE_NO_FUSION", "MUTATE_NO_BYPASS", "MUTATE_CZERO")
+
+
+@pytest.mark.parametrize("mutation", FUSED_MUTATIONS)
+@pytest.mark.parametrize("name", REQUIRED_FUSED_SUITES)
+def test_fused_mutation_caught(icarus, build, name, mutation):
+    suite = golden_suite("dot", name)
+    info = manifest(suite)
+    image = build("tb_fused_dot", FUSED_SOURCES, fused_params(suite, info), (mutation,))
+    passed, failed, output = run_tb(icarus, image, suite, info["count"])
+    assert passed + failed == info["count"], output
+    assert failed > 0, f"{mutation} went unnoticed on {name}: the suite lacks vectors that tell it apart\n{output}"
+    assert "MISMATCH line" in output, output
+
+
+def fused_c(rng: random.Random, kind: int, d0: int, grid: int, bypass: int | None) -> int:
+    """fp32 bits of C, by kind: 0 any bits, 1 -D0 (cancellation), 2 near D0, 3 at the bypass
+    threshold, 4 +-0, 5 +-max, 6 subnormal, 7 NaN or Inf."""
+    sign = rng.getrandbits(1) << 31
+    if kind == 1 and d0 & 0x7FFFFFFF:
+        return d0 ^ 0x80000000
+    if kind in (1, 2):
+        exponent = (d0 >> 23) & 0xFF or 127
+        return sign | min(max(exponent + rng.randint(-20, 20), 1), 254) << 23 | rng.getrandbits(23)
+    if kind == 3:
+        exponent = grid + (bypass if bypass is not None else 60) + 23 + rng.choice((0, 1, 2, 5)) + 127
+        return sign | min(max(exponent, 1), 254) << 23 | rng.getrandbits(23)
+    if kind == 4:
+        return sign
+    if kind == 5:
+        return sign | 0x7F7FFFFF
+    if kind == 6:
+        return sign | rng.randint(1, (1 << 23) - 1)
+    if kind == 7:
+        return rng.choice((0x7FC00000, 0xFF800001, 0x7F800000, 0xFF800000))
+    return rng.getrandbits(32)
+
+
+FUSED_CASES = [
+    # K, products per step, F, bypass, c_zero_exponent, rounding
+    (8, 8, 34, 70, -127, "rne"),  # one step per vector
+    (32, 8, 34, 70, -127, "rup"),
+    (32, 8, 34, 70, -127, "rdn"),
+    (32, 8, 34, 70, -127, "rna"),
+    (16, 4, 40, None, -127, "rne"),  # no bypass
+    (32, 8, 20, 30, -126, "rtz"),
+]
+
+
+@pytest.mark.parametrize("case", FUSED_CASES, ids=lambda c: "-".join(map(str, c)))
+def test_fused_parameters_against_reference(icarus, build, tmp_path, case):
+    k, step, f_bits, bypass, c_zero, rounding = case
+    fmt = BlockFormat(f"mxfp8_e4m3_k{k}", get_format("fp8_e4m3"), k, get_format("e8m0"))
+    acc = Accumulator(mode="aligned", frac_bits=f_bits, accumulate="fused", step=step, anchor="fixed", bypass=bypass,
+                      c_zero_exponent=c_zero, output_overflow="ieee", output_rounding=rounding)
+    rng = random.Random(f"{case}")
+    scales = (0x00, 0x01, 0x7F, 0xFE, 0xFF)
+    rows = []
+    for number in range(200):
+        kind = rng.randrange(6)
+        a = random_codes(rng, 8, k, kind)
+        b = random_codes(rng, 8, k, kind if rng.random() < 0.4 else rng.randrange(6))
+        sa = rng.choice(scales) if rng.random() < 0.2 else rng.randrange(100, 160)
+        sb = rng.choice(scales) if rng.random() < 0.2 else rng.randrange(256) if rng.random() < 0.3 else rng.randrange(90, 170)
+        if number % 10 == 0:  # scales near the zero-C bypass threshold
+            total = c_zero - 23 + f_bits - (bypass or 0) + rng.randint(-2, 1) + 254
+            sa, sb = total // 2, total - total // 2
+        blocks = ([QuantizedBlock(sa, (), tuple(a))], [QuantizedBlock(sb, (), tuple(b))])
+        d0 = dot_general(*blocks, fmt, accumulator=acc).steps[0]
+        c = fused_c(rng, rng.randrange(8) if number % 10 else 4, d0, sa + sb - 254 - f_bits, bypass)
+        steps = dot_general(*blocks, fmt, accumulator=acc, c=fp32_bits(c)).steps
+        rows.append({"a_scale": sa, "a_elems": pack(a, 8), "b_scale": sb, "b_elems": pack(b, 8), "c": c,
+                     "result": steps[-1], "steps": pack(list(steps), 32)})
+    nstep = k // step
+    write_suite(tmp_path, [("a_scale", 8), ("a_elems", 8 * k), ("b_scale", 8), ("b_elems", 8 * k), ("c", 32),
+                           ("result", 32), ("steps", 32 * nstep)], rows)
+    params = {"N": step, "NSTEP": nstep, "F": f_bits, "USE_BYPASS": int(bypass is not None), "BYPASS": bypass or 0,
+              "CZE": c_zero, "RM": RM_CODES[rounding], "STEPS": 1, "MAXN": len(rows)}
+    passed, failed, output = run_tb(icarus, build("tb_fused_dot", FUSED_SOURCES, params), tmp_path, len(rows))
+    assert (passed, failed) == (len(rows), 0), output

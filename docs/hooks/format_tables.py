@@ -21,6 +21,13 @@ rendered (and which GitHub's markdown view simply hides):
   (the same examples ``tests/test_docs.py`` runs).
 * ``<!-- mxsim:cli-reference -->``: every command's ``--help``, from the argument parser
   (``cli_reference.py``).
+* ``<!-- mxsim:profile NAME -->``: a profile of :mod:`mxsim.options.profiles`: its source and
+  version, the options it sets (against their defaults and definitions), its per-output
+  dequantization, and the inputs it leaves out.
+* ``<!-- mxsim:profile-examples NAME -->``: the profile's worked blocks from
+  ``profile_examples.py``, computed now; the build fails if an output differs from the one recorded
+  there.
+* ``<!-- mxsim:profiles -->``: every profile, one row each.
 """
 
 from __future__ import annotations
@@ -33,11 +40,13 @@ from fractions import Fraction
 
 import cli_reference
 import comparison_examples
+import profile_examples
 
 import mxsim
 from mxsim import ref
-from mxsim.options import OPTION_CLASSES, PRESETS, Accumulator, QuantizeOptions
-from mxsim.options.spec import Choice, Flag, IntRange, options_of
+from mxsim.options import OPTION_CLASSES, PRESETS, Accumulator, DequantizeOptions, EncodeOptions, QuantizeOptions
+from mxsim.options.profiles import PROFILES, get_profile
+from mxsim.options.spec import Choice, Flag, IntRange, option_named, options_of
 from mxsim.formats import BlockFormat, FloatFormat, IntFormat
 
 PLACEHOLDER = re.compile(r"<!--\s*mxsim:([a-z-]+)\s*(.*?)\s*-->", re.DOTALL)
@@ -593,8 +602,85 @@ def render_comparison_helpers(args: str) -> str:
     return details("Helpers the example code uses (from docs/hooks/comparison_examples.py)", body) + "\n"
 
 
+# --------------------------------------------------------------------------------------------------
+# profiles
+
+
+def _set_rows(options_class, fields: dict) -> list[list[str]]:
+    rows = []
+    for name, value in fields.items():
+        definition = option_named(options_class, name)
+        rows.append([code_span(name), code_span(repr(definition.default)), code_span(repr(value)), definition.section,
+                     definition.description])
+    return rows
+
+
+def render_profile(args: str) -> str:
+    """The facts of one profile, read from its definition."""
+    p = get_profile(args.strip())
+    facts = [
+        ["name", code_span(p.name)], ["reproduces", p.source], ["version", p.version],
+        ["formats", ", ".join(code_span(f) for f in p.formats)],
+    ]
+    if p.kind == "block":
+        facts.append(["outputs (dequantize)", ", ".join(code_span(o) for o in p.outputs)])
+    out = [table(["", ""], facts), ""]
+    header = ["option", "default", "profile", "contract §", "meaning"]
+    if p.kind == "block":
+        out += ["QuantizeOptions the profile sets (every other option keeps its default):", "",
+                table(header, _set_rows(QuantizeOptions, dict(p.quantize))), ""]
+        rows = []
+        for output in p.outputs:
+            opts = p.dequantize_options(output)
+            changed = {k: v for k, v in opts.as_dict().items() if v != getattr(DequantizeOptions(), k)}
+            rows.append([code_span(output), ", ".join(code_span(f"{k}={v!r}") for k, v in changed.items())
+                         or "the defaults"])
+        out += ["DequantizeOptions per output type:", "", table(["output", "DequantizeOptions"], rows), ""]
+    else:
+        out += ["EncodeOptions the profile sets:", "", table(header, _set_rows(EncodeOptions, dict(p.encode))), ""]
+    out += ["Left out (the peer's output depends on more than its input values there, or mxsim refuses):", ""]
+    out += [f"* {text}" for text in p.inputs]
+    if p.notes:
+        out += ["", "Notes:", ""] + [f"* {text}" for text in p.notes]
+    return "\n".join(out) + "\n"
+
+
+def render_profile_examples(args: str) -> str:
+    name = args.strip()
+    examples = profile_examples.examples_of(name)
+    if not examples:
+        raise ValueError(f"profile-examples: no examples for {name!r}")
+    rows = []
+    has_variant = any(e.variant for e in examples)
+    for e in examples:
+        got, want = e.run(), e.expected()
+        for key, value in got.items():
+            if value != want[key]:
+                raise ValueError(f"profile example {name} {e.inputs}: {key} is {value!r}, the page records {want[key]!r}")
+        row = [code_span(e.fmt), e.inputs, want["default"], want["profile"]]
+        if has_variant:
+            variant = ", ".join(f"{k}={v!r}" for k, v in (e.variant or {}).items())
+            row.append(f"{code_span(variant)}: {want['variant']}" if e.variant else "-")
+        rows.append(row)
+    kind = get_profile(name).kind
+    header = ["format", "input", "mxsim defaults", f'`profile="{name}"`'] + (["contrast (also run)"] if has_variant else [])
+    what = "codes (decoded value)" if kind == "cast" else "the scale byte, then element codes (decoded value)"
+    return f"Outputs are {what}, computed when this page was built:\n\n" + table(header, rows) + "\n"
+
+
+def render_profiles(args: str) -> str:
+    rows = []
+    for p in PROFILES.values():
+        sets = dict(p.quantize) if p.kind == "block" else dict(p.encode)
+        rows.append([code_span(p.name), p.kind, p.version, ", ".join(code_span(f"{k}={v!r}") for k, v in sets.items())])
+    return table(["profile", "kind", "reproduces", "options it sets"], rows) + "\n"
+
+
 RENDERERS = {
     "comparison-helpers": render_comparison_helpers,
+    "profile": render_profile,
+    "profile-examples": render_profile_examples,
+    "profiles": render_profiles,
     "spec-table": render_spec_table,
     "value-table": render_value_table,
     "value-grid": render_value_grid,

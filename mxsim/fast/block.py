@@ -28,7 +28,17 @@ from ..ref.block import (
     nan_element_code,
     quantize_block,
 )
-from ..ref.scale import E8M0_MAX, E8M0_MIN, E8M0_NAN, byte_exponent, fraction_bits, given_scale_error, scale_byte
+from ..ref.scale import (
+    E8M0_MAX,
+    E8M0_MIN,
+    E8M0_NAN,
+    byte_exponent,
+    fraction_bits,
+    given_scale_error,
+    root2_threshold,
+    scale_byte,
+    scale_exponent,
+)
 from ..ref.sources import check_source_options, inf_stand_in
 from .chunks import BLOCK_CHUNK, map_chunks
 from .decode import scale_table, value_table
@@ -61,7 +71,35 @@ def _scale_exponents(amax: np.ndarray, element, rule: str) -> np.ndarray:
     if rule == "tosa":
         grid = element.emax - element.mantissa_bits if element.kind == "float" else -element.frac_bits
         return floor + (np.rint(np.ldexp(top, -grid)) > float(element.max_normal * Fraction(2) ** -grid))
+    if rule == "rceil_fp32":
+        return _rceil_fp32_exponents(amax, element)
     raise ValueError(f"scale_rule={rule!r} is not allowed")
+
+
+def _rceil_fp32_exponents(amax: np.ndarray, element) -> np.ndarray:
+    """scale_rule='rceil_fp32' (see mxsim.ref.scale): d = amax / max_normal in float32 (IEEE
+    division of two float32 values: max_normal is one), then ceil of log2(d) rounded to float32,
+    decided with the reference's integer thresholds. Maxima float32 cannot hold (float64 inputs)
+    go through the reference."""
+    with np.errstate(over="ignore"):
+        exact32 = amax.astype(np.float32).astype(np.float64) == amax
+    held = np.where(exact32, amax, 1.0).astype(np.float32)  # the others are replaced below
+    with np.errstate(under="ignore"):
+        d = (held / np.float32(element.max_normal)).astype(np.float64)
+    mantissa, ex = np.frexp(d)
+    e = ex.astype(np.int64) - 1
+    significand = np.ldexp(mantissa, 24).astype(np.int64)  # in [2^23, 2^24): d = significand * 2^(e - 23)
+    magnitude = np.maximum(np.abs(e), 1)
+    p = floor_log2(magnitude.astype(np.float64))
+    j = 24 - p + ((e < 0) & (magnitude == (1 << p)))
+    thresholds = {int(v): root2_threshold(int(v)) for v in np.unique(j)}
+    threshold = np.vectorize(thresholds.__getitem__, otypes=[np.int64])(j) if j.size else j
+    rounds_down = (e != 0) & (significand < threshold)
+    result = np.where(significand == 1 << 23, e, e + ~rounds_down)
+    result = np.where(d == 0, E8M0_MIN, result)
+    for i in np.nonzero(~exact32)[0]:
+        result[i] = scale_exponent(Fraction(float(amax[i])), element, "rceil_fp32")
+    return result
 
 
 def _read_subnormals(x: np.ndarray, mode: str) -> np.ndarray:
@@ -89,7 +127,8 @@ def _read(blocks: np.ndarray, options: QuantizeOptions, source: str):
     inf = np.isinf(x)
     if options.specials == "block":
         nan_blocks = nan.any(axis=1) | (inf.any(axis=1) if options.inf_policy == "nan" else False)
-        magnitude = np.where(inf, float(inf_stand_in(source)), np.abs(x))
+        stand_in = 2.0**128 if options.inf_policy == "exponent_field" else float(inf_stand_in(source))
+        magnitude = np.where(inf, stand_in, np.abs(x))
         nan_elements = None
     else:
         nan_blocks = np.zeros(len(x), dtype=bool)
@@ -162,6 +201,8 @@ class _ChunkedE8M0Quantizer:
             and options.subnormal_inputs == "exact"
             and options.specials == "block"
             and options.scale_encoding == "e8m0"
+            and options.inf_policy in ("nan", "saturate")
+            and options.min_scale_divisor == "scale"
             and kernel_fits
         )
 
@@ -230,13 +271,16 @@ def given_exponents(scales, options: QuantizeOptions, name: str = "scales") -> n
     return exponent
 
 
-def _computed_exponents(magnitude: np.ndarray, fmt, options: QuantizeOptions) -> np.ndarray:
+def _computed_exponents(magnitude: np.ndarray, fmt, options: QuantizeOptions, x: np.ndarray) -> np.ndarray:
     """The scale rule's E of each block, clamped to [scale_min, 127]; scale_min for blocks with
-    no nonzero magnitude."""
+    no nonzero magnitude; 127 for blocks holding an Inf (``x``, NaN blocks zeroed) under
+    inf_policy='max_scale'."""
     amax = magnitude.max(axis=1, initial=0.0)
     zero = amax == 0
     exponent = np.full(amax.shape, options.scale_min, dtype=np.int64)
     exponent[~zero] = _scale_exponents(amax[~zero], fmt.element, options.scale_rule)
+    if options.inf_policy == "max_scale":
+        exponent[np.isinf(x).any(axis=1)] = E8M0_MAX
     return np.clip(exponent, options.scale_min, E8M0_MAX)
 
 
@@ -265,8 +309,10 @@ def quantize_blocks(
     if given is not None and given.size != len(blocks):
         raise ValueError(f"scales hold {given.size} scale bytes; expected one per block ({len(blocks)})")
     x, magnitude, nan_blocks, nan_elements = _read(blocks, options, source)
-    exponent = _computed_exponents(magnitude, fmt, options) if given is None else given
+    exponent = _computed_exponents(magnitude, fmt, options, x) if given is None else given
     shift = np.repeat(exponent[:, None], fmt.block_size, axis=1)
+    if options.min_scale_divisor != "scale":  # blocks at E = -127 are divided by 2^-126 or by 1
+        shift[exponent == E8M0_MIN] = -126 if options.min_scale_divisor == "min_normal" else 0
     subscales = None
     if fmt.subblocks:
         pair_max = magnitude.reshape(len(x), fmt.subblocks, fmt.subblock_size).max(axis=2)

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..formats import get_format
 from ..options.encode import check_encode_options, check_int8_allow_neg2, overflow_code
+from ..options.profiles import get_profile
 from .chunks import map_chunks
 from .decode import check_fast_format, code_dtype
 from .round import round_shifted
@@ -308,15 +309,31 @@ class _GenericKernel:
         out[...] = code
 
 
+_ENCODE_DEFAULTS = {"rounding": "rne", "overflow": "saturate", "rand_width": 32, "int8_allow_neg2": False}
+
+
+def _profile_encode(profile, fmt) -> dict:
+    """The EncodeOptions fields a cast profile sets, after checking that it covers ``fmt``."""
+    if profile is None:
+        return {}
+    chosen = get_profile(profile)
+    options = chosen.encode_options()
+    name = get_format(fmt, kind="element").name
+    if name not in chosen.formats:
+        raise ValueError(f"format {name!r} is not allowed with profile {chosen.name!r}; expected one of: {', '.join(chosen.formats)}")
+    return options
+
+
 def encode(
     x,
     fmt,
-    rounding: str = "rne",
-    overflow: str = "saturate",
+    rounding: str | None = None,
+    overflow: str | None = None,
     *,
     rand_bits=None,
-    rand_width: int = 32,
-    int8_allow_neg2: bool = False,
+    rand_width: int | None = None,
+    int8_allow_neg2: bool | None = None,
+    profile=None,
     source=None,
 ) -> np.ndarray:
     """Encode an array (any shape, any byte order) into element codes: float16, bfloat16, float32,
@@ -330,8 +347,17 @@ def encode(
     ``x`` with values in [0, 2^rand_width). ``int8_allow_neg2``: two's-complement integer
     formats only (ValueError elsewhere).
 
+    ``profile``: the name of a cast profile (e.g. ``"ml_dtypes_0_6"``, see
+    :mod:`mxsim.options.profiles`) whose EncodeOptions apply. An option left at None takes the
+    profile's value, else the default (``rne``, ``saturate``, 32, False); a given option
+    overrides the profile's.
+
     Returns codes of the input's shape, uint8 for formats of at most 8 bits, else uint16.
     """
+    given = {"rounding": rounding, "overflow": overflow, "rand_width": rand_width, "int8_allow_neg2": int8_allow_neg2}
+    chosen = {**_ENCODE_DEFAULTS, **_profile_encode(profile, fmt), **{k: v for k, v in given.items() if v is not None}}
+    rounding, overflow = chosen["rounding"], chosen["overflow"]
+    rand_width, int8_allow_neg2 = chosen["rand_width"], chosen["int8_allow_neg2"]
     fmt = get_format(fmt, kind="element")
     check_fast_format(fmt)
     check_encode_options(rounding, overflow, rand_bits, rand_width)

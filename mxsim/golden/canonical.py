@@ -17,6 +17,8 @@ _ALIGNED_RTL = {"mode": "aligned", "shift_rounding": "truncate", "overflow": "sa
 _IDMA_FP32 = IDMA_DEQUANTIZE["float32"].as_dict()
 _IDMA_FP16 = IDMA_DEQUANTIZE["float16"].as_dict()
 _INT8_SCALES = {"scale_encoding": "int8_exponent"}
+# FP4 with an E8M0 scale per 16 elements: a custom block format (Blackwell kind::mxf4nvf4's UE8M0 x 16)
+_MXFP4_K16 = {"name": "mxfp4_k16", "element": "fp4_e2m1", "block_size": 16, "scale": "e8m0"}
 
 CANONICAL_SUITES: list[tuple[str, dict]] = (
     [("decode", {"element": e}) for e in _OCP_ELEMENTS]
@@ -59,6 +61,20 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("dequantize", {"block": "mxfp4_e2m1", "output": "bfloat16"}),
         ("dequantize", {"block": "mx9", "output": "float16"}),
         ("dequantize", {"block": "nvfp4", "output": "bfloat16"}),
+    ]
+    + [
+        # fused multiply-accumulate steps of real units (conventions.md 4.1, 6.1), with the accumulator
+        # input c; MXDOTP (8 products per step in a block of 32) is what rtl/mx_fused_dot.v is built for
+        ("dot", {"block_a": "mxfp8_e4m3", "preset": "mxdotp_fp8", "steps": True}),
+        ("dot", {"block_a": "mxfp8_e4m3", "preset": "mxdotp_fp8", "accumulator": {"output_rounding": "rtz"},
+                 "steps": True}),
+        ("dot", {"block_a": "mxfp8_e4m3", "preset": "hopper_fp8_wgmma", "unit_scales": True}),
+        ("dotgeneral", {"block_a": "mxfp8_e4m3", "block_b": "mxfp4_e2m1", "preset": "blackwell_mxf8f6f4", "n_blocks": 2,
+                        "steps": True}),
+        ("dotgeneral", {"block_a": "nvfp4", "preset": "blackwell_mxf4nvf4", "n_blocks": 4}),
+        ("dotgeneral", {"block_a": _MXFP4_K16, "preset": "blackwell_mxf4nvf4", "n_blocks": 4}),
+        # separate accumulation with an accumulator input C
+        ("dotgeneral", {"block_a": "mxfp8_e4m3", "c_input": True}),
     ]
 )
 

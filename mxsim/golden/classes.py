@@ -33,6 +33,13 @@ CLASSES: dict[str, str] = {
     "shift_inexact": "the aligned register dropped product bits (truncate and rne can differ)",
     "acc_overflow": "the aligned register overflowed its width (saturated or wrapped)",
     "mixed_signs": "products of both signs",
+    # the accumulator input C (contract 4.1); new classes go last, so older flags keep their bits
+    "c_nan": "the accumulator input C is NaN",
+    "c_bypass": "a nonzero C dominates a fused step: D = C although a product is nonzero (anchor='fixed': the "
+                "bypass; anchor='max': C is the anchor and every product bit is cut below its grid)",
+    "c_cancellation": "C and nonzero products cancel: |C + products| (exact) is 0 or at most 2^-8 |C|",
+    "c_zero_tiny": "a zero C decides a fused step with tiny products: the bypass (anchor='fixed'), or C's zero "
+                   "exponent is the anchor and product bits are cut (anchor='max')",
 }
 _BITS = {name: i for i, name in enumerate(CLASSES)}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ..formats import get_format
 from .fields import Field
+from .format_spec import element_format, format_param
 from .suite import Suite, decode, fp32_bits, fp32_value, kind_classes, is_subnormal_code
 
 
@@ -19,13 +19,13 @@ class DecodeSuite(Suite):
     kind = "decode"
 
     def __post_init__(self):
-        self.fmt = get_format(self.element, kind="element")
+        self.fmt = element_format(self.element, "element")
         self.name = self.fmt.name
         self.inputs = [Field("code", self.fmt.width, description=f"{self.fmt.name} code")]
         self.outputs = [Field("value", 32, description="fp32 bits of the exact value")]
 
     def params(self) -> dict:
-        return {"element": self.fmt.name}
+        return {"element": format_param(self.fmt)}
 
     def describe(self) -> dict:
         return {"element": self.fmt.describe()}

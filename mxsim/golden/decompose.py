@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..formats import get_format
+from ..ref.output import storage_format
 from .classes import class_names
 from .fields import Field
 from .suite import FP32, decode
@@ -87,9 +88,12 @@ def layouts(suite) -> dict[str, Layout]:
         return out
     n = getattr(suite, "n_blocks", 1)
     out = {**_block_layouts("a_", suite.fa, n), **_block_layouts("b_", suite.fb, n)}
-    result = get_format(suite.acc.output, kind="float")
+    result = storage_format(suite.acc)  # fp32_e8m13 is stored as fp32
     out["result"] = _code(result)
     out["block_results"] = _code(result, n)
+    out["c"] = _code(fp32)  # the accumulator input
+    if suite.fused:
+        out["steps"] = _code(result, suite.step_count)  # every fused step's D, step 0 lowest
     for name in ("acc", "lsb", "anchor"):
         out[name] = _plain(next((f.bits for f in suite.outputs if f.name == name), 16), signed=True)
     return out

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ..options.dequantize import OUTPUTS, DequantizeOptions, output_name
-from ..formats import get_format
 from ..ref.block import QuantizedBlock, dequantize_block
 from ..ref.decode import finite_magnitudes
 from ..ref.dequant import is_subnormal_word, output_format, round_to_output
@@ -16,7 +15,9 @@ from ..ref.encode import encode
 from ..ref.exact import Exact, floor_log2
 from ..ref.scale_code import check_scale_encoding, scale_code_exponent
 from .fields import Field
+from .format_spec import block_format, format_param
 from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, jsonable, pack_word, unpack_word
+from .suite import profile_of, profile_options
 
 __all__ = ["DequantizeSuite", "scale_code_of_exponent"]
 
@@ -39,28 +40,43 @@ class DequantizeSuite(Suite):
 
     ``output``: float32 | float16 | bfloat16 (or fp32 / fp16 / bf16); ``options``: the fields of
     :class:`mxsim.DequantizeOptions`; ``scale_encoding``: e8m0 | int8_exponent (how the scale byte
-    reads, mxsim.ref.scale_code). Expected words: :func:`mxsim.ref.dequant.round_to_output` of
-    :func:`mxsim.ref.block.dequantize_block`."""
+    reads, mxsim.ref.scale_code). ``profile``: a profile name (:mod:`mxsim.options.profiles`):
+    its DequantizeOptions for ``output`` with ``options`` on top, and its ``scale_encoding`` where
+    it sets one (and this one is left at e8m0). Expected words:
+    :func:`mxsim.ref.dequant.round_to_output` of :func:`mxsim.ref.block.dequantize_block`."""
 
     block: str
     output: str = "float32"
     options: dict = field(default_factory=dict)
     scale_encoding: str = "e8m0"
+    profile: str | None = None
     kind = "dequantize"
     nested_options = {"options": DequantizeOptions}  # the dict field -> the options class of its keys
 
     def __post_init__(self):
-        self.fmt = get_format(self.block, kind="block")
+        self.fmt = block_format(self.block, "block")
         self.output = output_name(self.output)
         if self.output not in SUITE_OUTPUTS:
             raise ValueError(f"output={self.output!r} is not allowed; expected one of: {', '.join(SUITE_OUTPUTS)}")
-        self.opts = DequantizeOptions.from_kwargs(**self.options)
+        self.profile_def = profile_of(self.profile)
+        baseline = DequantizeOptions()
+        if self.profile_def is not None:
+            profile_options(self.profile_def, self.fmt, {})  # kind and format checks
+            if self.output not in self.profile_def.outputs:
+                raise ValueError(f"output={self.output!r} is not allowed with profile {self.profile_def.name!r}; "
+                                 f"expected one of: {', '.join(self.profile_def.outputs)}")
+            baseline = self.profile_def.dequantize_options(self.output)
+            if self.scale_encoding == "e8m0":
+                self.scale_encoding = self.profile_def.quantize.get("scale_encoding", "e8m0")
+        DequantizeOptions.from_kwargs(**self.options)  # names an unknown field
+        self.opts = DequantizeOptions(**{**baseline.as_dict(), **self.options})
         check_scale_encoding(self.scale_encoding, self.fmt.scale)
         self.out = output_format(self.output)
-        changed = {k: v for k, v in self.opts.as_dict().items() if v != getattr(DequantizeOptions(), k)}
-        if self.scale_encoding != "e8m0":
+        changed = {k: v for k, v in self.opts.as_dict().items() if v != getattr(baseline, k)}
+        if self.scale_encoding != self._profile_scale_encoding():
             changed["scale_encoding"] = self.scale_encoding
-        self.name = "-".join([self.fmt.name, OUTPUTS[self.output]] + [f"{k}={v}" for k, v in sorted(changed.items())])
+        tag = [] if self.profile_def is None else [f"profile={self.profile_def.name}"]
+        self.name = "-".join([self.fmt.name, OUTPUTS[self.output]] + tag + [f"{k}={v}" for k, v in sorted(changed.items())])
         fmt, k, w = self.fmt, self.fmt.block_size, self.out.width
         self.inputs = [
             Field("scale", fmt.scale_storage_bits, description=f"{fmt.scale.name} scale code ({self.scale_encoding})")
@@ -84,13 +100,19 @@ class DequantizeSuite(Suite):
             Field("values", k * w, description=f"{self.output} words, element i at bits [i*{w}, (i+1)*{w})")
         ]
 
+    def _profile_scale_encoding(self) -> str:
+        return "e8m0" if self.profile_def is None else self.profile_def.quantize.get("scale_encoding", "e8m0")
+
     def params(self) -> dict:
-        return {
-            "block": self.fmt.name,
+        out = {
+            "block": format_param(self.fmt),
             "output": self.output,
             "options": self.opts.as_dict(),
             "scale_encoding": self.scale_encoding,
         }
+        if self.profile_def is not None:
+            out["profile"] = self.profile_def.name
+        return out
 
     def describe(self) -> dict:
         return {
@@ -182,10 +204,21 @@ class DequantizeSuite(Suite):
                     rows.append((self._row(scale, codes, subscales, tensor_scale), "directed"))
         directed_scales = self._scales()
         for _ in range(100 * level):
-            scale = rng.choice(directed_scales) if rng.random() < 0.7 else rng.getrandbits(fmt.scale.width)
-            codes = [rng.getrandbits(w) for _ in range(k)]
-            rows.append((self._row(scale, codes, rng.getrandbits(sub_bits), rng.choice(tensor_scales)), "random"))
+            rows.append((self._random_row(rng, directed_scales, tensor_scales), "random"))
         return rows
+
+    def random_inputs(self, rng: random.Random, index: int) -> dict:
+        tensor_scales = self._tensor_scales() if self.fmt.tensor_scale is not None else [None]
+        return self._random_row(rng, self._scales(), tensor_scales)
+
+    def _random_row(self, rng: random.Random, directed_scales: list[int], tensor_scales: list) -> dict:
+        """A random block: a directed scale (70 %) or any scale code, random element codes and
+        sub-scales, one of the directed tensor scales (NVFP4)."""
+        fmt = self.fmt
+        scale = rng.choice(directed_scales) if rng.random() < 0.7 else rng.getrandbits(fmt.scale.width)
+        codes = [rng.getrandbits(fmt.element.width) for _ in range(fmt.block_size)]
+        subscales = rng.getrandbits(fmt.subblocks * fmt.subscale_bits)
+        return self._row(scale, codes, subscales, rng.choice(tensor_scales))
 
     # expected values -----------------------------------------------------------------------
     def compute(self, inputs: dict):

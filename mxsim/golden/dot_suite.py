@@ -1,4 +1,6 @@
-"""The ``dot`` suite kind: two blocks -> the datapath register, its LSB, the anchor and the result."""
+"""The ``dot`` suite kind: two blocks -> the datapath register, its LSB, the anchor and the result; with
+an accumulator input (``c``) or fused multiply-accumulate steps (contract 4.1) -> the result and,
+if asked, every step's D (``steps``)."""
 
 from __future__ import annotations
 
@@ -10,16 +12,21 @@ from functools import lru_cache
 import numpy as np
 
 from ..fast.dot import FINITE, BlockDots, Operand, dot_blocks
-from ..options import Accumulator
-from ..formats import get_format
 from ..formats.element import negated_code
+from ..options import Accumulator
+from ..options.accumulate import PRESETS
 from ..ref import dot as ref_dot
 from ..ref.block import QuantizedBlock
 from ..ref.encode import encode
 from ..ref.exact import Exact
+from ..ref.fused import fused_step_details
+from ..ref.output import storage_format
+from . import accumulator_input
+from .accumulator_classes import c_classes, element_classes, fused_classes
 from .batch import FloatBits, bit, code_table, compute_each, fast_dot_models, pack_items, unpack_items
 from .fields import Field
-from .suite import Suite, code_sets, decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word, jsonable
+from .format_spec import block_format, format_param
+from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, jsonable, pack_word, unpack_word
 
 
 def register_bits(fmt_a, fmt_b, acc: Accumulator) -> int:
@@ -29,6 +36,15 @@ def register_bits(fmt_a, fmt_b, acc: Accumulator) -> int:
         return acc.width
     return ref_dot.register_limit(fmt_a, fmt_b, acc).bit_length() + 1
 
+
+
+def _shown(name: str, value) -> str:
+    return f"{name}={value:#x}" if name == "nan_bits" and value is not None else f"{name}={value}"
+
+
+def _check_flag(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} is not allowed; expected true or false")
 
 
 @lru_cache(maxsize=8)
@@ -43,51 +59,120 @@ def _code_pairs(e) -> tuple[list, list]:
 @dataclass
 class DotSuite(Suite):
     """Two blocks (scales, sub-scales, elements; NVFP4 tensor scales) -> the register, its LSB
-    exponent, the anchor, and the result bits, for one accumulator configuration."""
+    exponent, the anchor, and the result bits, for one accumulator configuration.
 
-    block_a: str
-    block_b: str | None = None
+    ``preset``: an :data:`~mxsim.options.accumulate.PRESETS` name, ``accumulator`` then overrides its
+    fields. ``c_input``: add the accumulator input ``c`` (fp32 bits; always there with a fused
+    accumulator). ``steps`` (fused only): add every step's D, step j at bits [j*w, (j+1)*w).
+    ``unit_scales``: every scale code encodes 1 (units without block scales, e.g. Hopper FP8).
+    A fused suite has no register fields and no tensor scales (the fused adder takes none)."""
+
+    block_a: str | dict
+    block_b: str | dict | None = None
     accumulator: dict = field(default_factory=dict)
+    preset: str | None = None
+    c_input: bool = False
+    steps: bool = False
+    unit_scales: bool = False
     kind = "dot"
     nested_options = {"accumulator": Accumulator}  # the dict field -> the options class of its keys
+    vector_blocks = 1  # block pairs per vector
 
     def __post_init__(self):
-        self.fa = get_format(self.block_a, kind="block")
-        self.fb = get_format(self.block_b or self.block_a, kind="block")
+        self.fa = block_format(self.block_a, "block_a")
+        self.fb = self.fa if self.block_b is None else block_format(self.block_b, "block_b")
         ref_dot._check_pair(self.fa, self.fb, 1, 1)
-        self.acc = Accumulator.from_kwargs(**self.accumulator)
-        acc = self.acc
-        if acc.mode == "aligned":  # the references of the acc_overflow and shift_inexact classes
-            self.unbounded_acc = Accumulator(mode="aligned", frac_bits=acc.frac_bits, shift_rounding=acc.shift_rounding)
+        for name in ("c_input", "steps", "unit_scales"):
+            _check_flag(name, getattr(self, name))
+        self.acc = Accumulator.preset(self.preset, **self.accumulator) if self.preset is not None else (
+            Accumulator.from_kwargs(**self.accumulator))
+        self.fused = self.acc.accumulate == "fused"
+        if self.steps and not self.fused:
+            raise ValueError("steps=true needs a fused accumulator (accumulate='fused', or a fused preset such as "
+                             "mxdotp_fp8): the separate datapath has no steps")
+        self.acc.check_block_format(self.fa, self.fb)
+        if self.acc.mode == "aligned":  # the references of the acc_overflow and shift_inexact classes
+            self.unbounded_acc = Accumulator(mode="aligned", frac_bits=self.acc.frac_bits,
+                                             shift_rounding=self.acc.shift_rounding)
             self.exact_acc = Accumulator()
-        parts = [self.fa.name + ("" if self.fb is self.fa else f"x{self.fb.name}"), acc.mode]
+        self.has_c = self.c_input or self.fused
+        self.tensor_scales = not self.fused
+        self.name = "-".join([self._pair()] + self._label() + self._suffixes())
+        self.block_fields = self._block_fields()  # the fields of one block pair (c excluded)
+        self.inputs = list(self.block_fields)
+        if self.has_c:
+            self.inputs.append(Field("c", 32, description="fp32 bits of the accumulator input C"))
+        out = self.out_format = storage_format(self.acc)
+        if self.fused:
+            self.outputs = [Field("result", out.width, description=f"{out.name} bits of D, the last step's output")]
+        else:
+            self.outputs = [
+                Field("acc", register_bits(self.fa, self.fb, self.acc), True,
+                      "the register: block sum before scales = acc * 2^lsb"),
+                Field("lsb", 16, True, "exponent of the register's LSB"),
+                Field("anchor", 16, True,
+                      "e_max: largest Ea+Eb over products of two finite nonzero elements (0 if none)"),
+                Field("result", out.width,
+                      description=f"{out.name} bits of the block's Dot" + (" + C" if self.has_c else "")),
+            ]
+        self._add_steps_field()
+
+    def _pair(self) -> str:
+        return self.fa.name + ("" if self.fb == self.fa else f"x{self.fb.name}")
+
+    def _label(self) -> list[str]:
+        """The accumulator part of the suite name."""
+        acc = self.acc
+        if self.preset is not None:
+            base = PRESETS[self.preset]
+            return [self.preset] + [_shown(k, v) for k, v in acc.as_dict().items() if v != getattr(base, k)]
+        if self.fused:
+            base = Accumulator()
+            return ["fused"] + [_shown(k, v) for k, v in acc.as_dict().items()
+                                if k not in ("mode", "accumulate") and v != getattr(base, k)]
+        parts = [acc.mode]
         if acc.mode == "aligned":
             parts += [f"f{acc.frac_bits}", f"w{acc.width}" if acc.width else "wnone", acc.shift_rounding, acc.overflow]
         if acc.output != "fp32" or acc.output_rounding != "rne":
             parts += [acc.output, acc.output_rounding]
         if acc.ftz:
             parts.append("ftz")
-        self.name = "-".join(parts)
-        self.inputs = []
+        return parts
+
+    def _suffixes(self) -> list[str]:
+        flags = (self.c_input and not self.fused, self.steps, self.unit_scales)
+        return [name for name, on in zip(("c", "steps", "unit_scales"), flags) if on]
+
+    def _block_fields(self) -> list[Field]:
+        fields = []
         for side, fmt in (("a", self.fa), ("b", self.fb)):
-            self.inputs.append(Field(f"{side}_scale", fmt.scale_storage_bits, description=f"{fmt.scale.name} scale code"))
+            fields.append(Field(f"{side}_scale", fmt.scale_storage_bits, description=f"{fmt.scale.name} scale code"))
             if fmt.subblocks:
-                self.inputs.append(Field(f"{side}_sub", fmt.subblocks * fmt.subscale_bits, description="sub-scale j at bits [j*d2, (j+1)*d2)"))
-            self.inputs.append(
-                Field(f"{side}_elems", fmt.block_size * fmt.element.width, description=f"{fmt.element.name} codes, element i at bits [i*w, (i+1)*w)")
-            )
-            if fmt.tensor_scale is not None:
-                self.inputs.append(Field(f"{side}_tensor_scale", 32, description="fp32 bits of the tensor scale"))
-        out = self.out_format = get_format(acc.output, kind="float")
-        self.outputs = [
-            Field("acc", register_bits(self.fa, self.fb, acc), True, "the register: block sum before scales = acc * 2^lsb"),
-            Field("lsb", 16, True, "exponent of the register's LSB"),
-            Field("anchor", 16, True, "e_max: largest Ea+Eb over products of two finite nonzero elements (0 if none)"),
-            Field("result", out.width, description=f"{out.name} bits of the block's Dot"),
-        ]
+                fields.append(Field(f"{side}_sub", fmt.subblocks * fmt.subscale_bits,
+                                    description="sub-scale j at bits [j*d2, (j+1)*d2)"))
+            fields.append(Field(f"{side}_elems", fmt.block_size * fmt.element.width,
+                                description=f"{fmt.element.name} codes, element i at bits [i*w, (i+1)*w)"))
+            if fmt.tensor_scale is not None and self.tensor_scales:
+                fields.append(Field(f"{side}_tensor_scale", 32, description="fp32 bits of the tensor scale"))
+        return fields
+
+    @property
+    def step_count(self) -> int:
+        """Fused steps per vector (a last partial step counts)."""
+        products = self.vector_blocks * self.fa.block_size
+        return -(-products // self.acc.effective_step(self.fa.block_size))
+
+    def _add_steps_field(self) -> None:
+        if self.steps:
+            out = storage_format(self.acc)
+            self.outputs.append(Field("steps", out.width * self.step_count, description=(
+                f"D of every fused step ({out.name} bits), step j at bits [j*{out.width}, (j+1)*{out.width})")))
 
     def params(self) -> dict:
-        return {"block_a": self.fa.name, "block_b": self.fb.name, "accumulator": self.acc.as_dict()}
+        params = {"block_a": format_param(self.fa), "block_b": format_param(self.fb), "accumulator": self.acc.as_dict()}
+        optional = {"preset": self.preset, "c_input": self.c_input, "steps": self.steps}
+        optional["unit_scales"] = self.unit_scales
+        return {**params, **{k: v for k, v in optional.items() if v}}
 
     def describe(self) -> dict:
         return {"block_a": jsonable(self.fa.describe()), "block_b": jsonable(self.fb.describe())}
@@ -130,7 +215,7 @@ class DotSuite(Suite):
         side = {"scale": scale, "elems": pack_word(codes, fmt.element.width)}
         if fmt.subblocks:
             side["sub"] = rng.getrandbits(fmt.subblocks * fmt.subscale_bits)
-        if fmt.tensor_scale is not None:
+        if fmt.tensor_scale is not None and self.tensor_scales:
             side["tensor_scale"] = fp32_bits(Exact(0, Fraction(rng.randint(1 << 23, (1 << 24) - 1), 1 << rng.randint(20, 40))))
         return side
 
@@ -139,6 +224,8 @@ class DotSuite(Suite):
 
     def _scale(self, fmt, rng: random.Random, kind: str = "normal") -> int:
         s = fmt.scale
+        if self.unit_scales:
+            return encode(1, s)
         if s.name != "e8m0":
             return rng.choice([c for c in range(1 << s.width) if decode(c, s).is_finite])
         if kind == "low":  # with a 0x00 partner: results in fp32's subnormal range
@@ -182,6 +269,13 @@ class DotSuite(Suite):
     _CANCELLATIONS = 8
 
     def stimulus(self, rng: random.Random, level: int):
+        """The catalogue: the blocks of every vector (:meth:`_block_stimulus`); with an accumulator
+        input, each with a C and then the directed C vectors (:func:`.accumulator_input.with_c`)."""
+        rows = self._block_stimulus(rng, level)
+        return accumulator_input.with_c(self, rows, rng) if self.has_c else rows
+
+    def _block_stimulus(self, rng: random.Random, level: int):
+        """The blocks of every vector: exhaustive pairs, directed corners, weighted random."""
         yield from self._exhaustive(rng)
         yield from self._corners(rng)
         for _ in range(150 * level):
@@ -211,18 +305,34 @@ class DotSuite(Suite):
             yield self._row(a, b), "directed"
 
     def catalogue_size(self, level: int) -> int:
+        directed = accumulator_input.directed_count(self) if self.has_c else 0
+        return self._block_count(level) + directed
+
+    def _block_count(self, level: int) -> int:
+        """How many vectors :meth:`_block_stimulus` yields."""
         k = self.fa.block_size
         exhaustive = sum(-(-len(group) // k) for group in self._exhaustive_groups())
         return exhaustive + len(self._DIRECTED) + self._CANCELLATIONS + 150 * level
 
     def random_inputs(self, rng: random.Random, index: int) -> dict:
+        """A random vector (:meth:`_random_vector`), with a C weighted toward the corners when the
+        suite has an accumulator input."""
+        row = self._random_vector(rng)
+        return accumulator_input.add_c(self, row, rng) if self.has_c else row
+
+    def _random_vector(self, rng: random.Random) -> dict:
         return self._random_block(rng)
 
     def random_run(self, rng: np.random.Generator, first: int, n: int) -> list[dict]:
         """``n`` random vectors beyond the catalogue drawn at once with NumPy (see
         :func:`mxsim.golden.pipeline.vectors`), from the distribution of :meth:`random_inputs`:
         block a "normal" (6 in 9), "max", "small" or "special"; block b "normal", "max" or
-        "small"; scales 2^+-8 (E8M0) or any finite UE4M3 code."""
+        "small"; scales 2^+-8 (E8M0) or any finite UE4M3 code. A suite with an accumulator input,
+        unit scales or no tensor scales (fused) draws them with :meth:`random_inputs` instead, from
+        a :class:`random.Random` seeded by ``rng``."""
+        if self.has_c or self.unit_scales or not self.tensor_scales:
+            seeded = random.Random(int(rng.integers(0, 1 << 63)))
+            return [self.random_inputs(seeded, first + j) for j in range(n)]
         a = self._np_side(self.fa, rng, n, rng.choice(["normal"] * 6 + ["max", "small", "special"], size=n))
         b = self._np_side(self.fb, rng, n, rng.choice(["normal", "max", "small"], size=n))
         columns = {**{f"a_{k}": v for k, v in a.items()}, **{f"b_{k}": v for k, v in b.items()}}
@@ -278,44 +388,77 @@ class DotSuite(Suite):
             scales.append(None if ts is None else fp32_value(ts).magnitude)
         return blocks, scales
 
+    def _vector_blocks(self, inputs: dict):
+        """(blocks_a, blocks_b, tensor_scale_a, tensor_scale_b) of a vector."""
+        (a, b), (ta, tb) = self._blocks(inputs)
+        return [a], [b], ta, tb
+
+    def reference_codes(self, inputs: dict, c: Exact) -> tuple[int, ...]:
+        """The reference's output codes of a vector's blocks with accumulator input ``c``: every
+        fused step's D, or the one result of separate accumulation (for aiming stimulus)."""
+        blocks_a, blocks_b, ta, tb = self._vector_blocks(inputs)
+        g = ref_dot.dot_general(blocks_a, blocks_b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb,
+                                c=c)
+        return g.steps or (g.code,)
+
+    def fresh_row(self, rng: random.Random) -> dict:
+        """A vector of random normal blocks (no C)."""
+        rows = []
+        for _ in range(self.vector_blocks):
+            a = self._side(self.fa, self._codes(self.fa, rng, "normal"), self._scale(self.fa, rng), rng)
+            b = self._side(self.fb, self._codes(self.fb, rng, "normal"), self._scale(self.fb, rng), rng)
+            rows.append(self._row(a, b))
+        return self._join(rows)
+
+    def _join(self, blocks: list[dict]) -> dict:
+        """One vector of the blocks' fields: block j's value at bits [j*bits, (j+1)*bits) of each
+        field (a tensor scale is the first block's)."""
+        joined = {}
+        for f in self.block_fields:
+            if f.name.endswith("tensor_scale"):
+                joined[f.name] = blocks[0][f.name]
+            else:
+                joined[f.name] = pack_word([b[f.name] for b in blocks], f.bits)
+        return joined
+
     def compute(self, inputs: dict):
         (a, b), (ta, tb) = self._blocks(inputs)
+        if self.fused:
+            return self._fused([a], [b], fp32_value(inputs["c"]))
         r = ref_dot.dot(a, b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb)
         out = {"acc": r.accumulator, "lsb": r.lsb_exponent, "anchor": r.anchor, "result": r.code}
-        return out, self._classes(a, b, r, ta, tb)
+        classes = self._classes(a, b, r, ta, tb)
+        if self.has_c:
+            c = fp32_value(inputs["c"])
+            with_c = ref_dot.dot(a, b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb, c=c)
+            out["result"] = with_c.code
+            classes |= c_classes(c, r.exact)
+        return out, classes
+
+    def _fused(self, blocks_a, blocks_b, c: Exact):
+        """Outputs and classes of a fused vector (the reference's steps; no tensor scales)."""
+        details = fused_step_details(blocks_a, blocks_b, self.fa, self.fb, self.acc, c)
+        out = {"result": details[-1].code}
+        if self.steps:
+            out["steps"] = pack_word([step.code for step in details], storage_format(self.acc).width)
+        classes = fused_classes(details, self.acc)
+        for a, b in zip(blocks_a, blocks_b):
+            classes |= element_classes(a, b, self.fa, self.fb)
+        return out, classes
 
     def _classes(self, a, b, r, ta, tb) -> set:
-        classes = set()
         out = self.out_format
-        sets_a, sets_b = code_sets(self.fa.element), code_sets(self.fb.element)
         prods = ref_dot.block_products(a.codes, a.subscales, self.fa, b.codes, b.subscales, self.fb)
-        # (code a, code b, sign) of the products of two finite nonzero elements: kind finite, Ma * Mb > 0
-        finite_products = [(ca, cb, sign) for ca, cb, (sign, magnitude, _, kind) in zip(a.codes, b.codes, prods)
-                           if kind == "finite" and magnitude]
-        if not (sets_a["nan"].isdisjoint(a.codes) and sets_b["nan"].isdisjoint(b.codes)) or r.value.is_nan:
+        classes = element_classes(a, b, self.fa, self.fb, prods)
+        finite_products = any(kind == "finite" and magnitude for _, magnitude, _, kind in prods)
+        if r.value.is_nan:
             classes.add("nan")
-        if not (sets_a["inf"].isdisjoint(a.codes) and sets_b["inf"].isdisjoint(b.codes)) or r.value.is_inf:
+        if r.value.is_inf:
             classes.add("inf")
-        if sets_a["zero"].issuperset(a.codes) and sets_b["zero"].issuperset(b.codes):
-            classes.add("all_zero")
         if r.value.is_zero:
             classes.add("negative_zero" if r.value.sign else "zero")
             if finite_products and r.exact.is_zero:
                 classes.add("cancellation")
-        if len({sign for _, _, sign in finite_products}) == 2:
-            classes.add("mixed_signs")
-        for fmt, blk, sets in ((self.fa, a, sets_a), (self.fb, b, sets_b)):
-            if blk.scale in code_sets(fmt.scale)["nan"]:
-                classes.add("scale_nan")
-            elif fmt.scale.name == "e8m0" and blk.scale in (0, 0xFE):
-                classes.add("scale_min" if blk.scale == 0 else "scale_max")
-            if not sets["max"].isdisjoint(blk.codes):
-                classes.add("max")
-            if not sets["neg2"].isdisjoint(blk.codes):
-                classes.add("int8_neg2")
-        codes_a, codes_b, _ = zip(*finite_products) if finite_products else ((), (), ())
-        if not (sets_a["subnormal"].isdisjoint(codes_a) and sets_b["subnormal"].isdisjoint(codes_b)):
-            classes.add("subnormal_product")
         if r.value.is_finite and is_subnormal_code(r.code, out):
             classes.add("subnormal_output")
         if r.value.is_inf and r.exact.is_finite:
@@ -333,16 +476,18 @@ class DotSuite(Suite):
     # expected values of many vectors at once (mxsim.golden.batch) ---------------------------
     @property
     def fast_path_applies(self) -> bool:
-        """Whether the fast path models this suite's accumulator (:func:`~mxsim.golden.batch.fast_dot_models`)."""
-        return fast_dot_models(self.acc)
+        """Whether the fast path models this suite: its accumulator
+        (:func:`~mxsim.golden.batch.fast_dot_models`) and no accumulator input C (the fast path
+        computes the blocks' Dot alone)."""
+        return fast_dot_models(self.acc) and not self.has_c
 
     def compute_batch(self, inputs: dict):
         """``compute`` of N vectors with the fast path: (outputs, flags), see
         :mod:`mxsim.golden.batch`. The configurations the fast path does not model
-        (:func:`~mxsim.golden.batch.fast_dot_models`: fused accumulation, output_overflow other than
-        inf, nan_bits, fp32_e8m13) and any batch with an invalid vector (the reference then raises
-        its own error) go vector by vector through ``compute``."""
-        if not fast_dot_models(self.acc):
+        (:attr:`fast_path_applies` false: fused accumulation, an accumulator input C, output_overflow
+        other than inf, nan_bits, fp32_e8m13) and any batch with an invalid vector (the reference
+        then raises its own error) go vector by vector through ``compute``."""
+        if not self.fast_path_applies:
             return compute_each(self, inputs)
         try:
             return self._batch(inputs)
@@ -417,7 +562,7 @@ class DotSuite(Suite):
         """The classes of :meth:`_classes`, vector by vector, as flag words."""
         (scales_a, _, ca), (scales_b, _, cb) = sides
         ta, tb = code_table(self.fa.element), code_table(self.fb.element)
-        value = FloatBits.of(r.codes, get_format(self.acc.output, kind="float"))
+        value = FloatBits.of(r.codes, self.out_format)
         exact_finite = r.special == FINITE
         flags = np.zeros(len(r.codes), dtype=np.int64)
 

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from ..fast.dot import dot_general_blocks
-from ..formats import get_format
 from ..ref import dot as ref_dot
-from .batch import FloatBits, bit, compute_each, fast_dot_models, pack_items
-from .fields import Field
+from ..ref.exact import Exact
+from ..ref.output import storage_format
+from . import accumulator_input
+from .accumulator_classes import c_classes
+from .batch import FloatBits, bit, compute_each, pack_items
 from .dot_suite import DotSuite
-from .suite import is_subnormal_code, pack_word, unpack_word
+from .fields import Field
+from .suite import fp32_value, is_subnormal_code, pack_word, unpack_word
 
 
 @dataclass
@@ -28,27 +32,36 @@ class DotGeneralSuite(DotSuite):
     def __post_init__(self):
         if not (isinstance(self.n_blocks, int) and 1 <= self.n_blocks <= 64):
             raise ValueError(f"n_blocks={self.n_blocks!r} is not allowed; expected an integer in [1, 64]")
+        self.vector_blocks = self.n_blocks
         super().__post_init__()
         n = self.n_blocks
-        self.name = f"{self.name}-n{n}-{self.acc.across_blocks}"
-        self.single = [f for f in self.inputs]
+        blocks = [f"n{n}"] if self.fused else [f"n{n}", self.acc.across_blocks]
+        self.name = "-".join([self._pair()] + self._label() + blocks + self._suffixes())
+        self.single = self.block_fields
         self.inputs = [
             f if f.name.endswith("tensor_scale") else Field(f.name, f.bits * n, f.signed, f"{n} blocks, block j at bits [j*{f.bits}, (j+1)*{f.bits}): {f.description}")
             for f in self.single
         ]
-        out = get_format(self.acc.output, kind="float")
-        self.outputs = [
-            Field("result", out.width, description=f"{out.name} bits of the DotGeneral"),
-            Field("block_results", out.width * n, description=f"each block's Dot rounded to {out.name}, block j at bits [j*{out.width}, (j+1)*{out.width})"),
-        ]
+        if self.has_c:
+            self.inputs.append(Field("c", 32, description="fp32 bits of the accumulator input C"))
+        out = storage_format(self.acc)
+        self.outputs = [Field("result", out.width, description=f"{out.name} bits of the DotGeneral")]
+        if not self.fused:
+            self.outputs.append(Field("block_results", out.width * n, description=(
+                f"each block's Dot rounded to {out.name}, block j at bits [j*{out.width}, (j+1)*{out.width})")))
+        self._add_steps_field()
 
     def params(self) -> dict:
         return {**super().params(), "n_blocks": self.n_blocks}
 
     def stimulus(self, rng: random.Random, level: int):
+        rows = self._block_stimulus(rng, level)
+        return accumulator_input.with_c(self, rows, rng) if self.has_c else rows
+
+    def _block_stimulus(self, rng: random.Random, level: int):
         """The dot corners and level-1 random blocks, n to a vector, then vectors whose second block
         cancels the first (the single blocks, a few hundred, are drawn first: held in memory)."""
-        singles = [row for row, origin in DotSuite.stimulus(self, rng, 1) if origin != "exhaustive"]
+        singles = [row for row, origin in DotSuite._block_stimulus(self, rng, 1) if origin != "exhaustive"]
         n = self.n_blocks
         rows = []
         for start in range(0, len(singles) - n + 1, n):
@@ -60,28 +73,19 @@ class DotGeneralSuite(DotSuite):
             rows.append((self._join([first, other] + [rng.choice(singles) for _ in range(n - 2)]), "directed"))
         yield from rows[: 60 * level + 8] if level == 1 else rows
 
-    def catalogue_size(self, level: int) -> int:
+    def _block_count(self, level: int) -> int:
         exhaustive = sum(-(-len(group) // self.fa.block_size) for group in self._exhaustive_groups())
-        singles = DotSuite.catalogue_size(self, 1) - exhaustive
+        singles = DotSuite._block_count(self, 1) - exhaustive
         rows = len(range(0, singles - self.n_blocks + 1, self.n_blocks)) + 8
         return min(rows, 60 * level + 8) if level == 1 else rows
 
     random_run = None  # its random vectors come from random_inputs alone
 
-    def random_inputs(self, rng: random.Random, index: int) -> dict:
+    def _random_vector(self, rng: random.Random) -> dict:
         """n random blocks of the dot kind, drawn as the dot catalogue's random blocks."""
         return self._join([self._random_block(rng) for _ in range(self.n_blocks)])
 
-    def _join(self, blocks: list[dict]) -> dict:
-        joined = {}
-        for f in self.single:
-            if f.name.endswith("tensor_scale"):
-                joined[f.name] = blocks[0][f.name]
-            else:
-                joined[f.name] = pack_word([b[f.name] for b in blocks], f.bits)
-        return joined
-
-    def compute(self, inputs: dict):
+    def _vector_blocks(self, inputs: dict):
         n = self.n_blocks
         per_block = [
             {f.name: (inputs[f.name] if f.name.endswith("tensor_scale") else unpack_word(inputs[f.name], f.bits, n)[j]) for f in self.single}
@@ -89,9 +93,16 @@ class DotGeneralSuite(DotSuite):
         ]
         pairs = [self._blocks(row) for row in per_block]
         (ta, tb) = pairs[0][1]
-        g = ref_dot.dot_general([p[0][0] for p in pairs], [p[0][1] for p in pairs], self.fa, self.fb, self.acc,
-                                tensor_scale_a=ta, tensor_scale_b=tb)
-        out = get_format(self.acc.output, kind="float")
+        return [p[0][0] for p in pairs], [p[0][1] for p in pairs], ta, tb
+
+    def compute(self, inputs: dict):
+        blocks_a, blocks_b, ta, tb = self._vector_blocks(inputs)
+        c = fp32_value(inputs["c"]) if self.has_c else None
+        if self.fused:
+            return self._fused(blocks_a, blocks_b, c)
+        scales = {"tensor_scale_a": ta, "tensor_scale_b": tb}
+        g = ref_dot.dot_general(blocks_a, blocks_b, self.fa, self.fb, self.acc, **scales, c=c)
+        out = storage_format(self.acc)
         classes = set()
         if g.value.is_nan:
             classes.add("nan")
@@ -107,11 +118,15 @@ class DotGeneralSuite(DotSuite):
             classes.add("subnormal_output")
         if len({b.value.sign for b in g.blocks if b.value.is_finite and not b.value.is_zero}) == 2:
             classes.add("mixed_signs")
+        if c is not None:
+            finite = all(b.exact.is_finite for b in g.blocks)
+            exact = sum((b.exact.value for b in g.blocks), Fraction(0)) if finite else None
+            classes |= c_classes(c, None if exact is None else Exact(int(exact < 0), abs(exact)))
         return {"result": g.code, "block_results": pack_word([b.code for b in g.blocks], out.width)}, classes
 
     def compute_batch(self, inputs: dict):
         """``compute`` of N vectors with the fast path (see :meth:`DotSuite.compute_batch`)."""
-        if not fast_dot_models(self.acc):
+        if not self.fast_path_applies:
             return compute_each(self, inputs)
         try:
             return self._batch(inputs)
@@ -129,7 +144,7 @@ class DotGeneralSuite(DotSuite):
             size = len(range(count)[rows]) if isinstance(rows, slice) else len(rows)
             codes, blocks = dot_general_blocks(op_a, op_b, self.acc, rows=size, n_blocks=n)
             result[rows], block_codes[rows] = codes, blocks.codes
-        out_format = get_format(self.acc.output, kind="float")
+        out_format = self.out_format
         value, block = FloatBits.of(result, out_format), FloatBits.of(block_codes, out_format)
         flags = np.zeros(count, dtype=np.int64)
         flags[value.nan] |= bit("nan")

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from fractions import Fraction
 
-from ..formats import get_format
 from ..ref.decode import finite_magnitudes
 from ..ref.encode import encode
 from ..ref.exact import Exact, floor_log2
 from .fields import Field
+from .format_spec import element_format, format_param
 from .suite import Suite, decode, fp32_bits, fp32_value, kind_classes, is_subnormal_code
 
 
@@ -25,7 +25,7 @@ class EncodeSuite(Suite):
     kind = "encode"
 
     def __post_init__(self):
-        self.fmt = get_format(self.element, kind="element")
+        self.fmt = element_format(self.element, "element")
         if self.rounding == "stochastic" or self.overflow == "error":
             raise ValueError(
                 f"rounding={self.rounding!r}, overflow={self.overflow!r}: encode suites take rounding "
@@ -37,7 +37,7 @@ class EncodeSuite(Suite):
         self.outputs = [Field("code", self.fmt.width, description=f"{self.fmt.name} code")]
 
     def params(self) -> dict:
-        return {"element": self.fmt.name, "rounding": self.rounding, "overflow": self.overflow}
+        return {"element": format_param(self.fmt), "rounding": self.rounding, "overflow": self.overflow}
 
     def describe(self) -> dict:
         return {"element": self.fmt.describe()}

@@ -83,7 +83,7 @@ def _read_json(path: Path):
 def manifest_dict(suite: Suite, seed: int, level: int, plan: pipeline.Plan, **extra) -> dict:
     """What a manifest records of a suite's vectors (generate adds count, shard, coverage and
     files; a stream's manifest has them not)."""
-    return {
+    manifest = {
         "mxsim_version": __version__,
         "kind": suite.kind,
         "suite": suite.name,
@@ -99,6 +99,9 @@ def manifest_dict(suite: Suite, seed: int, level: int, plan: pipeline.Plan, **ex
         "classes": {name: {"bit": i, "description": text} for i, (name, text) in enumerate(CLASSES.items())},
         **extra,
     }
+    if suite.profile_record() is not None:  # a suite made under a profile (see mxsim.options.profiles)
+        manifest["profile"] = suite.profile_record()
+    return manifest
 
 
 def manifest_bytes(suite: Suite, seed: int, level: int, plan: pipeline.Plan, **extra) -> bytes:

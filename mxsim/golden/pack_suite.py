@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ..formats import get_format
 from .fields import Field
+from .format_spec import block_format, format_param
 from .suite import Suite, decode, pack_word, unpack_word, jsonable
 
 
@@ -23,7 +23,7 @@ class PackSuite(Suite):
     def __post_init__(self):
         from ..formats.packing import ELEMENT_STREAMS, packed_nbytes
 
-        self.fmt = get_format(self.block, kind="block")
+        self.fmt = block_format(self.block, "block")
         if self.element_stream not in ELEMENT_STREAMS:
             raise ValueError(f"element_stream={self.element_stream!r} is not allowed; expected one of: {', '.join(ELEMENT_STREAMS)}")
         fmt = self.fmt
@@ -36,7 +36,7 @@ class PackSuite(Suite):
         self.outputs = [Field("stream", 8 * self.nbytes, description=f"the block's {self.nbytes} bytes, byte j at bits [8j, 8j+8)")]
 
     def params(self) -> dict:
-        return {"block": self.fmt.name, "element_stream": self.element_stream}
+        return {"block": format_param(self.fmt), "element_stream": self.element_stream}
 
     def describe(self) -> dict:
         return {"block": jsonable(self.fmt.describe()), "scale_placement": "interleaved"}

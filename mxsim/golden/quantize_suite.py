@@ -11,14 +11,15 @@ import numpy as np
 
 from ..fast.block import quantize_blocks
 from ..options import QuantizeOptions
-from ..formats import get_format
 from ..ref.block import nvfp4_tensor_scale, quantize_block
 from ..ref.decode import finite_magnitudes
 from ..ref.exact import Exact
 from ..ref.scale import E8M0_MAX, byte_exponent
 from .batch import bit, code_table, compute_each, pack_items, unpack_items
 from .fields import Field
+from .format_spec import block_format, format_param
 from .suite import Suite, decode, fp32_bits, fp32_value, max_codes, pack_word, subnormal_codes, jsonable
+from .suite import profile_options
 
 FP32_INF_BITS = 0x7F800000
 
@@ -35,12 +36,13 @@ class QuantizeSuite(Suite):
 
     block: str
     options: dict = field(default_factory=dict)
+    profile: str | None = None
     kind = "quantize"
     nested_options = {"options": QuantizeOptions}  # the dict field -> the options class of its keys
 
     def __post_init__(self):
-        self.fmt = get_format(self.block, kind="block")
-        self.opts = QuantizeOptions.from_kwargs(**self.options)
+        self.fmt = block_format(self.block, "block")
+        self.profile_def, self.opts = profile_options(self.profile, self.fmt, self.options)
         self.opts.check_format(self.fmt)
         if self.opts.rounding == "stochastic":
             raise ValueError("quantize suites take a deterministic rounding (not stochastic)")
@@ -49,8 +51,10 @@ class QuantizeSuite(Suite):
                 "quantize suites with scale_encoding='int8_exponent' need specials='per_element': the stimulus has NaN "
                 "blocks, which an int8 exponent cannot mark"
             )
-        changed = {k: v for k, v in self.opts.as_dict().items() if v != getattr(QuantizeOptions(), k)}
-        self.name = "-".join([self.fmt.name] + [f"{k}={v}" for k, v in sorted(changed.items())])
+        baseline = QuantizeOptions() if self.profile_def is None else self.profile_def.quantize_options(self.fmt)
+        changed = {k: v for k, v in self.opts.as_dict().items() if v != getattr(baseline, k)}
+        tag = [] if self.profile_def is None else [f"profile={self.profile_def.name}"]
+        self.name = "-".join([self.fmt.name] + tag + [f"{k}={v}" for k, v in sorted(changed.items())])
         k, fmt = self.fmt.block_size, self.fmt
         self.inputs = [Field("x", 32 * k, description=f"{k} fp32 inputs, element i at bits [32i, 32i+32)")]
         if fmt.tensor_scale is not None:
@@ -72,7 +76,10 @@ class QuantizeSuite(Suite):
         return "unbiased scale exponent (the code read as an int8; int8_exponent has no NaN scale)"
 
     def params(self) -> dict:
-        return {"block": self.fmt.name, "options": self.opts.as_dict()}
+        out = {"block": format_param(self.fmt), "options": self.opts.as_dict()}
+        if self.profile_def is not None:
+            out["profile"] = self.profile_def.name
+        return out
 
     def describe(self) -> dict:
         return {"block": jsonable(self.fmt.describe()), "element": jsonable(self.fmt.element.describe())}

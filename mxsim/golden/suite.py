@@ -12,12 +12,13 @@ from ..formats import get_format
 from ..ref.decode import decode as _decode
 from ..ref.encode import encode
 from ..ref.exact import Exact
+from ..options.profiles import get_profile, resolve_quantize
 from .fields import Field
 
 __all__ = [
     "ORIGINS", "FP32", "Suite", "decode", "fp32_bits", "fp32_value", "kind_classes", "is_subnormal_code", "code_sets",
     "max_codes", "subnormal_codes",
-    "pack_word", "unpack_word", "jsonable",
+    "pack_word", "unpack_word", "jsonable", "profile_options",
 ]
 
 ORIGINS = ("exhaustive", "directed", "random")
@@ -160,6 +161,24 @@ class Suite:
         """How many vectors ``stimulus(rng, level)`` yields (kinds override this with arithmetic;
         the default runs the stimulus once)."""
         return sum(1 for _ in self.stimulus(random.Random("mxsim-golden:size"), level))
+
+    def profile_record(self) -> dict | None:
+        """The profile the suite follows (name, source, version, every option it sets) for the
+        manifest's ``profile`` key, or None (then the manifest has no such key)."""
+        profile = getattr(self, "profile_def", None)
+        return None if profile is None else profile.as_dict()
+
+
+def profile_options(profile, fmt, options: dict):
+    """(Profile or None, QuantizeOptions) of a suite: the profile's quantize options for ``fmt``
+    with the suite's ``options`` on top; a format the profile does not cover is refused."""
+    return resolve_quantize(profile, options, fmt)
+
+
+def profile_of(name):
+    """The Profile called ``name`` (None for None)."""
+    return None if name is None else get_profile(name)
+
 
 
 def pack_word(values, width: int) -> int:

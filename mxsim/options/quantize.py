@@ -14,9 +14,20 @@ from ..formats import FORMATS, get_format
 from .encode import MAX_RAND_WIDTH, ROUNDING_MODES, check_int8_allow_neg2, refuse_inapplicable
 from .spec import Flag, IntRange, option, option_named, options_from_kwargs, validate_fields
 
-__all__ = ["QuantizeOptions", "SCALE_RULES", "SCALE_ENCODINGS", "ocp_mx_format_names", "element_nan_codes"]
+__all__ = [
+    "QuantizeOptions",
+    "SCALE_RULES",
+    "SCALE_ENCODINGS",
+    "INF_POLICIES",
+    "MIN_SCALE_DIVISORS",
+    "ocp_mx_format_names",
+    "element_nan_codes",
+]
 
-SCALE_RULES = ("floor", "ceil", "even", "rceil", "tosa")
+SCALE_RULES = ("floor", "ceil", "even", "rceil", "tosa", "rceil_fp32")
+INF_POLICIES = ("nan", "saturate", "max_scale", "exponent_field")
+_OCP_MX_INF_POLICIES = ("max_scale", "exponent_field")  # the profiles' values (torchao, gfloat)
+MIN_SCALE_DIVISORS = ("scale", "min_normal", "one")
 SCALE_ENCODINGS = ("e8m0", "int8_exponent")  # how an E8M0 scale byte stores E (section 2.3, 3.2)
 # The design options of real quantizers (section 2.3) that only OCP MX formats take, with defaults.
 _OCP_MX_OPTIONS = {"scale_encoding": "e8m0", "scale_min": -127, "specials": "block", "nan_code": None}
@@ -41,6 +52,7 @@ _FORMAT_OPTIONS = {
     "nvfp4_scale_min": _is_nvfp4,
     "nvfp4_arith": _is_nvfp4,
     "nvfp4_tensor_scale": _is_nvfp4,
+    "min_scale_divisor": _is_ocp_mx,
 }
 
 
@@ -82,16 +94,20 @@ class QuantizeOptions:
     """
 
     scale_rule: str = option(
-        "floor", SCALE_RULES, "how the block scale exponent is chosen (exact integer arithmetic, never a float log2)", "2"
+        "floor", SCALE_RULES,
+        "how the block scale exponent is chosen (exact integers, never a float log2; `rceil_fp32` decides exactly "
+        "what a float32 quotient and log2 give)", "2, 6",
     )
     rounding: str = option(
         "rne", ROUNDING_MODES, "element rounding after scaling (element overflow always saturates)", "2, 2.1, 2.2"
     )
     rand_width: int = option(32, IntRange(1, MAX_RAND_WIDTH), "bits of each stochastic-rounding random word", "1")
     inf_policy: str = option(
-        "nan", ("nan", "saturate"),
+        "nan", INF_POLICIES,
         "`nan`: a block with ±Inf is a NaN block; `saturate`: Inf counts as the largest finite value of the "
-        "input's own type (fp32, fp16 65504, bf16, float64) and saturates", "2",
+        "input's own type (fp32, fp16 65504, bf16, float64) and saturates; `max_scale`: the block gets E = 127 and "
+        "Inf saturates (gfloat, torchao RCEIL); `exponent_field`: Inf counts as 2^128, the fp32 all-ones exponent "
+        "field, and saturates (torchao FLOOR)", "2, 6",
     )
     flush_subnormal_inputs: bool = option(
         False, Flag(), "read inputs below 2^-126 in magnitude as zeros of their sign (= `subnormal_inputs='flush'`)",
@@ -101,6 +117,11 @@ class QuantizeOptions:
         "pad", ("pad", "error"), "`pad` a partial last block with zeros (shape restored on dequantize), or `error`", "2"
     )
     int8_allow_neg2: bool = option(False, Flag(), "MXINT8 elements may take 0x80 (-2.0)", "1")
+    min_scale_divisor: str = option(
+        "scale", MIN_SCALE_DIVISORS,
+        "what the elements of a block with scale E = -127 (E8M0 0x00) are divided by: `scale` 2^-127; "
+        "`min_normal` 2^-126 (torchao FLOOR); `one` 1 (torchao RCEIL); the scale byte stays 0x00", "2, 6",
+    )
     nvfp4_scale_min: str = option(
         "normal", ("normal", "subnormal"),
         "NVFP4 block-scale lower clamp: `normal` 2^-6 (torchao) or `subnormal` 2^-9", "2.2",
@@ -146,6 +167,12 @@ class QuantizeOptions:
                 "scale_min=-128 is only allowed with scale_encoding='int8_exponent' (E8M0 has no code for 2^-128); "
                 f"with scale_encoding={self.scale_encoding!r} expected scale_min=-127"
             )
+        if self.min_scale_divisor != "scale" and self.scale_encoding != "e8m0":
+            raise ValueError(
+                f"min_scale_divisor={self.min_scale_divisor!r} is only allowed with scale_encoding='e8m0' (it changes "
+                "the divisor of blocks at E8M0 code 0x00); with scale_encoding="
+                f"{self.scale_encoding!r} expected min_scale_divisor='scale'"
+            )
         if self.specials == "per_element" and self.inf_policy != "nan":
             raise ValueError(
                 f"inf_policy={self.inf_policy!r} is not allowed with specials='per_element': Inf never counts for the "
@@ -176,7 +203,9 @@ class QuantizeOptions:
         default of an option that does not apply to it (ValueError naming the option and the
         formats it applies to). ``scale_rule``: OCP MX formats (the shared-exponent formats and
         NVFP4 fix their rule); ``int8_allow_neg2``: MXINT8; ``nvfp4_*``: NVFP4; the section 2.3
-        design options: OCP MX formats, ``nan_code`` those whose elements have NaN codes."""
+        design options: OCP MX formats, ``nan_code`` those whose elements have NaN codes; the
+        profile options ``min_scale_divisor`` and ``inf_policy`` 'max_scale' / 'exponent_field':
+        OCP MX formats."""
         check_int8_allow_neg2(fmt, self.int8_allow_neg2)
         for name, applies in _FORMAT_OPTIONS.items():
             refuse_inapplicable(name, getattr(self, name), fmt, applies, option_named(QuantizeOptions, name).default)
@@ -188,6 +217,11 @@ class QuantizeOptions:
                         f"only (E8M0 scale, no sub-blocks, float or two's-complement elements: "
                         f"{', '.join(ocp_mx_format_names())}); expected {name}={default!r}"
                     )
+        if self.inf_policy in _OCP_MX_INF_POLICIES and not _is_ocp_mx(fmt):
+            raise ValueError(
+                f"inf_policy={self.inf_policy!r} is not allowed for {fmt.name!r}: it applies to OCP MX formats only "
+                f"({', '.join(ocp_mx_format_names())}); expected one of: nan, saturate"
+            )
         if self.nan_code is not None:
             self._check_nan_code(fmt)
 

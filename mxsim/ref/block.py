@@ -106,10 +106,17 @@ def _is_nan_block(xs: list[Exact], options: QuantizeOptions) -> bool:
 
 
 def _amax(xs: list[Exact], options: QuantizeOptions, source: str) -> Fraction:
-    """Largest magnitude the scale is chosen from: finite elements, and an Inf as the source
-    type's largest finite value under specials='block' (inf_policy='saturate'; other NaN/Inf
-    blocks never get here); under specials='per_element' NaN and Inf do not count. 0 if none."""
-    stand_in = inf_stand_in(source) if options.specials == "block" else Fraction(0)
+    """Largest magnitude the scale is chosen from: finite elements, and an Inf under
+    specials='block' as the source type's largest finite value (inf_policy='saturate' or
+    'max_scale') or as 2^128, the value of fp32's all-ones exponent field
+    (inf_policy='exponent_field'); NaN blocks never get here. Under specials='per_element' NaN and
+    Inf do not count. 0 if none."""
+    if options.specials != "block":
+        stand_in = Fraction(0)
+    elif options.inf_policy == "exponent_field":
+        stand_in = TWO**128
+    else:
+        stand_in = inf_stand_in(source)
     best, best_n, best_d = Fraction(0), 0, 1  # magnitudes compared as n * d' > n' * d on their integers
     for x in xs:
         magnitude = stand_in if x.kind == "inf" else x.magnitude
@@ -117,6 +124,15 @@ def _amax(xs: list[Exact], options: QuantizeOptions, source: str) -> Fraction:
         if n * best_d > best_n * d:
             best, best_n, best_d = magnitude, n, d
     return best
+
+
+def _element_divisor(exponent: int, options: QuantizeOptions) -> Fraction:
+    """What the elements of a single-level block are divided by: 2^E, except at E = -127 (E8M0
+    0x00) under ``min_scale_divisor``: 2^-126 ('min_normal', torchao FLOOR) or 1 ('one', torchao
+    RCEIL)."""
+    if exponent == E8M0_MIN and options.min_scale_divisor != "scale":
+        return FP32_MIN_NORMAL if options.min_scale_divisor == "min_normal" else Fraction(1)
+    return dyadic(1, exponent)
 
 
 def _rand(rand_bits, i: int):
@@ -251,7 +267,9 @@ def _microexponents(xs: list[Exact], fmt, exponent: int, options: QuantizeOption
 
 def _block_exponent(xs: list[Exact], fmt, options: QuantizeOptions, source: str) -> int:
     """The scale rule's E, clamped to [scale_min, 127]; scale_min for a block with no nonzero
-    finite magnitude."""
+    finite magnitude; 127 for a block with Inf under inf_policy='max_scale'."""
+    if options.inf_policy == "max_scale" and any(x.is_inf for x in xs):
+        return E8M0_MAX
     amax = _amax(xs, options, source)
     if amax == 0:
         return options.scale_min
@@ -264,7 +282,10 @@ def _quantize_e8m0(xs, fmt, options, rand_bits, source: str, exponent: int | Non
     if exponent is None:
         exponent = _block_exponent(xs, fmt, options, source)
     taus = _microexponents(xs, fmt, exponent, options, source) if fmt.subblocks else []
-    divisors = {tau: dyadic(1, exponent - tau) for tau in set(taus) | {0}}  # 2^(E - tau), once per tau
+    if taus:  # 2^(E - tau), once per tau
+        divisors = {tau: dyadic(1, exponent - tau) for tau in set(taus)}
+    else:  # 2^E, or min_scale_divisor's divisor at E = -127; once per block
+        divisors = {0: _element_divisor(exponent, options)}
     codes = []
     for i, x in enumerate(xs):
         tau = taus[i // fmt.subblock_size] if taus else 0

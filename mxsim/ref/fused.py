@@ -46,7 +46,7 @@ from .output import output_value, round_output
 from .round import round_magnitude
 from .terms import block_products, frac_bits, special
 
-__all__ = ["ScaleParts", "scale_parts", "fused_steps", "check_tensor_scales"]
+__all__ = ["FusedStep", "ScaleParts", "check_tensor_scales", "fused_step_details", "fused_steps", "scale_parts"]
 
 TWO = Fraction(2)
 FP32_FRACTION_BITS = 23  # C's LSB weighs 2^(e_C - 23)
@@ -94,6 +94,42 @@ def fused_steps(
     """The output code of every step (see the module docstring), for block formats of the same
     block size k whose blocks the caller has checked; ``c`` is the first step's C (an fp32 value).
     No blocks give no steps."""
+    return tuple(step.code for step in fused_step_details(blocks_a, blocks_b, fmt_a, fmt_b, accumulator, c))
+
+
+@dataclass(frozen=True)
+class FusedStep:
+    """One fused step as the adder saw it (for corner classes and debugging; the code is all a
+    result needs). ``code``: D. ``c``: the step's C. ``special``: decided by the special values
+    (NaN, Inf) outside the adder; the fields below are then 0, False or None. ``nonzero``: some
+    finite product has two nonzero elements. ``products``: the exact sum of the step's product (or
+    block) terms, scales included, before any cut. ``cut_products``: their value after the cut to
+    the grid. ``c_exponent``: e_C. ``anchor``: ``anchor="max"``'s anchor (None for fixed).
+    ``grid``: the exponent of the grid's LSB. ``bypass``: D = C by the bypass rule. ``total``: the
+    exact value rounded to the output (None with ``special`` or ``bypass``)."""
+
+    code: int
+    c: Exact
+    special: bool = False
+    nonzero: bool = False
+    products: Fraction = Fraction(0)
+    cut_products: Fraction = Fraction(0)
+    c_exponent: int = 0
+    anchor: int | None = None
+    grid: int | None = None
+    bypass: bool = False
+    total: Fraction | None = None
+
+
+def fused_step_details(
+    blocks_a: Sequence[QuantizedBlock],
+    blocks_b: Sequence[QuantizedBlock],
+    fmt_a,
+    fmt_b,
+    accumulator: Accumulator,
+    c: Exact,
+) -> tuple[FusedStep, ...]:
+    """Every step of :func:`fused_steps` as a :class:`FusedStep`."""
     accumulator.check_block_format(fmt_a, fmt_b)
     k = fmt_a.block_size
     prods = []
@@ -107,11 +143,11 @@ def fused_steps(
         frac_bits(fmt_a.element) + frac_bits(fmt_b.element),
     )
     step = accumulator.effective_step(k)
-    codes = []
+    details = []
     for first in range(0, len(prods), step):
-        codes.append(_step(ops, first, min(first + step, len(prods)), c, accumulator))
-        c = output_value(codes[-1], accumulator)
-    return tuple(codes)
+        details.append(_step(ops, first, min(first + step, len(prods)), c, accumulator))
+        c = output_value(details[-1].code, accumulator)
+    return tuple(details)
 
 
 @dataclass(frozen=True)
@@ -126,26 +162,36 @@ class _Operands:
     frac: int
 
 
-def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> int:
-    """The output code D of the step over products [first, last) with accumulator input ``c``."""
+def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> FusedStep:
+    """The step over products [first, last) with accumulator input ``c``."""
     blocks = range(first // ops.k, (last - 1) // ops.k + 1)
     nan_scale = any(ops.scales_a[i].nan or ops.scales_b[i].nan for i in blocks)
     kinds = chain(((sign, kind) for sign, _, _, kind in ops.products[first:last]), [(c.sign, c.kind)])
     outcome = special(kinds, nan_scale)
     if outcome is not None:
-        return round_output(outcome, acc)
+        return FusedStep(round_output(outcome, acc), c, special=True)
     terms = _terms(ops, first, last, acc)
     e_c = _c_exponent(c, acc)
+    values = [value for value, _, _ in terms]
+    found = {"c": c, "nonzero": any(counts for _, _, counts in terms), "products": sum(values, Fraction(0)),
+             "c_exponent": e_c}
     if acc.anchor == "max":
-        grid = max([e_c] + [exponent for _, exponent, counts in terms if counts]) - acc.frac_bits
-        total = _cut_sum([value for value, _, _ in terms] + [c.value], grid, acc) * TWO**grid
+        anchor = max([e_c] + [exponent for _, exponent, counts in terms if counts])
+        grid = anchor - acc.frac_bits
+        cut = _cut_sum(values, grid, acc) * TWO**grid
+        total = _cut_sum([c.value], grid, acc) * TWO**grid + cut
+        found.update(anchor=anchor)
     else:
         block = first // ops.k
         grid = ops.scales_a[block].exponent + ops.scales_b[block].exponent - acc.frac_bits
+        cut = _cut_sum(values, grid, acc) * TWO**grid
         if acc.bypass is not None and (e_c - FP32_FRACTION_BITS) - grid > acc.bypass:
-            return round_output(c, acc)  # D = C unchanged (C itself for an fp32 output, -0 included)
-        total = c.value + _cut_sum([value for value, _, _ in terms], grid, acc) * TWO**grid
-    return round_output(Exact(int(total < 0), abs(total)), acc)  # an exactly-zero sum is +0
+            # D = C unchanged (C itself for an fp32 output, -0 included)
+            return FusedStep(round_output(c, acc), grid=grid, cut_products=cut, bypass=True, **found)
+        total = c.value + cut
+    # an exactly-zero sum is +0
+    code = round_output(Exact(int(total < 0), abs(total)), acc)
+    return FusedStep(code, grid=grid, cut_products=cut, total=total, **found)
 
 
 def _terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> list[tuple[Fraction, int, bool]]:

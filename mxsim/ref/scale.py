@@ -9,7 +9,14 @@ scale exponent E (scale = 2^E) before clamping is:
   and f the element's significand fraction bits: amax rounded half-up to f fraction bits;
 * ``rceil`` (NVIDIA): ceil(log2(amax / max_normal));
 * ``tosa``: the smallest E for which amax / 2^E, rounded to nearest-even in the element format,
-  does not exceed max_normal (floor, or floor + 1 where floor's element would saturate).
+  does not exceed max_normal (floor, or floor + 1 where floor's element would saturate);
+* ``rceil_fp32`` (torchao 0.18 RCEIL in eager mode): ceil(l), where d = amax / max_normal is
+  rounded to float32 (nearest-even, subnormals kept) and l = log2(d) is rounded to the nearest
+  float32. It is ``rceil`` except where d lies a few float32 steps above a power of two 2^e, so
+  that log2(d) rounds down to the integer e (E = e, one less than rceil: the largest element
+  saturates), and where d is an fp32 subnormal or rounds to a power of two. Decided exactly:
+  RN(e + log2 m) = e, for d = m * 2^e with 1 < m < 2, iff log2 m < h, half the float32 spacing
+  next to e on the side of e + log2 m; see :func:`fp32_log2_rounds_down`.
 
 The E8M0 code is clamp(E, -127, 127) + 127.
 
@@ -23,15 +30,20 @@ Scale encodings (conventions.md 2.3, 3.2), the stored byte of the unbiased expon
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
+from math import isqrt
 
 from ..options.quantize import SCALE_ENCODINGS
-from .encode import round_to_grid
-from .exact import floor_log2
+from .decode import decode
+from .encode import encode, round_to_grid
+from .exact import Exact, floor_log2
 
 __all__ = [
     "scale_exponent",
     "ceil_log2",
     "fraction_bits",
+    "fp32_log2_rounds_down",
+    "root2_threshold",
     "SCALE_ENCODINGS",
     "scale_byte",
     "byte_exponent",
@@ -103,4 +115,51 @@ def scale_exponent(amax: Fraction, element, rule: str) -> int:
         e = floor_log2(amax) - element.emax
         significand, grid = round_to_grid(amax / Fraction(2) ** e, element, ("rne", False, None, 32))
         return e + (significand * Fraction(2) ** grid > element.max_normal)
+    if rule == "rceil_fp32":
+        return _rceil_fp32(amax, element)
     raise ValueError(f"scale_rule={rule!r} is not allowed")
+
+
+@lru_cache(maxsize=None)
+def root2_threshold(j: int, bits: int = 23) -> int:
+    """The smallest integer M with M / 2^bits >= 2^(2^-j), i.e. floor(2^bits * 2^(2^-j)) + 1 (the
+    product is irrational for j >= 1, so never an integer). Integers only: j square roots of 2 in
+    fixed point with 96 fraction bits, from below and from above; both bounds must agree."""
+    if j < 1:
+        raise ValueError(f"j={j} must be at least 1")
+    k = 96
+    low = high = 2 << k
+    for _ in range(j):
+        low = isqrt(low << k)
+        high = isqrt(high << k) + 1
+    floor_low, floor_high = (low << bits) >> k, (high << bits) >> k
+    if floor_low != floor_high:  # pragma: no cover - 96 bits leave a margin of about 2^-70
+        raise ArithmeticError(f"root2_threshold({j}) needs more precision")
+    return floor_low + 1
+
+
+def fp32_log2_rounds_down(e: int, significand: int) -> bool:
+    """Whether the float32 nearest to log2(d) is the integer e, for d = significand * 2^(e - 23)
+    with 2^23 < significand < 2^24 (log2(d) = e + log2 m, 0 < log2 m < 1).
+
+    e + log2 m rounds to e iff log2 m is below half the float32 spacing next to e on its side:
+    above a positive e, 2^(p - 24) with p = floor(log2 e); toward zero from a negative e,
+    2^(p - 24), or 2^(p - 25) where |e| = 2^p starts its binade. For e = 0, log2 m itself is the
+    value (never rounded to 0). log2 m >= 2^-j iff m >= 2^(2^-j): see :func:`root2_threshold`."""
+    if e == 0:
+        return False
+    p = abs(e).bit_length() - 1
+    j = 24 - p + (e < 0 and abs(e) == 1 << p)
+    return significand < root2_threshold(j)
+
+
+def _rceil_fp32(amax: Fraction, element) -> int:
+    d = decode(encode(Exact(0, amax / element.max_normal), "fp32", "rne", "ieee"), "fp32").value
+    if d == 0:  # log2(0) = -inf: the clamp gives E = -127
+        return E8M0_MIN
+    e = floor_log2(d)
+    m = d / Fraction(2) ** e
+    if m == 1:
+        return e
+    significand = int(m * 2**23)  # d has at most 24 significant bits: exact
+    return e if fp32_log2_rounds_down(e, significand) else e + 1

@@ -1,0 +1,137 @@
+"""The worked blocks of the profile pages (docs/profiles/*.md), as data.
+
+Each :class:`ProfileExample` is one profile's worked block (or casts): the inputs, and the
+outputs of mxsim with its defaults and with the profile, as the pages show them. The
+``format_tables`` hook computes the outputs with mxsim when the site is built and refuses to build
+(so ``mkdocs build --strict`` and ``tests/test_docs.py`` fail) if they differ from the strings
+recorded here; ``tests/test_profiles.py`` runs them too. That the profile's output is the peer's
+is what ``tests/test_profiles.py`` proves against the peer itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import mxsim
+from mxsim.options.profiles import get_profile
+
+def num(v) -> str:
+    """A float as the pages show it: NaN, ±Inf, -0, or up to 6 significant digits."""
+    v = float(v)
+    if np.isnan(v):
+        return "NaN"
+    if np.isinf(v):
+        return "+Inf" if v > 0 else "-Inf"
+    if v == 0:
+        return "-0" if np.signbit(v) else "0"
+    return f"{v:.6g}"
+
+
+def block(values, fmt: str, shown: int, **options) -> str:
+    """mxsim.quantize of one zero-padded float32 block: the scale byte, then the first elements
+    as code (decoded value)."""
+    k = mxsim.get_format(fmt).block_size
+    x = np.zeros(k, np.float32)
+    x[: len(values)] = values
+    t = mxsim.quantize(x, fmt, **options)
+    values = t.dequantize(np.float64).ravel()
+    elements = ", ".join(f"0x{int(c):02X} ({num(v)})" for c, v in zip(t.codes.ravel()[:shown], values[:shown]))
+    return f"scale 0x{int(t.scales.ravel()[0]):02X}; {elements}"
+
+
+def casts(values, fmt: str, **options) -> str:
+    """mxsim.encode of float32 values: code (decoded value) each."""
+    codes = mxsim.encode(np.array(values, np.float32), fmt, **options)
+    decoded = mxsim.decode(codes, fmt)
+    return ", ".join(f"0x{int(c):02X} ({num(v)})" for c, v in zip(codes, decoded))
+
+
+@dataclass(frozen=True)
+class ProfileExample:
+    """One worked row: ``inputs`` (text shown), ``values`` (float32 inputs), ``fmt``, ``shown``
+    elements, and the recorded ``default`` and ``profile`` outputs (and a ``variant``'s)."""
+
+    profile: str
+    fmt: str
+    inputs: str
+    values: tuple
+    default: str
+    with_profile: str
+    shown: int = 2
+    variant: dict | None = None  # other mxsim options, shown for contrast (e.g. the exact rule)
+    variant_output: str | None = None
+
+    def run(self) -> dict:
+        """The outputs, computed now: {'default': ..., 'profile': ...} (and 'variant')."""
+        profile = get_profile(self.profile)
+        if profile.kind == "cast":
+            return {"default": casts(self.values, self.fmt), "profile": casts(self.values, self.fmt, profile=self.profile)}
+        out = {
+            "default": block(self.values, self.fmt, self.shown),
+            "profile": block(self.values, self.fmt, self.shown, profile=self.profile),
+        }
+        if self.variant is not None:
+            out["variant"] = block(self.values, self.fmt, self.shown, **self.variant)
+        return out
+
+    def expected(self) -> dict:
+        out = {"default": self.default, "profile": self.with_profile}
+        if self.variant is not None:
+            out["variant"] = self.variant_output
+        return out
+
+
+INF = float("inf")
+NAN = float("nan")
+
+EXAMPLES = [
+    ProfileExample(
+        "torchao_0_18_floor", "mxfp8_e4m3", "`[inf, 1, 0, …]`", (INF, 1.0),
+        "scale 0xFF; 0x7F (NaN), 0x7F (NaN)", "scale 0xF7; 0x7E (5.95494e+38), 0x00 (0)",
+    ),
+    ProfileExample(
+        "torchao_0_18_floor", "mxfp8_e4m3", "`[2**-120, 2**-125, 0, …]`", (2.0**-120, 2.0**-125),
+        "scale 0x00; 0x70 (7.52316e-37), 0x48 (2.35099e-38)", "scale 0x00; 0x68 (3.76158e-37), 0x40 (1.17549e-38)",
+    ),
+    ProfileExample(
+        "torchao_0_18_rceil", "mxfp8_e4m3", "`[7168 + 2**-11, 1, 0, …]` (448 × 16, one float32 step up)",
+        (7168.0 + 2.0**-11, 1.0),
+        "scale 0x83; 0x7E (7168), 0x18 (1)", "scale 0x83; 0x7E (7168), 0x18 (1)",
+        variant={"scale_rule": "rceil"}, variant_output="scale 0x84; 0x76 (7168), 0x10 (1)",
+    ),
+    ProfileExample(
+        "torchao_0_18_rceil", "mxfp8_e4m3", "`[1e-38, 2**-127, 0, …]`", (1e-38, 2.0**-127),
+        "scale 0x00; 0x3E (1.02856e-38), 0x38 (5.87747e-39)", "scale 0x00; 0x00 (0), 0x00 (0)",
+    ),
+    ProfileExample(
+        "gfloat_0_5", "mxfp8_e4m3", "`[inf, 1, 0, …]`", (INF, 1.0),
+        "scale 0xFF; 0x7F (NaN), 0x7F (NaN)", "scale 0xFE; 0x7E (7.62233e+40), 0x00 (0)",
+    ),
+    ProfileExample(
+        "gfloat_0_5", "mxint8", "`[-1.999, 0.5, 0, …]`", (-1.999, 0.5),
+        "scale 0x7F; 0x81 (-1.98438), 0x20 (0.5)", "scale 0x7F; 0x80 (-2), 0x20 (0.5)",
+    ),
+    ProfileExample(
+        "ml_dtypes_0_6", "fp8_e4m3", "`500, inf, -1000, 448` (float32)", (500.0, INF, -1000.0, 448.0),
+        "0x7E (448), 0x7E (448), 0xFE (-448), 0x7E (448)", "0x7F (NaN), 0x7F (NaN), 0xFF (NaN), 0x7E (448)",
+    ),
+    ProfileExample(
+        "ml_dtypes_0_6", "fp8_e5m2", "`61440, -inf, 57344` (float32)", (61440.0, -INF, 57344.0),
+        "0x7B (57344), 0xFB (-57344), 0x7B (57344)", "0x7C (+Inf), 0xFC (-Inf), 0x7B (57344)",
+    ),
+    ProfileExample(
+        "tosa_1_1", "mxfp8_e4m3", "`[500, 1, 0, …]`", (500.0, 1.0),
+        "scale 0x7F; 0x7E (448), 0x38 (1)", "scale 0x80; 0x78 (512), 0x30 (1)",
+    ),
+    ProfileExample(
+        "idma_v0_7", "mxfp8_e5m2", "`[3, nan, -inf, 2**-149, -1, 0, …]`", (3.0, NAN, -INF, 2.0**-149, -1.0),
+        "scale 0xFF; 0x7E (NaN), 0x7E (NaN), 0x7E (NaN), 0x7E (NaN), 0x7E (NaN)",
+        "scale 0xF2; 0x7A (3), 0x7D (NaN), 0xFB (-3.5), 0x00 (0), 0xF4 (-1)", shown=5,
+    ),
+]
+
+
+def examples_of(profile: str) -> list[ProfileExample]:
+    return [e for e in EXAMPLES if e.profile == profile]

@@ -1,0 +1,295 @@
+"""Profiles: named bundles of options that reproduce one real design or library bit for bit
+(conventions.md section 6).
+
+A :class:`Profile` names its source and version, the :class:`~mxsim.options.QuantizeOptions`
+fields it sets, the :class:`~mxsim.options.DequantizeOptions` of each output type it produces,
+the :class:`~mxsim.options.EncodeOptions` fields of element casts (cast profiles), the formats
+the peer has, and the inputs on which the peer's output depends on more than the values (its
+dtype, its CPU, its per-tensor state...), which a profile cannot reproduce and its test excludes.
+
+The defaults of every option never change; a profile is always asked for by name:
+
+* ``mxsim.quantize(x, fmt, profile="torchao_0_18_floor")`` (keyword options override the
+  profile's), ``MXTensor.from_codes(..., profile=...)``; the tensor remembers the profile, and
+  ``t.dequantize(dtype)`` uses the profile's DequantizeOptions for ``dtype`` unless ``options``
+  or keyword options are given (keywords override fields of the profile's entry);
+* ``mxsim.encode(x, fmt, profile="ml_dtypes_0_6")`` for cast profiles;
+* ``mxsim quantize/dequantize --profile NAME`` and a ``profile`` key in the parameters of the
+  golden ``quantize`` and ``dequantize`` suites.
+
+Tensor files and golden manifests record the profile's name and every option it set
+(:meth:`Profile.as_dict`). :data:`PROFILES` is the registry; :func:`get_profile` looks a name up
+and lists the known ones when it is not there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from ..formats import get_format
+from .dequantize import IDMA_DEQUANTIZE, DequantizeOptions, output_name, per_output
+from .encode import EncodeOptions, allows_most_negative_code
+from .quantize import QuantizeOptions
+from .spec import options_from_kwargs
+
+__all__ = ["Profile", "PROFILES", "get_profile", "profile_names", "resolve_quantize"]
+
+
+def _frozen(mapping: Mapping | None) -> Mapping:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One real design or library as a bundle of mxsim options.
+
+    * ``name``: the registry key (``library_major_minor`` or ``design_version``);
+    * ``kind``: ``block`` (quantize / dequantize) or ``cast`` (element encode);
+    * ``source``, ``version``: what it reproduces, and where that behaviour is read or measured;
+    * ``description``: one paragraph, what differs from mxsim's defaults;
+    * ``quantize``: the QuantizeOptions fields it sets (the others keep their defaults);
+    * ``dequantize``: DequantizeOptions per output type (an output type not named gets the
+      defaults); ``outputs``: the output types the peer produces;
+    * ``encode``: EncodeOptions fields of element casts (cast profiles);
+    * ``formats``: the mxsim formats the peer has;
+    * ``inputs``: where the peer's output depends on more than its input values, which the
+      profile does not (and its test does not) reproduce;
+    * ``notes``: the remaining differences, each with its reason.
+    """
+
+    name: str
+    kind: str
+    source: str
+    version: str
+    description: str
+    formats: tuple[str, ...]
+    quantize: Mapping = field(default_factory=dict)
+    dequantize: Mapping = field(default_factory=dict)
+    outputs: tuple[str, ...] = ()
+    encode: Mapping = field(default_factory=dict)
+    inputs: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("block", "cast"):
+            raise ValueError(f"kind={self.kind!r} is not allowed; expected one of: block, cast")
+        object.__setattr__(self, "quantize", _frozen(self.quantize))
+        object.__setattr__(self, "encode", _frozen(self.encode))
+        object.__setattr__(self, "dequantize", per_output(self.dequantize))
+        options_from_kwargs(EncodeOptions, dict(self.encode), "encode ")  # names an unknown field
+
+    def quantize_options(self, fmt=None, **overrides) -> QuantizeOptions:
+        """The profile's QuantizeOptions, with ``overrides`` (QuantizeOptions fields) on top.
+
+        With a block format ``fmt`` (a name or format): ValueError unless the peer has it, and a
+        field the profile sets that does not apply to ``fmt`` is left at its default there
+        (gfloat's ``int8_allow_neg2=True`` holds for MXINT8, the only format with a most
+        negative code); ``overrides`` are checked against ``fmt`` as given."""
+        self._check_kind("block", "quantize")
+        fields = dict(self.quantize)
+        if fmt is not None:
+            fmt = get_format(fmt, kind="block")
+            if fmt.name not in self.formats:
+                raise ValueError(
+                    f"format {fmt.name!r} is not allowed with profile {self.name!r}; expected one of: "
+                    f"{', '.join(self.formats)}"
+                )
+            if not allows_most_negative_code(fmt):
+                fields.pop("int8_allow_neg2", None)
+        return QuantizeOptions.from_kwargs(**{**fields, **overrides})
+
+    def dequantize_options(self, dtype) -> DequantizeOptions:
+        """The DequantizeOptions of output type ``dtype`` (the defaults where the profile names none)."""
+        return self.dequantize.get(output_name(dtype), DequantizeOptions())
+
+    def encode_options(self, **overrides) -> dict:
+        """The element-encode keyword options of a cast profile, with ``overrides`` on top."""
+        self._check_kind("cast", "encode")
+        return {**self.encode, **overrides}
+
+    def _check_kind(self, kind: str, what: str) -> None:
+        if self.kind != kind:
+            others = ", ".join(name for name, p in PROFILES.items() if p.kind == kind)
+            raise ValueError(f"profile {self.name!r} is a {self.kind} profile; {what} takes a {kind} profile: {others}")
+
+    def as_dict(self) -> dict:
+        """What a manifest records: the name, source, version and every option the profile sets."""
+        out = {"name": self.name, "kind": self.kind, "source": self.source, "version": self.version}
+        if self.kind == "block":
+            out["quantize"] = dict(self.quantize)
+            out["dequantize"] = {name: opts.as_dict() for name, opts in self.dequantize.items()}
+        else:
+            out["encode"] = dict(self.encode)
+        return out
+
+
+_TORCHAO_FORMATS = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1")
+_TORCHAO_INPUTS = (
+    "float32 and bfloat16 arrays only (to_mx asserts it); a float64 array has no torchao counterpart",
+    "eager mode on the CPU: compiled code (Triton, or cvt.rp.satfinite on sm_100 for RCEIL) computes the scale "
+    "with other instructions",
+    "element codes of a NaN block: FLOOR divides by +Inf (finite elements give ±0, a NaN element a NaN code), "
+    "RCEIL multiplies by NaN, and FP4/FP6 NaN casts give code 1.5; every element decodes to NaN either way and "
+    "the scale is 0xFF, so the test compares NaN blocks by scale and decoded value",
+    "NaN bit patterns of to_dtype: torch's FP8 -> float32 cast keeps the NaN payload (E4M3 0x7F gives 0x7FF00000), "
+    "its vectorized float -> bfloat16 cast writes 0xFFFF for every NaN, and in a NaN-scale block the CPU returns "
+    "one of the two NaN operands; mxsim writes quiet NaNs, so the test compares NaN outputs as NaN",
+)
+
+_PROFILE_LIST = [
+    Profile(
+        name="torchao_0_18_floor",
+        kind="block",
+        source="torchao.prototype.mx_formats.mx_tensor.to_mx / to_dtype, ScaleCalculationMode.FLOOR",
+        version="torchao 0.18.0 (torch 2.13 CPU, eager)",
+        description=(
+            "OCP floor rule from the float32 exponent field of the block maximum. An Inf reads as exponent field "
+            "255, i.e. 2^128, so the scale is 2^(128 - emax) and the Inf saturates; a block whose scale clamps to "
+            "0x00 (2^-127) is divided by 2^-126, because torchao clamps its float32 divisor to the smallest normal "
+            "(its elements are half what the scale byte says). The last axis must hold whole blocks."
+        ),
+        formats=_TORCHAO_FORMATS,
+        quantize={"inf_policy": "exponent_field", "min_scale_divisor": "min_normal", "partial_block": "error"},
+        dequantize={"float32": DequantizeOptions(), "bfloat16": DequantizeOptions()},
+        outputs=("float32", "bfloat16"),
+        inputs=_TORCHAO_INPUTS,
+    ),
+    Profile(
+        name="torchao_0_18_rceil",
+        kind="block",
+        source="torchao.prototype.mx_formats.mx_tensor.to_mx (_to_mx_rceil) / to_dtype, ScaleCalculationMode.RCEIL",
+        version="torchao 0.18.0 (torch 2.13 CPU, eager)",
+        description=(
+            "NVIDIA's round-up rule as torchao's eager code computes it in float32: descale = amax / max_normal "
+            "rounded to float32, E = ceil(float32 log2(descale)) (scale_rule 'rceil_fp32'), so a maximum a few "
+            "float32 steps above max_normal x 2^E keeps E and saturates. An Inf gives scale 0xFE (2^127, as the "
+            "Blackwell cvt.rp.satfinite instruction) and saturates; a block at scale 0x00 has reciprocal 1.0, so "
+            "its elements are not scaled (and round to zero). The last axis must hold whole blocks."
+        ),
+        formats=_TORCHAO_FORMATS,
+        quantize={
+            "scale_rule": "rceil_fp32", "inf_policy": "max_scale", "min_scale_divisor": "one", "partial_block": "error",
+        },
+        dequantize={"float32": DequantizeOptions(), "bfloat16": DequantizeOptions()},
+        outputs=("float32", "bfloat16"),
+        inputs=_TORCHAO_INPUTS + (
+            "the float32 log2 of torch's CPU kernel: measured correctly rounded at every quotient near a power of two "
+            "(the only place it decides E) on the machine of the test; another CPU or build may differ there",
+        ),
+    ),
+    Profile(
+        name="gfloat_0_5",
+        kind="block",
+        source="gfloat.compute_scale_amax + gfloat.encode_block / decode_block with the format_info_mx* formats",
+        version="gfloat 0.5.2",
+        description=(
+            "OCP floor rule computed exactly, round-to-nearest-even, saturating elements (sat=True). MXINT8 may "
+            "produce 0x80 (-2.0). A block with Inf gets the scale clipped at 2^127 (0xFE) and the Inf saturates."
+        ),
+        formats=("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8"),
+        quantize={"inf_policy": "max_scale", "int8_allow_neg2": True},
+        dequantize={"float64": DequantizeOptions()},
+        outputs=("float64",),
+        inputs=(
+            "blocks held in float64: compute_scale_amax takes log2 in the array's own dtype, so a float32 array "
+            "whose maximum lies just below a power of two gets the next scale (trap T10)",
+            "NaN blocks of formats without NaN (FP6, FP4, INT8): encode_block raises; mxsim gives a NaN block",
+        ),
+    ),
+    Profile(
+        name="ml_dtypes_0_6",
+        kind="cast",
+        source="numpy astype to ml_dtypes.float8_e4m3fn, float8_e5m2, float6_e2m3fn, float6_e3m2fn, float4_e2m1fn",
+        version="ml_dtypes 0.6.0",
+        description=(
+            "IEEE-style casts: round-to-nearest-even; overflow and Inf give Inf where the format has Inf (E5M2), "
+            "else NaN where it has NaN (E4M3), else saturate (FP6, FP4): overflow='ieee'."
+        ),
+        formats=("fp8_e4m3", "fp8_e5m2", "fp6_e2m3", "fp6_e3m2", "fp4_e2m1"),
+        encode={"overflow": "ieee"},
+        inputs=(
+            "float32, float16 and bfloat16 inputs: ml_dtypes rounds a float64 to float32 first (double rounding)",
+            "NaN into FP6/FP4: ml_dtypes gives -0, mxsim raises ValueError",
+            "E8M0 casts are not part of the profile (ml_dtypes maps 0 and negatives to NaN and rounds values between "
+            "2^-127 and 2^-126 up)",
+        ),
+    ),
+    Profile(
+        name="tosa_1_1",
+        kind="block",
+        source="Arm TOSA 1.1 CAST_TO_BLOCK_SCALED / CAST_FROM_BLOCK_SCALED (mxfp extension), as the TOSA reference "
+        "model computes them",
+        version="TOSA 1.1 (tosa-tools 2026.8.0 reference model)",
+        description=(
+            "The smallest power-of-two scale whose nearest-even element of amax / scale does not exceed max "
+            "normal (scale_rule 'tosa'), so elements never saturate; NaN or Inf in a block gives a NaN scale; "
+            "the last axis must hold whole blocks (ERROR_IF). Everything else as mxsim's defaults."
+        ),
+        formats=("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8"),
+        quantize={"scale_rule": "tosa", "partial_block": "error"},
+        dequantize={"float32": DequantizeOptions(), "bfloat16": DequantizeOptions()},
+        outputs=("float32", "bfloat16"),
+        inputs=(
+            "element codes of a NaN block (the reference model writes the code of exponent all ones, mantissa 0 for "
+            "FP4/FP6); the scale is NaN and every element decodes to NaN either way",
+            "float32 inputs (the operator reads fp32 or bf16; the test feeds float32)",
+            "the sign of the NaN a NaN element gives in a NaN-scale block (the reference model's bfloat16 output keeps "
+            "the element's sign; mxsim, as its float32 output, gives +qNaN)",
+        ),
+        notes=(
+            "TOSA itself judges CAST_TO_BLOCK_SCALED by an error bound against an fp64 reference "
+            "(tosa_reference_check_scale), not by bits: this profile is the reference model's bits",
+        ),
+    ),
+    Profile(
+        name="idma_v0_7",
+        kind="block",
+        source="pulp-platform iDMA v0.7.0 MX quantizer and dequantizer (RTL, measured in Verilator)",
+        version="iDMA v0.7.0",
+        description=(
+            "FP32/FP16 -> MXFP8 E5M2, block 32: floor scale from the largest biased fp32 exponent field among the "
+            "finite elements, round-to-nearest-even, saturating; the scale byte is the exponent as an int8 "
+            "(clamped at -128, no NaN code); NaN elements encode as 0x7D with their sign and Inf as +-max, per "
+            "element; an fp32 subnormal reads as a normal with exponent field 0. The dequantizer flushes, "
+            "saturates and canonicalizes NaN on its FP32 output, and canonicalizes NaN on its FP16 output."
+        ),
+        formats=("mxfp8_e5m2",),
+        quantize={
+            "scale_encoding": "int8_exponent", "scale_min": -128, "specials": "per_element", "nan_code": 0x7D,
+            "subnormal_inputs": "as_normal",
+        },
+        dequantize=IDMA_DEQUANTIZE,
+        outputs=("float32", "float16"),
+        inputs=("FP32 or FP16 inputs (the design's two source types)",),
+    ),
+]
+
+#: Every profile by name.
+PROFILES: Mapping[str, Profile] = MappingProxyType({p.name: p for p in _PROFILE_LIST})
+
+
+def profile_names() -> tuple[str, ...]:
+    """The names of :data:`PROFILES`, in registry order."""
+    return tuple(PROFILES)
+
+
+def get_profile(name) -> Profile:
+    """The profile called ``name`` (a :class:`Profile` is returned as it is); ValueError naming
+    the known profiles otherwise."""
+    if isinstance(name, Profile):
+        return name
+    if not isinstance(name, str) or name not in PROFILES:
+        raise ValueError(f"profile={name!r} is not allowed; expected one of: {', '.join(PROFILES)}")
+    return PROFILES[name]
+
+
+def resolve_quantize(profile, options: dict, fmt=None) -> tuple[Profile | None, QuantizeOptions]:
+    """(profile or None, QuantizeOptions) for ``profile`` (a name, a Profile or None) and keyword
+    ``options`` that override the profile's fields; with ``fmt``, as
+    :meth:`Profile.quantize_options` for that format (a format the peer lacks is refused)."""
+    if profile is None:
+        return None, QuantizeOptions.from_kwargs(**options)
+    chosen = get_profile(profile)
+    return chosen, chosen.quantize_options(fmt, **options)
