@@ -56,6 +56,7 @@ from .formats import ALIASES, FORMATS, format_names, get_format
 from .options import PRESETS, Accumulator
 from .golden import canonical as golden_canonical
 from .golden import generate_suites, suite_from_spec
+from .golden.crosscheck import ReferenceDisagreement
 from .golden import verify as verify_suites
 from .golden import check as golden_check
 from .golden import explain as golden_explain
@@ -308,10 +309,10 @@ def _cmd_golden_generate(args) -> str:
         with _cluster(args) as cluster:
             if cluster is None:
                 directories = generate_suites(suites, args.out, args.seed, args.level, shard, progress, args.npz,
-                                              args.count)
+                                              args.count, args.reference_only)
             else:
                 directories = golden_cluster.generate_suites(cluster, suites, args.out, args.seed, args.level,
-                                                             progress, args.npz, args.count)
+                                                             progress, args.npz, args.count, args.reference_only)
     except GenerationInterrupted as interrupt:
         _interrupted(str(interrupt))
     except KeyboardInterrupt:  # before the first suite was begun
@@ -597,6 +598,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="show progress, suite by suite ('suite 12/54 ...'; default: when stderr is a terminal)")
     gen.add_argument("--npz", action="store_true", help="also write vectors.npz (one array per field) per suite")
+    gen.add_argument("--reference-only", action="store_true",
+                     help="compute every expected value with the reference model (default: the NumPy fast path where a "
+                          "kind has one, the reference recomputing the catalogue and a seeded sample; the same bytes)")
     gen.add_argument("--count", type=int, default=None, metavar="N",
                      help="N vectors per suite: the catalogue first (only its first N if N is smaller), then seeded "
                           "random ones (default: the catalogue, as golden/ holds it)")
@@ -672,6 +676,9 @@ def main(argv: list[str] | None = None) -> int:
     except _CheckFailed as failure:  # a check that ran: its report on stdout
         _print_quietly(failure.text)
         return failure.code
+    except ReferenceDisagreement as disagreement:  # the fast path and the reference differ: exit 1
+        print(f"mxsim: error: {disagreement}", file=sys.stderr)
+        return 1
     except (ValueError, OverflowError, OSError, golden_cluster.MissingExtra) as error:
         print(f"mxsim: error: {error}".replace("\n", " "), file=sys.stderr)
         return 2

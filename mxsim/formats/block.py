@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from functools import cached_property
 
 from .element import ElementFormat, FloatFormat, IntFormat, _require, _require_int
 
@@ -93,7 +94,7 @@ class BlockFormat:
             f"{owner}: tensor_scale must be None, or fp32 with a UE4M3 block scale (NVFP4); got {self.tensor_scale!r}",
         )
 
-    @property
+    @cached_property
     def subblocks(self) -> int:
         """Sub-blocks per block (0 for a single-level format)."""
         return 0 if self.subblock_size is None else self.block_size // self.subblock_size

@@ -1,6 +1,8 @@
 """Parametric element formats: binary floating point and scaled integers.
 
 Every number a format can hold is derived from its parameters; nothing is typed in.
+Derived properties are :func:`functools.cached_property`: computed once per format object
+(formats are frozen, so a value never goes stale); the reference model reads them in its loops.
 
 Float bit layout, most significant bit first::
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 from typing import Literal, Union
 
 __all__ = ["FloatFormat", "IntFormat", "ElementFormat", "FLOAT_SPECIALS", "INT_ENCODINGS", "negated_code"]
@@ -100,12 +103,12 @@ class FloatFormat:
         )
 
     # --- layout -------------------------------------------------------------------------------
-    @property
+    @cached_property
     def width(self) -> int:
         """Bits per code: sign (if signed) + exponent_bits + mantissa_bits."""
         return int(self.signed) + self.exponent_bits + self.mantissa_bits
 
-    @property
+    @cached_property
     def sign_mask(self) -> int:
         """The sign bit of a code (0 for unsigned formats)."""
         return (1 << (self.exponent_bits + self.mantissa_bits)) if self.signed else 0
@@ -126,11 +129,11 @@ class FloatFormat:
     def has_negative_zero(self) -> bool:
         return self.signed and self.subnormals
 
-    @property
+    @cached_property
     def _all_ones_field(self) -> int:
         return (1 << self.exponent_bits) - 1
 
-    @property
+    @cached_property
     def _top_normal_field(self) -> int:
         """The largest exponent field that holds finite normal values."""
         if self.specials == "ieee" or (self.specials == "fn" and self.mantissa_bits == 0):
@@ -138,17 +141,17 @@ class FloatFormat:
         return self._all_ones_field
 
     # --- derived values -----------------------------------------------------------------------
-    @property
+    @cached_property
     def emin(self) -> int:
         """Unbiased exponent of the smallest normal binade (subnormals share it)."""
         return (1 if self.subnormals else 0) - self.bias
 
-    @property
+    @cached_property
     def emax(self) -> int:
         """Unbiased exponent of the largest normal binade: floor(log2(max_normal)) (emax_elem)."""
         return self._top_normal_field - self.bias
 
-    @property
+    @cached_property
     def max_code(self) -> int:
         """Code of +max_normal (all-ones magnitude, less the NaN code of 'fn' formats)."""
         top = (self._top_normal_field << self.mantissa_bits) | ((1 << self.mantissa_bits) - 1)
@@ -156,13 +159,13 @@ class FloatFormat:
             top -= 1
         return top
 
-    @property
+    @cached_property
     def max_normal(self) -> Fraction:
         m = self.mantissa_bits
         mantissa = self.max_code & ((1 << m) - 1)
         return _pow2(self.emax) * (1 + Fraction(mantissa, 1 << m))
 
-    @property
+    @cached_property
     def min_normal(self) -> Fraction:
         return _pow2(self.emin)
 
@@ -242,11 +245,11 @@ class IntFormat:
     has_zero = True
     subnormals = False
 
-    @property
+    @cached_property
     def width(self) -> int:
         return self.bits
 
-    @property
+    @cached_property
     def sign_mask(self) -> int:
         return 1 << (self.bits - 1)
 
@@ -254,7 +257,7 @@ class IntFormat:
     def has_negative_zero(self) -> bool:
         return self.encoding == "sign_magnitude"
 
-    @property
+    @cached_property
     def max_int(self) -> int:
         """Largest integer q (2^(bits-1) - 1 in both encodings)."""
         return (1 << (self.bits - 1)) - 1
@@ -264,11 +267,11 @@ class IntFormat:
         """Smallest integer q: -2^(bits-1) (two's complement) or -(2^(bits-1) - 1)."""
         return -(1 << (self.bits - 1)) if self.encoding == "twos_complement" else -self.max_int
 
-    @property
+    @cached_property
     def max_code(self) -> int:
         return self.max_int
 
-    @property
+    @cached_property
     def max_normal(self) -> Fraction:
         """Largest value, max_int * 2^-frac_bits (named as for floats so block rules can share it)."""
         return Fraction(self.max_int) * _pow2(-self.frac_bits)
@@ -277,7 +280,7 @@ class IntFormat:
     def min_value(self) -> Fraction:
         return Fraction(self.min_int) * _pow2(-self.frac_bits)
 
-    @property
+    @cached_property
     def emax(self) -> int:
         """floor(log2(max_normal)): emax_elem of the OCP scale rule (0 for MXINT8)."""
         return self.max_int.bit_length() - 1 - self.frac_bits

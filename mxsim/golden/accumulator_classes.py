@@ -5,64 +5,50 @@ computed from each vector's content and the reference model's view of every step
 from __future__ import annotations
 
 from fractions import Fraction
-from functools import cache
 
 from ..ref import dot as ref_dot
 from ..ref.encode import encode
 from ..ref.exact import Exact
 from ..ref.output import output_format, storage_format
-from .suite import decode, is_subnormal_code
+from .suite import code_sets, decode, is_subnormal_code
 
 __all__ = ["CANCELLATION_BITS", "c_classes", "element_classes", "fused_classes"]
 
 CANCELLATION_BITS = 8  # c_cancellation: |C + products| <= 2^-8 |C|
 
 
-def element_classes(a, b, fmt_a, fmt_b) -> set:
+def element_classes(a, b, fmt_a, fmt_b, products=None) -> set:
     """The classes of one block pair's inputs: NaN/Inf elements, an all-zero pair, products of both
-    signs, scale codes at the edges or NaN, largest elements, MXINT8 -2, subnormal products."""
+    signs, scale codes at the edges or NaN, largest elements, MXINT8 -2, subnormal products.
+    ``products``: the pair's :func:`mxsim.ref.dot.block_products` if the caller has them (else
+    computed here). Element classes come from the per-code sets of :func:`.suite.code_sets`."""
     classes = set()
-    terms_a = ref_dot.block_terms(a.codes, a.subscales, fmt_a)
-    terms_b = ref_dot.block_terms(b.codes, b.subscales, fmt_b)
-    kinds = {t.kind for t in terms_a + terms_b}
-    classes |= kinds & {"nan", "inf"}
-    if all(t.kind == "finite" and t.significand == 0 for t in terms_a + terms_b):
+    sets_a, sets_b = code_sets(fmt_a.element), code_sets(fmt_b.element)
+    if products is None:
+        products = ref_dot.block_products(a.codes, a.subscales, fmt_a, b.codes, b.subscales, fmt_b)
+    # (code a, code b, sign) of the products of two finite nonzero elements: kind finite, Ma * Mb > 0
+    live = [(ca, cb, sign) for ca, cb, (sign, magnitude, _, kind) in zip(a.codes, b.codes, products)
+            if kind == "finite" and magnitude]
+    for name in ("nan", "inf"):
+        if not (sets_a[name].isdisjoint(a.codes) and sets_b[name].isdisjoint(b.codes)):
+            classes.add(name)
+    if sets_a["zero"].issuperset(a.codes) and sets_b["zero"].issuperset(b.codes):
         classes.add("all_zero")
-    live = [
-        (x, y) for x, y in zip(terms_a, terms_b) if x.kind == y.kind == "finite" and x.significand and y.significand
-    ]
-    if len({x.sign ^ y.sign for x, y in live}) == 2:
+    if len({sign for _, _, sign in live}) == 2:
         classes.add("mixed_signs")
-    for fmt, block in ((fmt_a, a), (fmt_b, b)):
-        largest = _largest(fmt.element)
-        scale = decode(block.scale, fmt.scale)
-        if scale.is_nan:
+    for fmt, block, sets in ((fmt_a, a, sets_a), (fmt_b, b, sets_b)):
+        if block.scale in code_sets(fmt.scale)["nan"]:
             classes.add("scale_nan")
         elif fmt.scale.name == "e8m0" and block.scale in (0, 0xFE):
             classes.add("scale_min" if block.scale == 0 else "scale_max")
-        for code in block.codes:
-            y = decode(code, fmt.element)
-            if y.is_finite and y.magnitude == largest:
-                classes.add("max")
-            if (
-                fmt.element.kind == "int"
-                and fmt.element.encoding == "twos_complement"
-                and code == fmt.element.sign_mask
-            ):
-                classes.add("int8_neg2")
-    for ca, cb, x, y in zip(a.codes, b.codes, terms_a, terms_b):
-        if x.significand and y.significand and (_subnormal(ca, fmt_a.element) or _subnormal(cb, fmt_b.element)):
-            classes.add("subnormal_product")
+        if not sets["max"].isdisjoint(block.codes):
+            classes.add("max")
+        if not sets["neg2"].isdisjoint(block.codes):
+            classes.add("int8_neg2")
+    codes_a, codes_b, _ = zip(*live) if live else ((), (), ())
+    if not (sets_a["subnormal"].isdisjoint(codes_a) and sets_b["subnormal"].isdisjoint(codes_b)):
+        classes.add("subnormal_product")
     return classes
-
-
-@cache
-def _largest(element) -> Fraction:
-    return element.max_normal
-
-
-def _subnormal(code: int, element) -> bool:
-    return is_subnormal_code(code, element)
 
 
 def _cancels(c: Exact, products: Fraction) -> bool:

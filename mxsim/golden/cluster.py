@@ -145,16 +145,17 @@ def _spec(suite) -> tuple[str, dict]:
 
 
 def generate_piece(kind: str, params: dict, seed: int, level: int, count: int | None, index: int, pieces: int,
-                   staging: str, npz: bool) -> str:
+                   staging: str, npz: bool, reference_only: bool = False) -> str:
     """A task: write shard ``index`` of ``pieces`` of the suite into ``staging``; its directory."""
     suite = suite_from_spec(kind, **params)
     plan = pipeline.plan(suite, level, count)
-    directory, _, _ = files.write_suite(suite, plan, Path(staging), seed, level, (index, pieces), None, npz)
+    directory, _, _ = files.write_suite(suite, plan, Path(staging), seed, level, (index, pieces), None, npz,
+                                          reference_only)
     return str(directory)
 
 
 def generate_suites(cluster: Cluster, suites: list, root, seed: int = 0, level: int = 1, progress: bool = False,
-                    npz: bool = False, count: int | None = None) -> list[Path]:
+                    npz: bool = False, count: int | None = None, reference_only: bool = False) -> list[Path]:
     """:func:`.files.generate_suites` on ``cluster``: the same files, manifests and index (see
     the module docstring). The free space asked for is twice the suites' (shards and suites)."""
     root, plans, keys = files.prepare_generation(suites, root, level, None, count, copies=2)
@@ -165,7 +166,7 @@ def generate_suites(cluster: Cluster, suites: list, root, seed: int = 0, level: 
         jobs, pieces = [], []
         for suite, plan in zip(suites, plans):
             n = len(cluster.ranges(plan.total, GENERATE_VECTORS))
-            jobs += [(*_spec(suite), seed, level, count, i, n, str(staging), npz) for i in range(n)]
+            jobs += [(*_spec(suite), seed, level, count, i, n, str(staging), npz, reference_only) for i in range(n)]
             pieces.append(n)
         label = f"generate {len(suites)} suite(s), {len(jobs)} task(s)" if progress else None
         with contextlib.closing(cluster.map(generate_piece, jobs, label)) as results:

@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
 
+import numpy as np
+
+from ..fast.dot import FINITE, BlockDots, Operand, dot_blocks
 from ..formats.element import negated_code
 from ..options import Accumulator
 from ..options.accumulate import PRESETS
@@ -20,6 +23,7 @@ from ..ref.fused import fused_step_details
 from ..ref.output import storage_format
 from . import accumulator_input
 from .accumulator_classes import c_classes, element_classes, fused_classes
+from .batch import FloatBits, bit, code_table, compute_each, fast_dot_models, pack_items, unpack_items
 from .fields import Field
 from .format_spec import block_format, format_param
 from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, jsonable, pack_word, unpack_word
@@ -87,6 +91,10 @@ class DotSuite(Suite):
             raise ValueError("steps=true needs a fused accumulator (accumulate='fused', or a fused preset such as "
                              "mxdotp_fp8): the separate datapath has no steps")
         self.acc.check_block_format(self.fa, self.fb)
+        if self.acc.mode == "aligned":  # the references of the acc_overflow and shift_inexact classes
+            self.unbounded_acc = Accumulator(mode="aligned", frac_bits=self.acc.frac_bits,
+                                             shift_rounding=self.acc.shift_rounding)
+            self.exact_acc = Accumulator()
         self.has_c = self.c_input or self.fused
         self.tensor_scales = not self.fused
         self.name = "-".join([self._pair()] + self._label() + self._suffixes())
@@ -94,7 +102,7 @@ class DotSuite(Suite):
         self.inputs = list(self.block_fields)
         if self.has_c:
             self.inputs.append(Field("c", 32, description="fp32 bits of the accumulator input C"))
-        out = storage_format(self.acc)
+        out = self.out_format = storage_format(self.acc)
         if self.fused:
             self.outputs = [Field("result", out.width, description=f"{out.name} bits of D, the last step's output")]
         else:
@@ -315,6 +323,51 @@ class DotSuite(Suite):
     def _random_vector(self, rng: random.Random) -> dict:
         return self._random_block(rng)
 
+    def random_run(self, rng: np.random.Generator, first: int, n: int) -> list[dict]:
+        """``n`` random vectors beyond the catalogue drawn at once with NumPy (see
+        :func:`mxsim.golden.pipeline.vectors`), from the distribution of :meth:`random_inputs`:
+        block a "normal" (6 in 9), "max", "small" or "special"; block b "normal", "max" or
+        "small"; scales 2^+-8 (E8M0) or any finite UE4M3 code. A suite with an accumulator input,
+        unit scales or no tensor scales (fused) draws them with :meth:`random_inputs` instead, from
+        a :class:`random.Random` seeded by ``rng``."""
+        if self.has_c or self.unit_scales or not self.tensor_scales:
+            seeded = random.Random(int(rng.integers(0, 1 << 63)))
+            return [self.random_inputs(seeded, first + j) for j in range(n)]
+        a = self._np_side(self.fa, rng, n, rng.choice(["normal"] * 6 + ["max", "small", "special"], size=n))
+        b = self._np_side(self.fb, rng, n, rng.choice(["normal", "max", "small"], size=n))
+        columns = {**{f"a_{k}": v for k, v in a.items()}, **{f"b_{k}": v for k, v in b.items()}}
+        names = list(columns)
+        return [dict(zip(names, values)) for values in zip(*columns.values())]
+
+    def _np_side(self, fmt, rng: np.random.Generator, n: int, kinds: np.ndarray) -> dict:
+        """One operand's fields of ``n`` vectors, block i drawn as ``_codes(fmt, ., kinds[i])``
+        draws it (the same code sets and odds)."""
+        k, e = fmt.block_size, fmt.element
+        sets = {name: np.array(codes, dtype=np.int64) for name, codes in self._code_sets(e).items()}
+        codes = sets["finite"][rng.integers(0, len(sets["finite"]), size=(n, k))]
+        anything = rng.random((n, k)) >= 0.97
+        codes = np.where(anything & (kinds == "normal")[:, None], rng.integers(0, 1 << e.width, size=(n, k)), codes)
+        for name in ("max", "small"):
+            rows = kinds == name
+            codes[rows] = sets[name][rng.integers(0, len(sets[name]), size=(int(rows.sum()), k))]
+        rows = np.flatnonzero(kinds == "special")
+        if len(sets["special"]) and len(rows):
+            codes[rows, rng.integers(0, k, size=len(rows))] = sets["special"][rng.integers(0, len(sets["special"]), size=len(rows))]
+        side = {"scale": self._np_scales(fmt, rng, n), "elems": pack_items(codes, e.width)}
+        if fmt.subblocks:
+            side["sub"] = pack_items(rng.integers(0, 1 << fmt.subscale_bits, size=(n, fmt.subblocks)), fmt.subscale_bits)
+        if fmt.tensor_scale is not None:  # m / 2^s, m a 24-bit significand, s in 20 .. 40: fp32 exponent 23 - s
+            m, shift = rng.integers(1 << 23, 1 << 24, size=n), rng.integers(20, 41, size=n)
+            side["tensor_scale"] = ((150 - shift) << 23 | (m & 0x7FFFFF)).tolist()
+        return side
+
+    def _np_scales(self, fmt, rng: np.random.Generator, n: int) -> list[int]:
+        s = fmt.scale
+        if s.name != "e8m0":
+            finite = np.array([c for c in range(1 << s.width) if decode(c, s).is_finite], dtype=np.int64)
+            return finite[rng.integers(0, len(finite), size=n)].tolist()
+        return (127 + rng.integers(-8, 9, size=n)).tolist()
+
     def _random_block(self, rng: random.Random) -> dict:
         """Two blocks: a of mostly normal codes (or max, small, with an Inf/NaN), b normal, max or
         small; scales 2^+-8 (E8M0), any finite UE4M3."""
@@ -394,11 +447,10 @@ class DotSuite(Suite):
         return out, classes
 
     def _classes(self, a, b, r, ta, tb) -> set:
-        classes = element_classes(a, b, self.fa, self.fb)
-        out = storage_format(self.acc)
-        terms_a = ref_dot.block_terms(a.codes, a.subscales, self.fa)
-        terms_b = ref_dot.block_terms(b.codes, b.subscales, self.fb)
-        finite_products = [(x, y) for x, y in zip(terms_a, terms_b) if x.kind == y.kind == "finite" and x.significand and y.significand]
+        out = self.out_format
+        prods = ref_dot.block_products(a.codes, a.subscales, self.fa, b.codes, b.subscales, self.fb)
+        classes = element_classes(a, b, self.fa, self.fb, prods)
+        finite_products = any(kind == "finite" and magnitude for _, magnitude, _, kind in prods)
         if r.value.is_nan:
             classes.add("nan")
         if r.value.is_inf:
@@ -412,11 +464,157 @@ class DotSuite(Suite):
         if r.value.is_inf and r.exact.is_finite:
             classes.add("overflow")
         if self.acc.mode == "aligned" and finite_products:
-            unbounded = ref_dot.dot(a, b, self.fa, self.fb, Accumulator(mode="aligned", frac_bits=self.acc.frac_bits,
-                                    shift_rounding=self.acc.shift_rounding), tensor_scale_a=ta, tensor_scale_b=tb)
-            if unbounded.accumulator != r.accumulator:
+            unbounded, unbounded_lsb, _ = ref_dot.block_register(prods, self.fa, self.fb, self.unbounded_acc)
+            if unbounded != r.accumulator:
                 classes.add("acc_overflow")
-            exact = ref_dot.dot(a, b, self.fa, self.fb, Accumulator(), tensor_scale_a=ta, tensor_scale_b=tb)
-            if unbounded.accumulator * Fraction(2) ** unbounded.lsb_exponent != exact.accumulator * Fraction(2) ** exact.lsb_exponent:
+            exact, exact_lsb, _ = ref_dot.block_register(prods, self.fa, self.fb, self.exact_acc)
+            low = min(unbounded_lsb, exact_lsb)  # the two values on a common grid 2^low
+            if unbounded << (unbounded_lsb - low) != exact << (exact_lsb - low):
                 classes.add("shift_inexact")
         return classes
+
+    # expected values of many vectors at once (mxsim.golden.batch) ---------------------------
+    @property
+    def fast_path_applies(self) -> bool:
+        """Whether the fast path models this suite: its accumulator
+        (:func:`~mxsim.golden.batch.fast_dot_models`) and no accumulator input C (the fast path
+        computes the blocks' Dot alone)."""
+        return fast_dot_models(self.acc) and not self.has_c
+
+    def compute_batch(self, inputs: dict):
+        """``compute`` of N vectors with the fast path: (outputs, flags), see
+        :mod:`mxsim.golden.batch`. The configurations the fast path does not model
+        (:attr:`fast_path_applies` false: fused accumulation, an accumulator input C, output_overflow
+        other than inf, nan_bits, fp32_e8m13) and any batch with an invalid vector (the reference
+        then raises its own error) go vector by vector through ``compute``."""
+        if not self.fast_path_applies:
+            return compute_each(self, inputs)
+        try:
+            return self._batch(inputs)
+        except ValueError:
+            return compute_each(self, inputs)
+
+    def _operand_arrays(self, inputs: dict, side: str, fmt, blocks: int):
+        """(scales (N*blocks,), sub-scales (N*blocks, subblocks) or None, codes (N*blocks, k)) of
+        one side, with ``blocks`` blocks per vector."""
+        k = fmt.block_size
+        scales = unpack_items(inputs[f"{side}_scale"], fmt.scale_storage_bits, blocks).reshape(-1)
+        subs = None
+        if fmt.subblocks:
+            subs = unpack_items(inputs[f"{side}_sub"], fmt.subscale_bits, blocks * fmt.subblocks).reshape(-1, fmt.subblocks)
+        codes = unpack_items(inputs[f"{side}_elems"], fmt.element.width, blocks * k).reshape(-1, k)
+        return scales, subs, codes
+
+    def _tensor_scale_groups(self, inputs: dict, n: int):
+        """[((tensor_scale_a, tensor_scale_b), vector indices)]: NVFP4 vectors grouped by their pair
+        of tensor scales (each group is one fast call); one group of every vector otherwise."""
+        names = [f"{side}_tensor_scale" for side in "ab"]
+        if not any(name in inputs for name in names):
+            return [((None, None), slice(0, n))]
+        groups: dict = {}
+        for i in range(n):
+            key = tuple(int(inputs[name][i]) if name in inputs else None for name in names)
+            groups.setdefault(key, []).append(i)
+        return [(tuple(None if w is None else fp32_value(w).magnitude for w in key), np.array(rows))
+                for key, rows in groups.items()]
+
+    def _group_operands(self, sides, group, blocks: int = 1) -> list[Operand]:
+        """The fast path's operands a and b of one group of :meth:`_tensor_scale_groups` (vectors of
+        ``blocks`` blocks)."""
+        (ts_a, ts_b), rows = group
+        if isinstance(rows, slice):
+            picked = slice(rows.start * blocks, rows.stop * blocks)
+        else:
+            picked = (rows[:, None] * blocks + np.arange(blocks)).reshape(-1)
+        return [Operand(fmt, scales[picked], None if subs is None else subs[picked], codes[picked], ts)
+                for (scales, subs, codes), fmt, ts in zip(sides, (self.fa, self.fb), (ts_a, ts_b))]
+
+    def _block_dots(self, sides, groups, acc: Accumulator, blocks: int = 1) -> BlockDots:
+        """fast.dot.dot_blocks over every vector's blocks, group by group, in vector order."""
+        parts = []
+        for group in groups:
+            op_a, op_b = self._group_operands(sides, group, blocks)
+            parts.append((group[1], dot_blocks(op_a, op_b, acc)))
+        if len(parts) == 1:
+            return parts[0][1]
+        n = sum(len(rows) for rows, _ in parts)
+        fields = {}
+        for name in BlockDots.__dataclass_fields__:
+            arrays = [getattr(dots, name) for _, dots in parts]
+            dtype = object if any(a.dtype == object for a in arrays) else arrays[0].dtype
+            merged = np.empty((n, blocks), dtype=dtype)
+            for (rows, _), a in zip(parts, arrays):
+                merged[rows] = a.reshape(-1, blocks)
+            fields[name] = merged.reshape(-1)
+        return BlockDots(**fields)
+
+    def _batch(self, inputs: dict):
+        n = len(inputs["a_scale"])
+        sides = [self._operand_arrays(inputs, side, fmt, 1) for side, fmt in (("a", self.fa), ("b", self.fb))]
+        groups = self._tensor_scale_groups(inputs, n)
+        r = self._block_dots(sides, groups, self.acc)
+        out = {"acc": r.accumulator.tolist(), "lsb": r.lsb_exponent.tolist(), "anchor": r.anchor.tolist(),
+               "result": r.codes.tolist()}
+        flags = self._batch_flags(sides, groups, r)
+        return out, flags.tolist()
+
+    def _batch_flags(self, sides, groups, r: BlockDots) -> np.ndarray:
+        """The classes of :meth:`_classes`, vector by vector, as flag words."""
+        (scales_a, _, ca), (scales_b, _, cb) = sides
+        ta, tb = code_table(self.fa.element), code_table(self.fb.element)
+        value = FloatBits.of(r.codes, self.out_format)
+        exact_finite = r.special == FINITE
+        flags = np.zeros(len(r.codes), dtype=np.int64)
+
+        def add(name: str, mask) -> None:
+            flags[mask] |= bit(name)
+
+        finite_products = ta.nonzero[ca] & tb.nonzero[cb]
+        any_finite_product = finite_products.any(axis=1)
+        add("nan", ta.nan[ca].any(axis=1) | tb.nan[cb].any(axis=1) | value.nan)
+        add("inf", ta.inf[ca].any(axis=1) | tb.inf[cb].any(axis=1) | value.inf)
+        add("all_zero", ta.zero[ca].all(axis=1) & tb.zero[cb].all(axis=1))
+        add("zero", value.zero & ~value.negative)
+        add("negative_zero", value.zero & value.negative)
+        add("cancellation", value.zero & any_finite_product & exact_finite & (r.significand == 0))
+        negative = ta.negative[ca] ^ tb.negative[cb]
+        add("mixed_signs", (finite_products & negative).any(axis=1) & (finite_products & ~negative).any(axis=1))
+        for fmt, scales, table, codes in ((self.fa, scales_a, ta, ca), (self.fb, scales_b, tb, cb)):
+            scale_nan = code_table(fmt.scale).nan[scales]
+            add("scale_nan", scale_nan)
+            if fmt.scale.name == "e8m0":
+                add("scale_min", ~scale_nan & (scales == 0))
+                add("scale_max", ~scale_nan & (scales == 0xFE))
+            add("max", table.max[codes].any(axis=1))
+            add("int8_neg2", table.neg2[codes].any(axis=1))
+        add("subnormal_product", (finite_products & (ta.subnormal[ca] | tb.subnormal[cb])).any(axis=1))
+        add("subnormal_output", value.subnormal)
+        add("overflow", value.inf & exact_finite)
+        if self.acc.mode == "aligned":
+            unbounded = self._block_dots(sides, groups, self.unbounded_acc)
+            exact = self._block_dots(sides, groups, self.exact_acc)
+            add("acc_overflow", any_finite_product & (unbounded.accumulator != r.accumulator))
+            differ = dyadic_differ(unbounded.accumulator, unbounded.lsb_exponent, exact.accumulator, exact.lsb_exponent)
+            add("shift_inexact", any_finite_product & differ)
+        return flags
+
+
+def dyadic_differ(a, a_exponent, b, b_exponent) -> np.ndarray:
+    """Element-wise a * 2^a_exponent != b * 2^b_exponent for integer arrays (int64, or Python ints
+    in object arrays), exactly. int64: the side with the larger exponent is compared after
+    shifting the other right (equal iff the bits shifted out are 0 and the rest match); a shift of
+    more than 62 bits can only match zeros (|values| < 2^62)."""
+    if a.dtype == object or b.dtype == object:
+        low = np.minimum(a_exponent, b_exponent)
+        return np.array([int(x) << int(ex - lo) != int(y) << int(ey - lo)
+                         for x, ex, y, ey, lo in zip(a, a_exponent, b, b_exponent, low)], dtype=bool)
+    a, b = a.astype(np.int64), b.astype(np.int64)
+    d = a_exponent.astype(np.int64) - b_exponent.astype(np.int64)
+
+    def matches(small, big, shift):  # big * 2^shift == small, shift >= 0
+        s = np.minimum(shift, 62)
+        fits = ((small >> s) == big) & ((small & ((np.int64(1) << s) - 1)) == 0)
+        return np.where(shift > 62, (small == 0) & (big == 0), fits)
+
+    equal = np.where(d >= 0, matches(b, a, np.maximum(d, 0)), matches(a, b, np.maximum(-d, 0)))
+    return ~equal

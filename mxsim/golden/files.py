@@ -38,6 +38,7 @@ from .._version import __version__
 from ..fileformat import atomic_write
 from . import limits, pipeline
 from .classes import CLASSES
+from .crosscheck import CrossCheck
 from .suites import Suite
 from .writer import MANIFEST, NPZ, SuiteWriter
 
@@ -194,16 +195,21 @@ def _suite_key(suite: Suite, shard) -> str:
 
 
 def generate(suite: Suite, root, seed: int = 0, level: int = 1, shard: tuple[int, int] | None = None,
-             progress: bool = False, npz: bool = False, count: int | None = None) -> Path:
+             progress: bool = False, npz: bool = False, count: int | None = None,
+             reference_only: bool = False) -> Path:
     """Write ``suite`` under ``root`` (and enter it in the root's index); returns the directory
     written. ``npz``: also write ``vectors.npz`` (one array per field: uint64 for fields of at
     most 64 bits, else the hex strings), listed in the manifest like the hex files. ``count``:
-    that many vectors, the catalogue first (:mod:`.pipeline`); None: the catalogue."""
-    return generate_suites([suite], root, seed, level, shard, progress, npz, count)[0]
+    that many vectors, the catalogue first (:mod:`.pipeline`); None: the catalogue. Expected
+    values come from the fast path checked by the reference model (:mod:`.crosscheck`; the
+    manifest's ``reference_check``), or with ``reference_only`` from the reference for every
+    vector (the same bytes, slower)."""
+    return generate_suites([suite], root, seed, level, shard, progress, npz, count, reference_only)[0]
 
 
 def generate_suites(suites: list[Suite], root, seed: int = 0, level: int = 1, shard: tuple[int, int] | None = None,
-                    progress: bool = False, npz: bool = False, count: int | None = None) -> list[Path]:
+                    progress: bool = False, npz: bool = False, count: int | None = None,
+                    reference_only: bool = False) -> list[Path]:
     """Write each suite under ``root`` in turn, with ``index.json`` (see the module docstring);
     returns the directories written. Every request is checked before anything is written
     (level, shard, count, :func:`.limits.check_enumerable` and :func:`.limits.check_size` for
@@ -214,7 +220,7 @@ def generate_suites(suites: list[Suite], root, seed: int = 0, level: int = 1, sh
         label = f"suite {number}/{len(suites)} {suite.kind}/{suite.name}"
         try:
             directory, manifest, vectors = write_suite(suite, plan, root, seed, level, shard,
-                                                       label if progress else None, npz)
+                                                       label if progress else None, npz, reference_only)
             _update_index(root, {key: {"count": vectors, "manifest_sha256": _sha256(manifest)}})
         except KeyboardInterrupt:
             raise GenerationInterrupted(root, len(written), len(suites), key) from None
@@ -255,10 +261,11 @@ def shard_name(shard: tuple[int, int]) -> str:
 
 
 def write_suite(suite: Suite, plan: pipeline.Plan, root: Path, seed: int, level: int, shard, label,
-                npz: bool) -> tuple[Path, bytes, int]:
+                npz: bool, reference_only: bool = False) -> tuple[Path, bytes, int]:
     """Compute and write one suite (or shard, into ``<suite dir>/shard-<i>-of-<n>/``) a chunk at a
     time, without touching the index; returns (directory, manifest bytes, vectors). ``label``: a
-    progress bar's (None: no bar)."""
+    progress bar's (None: no bar). ``reference_only``: every expected value from the reference
+    (else the fast path, cross-checked: :mod:`.crosscheck`)."""
     total = plan.total
     directory = suite_dir(root, suite)
     first, last = shard_lines(total, shard)
@@ -267,16 +274,17 @@ def write_suite(suite: Suite, plan: pipeline.Plan, root: Path, seed: int, level:
     coverage = np.zeros(len(CLASSES), dtype=np.int64)
     bits = np.arange(len(CLASSES), dtype=np.uint64)
     writer = SuiteWriter(root, directory, suite.fields, last - first, npz)
+    check = CrossCheck(suite, seed, plan, fast=not reference_only)
     try:
         with tqdm(total=last - first, desc=label, disable=label is None, leave=False) as bar:
-            for chunk in pipeline.computed_chunks(suite, seed, level, plan, first, last):
+            for chunk in pipeline.computed_chunks(suite, seed, level, plan, first, last, check=check):
                 writer.write(chunk)
                 flags = np.array(chunk["flags"], dtype=np.uint64)
                 coverage += ((flags[:, None] >> bits) & np.uint64(1)).sum(axis=0).astype(np.int64)
                 bar.update(len(flags))
         shard_info = None if shard is None else {"index": shard[0], "count": shard[1], "first_line": first + 1,
                                                  "total": total}
-        extra = {"shard": shard_info, "count": last - first,
+        extra = {"shard": shard_info, "count": last - first, "reference_check": check.describe(),
                  "coverage": {name: int(n) for name, n in zip(CLASSES, coverage)}}
         manifest = writer.commit(lambda files: manifest_bytes(suite, seed, level, plan, **extra, files=files))
     except BaseException:

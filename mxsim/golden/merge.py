@@ -40,6 +40,7 @@ import numpy as np
 from .._version import __version__
 from . import pipeline
 from .classes import CLASSES
+from .crosscheck import merge_descriptions
 from .fields import Field
 from .files import _read_json, _update_index, manifest_bytes, shard_lines, suite_dir
 from .verify import load_suite
@@ -212,7 +213,11 @@ def merge_group(out: Path, shards: list[Shard], plan: pipeline.Plan) -> Path:
                 if name not in coverage or type(n) is not int:
                     raise ShardError(f"{shard.directory / MANIFEST}: coverage {name!r}: {n!r} is not a class count")
                 coverage[name] += n
-        extra = {"shard": None, "count": plan.total, "coverage": coverage}
+        try:
+            reference_check = merge_descriptions([shard.manifest["reference_check"] for shard in shards])
+        except (KeyError, TypeError, ValueError) as error:
+            raise ShardError(f"{directory}: the shards' reference_check entries do not combine: {error}") from None
+        extra = {"shard": None, "count": plan.total, "reference_check": reference_check, "coverage": coverage}
         written = writer.commit(lambda files: manifest_bytes(suite, manifest["seed"], manifest["level"], plan,
                                                              **extra, files=files))
     except BaseException:

@@ -12,26 +12,37 @@ Numbering (0-based vector i of a suite of N vectors, the same whatever the chunk
   256, ``random.Random("mxsim-golden:<seed>:<kind>:<suite name>:random:<r>")``, after the
   (i - C) % 256 vectors of the run before it: it depends on i alone (not on the chunk or shard
   that asks for it), and a shard starts anywhere after drawing at most 255 vectors it drops
-  (one seeding per run, not per vector: seeding costs more than drawing a cheap vector);
+  (one seeding per run, not per vector: seeding costs more than drawing a cheap vector). Kinds
+  with ``random_run`` (dot, quantize: a million vectors in seconds rather than minutes) draw the
+  256 vectors of run r at once, ``suite.random_run(run_generator(seed, suite, r), C + 256r, 256)``,
+  with NumPy's PCG64 (:func:`run_generator`), from the same distribution as ``random_inputs``;
 * N = C without a count (the suite as it always was: the canonical ``golden/``); N = count
   otherwise; a count below C keeps the first N vectors of the catalogue; ``forever`` never ends.
 
-Expected values: :func:`expected` calls the suite's ``compute_batch`` when it has one (see
-:class:`.suite.Suite`), else ``compute`` per vector; :func:`computed_chunks` yields every field
-of :data:`CHUNK` vectors at a time, so memory stays bounded whatever N.
+Expected values: :func:`expected` calls the suite's ``compute_batch`` (the NumPy fast path) when
+it has one (see :class:`.suite.Suite`), else ``compute`` per vector; :func:`reference_expected`
+always calls ``compute`` (the reference model). :func:`computed_chunks` yields every field of
+:data:`CHUNK` vectors at a time, so memory stays bounded whatever N, with the fast path's values
+after the reference model has recomputed the catalogue and a seeded sample
+(:class:`.crosscheck.CrossCheck`, which it fills in for the manifest).
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import random
 from dataclasses import dataclass
 from typing import Iterator
 
+import numpy as np
+
 from .classes import flag_bits
+from .crosscheck import CrossCheck, fast_path, reference_expected
 from .suite import Suite
 
-__all__ = ["CHUNK", "Plan", "plan", "vectors", "expected", "computed_chunks", "suite_rng", "run_rng", "RUN"]
+__all__ = ["CHUNK", "Plan", "plan", "vectors", "expected", "reference_expected", "computed_chunks", "suite_rng",
+           "run_rng", "RUN"]
 
 CHUNK = 4096  # vectors per chunk; any value gives the same bytes (tests set a small one)
 RUN = 256  # random vectors beyond the catalogue per generator: fixed, part of what the vectors are
@@ -48,6 +59,14 @@ def suite_rng(seed: int, suite: Suite) -> random.Random:
 def run_rng(seed: int, suite: Suite, run: int) -> random.Random:
     """The generator of run ``run`` of random vectors beyond the catalogue."""
     return random.Random(f"mxsim-golden:{seed}:{suite.kind}:{suite.name}:random:{run}")
+
+
+def run_generator(seed: int, suite: Suite, run: int) -> np.random.Generator:
+    """The NumPy generator of run ``run`` for the kinds that draw a run at once (``random_run``):
+    PCG64 seeded with the first 16 bytes of SHA-256 of the same string as :func:`run_rng`'s, as a
+    little-endian integer (PCG64's stream is stable across NumPy versions and platforms)."""
+    digest = hashlib.sha256(f"mxsim-golden:{seed}:{suite.kind}:{suite.name}:random:{run}".encode()).digest()
+    return np.random.Generator(np.random.PCG64(int.from_bytes(digest[:16], "little")))
 
 
 @dataclass(frozen=True)
@@ -106,7 +125,18 @@ def vectors(suite: Suite, seed: int, level: int, plan: Plan, first: int = 0, las
         yield from itertools.islice(suite.stimulus(suite_rng(seed, suite), level), first, in_catalogue)
     index = max(first, catalogue)
     run = (index - catalogue) // RUN
+    drawn_at_once = getattr(suite, "random_run", None)
     while end is None or index < end:
+        if drawn_at_once is not None:
+            base = catalogue + run * RUN
+            stop = base + RUN if end is None else min(base + RUN, end)
+            if stop <= index:
+                return
+            rows = drawn_at_once(run_generator(seed, suite, run), base, RUN)
+            for row in rows[index - base : stop - base]:
+                yield row, "random"
+            index, run = base + RUN, run + 1
+            continue
         rng = run_rng(seed, suite, run)
         for position in range(catalogue + run * RUN, catalogue + (run + 1) * RUN):
             if end is not None and position >= end:
@@ -119,26 +149,24 @@ def vectors(suite: Suite, seed: int, level: int, plan: Plan, first: int = 0, las
 
 def expected(suite: Suite, inputs: dict[str, list[int]]) -> tuple[dict[str, list[int]], list[int]]:
     """The outputs (one list per output field) and the flags words (computed classes, no origin
-    bits) of the vectors whose inputs are given as one list per input field."""
-    batch = getattr(suite, "compute_batch", None)
+    bits) of the vectors whose inputs are given as one list per input field: the fast path's
+    (``compute_batch``) where the kind has one, else the reference model's."""
+    batch = fast_path(suite)
     if batch is not None:
         return batch(inputs)
-    names = [f.name for f in suite.inputs]
-    outputs: dict[str, list[int]] = {f.name: [] for f in suite.outputs}
-    flags = []
-    for values in zip(*(inputs[name] for name in names)):
-        out, classes = suite.compute(dict(zip(names, values)))
-        for name, column in outputs.items():
-            column.append(out[name])
-        flags.append(flag_bits(classes))
-    return outputs, flags
+    return reference_expected(suite, inputs)
 
 
 def computed_chunks(suite: Suite, seed: int, level: int, plan: Plan, first: int = 0, last: int | None = None,
-                    size: int | None = None) -> Iterator[dict[str, list[int]]]:
+                    size: int | None = None, check: CrossCheck | None = None) -> Iterator[dict[str, list[int]]]:
     """Every field (inputs, outputs, ``flags`` with the origin bit) of vectors ``first`` ..
-    ``last - 1``, ``size`` (default :data:`CHUNK`) vectors at a time."""
+    ``last - 1``, ``size`` (default :data:`CHUNK`) vectors at a time. The expected values come
+    from ``check`` (a :class:`.crosscheck.CrossCheck` of this suite, seed and plan; a new one if
+    None), which raises :class:`.crosscheck.ReferenceDisagreement` where the fast path and the
+    reference model differ and counts what the reference recomputed."""
     size = size or CHUNK
+    check = check or CrossCheck(suite, seed, plan)
+    start = first
     stream = vectors(suite, seed, level, plan, first, last)
     names = [f.name for f in suite.inputs]
     while True:
@@ -146,6 +174,7 @@ def computed_chunks(suite: Suite, seed: int, level: int, plan: Plan, first: int 
         if not rows:
             return
         inputs = {name: [row[name] for row, _ in rows] for name in names}
-        outputs, flags = expected(suite, inputs)
+        outputs, flags = check.expected(inputs, start)
+        start += len(rows)
         origins = [_ORIGIN_FLAGS[origin] for _, origin in rows]
         yield {**inputs, **outputs, "flags": [f | o for f, o in zip(flags, origins)]}

@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import random
+import struct
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+import numpy as np
+
+from ..fast.block import quantize_blocks
 from ..options import QuantizeOptions
 from ..ref.block import nvfp4_tensor_scale, quantize_block
 from ..ref.decode import finite_magnitudes
-from ..ref.exact import Exact, floor_log2
+from ..ref.exact import Exact
 from ..ref.scale import E8M0_MAX, byte_exponent
+from .batch import bit, code_table, compute_each, pack_items, unpack_items
 from .fields import Field
 from .format_spec import block_format, format_param
-from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word, jsonable
+from .suite import Suite, decode, fp32_bits, fp32_value, max_codes, pack_word, subnormal_codes, jsonable
 from .suite import profile_options
+
+FP32_INF_BITS = 0x7F800000
+
+
+def _fp32_floor_log2(magnitude_bits: int) -> int:
+    """floor(log2 x) of a positive finite fp32 magnitude given by its bits."""
+    field = magnitude_bits >> 23
+    return field - 127 if field else magnitude_bits.bit_length() - 1 - 149
 
 
 @dataclass
@@ -126,6 +139,26 @@ class QuantizeSuite(Suite):
         """A block of varied dynamic range; every other one (odd ``index``) spread 2^+-30 wider."""
         return self._inputs(self._block_values(rng, "wide" if index % 2 else "normal"))
 
+    def random_run(self, rng: np.random.Generator, first: int, n: int) -> list[dict]:
+        """``n`` random vectors beyond the catalogue drawn at once with NumPy (see
+        :func:`mxsim.golden.pipeline.vectors`), from the distribution of :meth:`random_inputs`
+        (vector ``first + j`` is "wide" for odd indices): a spread s in 0 .. 40 per block, each
+        element a random sign and 24-bit significand at exponent randint(-s, s) // 4 (+ randint(-30,
+        30) when wide) + randint(-3, 0) + randint(-3, 1), always a normal fp32 value."""
+        k = self.fmt.block_size
+        wide = (np.arange(first, first + n) % 2 == 1)[:, None]
+        spread = rng.integers(0, 41, size=(n, 1))
+        centre = np.floor_divide(rng.integers(-spread, spread + 1, size=(n, k)), 4)
+        exponent = centre + wide * rng.integers(-30, 31, size=(n, k)) + rng.integers(-3, 1, size=(n, k)) + rng.integers(-3, 2, size=(n, k))
+        words = rng.integers(0, 2, size=(n, k)) << 31 | (exponent + 127) << 23 | rng.integers(0, 1 << 23, size=(n, k))
+        rows = [{"x": x} for x in pack_items(words, 32)]
+        if self.fmt.tensor_scale is not None:
+            for row, block in zip(rows, words):
+                largest = int((block & 0x7FFFFFFF).max())  # every value is finite: the bits order like the values
+                amax = fp32_value(largest).magnitude
+                row["tensor_scale"] = fp32_bits(Exact(0, nvfp4_tensor_scale(amax, self.opts)))
+        return rows
+
     def _inputs(self, xs: list[Exact]) -> dict:
         bits = [fp32_bits(x) for x in xs]
         inputs = {"x": pack_word(bits, 32)}
@@ -137,7 +170,11 @@ class QuantizeSuite(Suite):
 
     def compute(self, inputs: dict):
         k, fmt = self.fmt.block_size, self.fmt
-        xs = [fp32_value(b) for b in unpack_word(inputs["x"], 32, k)]
+        raw = inputs["x"].to_bytes(4 * k, "little")
+        words = struct.unpack(f"<{k}I", raw)
+        # the inputs as Python floats: fp32 -> binary64 is exact (NaNs stay NaN), and the reference
+        # reads a float exactly (mxsim.ref.to_exact)
+        xs = struct.unpack(f"<{k}f", raw)
         tensor_scale = fp32_value(inputs["tensor_scale"]).magnitude if "tensor_scale" in inputs else None
         block = quantize_block(xs, fmt, self.opts, tensor_scale=tensor_scale)
         out = {"scale": block.scale, "codes": pack_word(block.codes, fmt.element.width)}
@@ -150,14 +187,18 @@ class QuantizeSuite(Suite):
             out["scale_exp"] = -128 if scale_nan else exponent
         if fmt.subblocks:
             out["subscales"] = pack_word(block.subscales, fmt.subscale_bits)
+        # input classes from the fp32 bit fields: magnitude bits above 0x7F800000 are NaN, equal
+        # to it Inf, below 2^23 (exponent field 0) zero or subnormal
+        magnitudes = [w & 0x7FFFFFFF for w in words]
+        nonzero = [m for m in magnitudes if m]
         classes = set()
-        if any(x.is_nan for x in xs):
+        if max(magnitudes) > FP32_INF_BITS:
             classes.add("nan")
-        if any(x.is_inf for x in xs):
+        if FP32_INF_BITS in magnitudes:
             classes.add("inf")
-        if all(x.is_zero for x in xs):
+        if not nonzero:
             classes.add("all_zero")
-        if any(x.is_finite and 0 < x.magnitude < Fraction(1, 1 << 126) for x in xs):
+        elif min(nonzero) < 1 << 23:
             classes.add("subnormal_input")
         if scale_nan:
             classes.add("scale_nan")
@@ -166,16 +207,91 @@ class QuantizeSuite(Suite):
                 classes.add("scale_min")
             if exponent == E8M0_MAX:
                 classes.add("scale_max")
-            finite = [x.magnitude for x in xs if x.is_finite and x.magnitude]
+            largest = max((m for m in magnitudes if m < FP32_INF_BITS), default=0)  # the bits order like the values
             low = self.opts.scale_min
-            if finite and fmt.element.kind == "float" and not (low <= floor_log2(max(finite)) - fmt.element.emax <= E8M0_MAX):
+            if largest and fmt.element.kind == "float" and not (low <= _fp32_floor_log2(largest) - fmt.element.emax <= E8M0_MAX):
                 classes.add("scale_clamp")
-        for code in block.codes:
-            y = decode(code, fmt.element)
-            if y.is_finite and y.magnitude == fmt.element.max_normal:
-                classes.add("max")
-            if is_subnormal_code(code, fmt.element):
-                classes.add("subnormal_output")
-            if fmt.element.kind == "int" and fmt.element.encoding == "twos_complement" and code == fmt.element.sign_mask:
-                classes.add("int8_neg2")
+        if not max_codes(fmt.element).isdisjoint(block.codes):
+            classes.add("max")
+        if not subnormal_codes(fmt.element).isdisjoint(block.codes):
+            classes.add("subnormal_output")
+        if fmt.element.kind == "int" and fmt.element.encoding == "twos_complement" and fmt.element.sign_mask in block.codes:
+            classes.add("int8_neg2")
         return out, classes
+
+    # expected values of many vectors at once (mxsim.golden.batch) ---------------------------
+    def compute_batch(self, inputs: dict):
+        """``compute`` of N vectors with the fast quantizer (:func:`mxsim.fast.block.quantize_blocks`
+        on the float32 inputs): (outputs, flags), see :mod:`mxsim.golden.batch`. NVFP4 vectors are
+        quantized in groups of equal tensor scale. A batch with an invalid vector (a tensor scale
+        that is not positive and finite) goes vector by vector through ``compute``, which raises
+        the reference's error."""
+        try:
+            return self._batch(inputs)
+        except (ValueError, ZeroDivisionError):
+            return compute_each(self, inputs)
+
+    def _tensor_scale_groups(self, inputs: dict, n: int):
+        if "tensor_scale" not in inputs:
+            return [(None, slice(0, n))]
+        groups: dict = {}
+        for i, word in enumerate(inputs["tensor_scale"]):
+            groups.setdefault(int(word), []).append(i)
+        result = []
+        for word, rows in groups.items():
+            value = fp32_value(word)
+            if not value.is_finite or value.sign or not value.magnitude:
+                raise ValueError(f"tensor_scale bits {word:#010x} are not a positive finite fp32 value")
+            result.append((value.magnitude, np.array(rows)))
+        return result
+
+    def _batch(self, inputs: dict):
+        k, fmt = self.fmt.block_size, self.fmt
+        n = len(inputs["x"])
+        bits = unpack_items(inputs["x"], 32, k).astype(np.uint32)
+        scales = np.zeros(n, dtype=np.int64)
+        subscales = np.zeros((n, fmt.subblocks), dtype=np.int64)
+        codes = np.zeros((n, k), dtype=np.int64)
+        for tensor_scale, rows in self._tensor_scale_groups(inputs, n):
+            s, sub, c = quantize_blocks(bits[rows].view(np.float32), fmt, self.opts, tensor_scale=tensor_scale)
+            scales[rows], codes[rows] = s, c
+            if sub is not None:
+                subscales[rows] = sub
+        # int8_exponent has no NaN scale (its 0xFF is 2^-1)
+        scale_nan = code_table(fmt.scale).nan[scales] & (self.opts.scale_encoding == "e8m0")
+        exponent = byte_exponent(scales, self.opts.scale_encoding)
+        out = {"scale": scales.tolist(), "codes": pack_items(codes, fmt.element.width)}
+        if fmt.scale.name == "e8m0":
+            out["scale_exp"] = np.where(scale_nan, -128, exponent).tolist()
+        if fmt.subblocks:
+            out["subscales"] = pack_items(subscales, fmt.subscale_bits)
+        return out, self._batch_flags(bits, exponent, scale_nan, codes).tolist()
+
+    def _batch_flags(self, bits: np.ndarray, exponent, scale_nan, codes) -> np.ndarray:
+        """The classes of :meth:`compute`, from the fp32 bit fields of the inputs."""
+        fmt = self.fmt
+        magnitude = (bits & 0x7FFFFFFF).astype(np.int64)
+        field, fraction = magnitude >> 23, magnitude & 0x7FFFFF
+        flags = np.zeros(len(bits), dtype=np.int64)
+        flags[((field == 0xFF) & (fraction != 0)).any(axis=1)] |= bit("nan")
+        flags[((field == 0xFF) & (fraction == 0)).any(axis=1)] |= bit("inf")
+        flags[(magnitude == 0).all(axis=1)] |= bit("all_zero")
+        flags[((field == 0) & (fraction != 0)).any(axis=1)] |= bit("subnormal_input")
+        flags[scale_nan] |= bit("scale_nan")
+        if fmt.scale.name == "e8m0":
+            flags[~scale_nan & (exponent == self.opts.scale_min)] |= bit("scale_min")
+            flags[~scale_nan & (exponent == E8M0_MAX)] |= bit("scale_max")
+            if fmt.element.kind == "float":
+                # the largest finite magnitude (fp32 magnitude bits order like the values)
+                largest = np.where(field < 0xFF, magnitude, 0).max(axis=1)
+                top_field, top_fraction = largest >> 23, largest & 0x7FFFFF
+                subnormal_log2 = np.frexp(np.maximum(top_fraction, 1).astype(np.float64))[1] - 1 - 149
+                log2 = np.where(top_field > 0, top_field - 127, subnormal_log2)
+                wanted = log2 - fmt.element.emax
+                clamped = (largest > 0) & ((wanted < self.opts.scale_min) | (wanted > E8M0_MAX))
+                flags[~scale_nan & clamped] |= bit("scale_clamp")
+        table = code_table(fmt.element)
+        flags[table.max[codes].any(axis=1)] |= bit("max")
+        flags[table.subnormal[codes].any(axis=1)] |= bit("subnormal_output")
+        flags[table.neg2[codes].any(axis=1)] |= bit("int8_neg2")
+        return flags

@@ -16,12 +16,14 @@ from ..options.profiles import get_profile, resolve_quantize
 from .fields import Field
 
 __all__ = [
-    "ORIGINS", "FP32", "Suite", "decode", "fp32_bits", "fp32_value", "kind_classes", "is_subnormal_code",
+    "ORIGINS", "FP32", "Suite", "decode", "fp32_bits", "fp32_value", "kind_classes", "is_subnormal_code", "code_sets",
+    "max_codes", "subnormal_codes",
     "pack_word", "unpack_word", "jsonable", "profile_options",
 ]
 
 ORIGINS = ("exhaustive", "directed", "random")
 FP32 = "fp32"
+_FP32_FORMAT = get_format(FP32)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -65,7 +67,8 @@ def _fp32_exact_bits(x: Exact) -> int | None:
 
 
 def fp32_value(bits: int) -> Exact:
-    return decode(bits, FP32)
+    """The exact value of fp32 bits (the reference decoder; not memoized: inputs rarely repeat)."""
+    return _decode(bits, _FP32_FORMAT)
 
 
 def kind_classes(x: Exact) -> set:
@@ -77,6 +80,39 @@ def kind_classes(x: Exact) -> set:
     if x.is_zero:
         return {"negative_zero" if x.sign else "zero"}
     return set()
+
+
+@lru_cache(maxsize=None)
+def code_sets(fmt) -> dict[str, frozenset]:
+    """The codes of an element or scale format (at most 16 bits) by what they hold, from the
+    reference decoder: ``nan``, ``inf``, ``zero`` (finite, magnitude 0), ``nonzero`` (finite,
+    magnitude > 0), ``negative`` (the value's sign bit), ``max`` (finite with the largest
+    magnitude, max_normal: the ``max`` class), ``subnormal`` (:func:`is_subnormal_code`), ``neg2``
+    (the two's-complement code -2^(bits-1): the ``int8_neg2`` class)."""
+    codes = range(1 << fmt.width)
+    values = [decode(c, fmt) for c in codes]
+    twos = fmt.kind == "int" and fmt.encoding == "twos_complement"
+    tests = {
+        "nan": lambda c, v: v.is_nan,
+        "inf": lambda c, v: v.is_inf,
+        "zero": lambda c, v: v.is_zero,
+        "nonzero": lambda c, v: v.is_finite and not v.is_zero,
+        "negative": lambda c, v: bool(v.sign),
+        "max": lambda c, v: v.is_finite and v.magnitude == fmt.max_normal,
+        "subnormal": lambda c, v: is_subnormal_code(c, fmt),
+        "neg2": lambda c, v: twos and c == fmt.sign_mask,
+    }
+    return {name: frozenset(c for c, v in zip(codes, values) if test(c, v)) for name, test in tests.items()}
+
+
+def max_codes(fmt) -> frozenset:
+    """The codes of the ``max`` class (see :func:`code_sets`)."""
+    return code_sets(fmt)["max"]
+
+
+def subnormal_codes(fmt) -> frozenset:
+    """The subnormal codes of a format (see :func:`code_sets`)."""
+    return code_sets(fmt)["subnormal"]
 
 
 def is_subnormal_code(code: int, fmt) -> bool:
@@ -146,6 +182,9 @@ def profile_of(name):
 
 
 def pack_word(values, width: int) -> int:
+    """Item i of ``values`` (each below 2^width) at bits [i*width, (i+1)*width)."""
+    if width == 8:  # bytes: one conversion (the same word for items below 256)
+        return int.from_bytes(bytes(values), "little")
     word = 0
     for i, v in enumerate(values):
         word |= v << (i * width)
@@ -153,6 +192,9 @@ def pack_word(values, width: int) -> int:
 
 
 def unpack_word(word: int, width: int, count: int) -> list[int]:
+    """The ``count`` items of ``width`` bits of a word (bits above them are ignored)."""
+    if width == 8:
+        return list((word & ((1 << (8 * count)) - 1)).to_bytes(count, "little"))
     mask = (1 << width) - 1
     return [(word >> (i * width)) & mask for i in range(count)]
 

@@ -388,7 +388,7 @@ def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, 
     values = {name: _as_ints(field_values(digits[name][rows], f)) for name, f in fields.items()}
     inputs = {f.name: values[f.name] for f in suite.inputs}
     try:
-        outputs, computed = pipeline.expected(suite, inputs)
+        outputs, computed = pipeline.reference_expected(suite, inputs)
     except ValueError:
         return _report_failure(directory, suite, inputs, start + rows, report)
     report.vectors += len(rows)
@@ -414,7 +414,7 @@ def _report_failure(directory: Path, suite, inputs: dict, lines, report: VerifyR
     """The first line whose inputs the reference model refuses (ValueError), reported; False."""
     for position, line in enumerate(lines):
         try:
-            pipeline.expected(suite, {name: [column[position]] for name, column in inputs.items()})
+            pipeline.reference_expected(suite, {name: [column[position]] for name, column in inputs.items()})
         except ValueError as error:
             report.problems.append(f"{directory}: line {line + 1}: {error}")
             return False

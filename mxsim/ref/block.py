@@ -12,7 +12,10 @@ The design options of real quantizers (scale_encoding, scale_min, specials, nan_
 subnormal_inputs; contract 2.3) and the source type of the values (:mod:`mxsim.ref.sources`) are
 read here; the scale byte encodings live in :mod:`mxsim.ref.scale`.
 
-Integers and Fractions only; the element codec is :func:`mxsim.ref.encode`.
+Integers and Fractions only; the element codec is :func:`mxsim.ref.encode` (its integer core
+:func:`mxsim.ref.encode.encode_ratio`: an element x / divisor is encoded from the integers
+x.numerator * divisor.denominator and x.denominator * divisor.numerator, without building the
+quotient as a Fraction).
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ from fractions import Fraction
 from typing import Sequence
 
 from ..options import QuantizeOptions
+from ..options.encode import overflow_code
 from ..formats import get_format
 from .decode import decode
-from .encode import encode
-from .exact import Exact, Number, as_int, floor_log2, to_exact
+from .encode import encode, encode_ratio
+from .exact import Exact, Number, as_int, dyadic, floor_log2, to_exact
 from .scale import E8M0_MAX, E8M0_MIN, E8M0_NAN, byte_exponent, given_scale_error, scale_byte, scale_exponent
 from .scale_code import decode_scale
 from .sources import check_source_options, inf_stand_in, read_subnormal
@@ -48,6 +52,7 @@ __all__ = [
 ]
 
 TWO = Fraction(2)
+_FP32 = get_format("fp32")
 FP32_MAX = (2 - TWO**-23) * TWO**127
 FP32_MIN_NORMAL = TWO**-126
 FP32_MIN_SUBNORMAL = TWO**-149
@@ -69,7 +74,10 @@ def to_fp32(q, overflow: str = "ieee") -> Exact:
     """q (a number or :class:`Exact`) rounded to float32, nearest-even (exact integer arithmetic).
     Overflow gives +-Inf (``overflow='ieee'``, IEEE arithmetic) or +-FP32_MAX (``'saturate'``);
     +-Inf stays +-Inf under 'ieee' (IEEE: Inf / finite = Inf)."""
-    return decode(encode(to_exact(q), "fp32", "rne", overflow), "fp32")
+    if q.__class__ is Fraction or q.__class__ is int:  # the common case: the integer core directly
+        n, d = q.numerator, q.denominator
+        return decode(encode_ratio(abs(n), d, n < 0, _FP32, "rne", overflow), _FP32)
+    return decode(encode(to_exact(q), _FP32, "rne", overflow), _FP32)
 
 
 def nvfp4_tensor_scale(tensor_amax: Fraction, options: QuantizeOptions = QuantizeOptions()) -> Fraction:
@@ -109,7 +117,13 @@ def _amax(xs: list[Exact], options: QuantizeOptions, source: str) -> Fraction:
         stand_in = TWO**128
     else:
         stand_in = inf_stand_in(source)
-    return max((stand_in if x.is_inf else x.magnitude for x in xs), default=Fraction(0))
+    best, best_n, best_d = Fraction(0), 0, 1  # magnitudes compared as n * d' > n' * d on their integers
+    for x in xs:
+        magnitude = stand_in if x.kind == "inf" else x.magnitude
+        n, d = magnitude.numerator, magnitude.denominator
+        if n * best_d > best_n * d:
+            best, best_n, best_d = magnitude, n, d
+    return best
 
 
 def _element_divisor(exponent: int, options: QuantizeOptions) -> Fraction:
@@ -118,7 +132,7 @@ def _element_divisor(exponent: int, options: QuantizeOptions) -> Fraction:
     RCEIL)."""
     if exponent == E8M0_MIN and options.min_scale_divisor != "scale":
         return FP32_MIN_NORMAL if options.min_scale_divisor == "min_normal" else Fraction(1)
-    return TWO**exponent
+    return dyadic(1, exponent)
 
 
 def _rand(rand_bits, i: int):
@@ -216,19 +230,26 @@ def _nan_block(fmt, options: QuantizeOptions) -> QuantizedBlock:
 
 
 def _encode_element(x: Exact, divisor: Fraction, fmt, options: QuantizeOptions, rand) -> int:
-    """x / divisor encoded with the element rounding, saturating; an Inf saturates to +-max and a
-    NaN (specials='per_element' only) gives the NaN element code with its sign."""
+    """x / divisor (divisor > 0) encoded with the element rounding, saturating: what
+    ``encode(x / divisor, fmt.element, options.rounding, "saturate", ...)`` gives. An Inf
+    saturates to +-max and a NaN (specials='per_element' only) gives the NaN element code with its
+    sign."""
+    negative = bool(x.sign)  # block element formats are signed
     if x.is_nan:
-        return nan_element_code(fmt.element, options, bool(x.sign))
-    scaled = x if x.is_inf else Exact(x.sign, x.magnitude / divisor)
-    return encode(
-        scaled,
+        return nan_element_code(fmt.element, options, negative)
+    if x.is_inf:
+        return overflow_code(fmt.element, negative, "saturate", options.rounding, True, options.int8_allow_neg2)
+    m = x.magnitude
+    return encode_ratio(
+        m.numerator * divisor.denominator,
+        m.denominator * divisor.numerator,
+        negative,
         fmt.element,
         options.rounding,
         "saturate",
-        rand_bits=rand,
-        rand_width=options.rand_width,
-        int8_allow_neg2=options.int8_allow_neg2,
+        rand,
+        options.rand_width,
+        options.int8_allow_neg2,
     )
 
 
@@ -261,11 +282,14 @@ def _quantize_e8m0(xs, fmt, options, rand_bits, source: str, exponent: int | Non
     if exponent is None:
         exponent = _block_exponent(xs, fmt, options, source)
     taus = _microexponents(xs, fmt, exponent, options, source) if fmt.subblocks else []
+    if taus:  # 2^(E - tau), once per tau
+        divisors = {tau: dyadic(1, exponent - tau) for tau in set(taus)}
+    else:  # 2^E, or min_scale_divisor's divisor at E = -127; once per block
+        divisors = {0: _element_divisor(exponent, options)}
     codes = []
     for i, x in enumerate(xs):
         tau = taus[i // fmt.subblock_size] if taus else 0
-        divisor = TWO ** (exponent - tau) if taus else _element_divisor(exponent, options)
-        codes.append(_encode_element(x, divisor, fmt, options, _rand(rand_bits, i)))
+        codes.append(_encode_element(x, divisors[tau], fmt, options, _rand(rand_bits, i)))
     return QuantizedBlock(scale_byte(exponent, options.scale_encoding), tuple(taus), tuple(codes))
 
 
@@ -286,6 +310,7 @@ def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits, source:
     if fp32_steps:
         inverse = to_fp32(1 / tensor_scale)
         factor = inverse if inverse.is_inf else to_fp32(inverse.value / scale)
+    divisor = tensor_scale * scale
     codes = []
     for i, x in enumerate(xs):
         rand = _rand(rand_bits, i)
@@ -294,7 +319,7 @@ def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits, source:
             y = Exact.inf(x.sign) if factor.is_inf else to_fp32(x.magnitude * factor.value)
             codes.append(_encode_element(Exact(x.sign, y.magnitude, y.kind), Fraction(1), fmt, options, rand))
         else:
-            codes.append(_encode_element(x, tensor_scale * scale, fmt, options, rand))
+            codes.append(_encode_element(x, divisor, fmt, options, rand))
     return QuantizedBlock(scale_code, (), tuple(codes))
 
 
@@ -314,6 +339,8 @@ def check_block(block: QuantizedBlock, fmt, tensor_scale=None, name: str = "bloc
         if as_int(tau) is None or not 0 <= tau < limit:
             raise ValueError(f"{name} sub-scale {tau!r} is out of range for {fmt.name!r}: expected an integer in [0, {limit - 1}]")
     check_tensor_scale(fmt, tensor_scale)
+    if block.scale.__class__ is int and {*map(type, block.codes), *map(type, block.subscales)} <= {int}:
+        return block  # plain Python ints already (the common case)
     subscales = tuple(as_int(t) for t in block.subscales)
     return QuantizedBlock(_plain(block.scale), subscales, tuple(map(_plain, block.codes)))
 

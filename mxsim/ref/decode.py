@@ -1,4 +1,10 @@
-"""Reference decoder: one element code to its exact value (integers and Fractions only)."""
+"""Reference decoder: one element code to its exact value (integers and Fractions only).
+
+Codes of formats of at most :data:`TABLE_BITS` bits (every MX element and scale format) are
+decoded once per format into a table (:func:`code_table`), which :func:`decode` then indexes;
+wider formats (fp16, bf16, fp32) are decoded code by code. Both use the same rule,
+:func:`_decode_code`.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +12,18 @@ from fractions import Fraction
 from functools import lru_cache
 
 from ..formats import get_format
-from .exact import Exact, as_int
+from .exact import Exact, as_int, dyadic
 
-__all__ = ["decode", "finite_magnitudes"]
+__all__ = ["decode", "code_table", "finite_magnitudes", "TABLE_BITS"]
+
+TABLE_BITS = 8
 
 
 def _check_code(code, fmt) -> int:
     """``code`` as a Python int (a NumPy integer scalar is fine); ValueError unless it is an
     integer in [0, 2^width)."""
+    if code.__class__ is int and 0 <= code < 1 << fmt.width:  # the common case, checked first
+        return code
     value = as_int(code)
     if value is None or not 0 <= value < (1 << fmt.width):
         raise ValueError(
@@ -33,18 +43,33 @@ def decode(code: int, fmt) -> Exact:
     """
     fmt = get_format(fmt, kind="element")
     code = _check_code(code, fmt)
+    if fmt.width <= TABLE_BITS:
+        return code_table(fmt)[code]
+    return _decode_code(code, fmt)
+
+
+@lru_cache(maxsize=None)
+def code_table(fmt) -> tuple[Exact, ...]:
+    """The decoded value of every code 0 .. 2^width - 1 of a format of at most TABLE_BITS bits."""
+    if fmt.width > TABLE_BITS:
+        raise ValueError(f"format {fmt.name!r} has {fmt.width}-bit codes; code tables hold formats of at most {TABLE_BITS}")
+    return tuple(_decode_code(code, fmt) for code in range(1 << fmt.width))
+
+
+def _decode_code(code: int, fmt) -> Exact:
+    """The value of a checked code (built with Exact.trusted: sign 0/1 and a non-negative
+    magnitude hold by construction)."""
     if fmt.kind == "int":
         return _decode_int(code, fmt)
     return _decode_float(code, fmt)
 
 
 def _decode_int(code: int, fmt) -> Exact:
-    step = Fraction(2) ** -fmt.frac_bits
     if fmt.encoding == "sign_magnitude":
         sign = code >> (fmt.bits - 1)
-        return Exact(sign, (code & fmt.max_int) * step)
+        return Exact.trusted(sign, dyadic(code & fmt.max_int, -fmt.frac_bits))
     q = code - (1 << fmt.bits) if code & fmt.sign_mask else code
-    return Exact(int(q < 0), abs(q) * step)
+    return Exact.trusted(int(q < 0), dyadic(abs(q), -fmt.frac_bits))
 
 
 def _decode_float(code: int, fmt) -> Exact:
@@ -61,7 +86,7 @@ def _decode_float(code: int, fmt) -> Exact:
         significand, exponent = mantissa, fmt.emin
     else:
         significand, exponent = (1 << m) | mantissa, field - fmt.bias
-    return Exact(sign, significand * Fraction(2) ** (exponent - m))
+    return Exact.trusted(sign, dyadic(significand, exponent - m))
 
 
 @lru_cache(maxsize=None)

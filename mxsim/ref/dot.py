@@ -37,16 +37,18 @@ from ..options import Accumulator
 from ..formats import get_format
 from .block import QuantizedBlock, check_block
 from .decode import decode
-from .exact import Exact, Number, floor_log2
+from .exact import Exact, Number, dyadic, floor_log2
 from .fused import check_tensor_scales, fused_steps
 from .output import fp32_add, fp32_bits, fp32_input, output_value, round_output
-from .round import round_magnitude
-from .terms import Term, block_terms, element_term, frac_bits, min_exponent, products, special
+from .round import round_shift
+from .terms import Term, block_products, block_terms, element_term, frac_bits, min_exponent, special
 
 __all__ = [
     "Term",
     "element_term",
     "block_terms",
+    "block_products",
+    "block_register",
     "product_lsb",
     "largest_grid_value",
     "register_limit",
@@ -112,10 +114,10 @@ def _largest_significand(element) -> int:
 
 def _scale_factor(scale_code: int, fmt, tensor_scale) -> Exact:
     """The block's scale value times the tensor scale (NaN for a NaN scale code)."""
-    scale = decode(scale_code, fmt.scale)
-    if scale.is_nan:
+    scale = decode(scale_code, fmt.scale)  # scale formats are unsigned: sign 0
+    if scale.is_nan or tensor_scale is None:
         return scale
-    return Exact(0, scale.magnitude * (Fraction(1) if tensor_scale is None else Fraction(tensor_scale)))
+    return Exact(0, scale.magnitude * Fraction(tensor_scale))
 
 
 @dataclass(frozen=True)
@@ -164,19 +166,17 @@ def _aligned_register(products, frac: int, anchor: int, accumulator: Accumulator
     lsb = anchor - accumulator.frac_bits
     rounding = "rtz" if accumulator.shift_rounding == "truncate" else "rne"
     bound = accumulator.register_bound
+    saturate = accumulator.overflow == "saturate"
     total = 0
     for sign, magnitude, e, kind in products:
         if kind != "finite" or not magnitude:
             continue
-        shift = e - frac - lsb  # product = magnitude * 2^(e - frac) = magnitude * 2^shift LSBs
-        if shift >= 0:
-            q = magnitude << shift
-        else:
-            q = round_magnitude(magnitude, 1 << -shift, rounding, bool(sign))
+        # product = magnitude * 2^(e - frac) = magnitude * 2^(e - frac - lsb) LSBs
+        q = round_shift(magnitude, lsb + frac - e, rounding, bool(sign))
         total += -q if sign else q
-        if bound is not None:
-            if accumulator.overflow == "saturate":
-                total = min(max(total, -bound), bound - 1)
+        if bound is not None and not -bound <= total < bound:  # outside [-2^(W-1), 2^(W-1) - 1]
+            if saturate:
+                total = bound - 1 if total > 0 else -bound
             else:
                 total = (total + bound) % (2 * bound) - bound
     return total
@@ -192,15 +192,35 @@ def _fp32_register(products, frac: int) -> tuple[Exact, int, int]:
         elif kind == "inf":
             term = Exact.inf(sign)
         else:
-            term = Exact(sign, magnitude * TWO ** (e - frac))  # exact: each addition rounds once
+            term = Exact.trusted(sign, dyadic(magnitude, e - frac))  # exact: each addition rounds once
         total = fp32_add(total, term)
     if not total.is_finite:
         return total, 0, 0
     if total.is_zero:
         return Exact(0), 0, FP32_MIN_EXPONENT - FP32_ULP_SHIFT
     lsb = max(floor_log2(total.magnitude), FP32_MIN_EXPONENT) - FP32_ULP_SHIFT
-    significand = (total.magnitude / TWO**lsb).numerator
+    significand = (total.magnitude * dyadic(1, -lsb)).numerator
     return total, -significand if total.sign else significand, lsb
+
+
+def block_register(prods, fmt_a, fmt_b, accumulator: Accumulator) -> tuple[int, int, int]:
+    """The register of a block Dot as :class:`BlockDot` reports it: (``accumulator``,
+    ``lsb_exponent``, ``anchor``), from the block pair's products (``block_products`` of
+    :mod:`mxsim.ref.terms`; block format objects) in one of the separate-accumulation modes."""
+    return _register(prods, fmt_a, fmt_b, accumulator)[:3]
+
+
+def _register(prods, fmt_a, fmt_b, accumulator: Accumulator) -> tuple[int, int, int, Exact | None]:
+    """(register, lsb_exponent, anchor, the fp32 chain's value for fp32_sequential else None)."""
+    frac = frac_bits(fmt_a.element) + frac_bits(fmt_b.element)
+    anchor = _anchor(prods)
+    if accumulator.mode == "exact":
+        lsb = product_lsb(fmt_a, fmt_b)
+        return _exact_register(prods, frac, lsb), lsb, anchor, None
+    if accumulator.mode == "aligned":
+        return _aligned_register(prods, frac, anchor, accumulator), anchor - accumulator.frac_bits, anchor, None
+    chain, value, lsb = _fp32_register(prods, frac)
+    return value, lsb, anchor, chain
 
 
 def _check_pair(fmt_a, fmt_b, length_a: int, length_b: int):
@@ -242,27 +262,18 @@ def dot(
     fmt_a, fmt_b = _check_pair(fmt_a, fmt_a if fmt_b is None else fmt_b, 1, 1)
     a = check_block(a, fmt_a, tensor_scale_a, "block a")
     b = check_block(b, fmt_b, tensor_scale_b, "block b")
-    prods = products(block_terms(a.codes, a.subscales, fmt_a), block_terms(b.codes, b.subscales, fmt_b))
-    frac = frac_bits(fmt_a.element) + frac_bits(fmt_b.element)
+    prods = block_products(a.codes, a.subscales, fmt_a, b.codes, b.subscales, fmt_b)
     factor_a = _scale_factor(a.scale, fmt_a, tensor_scale_a)
     factor_b = _scale_factor(b.scale, fmt_b, tensor_scale_b)
     outcome = special(((sign, kind) for sign, _, _, kind in prods), factor_a.is_nan or factor_b.is_nan)
-    anchor = _anchor(prods)
-    if accumulator.mode == "exact":
-        lsb = product_lsb(fmt_a, fmt_b)
-        register = _exact_register(prods, frac, lsb)
-    elif accumulator.mode == "aligned":
-        lsb = anchor - accumulator.frac_bits
-        register = _aligned_register(prods, frac, anchor, accumulator)
-    else:
-        chain, register, lsb = _fp32_register(prods, frac)
-        if not chain.is_finite:  # the IEEE chain decides the specials of this mode
-            outcome = chain if not (factor_a.is_nan or factor_b.is_nan) else Exact.nan()
+    register, lsb, anchor, chain = _register(prods, fmt_a, fmt_b, accumulator)
+    if chain is not None and not chain.is_finite:  # fp32_sequential: the IEEE chain decides the specials
+        outcome = chain if not (factor_a.is_nan or factor_b.is_nan) else Exact.nan()
     if outcome is not None:
         exact = outcome
     else:
-        value = register * TWO**lsb * factor_a.magnitude * factor_b.magnitude
-        exact = Exact(int(value < 0), abs(value))
+        magnitude = dyadic(abs(register), lsb) * (factor_a.magnitude * factor_b.magnitude)
+        exact = Exact.trusted(int(register < 0 and magnitude != 0), magnitude)  # an exact zero (a zero scale) is +0
     code = round_output(exact, accumulator)
     return BlockDot(code, output_value(code, accumulator), exact, register, lsb, anchor)
 

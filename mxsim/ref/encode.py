@@ -3,6 +3,12 @@
 The value is rounded once, on the grid of the format at the value's own binade (the grid of the
 smallest normal binade for subnormals), then checked for overflow. See :mod:`mxsim.options.encode` for the
 rounding and overflow modes.
+
+The arithmetic is on integers: a magnitude n/d (a Fraction's numerator and denominator, or any
+ratio the caller forms, such as x / 2^E in block quantization) is placed on the grid 2^g by
+rounding the integer ratio (n * 2^-g) / d, with the shift applied to n or to d; no Fraction is
+built. :func:`encode` checks its arguments once and calls :func:`encode_ratio`, which block
+quantization and the dot-product output call directly with arguments they have checked.
 """
 
 from __future__ import annotations
@@ -10,11 +16,13 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..formats import get_format
-from ..options.encode import check_encode_options, check_int8_allow_neg2, overflow_code
-from .exact import Exact, Number, floor_log2, to_exact
+from ..options.encode import OVERFLOW_MODES, check_encode_options, check_int8_allow_neg2, overflow_code
+from .exact import Number, floor_log2_ratio, to_exact
 from .round import round_magnitude
 
-__all__ = ["encode", "round_to_grid"]
+__all__ = ["encode", "encode_ratio", "round_to_grid"]
+
+_DETERMINISTIC = ("rne", "rna", "rtz", "rup", "rdn")
 
 
 def encode(
@@ -44,8 +52,10 @@ def encode(
     Returns the code as an int in [0, 2^width).
     """
     fmt = get_format(fmt, kind="element")
-    check_encode_options(rounding, overflow, rand_bits, rand_width)
-    check_int8_allow_neg2(fmt, int8_allow_neg2)
+    if not (rand_bits is None and rounding in _DETERMINISTIC and overflow in OVERFLOW_MODES):
+        check_encode_options(rounding, overflow, rand_bits, rand_width)  # (the plain case always passes)
+    if int8_allow_neg2 is not False:
+        check_int8_allow_neg2(fmt, int8_allow_neg2)  # (False always passes)
     x = to_exact(x)
     negative = bool(x.sign) and fmt.signed
     if x.is_nan:
@@ -56,10 +66,44 @@ def encode(
         raise ValueError(f"negative input {x} cannot be encoded: format {fmt.name!r} is unsigned")
     if x.is_inf:
         return overflow_code(fmt, negative, overflow, rounding, infinite_input=True, int8_allow_neg2=int8_allow_neg2)
-    rounding_args = (rounding, negative, rand_bits, rand_width)
+    magnitude = x.magnitude
+    return encode_ratio(
+        magnitude.numerator, magnitude.denominator, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2
+    )
+
+
+def encode_ratio(
+    numerator: int,
+    denominator: int,
+    negative: bool,
+    fmt,
+    rounding: str = "rne",
+    overflow: str = "saturate",
+    rand_bits: int | None = None,
+    rand_width: int = 32,
+    int8_allow_neg2: bool = False,
+) -> int:
+    """The code of the finite value (-1)^negative * numerator / denominator (integers,
+    numerator >= 0, denominator > 0, not necessarily reduced), as :func:`encode` gives it.
+
+    For callers that have checked their arguments: ``fmt`` an element format object, the options
+    valid, ``negative`` the value's sign (False for unsigned formats; -0 is numerator 0 with
+    negative True). Overflow follows ``overflow`` as in :func:`encode`."""
     if fmt.kind == "int":
-        return _encode_int(x, fmt, overflow, rounding_args, int8_allow_neg2)
-    return _encode_float(x, fmt, overflow, rounding_args)
+        return _encode_int(numerator, denominator, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2)
+    return _encode_float(numerator, denominator, negative, fmt, rounding, overflow, rand_bits, rand_width)
+
+
+def _overflow_text(numerator: int, denominator: int, negative: bool) -> str:
+    return ("-" if negative else "") + str(Fraction(numerator, denominator))
+
+
+def _round_on_grid(numerator: int, denominator: int, grid: int, rounding: str, negative: bool, rand_bits, rand_width) -> int:
+    """(numerator / denominator) / 2^grid rounded to an integer (the rounding arguments as for
+    :func:`round_magnitude`)."""
+    if grid <= 0:
+        return round_magnitude(numerator << -grid, denominator, rounding, negative, rand_bits, rand_width)
+    return round_magnitude(numerator, denominator << grid, rounding, negative, rand_bits, rand_width)
 
 
 def round_to_grid(magnitude: Fraction, fmt, rounding_args) -> tuple[int, int]:
@@ -70,41 +114,45 @@ def round_to_grid(magnitude: Fraction, fmt, rounding_args) -> tuple[int, int]:
     subnormals) for floats, and -frac_bits for integers. ``rounding_args`` are
     (rounding, negative, rand_bits, rand_width) as for :func:`round_magnitude`.
     """
+    n, d = magnitude.numerator, magnitude.denominator
     if fmt.kind == "int":
         grid = -fmt.frac_bits
     else:
-        grid = max(floor_log2(magnitude), fmt.emin) - fmt.mantissa_bits
-    scaled = magnitude / Fraction(2) ** grid
-    return round_magnitude(scaled.numerator, scaled.denominator, *rounding_args), grid
+        grid = max(floor_log2_ratio(n, d), fmt.emin) - fmt.mantissa_bits
+    return _round_on_grid(n, d, grid, *rounding_args), grid
 
 
-def _encode_int(x: Exact, fmt, overflow: str, rounding_args, int8_allow_neg2: bool) -> int:
-    rounding, negative = rounding_args[:2]
-    q = round_to_grid(x.magnitude, fmt, rounding_args)[0]
+def _encode_int(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2) -> int:
+    q = _round_on_grid(n, d, -fmt.frac_bits, rounding, negative, rand_bits, rand_width)
     limit = fmt.max_int
     if negative and fmt.encoding == "twos_complement" and int8_allow_neg2:
         limit += 1
     if q > limit:
-        return overflow_code(fmt, negative, overflow, rounding, int8_allow_neg2=int8_allow_neg2, value_text=str(x))
+        text = _overflow_text(n, d, negative) if overflow == "error" else ""
+        return overflow_code(fmt, negative, overflow, rounding, int8_allow_neg2=int8_allow_neg2, value_text=text)
     if fmt.encoding == "sign_magnitude":
         return (fmt.sign_mask if negative else 0) | q
     return (-q if negative else q) & ((1 << fmt.bits) - 1)
 
 
-def _encode_float(x: Exact, fmt, overflow: str, rounding_args) -> int:
-    rounding, negative = rounding_args[:2]
+def _encode_float(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bits, rand_width) -> int:
     sign_bits = fmt.sign_mask if negative else 0
-    magnitude = x.magnitude
-    if magnitude == 0:
-        if not fmt.has_zero:
+    if n == 0:
+        if not fmt.subnormals:
             raise ValueError(f"zero cannot be encoded: format {fmt.name!r} has no zero")
         return sign_bits
-    if magnitude < fmt.min_normal and not fmt.subnormals:
-        return sign_bits  # field 0 is the smallest normal binade; nothing lies below it
+    exponent = floor_log2_ratio(n, d)
+    emin = fmt.emin
+    if exponent < emin and not fmt.subnormals:
+        return sign_bits  # below the smallest normal: field 0 is the smallest normal binade
     m = fmt.mantissa_bits
-    significand, grid = round_to_grid(magnitude, fmt, rounding_args)
-    if significand * Fraction(2) ** grid > fmt.max_normal:
-        return overflow_code(fmt, negative, overflow, rounding, value_text=str(x))
+    grid = (exponent if exponent > emin else emin) - m
+    significand = _round_on_grid(n, d, grid, rounding, negative, rand_bits, rand_width)
+    # overflow: significand * 2^grid > max_normal = top * 2^top_grid, compared as integers
+    top_grid, top = fmt.emax - m, (1 << m) | (fmt.max_code & ((1 << m) - 1))
+    if (significand << (grid - top_grid) > top) if grid >= top_grid else (significand > top << (top_grid - grid)):
+        text = _overflow_text(n, d, negative) if overflow == "error" else ""
+        return overflow_code(fmt, negative, overflow, rounding, value_text=text)
     if significand == 0:
         return sign_bits
     if significand == 1 << (m + 1):  # rounding carried into the next binade

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, Union
 
-__all__ = ["Exact", "as_int", "to_exact", "floor_log2"]
+__all__ = ["Exact", "as_int", "to_exact", "floor_log2", "floor_log2_ratio", "dyadic"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,20 @@ class Exact:
             raise ValueError(f"Exact.kind must be 'finite', 'inf' or 'nan', got {self.kind!r}")
         if self.magnitude < 0:
             raise ValueError("Exact.magnitude must be non-negative; the sign lives in Exact.sign")
+
+    @classmethod
+    def trusted(cls, sign: int, magnitude: Fraction, kind: str = "finite") -> "Exact":
+        """An Exact built without the checks of ``__post_init__``, for the reference's own hot paths,
+        whose values hold the invariants by construction (sign 0 or 1, a non-negative Fraction
+        magnitude, 0 for Inf and NaN). Equal to ``Exact(sign, magnitude, kind)`` in every way: the
+        fields go straight into the instance dict, where the dataclass keeps them (about 5x
+        cheaper than the frozen dataclass's ``__init__``)."""
+        x = object.__new__(cls)
+        fields = x.__dict__
+        fields["sign"] = sign
+        fields["magnitude"] = magnitude
+        fields["kind"] = kind
+        return x
 
     @classmethod
     def nan(cls, sign: int = 0) -> "Exact":
@@ -99,6 +113,8 @@ def to_exact(x: Number) -> Exact:
 
     NumPy integer scalars and float16/bfloat16/float32/float64 scalars are accepted too (every
     one of them is exactly a Python int or float)."""
+    if x.__class__ is float:  # the common case, read without the checks below
+        return _float_to_exact(x)
     if isinstance(x, Exact):
         return x
     if isinstance(x, bool) or _dtype_kind(x) == "b":
@@ -110,23 +126,43 @@ def to_exact(x: Number) -> Exact:
     if isinstance(x, (int, Fraction)):
         return Exact(int(x < 0), abs(Fraction(x)))
     if isinstance(x, float):
-        negative = math.copysign(1.0, x) < 0  # reads the sign bit: -0.0 and -nan included
-        if x != x:
-            return Exact.nan(int(negative))
-        if x in (float("inf"), float("-inf")):
-            return Exact.inf(int(negative))
-        numerator, denominator = x.as_integer_ratio()
-        return Exact(int(negative), Fraction(abs(numerator), denominator))
+        return _float_to_exact(x)
     raise ValueError(f"cannot read {type(x).__name__} {x!r} as an exact value; pass an int, Fraction, float or Exact")
+
+
+_INFINITIES = frozenset((math.inf, -math.inf))
+
+
+def _float_to_exact(x: float) -> Exact:
+    negative = int(math.copysign(1.0, x) < 0)  # reads the sign bit: -0.0 and -nan included
+    if x != x:
+        return Exact.nan(negative)
+    if x in _INFINITIES:
+        return Exact.inf(negative)
+    numerator, denominator = x.as_integer_ratio()
+    return Exact.trusted(negative, Fraction(abs(numerator), denominator))
 
 
 def floor_log2(q: Fraction) -> int:
     """floor(log2(q)) of a positive rational, with integers only (trap T10: never a float log2)."""
     if q <= 0:
         raise ValueError("floor_log2 needs a positive value")
-    n, d = q.numerator, q.denominator
+    return floor_log2_ratio(q.numerator, q.denominator)
+
+
+def floor_log2_ratio(n: int, d: int) -> int:
+    """floor(log2(n / d)) for integers n, d > 0 (the fraction need not be reduced)."""
     e = n.bit_length() - d.bit_length()
-    # 2^e <= n/d < 2^(e+1) now holds up to one step; fix it with exact integer comparisons.
-    if (n << max(-e, 0)) < (d << max(e, 0)):
+    # 2^e <= n/d < 2^(e+1) now holds up to one step; fix it with an exact integer comparison
+    # of n and d * 2^e.
+    if (n < d << e) if e >= 0 else (n << -e < d):
         e -= 1
     return e
+
+
+def dyadic(significand: int, exponent: int) -> Fraction:
+    """The Fraction significand * 2^exponent (integers only: a shift of the numerator or of the
+    denominator, never a power computed as a Fraction)."""
+    if exponent >= 0:
+        return Fraction(significand << exponent)
+    return Fraction(significand, 1 << -exponent)

@@ -44,7 +44,7 @@ from .decode import decode
 from .exact import Exact, floor_log2, to_exact
 from .output import output_value, round_output
 from .round import round_magnitude
-from .terms import block_terms, frac_bits, products, special
+from .terms import block_products, frac_bits, special
 
 __all__ = ["FusedStep", "ScaleParts", "check_tensor_scales", "fused_step_details", "fused_steps", "scale_parts"]
 
@@ -134,7 +134,7 @@ def fused_step_details(
     k = fmt_a.block_size
     prods = []
     for a, b in zip(blocks_a, blocks_b):
-        prods += products(block_terms(a.codes, a.subscales, fmt_a), block_terms(b.codes, b.subscales, fmt_b))
+        prods += block_products(a.codes, a.subscales, fmt_a, b.codes, b.subscales, fmt_b)
     ops = _Operands(
         prods,
         [scale_parts(a.scale, fmt_a.scale) for a in blocks_a],

@@ -9,11 +9,13 @@ bits, 13 fraction bits) and stored as the fp32 word with its low 10 bits 0.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..options import Accumulator
 from ..formats import FP32_E8M13, get_format
 from .block import to_fp32
 from .decode import decode
-from .encode import encode
+from .encode import encode_ratio
 from .exact import Exact, Number, to_exact
 
 __all__ = ["output_format", "storage_format", "round_output", "output_value", "fp32_add", "fp32_bits", "fp32_input"]
@@ -21,12 +23,18 @@ __all__ = ["output_format", "storage_format", "round_output", "output_value", "f
 
 def output_format(accumulator: Accumulator):
     """The float format results are rounded to: ``output``, or FP32_E8M13 for ``fp32_e8m13``."""
-    return FP32_E8M13 if accumulator.output == "fp32_e8m13" else get_format(accumulator.output, kind="float")
+    return _float_format(accumulator.output)
 
 
 def storage_format(accumulator: Accumulator):
     """The IEEE format output codes are stored in (fp32 for ``fp32_e8m13``)."""
-    return get_format(accumulator.output_storage, kind="float")
+    return _float_format(accumulator.output_storage)
+
+
+@lru_cache(maxsize=None)
+def _float_format(name: str):
+    """The float format of an accumulator's ``output`` or ``output_storage`` name."""
+    return FP32_E8M13 if name == "fp32_e8m13" else get_format(name, kind="float")
 
 
 def round_output(x: Exact, accumulator: Accumulator) -> int:
@@ -49,8 +57,9 @@ def round_output(x: Exact, accumulator: Accumulator) -> int:
         return storage.inf_code(bool(x.sign))
     out = output_format(accumulator)
     overflow = "error" if accumulator.output_overflow == "inf" else accumulator.output_overflow
+    magnitude = x.magnitude
     try:
-        code = encode(x, out, accumulator.output_rounding, overflow)
+        code = encode_ratio(magnitude.numerator, magnitude.denominator, bool(x.sign), out, accumulator.output_rounding, overflow)
     except OverflowError:
         code = out.inf_code(bool(x.sign))
     if accumulator.ftz and code & ~out.sign_mask < 1 << out.mantissa_bits:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .exact import as_int
 
-__all__ = ["round_magnitude"]
+__all__ = ["round_magnitude", "round_shift"]
 
 
 def round_magnitude(
@@ -52,3 +52,21 @@ def round_magnitude(
     if rounding == "rne":
         return floor + (floor & 1)
     raise ValueError(f"rounding={rounding!r} is not allowed")
+
+
+def round_shift(
+    magnitude: int,
+    shift: int,
+    rounding: str,
+    negative: bool,
+    rand_bits: int | None = None,
+    rand_width: int = 32,
+) -> int:
+    """``round_magnitude(magnitude, 2^shift, ...)``: a magnitude (>= 0) shifted right by ``shift``
+    bits and rounded; a ``shift`` <= 0 is an exact left shift (nothing to round), and ``rtz`` is
+    the right shift itself (floor of a non-negative value)."""
+    if shift <= 0:
+        return magnitude << -shift
+    if rounding == "rtz":
+        return magnitude >> shift
+    return round_magnitude(magnitude, 1 << shift, rounding, negative, rand_bits, rand_width)

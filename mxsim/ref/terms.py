@@ -16,10 +16,13 @@ from fractions import Fraction
 from functools import lru_cache
 
 from ..formats import get_format
-from .decode import decode
+from .decode import TABLE_BITS, _check_code, decode
 from .exact import Exact, as_int, floor_log2
 
-__all__ = ["Term", "element_term", "block_terms", "frac_bits", "min_exponent", "products", "special"]
+__all__ = [
+    "Term", "element_term", "term_table", "block_terms", "frac_bits", "min_exponent", "products", "pair_products",
+    "block_products", "special",
+]
 
 TWO = Fraction(2)
 
@@ -58,7 +61,25 @@ def element_term(code: int, element, tau: int = 0) -> Term:
     microexponent = as_int(tau)
     if microexponent is None:
         raise ValueError(f"tau={tau!r} is not allowed; expected an integer microexponent")
-    return _element_term(code, get_format(element, kind="element"), microexponent)
+    element = get_format(element, kind="element")
+    return _term_lookup(element, microexponent)(_check_code(code, element))
+
+
+@lru_cache(maxsize=None)
+def term_table(element, tau: int = 0) -> tuple[Term, ...]:
+    """The :class:`Term` of every code 0 .. 2^width - 1 of an element format of at most
+    :data:`~mxsim.ref.decode.TABLE_BITS` bits, with microexponent ``tau`` (computed once per
+    format and tau by :func:`element_term`'s rule)."""
+    if element.width > TABLE_BITS:
+        raise ValueError(f"format {element.name!r} has {element.width}-bit codes; term tables hold formats of at most {TABLE_BITS}")
+    return tuple(_element_term(code, element, tau) for code in range(1 << element.width))
+
+
+def _term_lookup(element, tau: int):
+    """code -> Term for one element format and tau: a table lookup for narrow formats."""
+    if element.width <= TABLE_BITS:
+        return term_table(element, tau).__getitem__
+    return lambda code: _element_term(code, element, tau)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -78,10 +99,13 @@ def _element_term(code: int, element, tau: int) -> Term:
 def block_terms(codes: Sequence[int], subscales: Sequence[int], fmt) -> list[Term]:
     """Terms of a block's elements; element i takes the microexponent of sub-block i // k2."""
     fmt = get_format(fmt, kind="block")
-    return [
-        element_term(code, fmt.element, subscales[i // fmt.subblock_size] if fmt.subblocks else 0)
-        for i, code in enumerate(codes)
-    ]
+    element = fmt.element
+    if not fmt.subblocks:
+        lookup = _term_lookup(element, 0)
+        return [lookup(_check_code(code, element)) for code in codes]
+    lookups = [_term_lookup(element, tau) for tau in subscales]
+    size = fmt.subblock_size
+    return [lookups[i // size](_check_code(code, element)) for i, code in enumerate(codes)]
 
 
 def products(terms_a: list[Term], terms_b: list[Term]) -> list[tuple[int, int, int, str]]:
@@ -89,15 +113,49 @@ def products(terms_a: list[Term], terms_b: list[Term]) -> list[tuple[int, int, i
     zero), inf (an Inf element times a nonzero one) or finite."""
     result = []
     for ta, tb in zip(terms_a, terms_b):
-        sign = ta.sign ^ tb.sign
-        zero = (ta.kind == "finite" and ta.significand == 0) or (tb.kind == "finite" and tb.significand == 0)
-        if "nan" in (ta.kind, tb.kind) or ("inf" in (ta.kind, tb.kind) and zero):
-            kind = "nan"
-        elif "inf" in (ta.kind, tb.kind):
-            kind = "inf"
-        else:
+        kind_a, kind_b = ta.kind, tb.kind
+        if kind_a == kind_b == "finite":
             kind = "finite"
-        result.append((sign, ta.significand * tb.significand, ta.exponent + tb.exponent, kind))
+        elif "nan" in (kind_a, kind_b) or (kind_a == "finite" and not ta.significand) or (kind_b == "finite" and not tb.significand):
+            kind = "nan"  # a NaN element, or an Inf one times a zero
+        else:
+            kind = "inf"  # Inf times Inf, or Inf times a finite nonzero element
+        result.append((ta.sign ^ tb.sign, ta.significand * tb.significand, ta.exponent + tb.exponent, kind))
+    return result
+
+
+@lru_cache(maxsize=4)
+def pair_products(element_a, element_b) -> tuple[tuple[int, int, int, str], ...]:
+    """:func:`products` of every pair of codes (microexponents 0) of two element formats of at most
+    TABLE_BITS bits, indexed by ``(code_a << width_b) | code_b``: the same rule, applied once per
+    pair (65,536 pairs of 8-bit formats, a few MB; the last four pairs of formats are kept)."""
+    terms_a, terms_b = term_table(element_a), term_table(element_b)
+    return tuple(products([ta], [tb])[0] for ta in terms_a for tb in terms_b)
+
+
+def _checked_codes(codes: Sequence[int], element) -> Sequence[int]:
+    """``codes``, each checked to be an int in [0, 2^width) (one pass for the common case; the
+    per-code check, with its error, otherwise)."""
+    if {*map(type, codes)} <= {int} and (not codes or (min(codes) >= 0 and max(codes) < 1 << element.width)):
+        return codes
+    return [_check_code(code, element) for code in codes]
+
+
+def block_products(codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b) -> list[tuple[int, int, int, str]]:
+    """``products(block_terms(codes_a, subscales_a, fmt_a), block_terms(codes_b, subscales_b, fmt_b))``
+    of two blocks of formats ``fmt_a``, ``fmt_b`` (block format objects): for narrow elements,
+    looked up in :func:`pair_products`, then each exponent lowered by the two elements'
+    microexponents (E = E_element - tau, as :func:`element_term` folds it)."""
+    ea, eb = fmt_a.element, fmt_b.element
+    if ea.width > TABLE_BITS or eb.width > TABLE_BITS:
+        return products(block_terms(codes_a, subscales_a, fmt_a), block_terms(codes_b, subscales_b, fmt_b))
+    table, width_b = pair_products(ea, eb), eb.width
+    codes_a, codes_b = _checked_codes(codes_a, ea), _checked_codes(codes_b, eb)
+    result = [table[(ca << width_b) | cb] for ca, cb in zip(codes_a, codes_b)]
+    for fmt, subscales in ((fmt_a, subscales_a), (fmt_b, subscales_b)):
+        if fmt.subblocks and any(subscales):
+            size = fmt.subblock_size
+            result = [(s, m, e - subscales[i // size], kind) for i, (s, m, e, kind) in enumerate(result)]
     return result
 
 

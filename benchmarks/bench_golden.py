@@ -1,0 +1,260 @@
+"""Golden-vector expected values: the reference ``compute`` beside the fast ``compute_batch``.
+
+Prints, in one run:
+
+* the reference's element rates: ``ref.encode`` (fp32 values -> FP8 E4M3) and
+  ``ref.quantize_block`` (MXFP8 E4M3 blocks), elements/s;
+* per suite (dot mxfp8_e4m3 aligned F=13 W=24; quantize mxfp8_e4m3): ``compute`` vector by vector
+  and ``compute_batch`` on the same vectors, vectors/s, and their ratio. Each timed run takes
+  vectors it has not seen (the suite's own stimulus with a fresh seed, shuffled), after one
+  warm-up run on other vectors: per-format tables are warm, per-value caches are not, as in a long
+  generation. Medians of ``--repeat`` runs, in CPU time (see :func:`_median_time`);
+* ``--million`` vectors (default 10^6) of each suite through ``compute_batch`` in chunks of
+  ``--chunk``, each in a fresh child process: the compute time, the total time (with making the
+  random inputs as the lists of Python ints a pipeline hands over), wall and CPU, and the child's
+  peak resident memory (ru_maxrss);
+* ``--pipeline N`` (default 10^6; 0 skips): the commands as a user runs them, each in a fresh
+  child process (wall time, CPU time, peak resident memory): ``golden generate --count N`` of each
+  suite (fast path, the reference recomputing the catalogue and a seeded sample of
+  max(10,000, N/100)), ``golden verify --sample 1000`` of the dot suite, full ``golden verify``
+  of a ``--verify-count`` (default 20,000) vector suite of each kind, and ``golden check`` of the N
+  dot results (a device that gives exactly the expected outputs).
+
+    python benchmarks/bench_golden.py [--vectors 400] [--repeat 5] [--million 1000000] [--chunk 65536]
+                                      [--pipeline 1000000] [--verify-count 20000] [--workdir /tmp/bench_golden]
+
+Run it with PYTHONPATH pointing at an older checkout to measure that version's reference (the
+rows of a version without ``compute_batch`` say so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from fractions import Fraction
+
+import numpy as np
+
+from mxsim.golden.suites import suite_from_spec
+from mxsim.ref.block import quantize_block
+from mxsim.ref.encode import encode
+from mxsim.ref.exact import Exact
+
+SUITES = {
+    "dot": ("dot", {"block_a": "mxfp8_e4m3", "accumulator": {"mode": "aligned", "frac_bits": 13, "width": 24}}),
+    "quantize": ("quantize", {"block": "mxfp8_e4m3"}),
+}
+
+
+def _median_time(function, repeat: int, make_input) -> float:
+    """Median CPU seconds of ``function(make_input(i))`` over ``repeat`` runs, each on fresh input,
+    after one warm-up run. CPU time (of every thread of the process) rather than wall time: on a
+    shared machine the wall time of single-threaded code swings with the load, its CPU time does
+    not; for the two-thread fast path CPU time is the sum of both threads (a conservative rate)."""
+    function(make_input(-1))
+    times = []
+    for i in range(repeat):
+        data = make_input(i)
+        start = time.process_time()
+        function(data)
+        times.append(time.process_time() - start)
+    return statistics.median(times)
+
+
+def _random_values(seed: int, n: int) -> list[Exact]:
+    """fp32 values with random 24-bit significands at exponents -10 .. 10, random signs."""
+    rng = random.Random(seed)
+    return [Exact(rng.getrandbits(1), Fraction(rng.getrandbits(23) | 1 << 23, 1 << 23) * Fraction(2) ** rng.randint(-10, 10))
+            for _ in range(n)]
+
+
+def element_rates(n: int, repeat: int) -> list[tuple[str, float]]:
+    encode_time = _median_time(lambda xs: [encode(x, "fp8_e4m3") for x in xs], repeat, lambda i: _random_values(i, n))
+    blocks = lambda i: [xs[j : j + 32] for xs in [_random_values(i, n)] for j in range(0, n - 31, 32)]  # noqa: E731
+    block_time = _median_time(lambda bs: [quantize_block(b, "mxfp8_e4m3") for b in bs], repeat, blocks)
+    return [("ref.encode fp8_e4m3", n / encode_time), ("ref.quantize_block mxfp8_e4m3", (n // 32 * 32) / block_time)]
+
+
+def _suite_vectors(suite, seed: int, count: int) -> list[dict]:
+    rows = [row for row, _ in suite.stimulus(random.Random(f"bench:{seed}"), 2)]
+    random.Random(seed).shuffle(rows)
+    while len(rows) < count:
+        rows += [row for row, _ in suite.stimulus(random.Random(f"bench:{seed}:{len(rows)}"), 2)]
+    return rows[:count]
+
+
+def suite_rates(name: str, count: int, repeat: int) -> tuple[float, float | None]:
+    kind, params = SUITES[name]
+    suite = suite_from_spec(kind, **params)
+    vectors = {i: _suite_vectors(suite, i, count) for i in range(-1, repeat)}
+    reference = count / _median_time(lambda rows: [suite.compute(r) for r in rows], repeat, vectors.__getitem__)
+    if not hasattr(suite, "compute_batch"):
+        return reference, None
+    names = [f.name for f in suite.inputs]
+    columns = {i: {n: [r[n] for r in rows] for n in names} for i, rows in vectors.items()}
+    batch = count / _median_time(suite.compute_batch, repeat, columns.__getitem__)
+    return reference, batch
+
+
+# --- a million vectors, in a child process ------------------------------------------------------
+def _words(items: np.ndarray) -> list[int]:
+    """(N, bytes) uint8 rows -> N little-endian ints (field words, as a pipeline holds them)."""
+    data, size = items.tobytes(), items.shape[1]
+    return [int.from_bytes(data[i * size : (i + 1) * size], "little") for i in range(items.shape[0])]
+
+
+def _dot_inputs(rng: np.random.Generator, n: int) -> dict:
+    inputs = {}
+    for side in "ab":
+        codes = rng.integers(0, 256, size=(n, 32), dtype=np.uint8)
+        nan = (codes & 0x7F) == 0x7F
+        codes[nan & (rng.random((n, 32)) < 0.97)] = 0  # about 3% of vectors hold a NaN element, as in the suite
+        inputs[f"{side}_scale"] = (127 + rng.integers(-8, 9, size=n)).tolist()
+        inputs[f"{side}_elems"] = _words(codes)
+    return inputs
+
+
+def _quantize_inputs(rng: np.random.Generator, n: int) -> dict:
+    x = rng.standard_normal((n, 32)).astype(np.float32) * np.ldexp(np.float32(1), rng.integers(-30, 30, size=(n, 1)))
+    return {"x": _words(x.astype("<f4").view(np.uint8))}
+
+
+def million_child(name: str, total: int, chunk: int) -> None:
+    kind, params = SUITES[name]
+    suite = suite_from_spec(kind, **params)
+    make = _dot_inputs if kind == "dot" else _quantize_inputs
+    rng = np.random.default_rng(0)
+    compute = compute_cpu = 0.0
+    start, start_cpu = time.perf_counter(), time.process_time()
+    checksum = 0
+    for first in range(0, total, chunk):
+        inputs = make(rng, min(chunk, total - first))
+        t, t_cpu = time.perf_counter(), time.process_time()
+        outputs, flags = suite.compute_batch(inputs)
+        compute += time.perf_counter() - t
+        compute_cpu += time.process_time() - t_cpu
+        checksum ^= hash(tuple(flags)) ^ hash(tuple(outputs[suite.outputs[-1].name]))
+        del inputs, outputs, flags
+    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+    print(json.dumps({"compute": compute, "compute_cpu": compute_cpu, "wall": wall, "cpu": cpu, "peak": peak,
+                      "checksum": checksum}))
+
+
+def million(name: str, total: int, chunk: int) -> dict:
+    command = [sys.executable, __file__, "--child", name, "--million", str(total), "--chunk", str(chunk)]
+    result = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vectors", type=int, default=400, help="vectors per timed run of compute / compute_batch")
+    parser.add_argument("--elements", type=int, default=4096, help="elements per timed run of ref.encode / quantize_block")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--million", type=int, default=1_000_000, help="vectors of the chunked compute_batch runs (0: skip)")
+    parser.add_argument("--chunk", type=int, default=1 << 16)
+    parser.add_argument("--pipeline", type=int, default=1_000_000, help="vectors of the generate/verify/check runs (0: skip)")
+    parser.add_argument("--verify-count", type=int, default=20_000, help="vectors of the suites verified in full")
+    parser.add_argument("--workdir", default="/tmp/bench_golden", help="where the pipeline runs write (removed after)")
+    parser.add_argument("--child", choices=sorted(SUITES), help=argparse.SUPPRESS)
+    parser.add_argument("--cli-child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        million_child(args.child, args.million, args.chunk)
+        return
+    if args.cli_child is not None:
+        cli_child(args.cli_child)
+        return
+    print(f"medians of {args.repeat} runs, each on unseen inputs; rates per CPU second")
+    for label, rate in element_rates(args.elements, args.repeat):
+        print(f"{label:40} {rate:12,.0f} elements/s")
+    print(f"\n{'suite (' + str(args.vectors) + ' vectors a run)':52} {'compute':>12} {'compute_batch':>14} {'ratio':>7}")
+    for name, (kind, params) in SUITES.items():
+        reference, batch = suite_rates(name, args.vectors, args.repeat)
+        label = f"{kind}/{suite_from_spec(kind, **params).name}"
+        shown = ("n/a", "") if batch is None else (f"{batch:,.0f}", f"{batch / reference:6.0f}x")
+        print(f"{label:52} {reference:10,.0f}/s {shown[0]:>12}/s {shown[1]:>7}")
+    has_batch = hasattr(suite_from_spec(SUITES["dot"][0], **SUITES["dot"][1]), "compute_batch")
+    if args.million and has_batch:
+        print(f"\n{args.million:,} vectors through compute_batch in chunks of {args.chunk:,} (a fresh process each)")
+        for name, (kind, params) in SUITES.items():
+            r = million(name, args.million, args.chunk)
+            print(f"{kind}/{suite_from_spec(kind, **params).name:46} compute_batch {r['compute']:5.1f} s wall "
+                  f"({r['compute_cpu']:5.1f} s CPU); with making the inputs {r['wall']:5.1f} s wall ({r['cpu']:5.1f} s CPU); "
+                  f"peak memory {r['peak'] / 2**20:5.0f} MiB")
+
+    if args.pipeline and has_batch:
+        pipeline_runs(args.pipeline, args.verify_count, Path(args.workdir))
+
+
+# --- the commands as a user runs them -------------------------------------------------------------
+def cli_child(argv: list[str]) -> None:
+    """Run ``mxsim <argv>`` in this (fresh) process; print its exit code, wall and CPU time, peak memory."""
+    from mxsim.cli import main as cli
+
+    start, start_cpu = time.perf_counter(), time.process_time()
+    code = cli(argv)
+    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"code": code, "wall": wall, "cpu": cpu, "peak": peak}))
+
+
+def run_cli(argv: list[str]) -> dict:
+    result = subprocess.run([sys.executable, __file__, "--cli-child", *argv], capture_output=True, text=True)
+    if result.returncode != 0 or not result.stdout.strip():
+        raise RuntimeError(f"mxsim {' '.join(argv)} failed: {result.stderr[-2000:]}")
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def _row(label: str, vectors: int, r: dict, unit: str = "vectors") -> None:
+    print(f"{label:58} {vectors:>10,} {unit:8} {r['wall']:7.1f} s wall {r['cpu']:7.1f} s CPU "
+          f"{vectors / r['cpu']:>10,.0f}/CPU s  peak {r['peak'] / 2**20:5.0f} MiB  exit {r['code']}")
+
+
+def pipeline_runs(count: int, verify_count: int, workdir: Path) -> None:
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    print("\nthe commands, each in a fresh process (rates per CPU second; the machine is shared)")
+    try:
+        for name, (kind, params) in SUITES.items():
+            suite = suite_from_spec(kind, **params)
+            argv = ["golden", "generate", str(workdir / "big"), "--suite", kind, "--params", json.dumps(params),
+                    "--count", str(count), "--no-progress"]
+            _row(f"generate --count {count:,} {kind}/{suite.name}", count, run_cli(argv))
+            manifest = json.loads((workdir / "big" / kind / suite.name / "manifest.json").read_text())
+            check = manifest["reference_check"]
+            print(f"{'':4}reference recomputed {check['reference_checked']:,} of {check['vectors']:,} "
+                  f"({check['catalogue_checked']:,} catalogue + {check['sample_checked']:,} sampled)")
+        dot_kind, dot_params = SUITES["dot"]
+        dot_dir = workdir / "big" / dot_kind / suite_from_spec(dot_kind, **dot_params).name
+        r = run_cli(["golden", "verify", str(dot_dir), "--sample", "1000", "--no-progress"])
+        _row(f"verify --sample 1000 of the {count:,}-vector dot suite", count, r, "lines")
+        for name, (kind, params) in SUITES.items():
+            suite = suite_from_spec(kind, **params)
+            root = workdir / "verify"
+            run_cli(["golden", "generate", str(root), "--suite", kind, "--params", json.dumps(params),
+                     "--count", str(verify_count), "--no-progress"])
+            r = run_cli(["golden", "verify", str(root / kind / suite.name), "--no-progress"])
+            _row(f"verify (in full, the reference) {kind}/{suite.name}", verify_count, r)
+        device = workdir / "device"
+        device.mkdir()
+        suite = suite_from_spec(dot_kind, **dot_params)
+        for field in suite.outputs:
+            (device / field.file).symlink_to(dot_dir / field.file)
+        r = run_cli(["golden", "check", str(dot_dir), str(device)])
+        _row(f"check of {count:,} device results (dot, all matching)", count, r, "results")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
