@@ -14,7 +14,7 @@ from ..ref.exact import Exact
 from ..ref.output import storage_format
 from . import accumulator_input
 from .accumulator_classes import c_classes
-from .batch import FloatBits, bit, compute_each, pack_items
+from .batch import FloatBits, bit, pack_items
 from .dot_suite import DotSuite
 from .fields import Field
 from .suite import fp32_value, is_subnormal_code, pack_word, unpack_word
@@ -123,15 +123,6 @@ class DotGeneralSuite(DotSuite):
             exact = sum((b.exact.value for b in g.blocks), Fraction(0)) if finite else None
             classes |= c_classes(c, None if exact is None else Exact(int(exact < 0), abs(exact)))
         return {"result": g.code, "block_results": pack_word([b.code for b in g.blocks], out.width)}, classes
-
-    def compute_batch(self, inputs: dict):
-        """``compute`` of N vectors with the fast path (see :meth:`DotSuite.compute_batch`)."""
-        if not self.fast_path_applies:
-            return compute_each(self, inputs)
-        try:
-            return self._batch(inputs)
-        except ValueError:
-            return compute_each(self, inputs)
 
     def _batch(self, inputs: dict):
         n, count = self.n_blocks, len(inputs["a_scale"])
