@@ -275,3 +275,55 @@ def test_npz_holds_the_same_vectors_and_is_reproducible(tmp_path):
     assert verify(a).ok
     (a / "vectors.npz").write_bytes(b"not an archive")
     assert any("vectors.npz" in p for p in verify(a).problems)
+
+
+# --- quantize suites: the rounding classes tie, carry, saturation (hand-worked blocks) -------------
+def _quantize_classes(block: str, values: list[float], **options) -> set:
+    """The classes QuantizeSuite.compute gives one block of fp32 inputs (the rest of it zeros),
+    and the same from compute_batch (the fast path's flags must agree)."""
+    import struct
+
+    from mxsim.golden.batch import bit
+    from mxsim.golden.quantize_suite import QuantizeSuite
+
+    suite = QuantizeSuite(block=block, options=options)
+    k = suite.fmt.block_size
+    xs = values + [0.0] * (k - len(values))
+    word = int.from_bytes(struct.pack(f"<{k}f", *xs), "little")
+    _, classes = suite.compute({"x": word})
+    _, flags = suite.compute_batch({"x": [word]})
+    assert {name for name in CLASSES if flags[0] & bit(name)} == classes
+    return classes & {"tie", "carry", "saturation"}
+
+
+@pytest.mark.parametrize(
+    "block, values, options, expected",
+    [
+        # E = floor(log2 480) - 8 = 0: 480 > 448 (E4M3 max) is clamped; 1.0625 lies midway between
+        # 1 and 1.125 (ties to even: 1); 1.9375 midway between 1.875 and 2 (ties to even: 2, the
+        # next binade)
+        ("mxfp8_e4m3", [480.0, 1.0625, 1.9375], {}, {"saturation", "tie", "carry"}),
+        ("mxfp8_e4m3", [-480.0], {}, {"saturation"}),
+        ("mxfp8_e4m3", [448.0, 1.0625], {}, {"tie"}),  # 448 is the max itself; the tie rounds down
+        ("mxfp8_e4m3", [448.0, 1.125, 2.0, -3.5], {}, set()),  # every value on the grid
+        ("mxfp8_e4m3", [448.0, 1.95], {}, {"carry"}),  # 1.95 rounds up to 2, not a tie
+        # MXINT8: E = floor(log2 1.99) = 0, elements q/64 in [-127/64, 127/64] (or -2 with neg2)
+        ("mxint8", [1.99], {}, {"saturation"}),
+        ("mxint8", [-1.99], {}, {"saturation"}),
+        ("mxint8", [-1.99], {"int8_allow_neg2": True}, set()),  # 127.36/64: rounds to -127/64, inside the grid
+        ("mxint8", [-1.995], {"int8_allow_neg2": True}, {"carry"}),  # 127.68/64 rounds to -2: binade 1
+        ("mxint8", [1.5, 1.0078125], {}, {"tie"}),  # 1 + 1/128: midway between 64/64 and 65/64
+        # MXFP4 E2M1 (0, 0.5, 1, 1.5, 2, 3, 4, 6): E = floor(log2 5) - 2 = 0; 5 is midway 4..6
+        ("mxfp4_e2m1", [5.0], {}, {"tie", }),
+        ("mxfp4_e2m1", [7.0, 3.5], {}, {"saturation", "tie", "carry"}),  # 7 > 6; 3.5 -> 4 (even)
+    ],
+)
+def test_quantize_rounding_classes_hand_worked(block, values, options, expected):
+    assert _quantize_classes(block, values, **options) == expected
+
+
+def test_canonical_quantize_suites_flag_ties_carries_and_saturations():
+    """Each OCP MX quantize suite of golden/ has vectors of every rounding class (they never did)."""
+    for name in ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4_e2m1", "mxint8"):
+        coverage = json.loads((GOLDEN / "quantize" / name / "manifest.json").read_text())["coverage"]
+        assert min(coverage["tie"], coverage["carry"], coverage["saturation"]) > 0, (name, coverage)

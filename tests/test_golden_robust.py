@@ -352,7 +352,10 @@ def test_sigint_to_the_command_exits_130_without_traceback(tmp_path):
     # slowly this process is scheduled (a 65,536-vector suite once finished first on a loaded machine)
     argv = [sys.executable, "-m", "mxsim.cli", "golden", "generate", str(tmp_path), "--suite", "decode",
             "--params", '{"element": "fp16"}', "--count", str(2 * 10**7), "--progress"]
-    child = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.PIPE, env=_env())
+    # SIGINT at its default in the child: a shell starts background jobs (a CI runner's, nohup's)
+    # with SIGINT ignored, and the child would inherit that and never see the signal
+    child = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.PIPE, env=_env(),
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen = b""
     while b"suite 1/1" not in seen:  # the progress bar is up: the suite is being computed
         chunk = os.read(child.stderr.fileno(), 256)

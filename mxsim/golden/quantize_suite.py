@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import random
 import struct
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 
@@ -18,6 +20,7 @@ from ..ref.scale import E8M0_MAX, byte_exponent
 from .batch import bit, code_table, compute_each, pack_items, unpack_items
 from .fields import Field
 from .format_spec import block_format, format_param
+from .rounding_classes import magnitude_grid, rounding_class_arrays, rounding_classes
 from .suite import Suite, decode, fp32_bits, fp32_value, max_codes, pack_word, subnormal_codes, jsonable
 from .suite import profile_options
 
@@ -51,6 +54,14 @@ class QuantizeSuite(Suite):
                 "quantize suites with scale_encoding='int8_exponent' need specials='per_element': the stimulus has NaN "
                 "blocks, which an int8 exponent cannot mark"
             )
+        # tie, carry and saturation come from q = |x| / 2^(E - tau): E8M0-style scales, inputs read
+        # exactly, the default divisor (NVFP4's q = |x| / (s_t * scale) is not dyadic: not classed)
+        self.rounding_classed = (
+            self.fmt.scale.name == "e8m0"
+            and self.opts.min_scale_divisor == "scale"
+            and self.opts.subnormal_inputs == "exact"
+            and not self.opts.flush_subnormal_inputs
+        )
         baseline = QuantizeOptions() if self.profile_def is None else self.profile_def.quantize_options(self.fmt)
         changed = {k: v for k, v in self.opts.as_dict().items() if v != getattr(baseline, k)}
         tag = [] if self.profile_def is None else [f"profile={self.profile_def.name}"]
@@ -217,7 +228,21 @@ class QuantizeSuite(Suite):
             classes.add("subnormal_output")
         if fmt.element.kind == "int" and fmt.element.encoding == "twos_complement" and fmt.element.sign_mask in block.codes:
             classes.add("int8_neg2")
+        if self.rounding_classed and exponent is not None:
+            classes |= self._rounding_classes(xs, exponent, block)
         return out, classes
+
+    def _rounding_classes(self, xs, exponent: int, block) -> set:
+        """tie, carry, saturation of the block's finite nonzero inputs (:mod:`.rounding_classes`)."""
+        fmt, classes = self.fmt, set()
+        for i, (x, code) in enumerate(zip(xs, block.codes)):
+            if x == 0 or not math.isfinite(x):
+                continue
+            tau = block.subscales[i // fmt.subblock_size] if fmt.subblocks else 0
+            q = Fraction(abs(x)) / Fraction(2) ** (exponent - tau)
+            grid = magnitude_grid(fmt.element, x < 0, self.opts.int8_allow_neg2)
+            classes |= rounding_classes(q, grid, decode(code, fmt.element).magnitude)
+        return classes
 
     # expected values of many vectors at once (mxsim.golden.batch) ---------------------------
     def compute_batch(self, inputs: dict):
@@ -265,9 +290,9 @@ class QuantizeSuite(Suite):
             out["scale_exp"] = np.where(scale_nan, -128, exponent).tolist()
         if fmt.subblocks:
             out["subscales"] = pack_items(subscales, fmt.subscale_bits)
-        return out, self._batch_flags(bits, exponent, scale_nan, codes).tolist()
+        return out, self._batch_flags(bits, exponent, scale_nan, codes, subscales).tolist()
 
-    def _batch_flags(self, bits: np.ndarray, exponent, scale_nan, codes) -> np.ndarray:
+    def _batch_flags(self, bits: np.ndarray, exponent, scale_nan, codes, subscales) -> np.ndarray:
         """The classes of :meth:`compute`, from the fp32 bit fields of the inputs."""
         fmt = self.fmt
         magnitude = (bits & 0x7FFFFFFF).astype(np.int64)
@@ -294,4 +319,31 @@ class QuantizeSuite(Suite):
         flags[table.max[codes].any(axis=1)] |= bit("max")
         flags[table.subnormal[codes].any(axis=1)] |= bit("subnormal_output")
         flags[table.neg2[codes].any(axis=1)] |= bit("int8_neg2")
+        if self.rounding_classed:
+            self._batch_rounding_flags(flags, bits, exponent, scale_nan, codes, subscales)
         return flags
+
+    def _batch_rounding_flags(self, flags, bits, exponent, scale_nan, codes, subscales) -> None:
+        """:meth:`_rounding_classes` of every vector: q = |x| * 2^(tau - E) is exact in float64
+        (fp32 inputs, |E - tau| < 2^9), so is each grid midpoint of these narrow elements."""
+        fmt = self.fmt
+        with np.errstate(invalid="ignore"):  # signalling NaN inputs (masked out below)
+            x = bits.view(np.float32).astype(np.float64)
+        taus = np.repeat(subscales, fmt.subblock_size, axis=1) if fmt.subblocks else 0
+        shift = (np.asarray(exponent, dtype=np.int64)[:, None] - taus).astype(np.int32)
+        valid = ~np.asarray(scale_nan)[:, None] & np.isfinite(x) & (x != 0)
+        q = np.ldexp(np.abs(np.where(valid, x, 1.0)), -shift)
+        result = _code_magnitudes(fmt.element)[codes]
+        for negative in (False, True):
+            rows, cols = np.nonzero(valid & ((x < 0) == negative))
+            grid = magnitude_grid(fmt.element, negative, self.opts.int8_allow_neg2)
+            tie, carry, saturation = rounding_class_arrays(q[rows, cols], grid, result[rows, cols])
+            for name, hit in (("tie", tie), ("carry", carry), ("saturation", saturation)):
+                flags[rows[hit]] |= bit(name)
+
+
+@lru_cache(maxsize=None)
+def _code_magnitudes(element) -> np.ndarray:
+    """float64 magnitude of every code of a narrow element (0 for NaN and Inf codes), exact."""
+    values = (decode(code, element) for code in range(1 << element.width))
+    return np.array([float(v.magnitude) if v.is_finite else 0.0 for v in values])

@@ -1,0 +1,75 @@
+"""The rounding classes of one quantized element: ``tie``, ``carry`` and ``saturation``, from the
+exact scaled value q = |x| / 2^(E - tau) and the magnitude of the element code it became. The
+scalar version (Fractions, for :meth:`QuantizeSuite.compute`) and the array version (float64,
+exact for these values, for ``compute_batch``) sit side by side and follow one rule:
+
+* the grid is the set of finite magnitudes the element can take with the input's sign (MXINT8's
+  magnitude 2 only for negative inputs under ``int8_allow_neg2``);
+* ``saturation``: q above the grid's largest magnitude (the quantizer clamps it to +-max);
+* otherwise, q strictly between two adjacent grid magnitudes a < q < b: ``tie`` when
+  q = (a + b) / 2 exactly, ``carry`` when the code's magnitude lies in a higher binade than q
+  (floor(log2 r) > floor(log2 q): the rounding carried into the next binade).
+
+q on the grid, zeros, NaN and Inf elements have none of these classes.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from fractions import Fraction
+from functools import lru_cache
+
+import numpy as np
+
+from ..ref.decode import decode
+from ..ref.exact import floor_log2
+
+__all__ = ["magnitude_grid", "rounding_classes", "rounding_class_arrays"]
+
+
+@lru_cache(maxsize=None)
+def magnitude_grid(element, negative: bool, int8_allow_neg2: bool = False) -> tuple[Fraction, ...]:
+    """The finite magnitudes an element code of that sign can hold, ascending (zero first)."""
+    twos_complement = element.kind == "int" and element.encoding == "twos_complement"
+    magnitudes = {Fraction(0)}
+    for code in range(1 << element.width):
+        value = decode(code, element)
+        if not value.is_finite or bool(value.sign) != negative:
+            continue
+        if twos_complement and code == element.sign_mask and not int8_allow_neg2:
+            continue
+        magnitudes.add(value.magnitude)
+    return tuple(sorted(magnitudes))
+
+
+def rounding_classes(q: Fraction, grid: tuple[Fraction, ...], result: Fraction) -> set[str]:
+    """The classes of one element: q > 0 its exact scaled magnitude, ``grid`` its
+    :func:`magnitude_grid`, ``result`` the magnitude of the code it was given."""
+    if q > grid[-1]:
+        return {"saturation"}
+    i = bisect_left(grid, q)
+    if grid[i] == q:
+        return set()
+    classes = set()
+    if 2 * q == grid[i - 1] + grid[i]:
+        classes.add("tie")
+    if result and floor_log2(result) > floor_log2(q):
+        classes.add("carry")
+    return classes
+
+
+def _floor_log2(x: np.ndarray) -> np.ndarray:
+    return np.frexp(x)[1] - 1
+
+
+def rounding_class_arrays(q: np.ndarray, grid: tuple[Fraction, ...], result: np.ndarray):
+    """(tie, carry, saturation) boolean arrays of :func:`rounding_classes` for float64 arrays of
+    q (> 0, exact) and result magnitudes (exact), one grid for all."""
+    points = np.array([float(g) for g in grid])
+    saturation = q > points[-1]
+    i = np.minimum(np.searchsorted(points, q), len(points) - 1)
+    between = ~saturation & (points[i] != q)
+    tie = between & (2 * q == points[np.maximum(i - 1, 0)] + points[i])
+    safe = np.where(result > 0, result, 1.0)
+    carry = between & (result > 0) & (_floor_log2(safe) > _floor_log2(q))
+    return tie, carry, saturation
