@@ -62,6 +62,7 @@ class QuantizeSuite(Suite):
             and self.opts.subnormal_inputs == "exact"
             and not self.opts.flush_subnormal_inputs
         )
+        self._grids = tuple(magnitude_grid(self.fmt.element, negative, self.opts.int8_allow_neg2) for negative in (False, True))
         baseline = QuantizeOptions() if self.profile_def is None else self.profile_def.quantize_options(self.fmt)
         changed = {k: v for k, v in self.opts.as_dict().items() if v != getattr(baseline, k)}
         tag = [] if self.profile_def is None else [f"profile={self.profile_def.name}"]
@@ -235,13 +236,15 @@ class QuantizeSuite(Suite):
     def _rounding_classes(self, xs, exponent: int, block) -> set:
         """tie, carry, saturation of the block's finite nonzero inputs (:mod:`.rounding_classes`)."""
         fmt, classes = self.fmt, set()
+        grids = self._grids
+        magnitudes = _code_magnitudes(fmt.element)
+        size = fmt.subblock_size if fmt.subblocks else len(xs)
         for i, (x, code) in enumerate(zip(xs, block.codes)):
             if x == 0 or not math.isfinite(x):
                 continue
-            tau = block.subscales[i // fmt.subblock_size] if fmt.subblocks else 0
-            q = Fraction(abs(x)) / Fraction(2) ** (exponent - tau)
-            grid = magnitude_grid(fmt.element, x < 0, self.opts.int8_allow_neg2)
-            classes |= rounding_classes(q, grid, decode(code, fmt.element).magnitude)
+            tau = block.subscales[i // size] if fmt.subblocks else 0
+            q = math.ldexp(abs(x), tau - exponent)  # exact: x is an fp32 value
+            classes |= rounding_classes(q, grids[x < 0], magnitudes[code])
         return classes
 
     # expected values of many vectors at once (mxsim.golden.batch) ---------------------------
@@ -333,17 +336,16 @@ class QuantizeSuite(Suite):
         shift = (np.asarray(exponent, dtype=np.int64)[:, None] - taus).astype(np.int32)
         valid = ~np.asarray(scale_nan)[:, None] & np.isfinite(x) & (x != 0)
         q = np.ldexp(np.abs(np.where(valid, x, 1.0)), -shift)
-        result = _code_magnitudes(fmt.element)[codes]
+        result = np.array(_code_magnitudes(fmt.element))[codes]
         for negative in (False, True):
             rows, cols = np.nonzero(valid & ((x < 0) == negative))
-            grid = magnitude_grid(fmt.element, negative, self.opts.int8_allow_neg2)
-            tie, carry, saturation = rounding_class_arrays(q[rows, cols], grid, result[rows, cols])
+            tie, carry, saturation = rounding_class_arrays(q[rows, cols], self._grids[negative], result[rows, cols])
             for name, hit in (("tie", tie), ("carry", carry), ("saturation", saturation)):
                 flags[rows[hit]] |= bit(name)
 
 
 @lru_cache(maxsize=None)
-def _code_magnitudes(element) -> np.ndarray:
-    """float64 magnitude of every code of a narrow element (0 for NaN and Inf codes), exact."""
+def _code_magnitudes(element) -> tuple[float, ...]:
+    """The magnitude of every code of a narrow element (0 for NaN and Inf codes), exact in binary64."""
     values = (decode(code, element) for code in range(1 << element.width))
-    return np.array([float(v.magnitude) if v.is_finite else 0.0 for v in values])
+    return tuple(float(v.magnitude) if v.is_finite else 0.0 for v in values)

@@ -1,7 +1,9 @@
 """The rounding classes of one quantized element: ``tie``, ``carry`` and ``saturation``, from the
 exact scaled value q = |x| / 2^(E - tau) and the magnitude of the element code it became. The
-scalar version (Fractions, for :meth:`QuantizeSuite.compute`) and the array version (float64,
-exact for these values, for ``compute_batch``) sit side by side and follow one rule:
+scalar version (for :meth:`QuantizeSuite.compute`) and the array version (for ``compute_batch``)
+sit side by side and follow one rule. Both compute in binary64, exactly: q is an fp32 input times
+a power of two within binary64's range, the grid magnitudes of these narrow elements (at most 16
+significant bits) and their pairwise sums are exact, and floor(log2) is read off the exponent.
 
 * the grid is the set of finite magnitudes the element can take with the input's sign (MXINT8's
   magnitude 2 only for negative inputs under ``int8_allow_neg2``);
@@ -15,6 +17,7 @@ q on the grid, zeros, NaN and Inf elements have none of these classes.
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left
 from fractions import Fraction
 from functools import lru_cache
@@ -22,14 +25,14 @@ from functools import lru_cache
 import numpy as np
 
 from ..ref.decode import decode
-from ..ref.exact import floor_log2
 
 __all__ = ["magnitude_grid", "rounding_classes", "rounding_class_arrays"]
 
 
 @lru_cache(maxsize=None)
-def magnitude_grid(element, negative: bool, int8_allow_neg2: bool = False) -> tuple[Fraction, ...]:
-    """The finite magnitudes an element code of that sign can hold, ascending (zero first)."""
+def magnitude_grid(element, negative: bool, int8_allow_neg2: bool = False) -> tuple[float, ...]:
+    """The finite magnitudes an element code of that sign can hold, ascending (zero first), as
+    exact binary64 values."""
     twos_complement = element.kind == "int" and element.encoding == "twos_complement"
     magnitudes = {Fraction(0)}
     for code in range(1 << element.width):
@@ -39,10 +42,12 @@ def magnitude_grid(element, negative: bool, int8_allow_neg2: bool = False) -> tu
         if twos_complement and code == element.sign_mask and not int8_allow_neg2:
             continue
         magnitudes.add(value.magnitude)
-    return tuple(sorted(magnitudes))
+    grid = tuple(float(m) for m in sorted(magnitudes))
+    assert all(Fraction(g) == m for g, m in zip(grid, sorted(magnitudes))), "a grid magnitude binary64 cannot hold"
+    return grid
 
 
-def rounding_classes(q: Fraction, grid: tuple[Fraction, ...], result: Fraction) -> set[str]:
+def rounding_classes(q: float, grid: tuple[float, ...], result: float) -> set[str]:
     """The classes of one element: q > 0 its exact scaled magnitude, ``grid`` its
     :func:`magnitude_grid`, ``result`` the magnitude of the code it was given."""
     if q > grid[-1]:
@@ -53,7 +58,7 @@ def rounding_classes(q: Fraction, grid: tuple[Fraction, ...], result: Fraction) 
     classes = set()
     if 2 * q == grid[i - 1] + grid[i]:
         classes.add("tie")
-    if result and floor_log2(result) > floor_log2(q):
+    if result and math.frexp(result)[1] > math.frexp(q)[1]:
         classes.add("carry")
     return classes
 
@@ -65,7 +70,7 @@ def _floor_log2(x: np.ndarray) -> np.ndarray:
 def rounding_class_arrays(q: np.ndarray, grid: tuple[Fraction, ...], result: np.ndarray):
     """(tie, carry, saturation) boolean arrays of :func:`rounding_classes` for float64 arrays of
     q (> 0, exact) and result magnitudes (exact), one grid for all."""
-    points = np.array([float(g) for g in grid])
+    points = np.array(grid)
     saturation = q > points[-1]
     i = np.minimum(np.searchsorted(points, q), len(points) - 1)
     between = ~saturation & (points[i] != q)
