@@ -8,7 +8,8 @@
   (tosa-tools). tosa-tools pins ml-dtypes==0.5.3 and numpy<2.2, which the [test] extra's peers
   cannot share, so it is not part of the extra: its tests run where ``tosa_reference_model``
   and the tosa-tools ``serializer`` package import (install it with ``pip install --no-deps
-  --target DIR tosa-tools flatbuffers==25.2.10`` and put DIR on PYTHONPATH), and skip otherwise;
+  --target DIR tosa-tools flatbuffers==25.2.10`` and put DIR on PYTHONPATH, as ``.ci/run`` does),
+  skip otherwise, and fail under CI=true;
 * ``idma_v0_7``: no runnable peer here (the RTL is measured in Verilator elsewhere); its options
   are checked against contract section 6.1 and hand-worked blocks.
 
@@ -39,7 +40,9 @@ import mxsim
 from mxsim.options.dequantize import IDMA_DEQUANTIZE
 from mxsim.options.profiles import PROFILES, get_profile
 
-IN_TEST_EXTRA = {"torch", "torchao", "gfloat", "ml_dtypes"}
+# Peers CI installs: the [test] extra's, and the TOSA reference model (.ci/run puts tosa-tools on
+# PYTHONPATH without its numpy<2.2 pin); elsewhere a missing peer skips its tests.
+IN_TEST_EXTRA = {"torch", "torchao", "gfloat", "ml_dtypes", "tosa_reference_model"}
 COUNTS: dict[str, tuple[int, int]] = {}
 
 
@@ -50,7 +53,7 @@ def peer(module: str):
     except ImportError as error:
         reason = f"{module} cannot be imported ({error})"
         if os.environ.get("CI") == "true" and module.split(".")[0] in IN_TEST_EXTRA:
-            pytest.fail(f"{reason}; the [test] extra installs it")
+            pytest.fail(f"{reason}; CI installs it (the [test] extra, or .ci/run for tosa-tools)")
         pytest.skip(reason)
 
 
