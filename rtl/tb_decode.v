@@ -1,7 +1,7 @@
 // tb_decode: self-checking testbench of mx_elem_decode against an mxsim golden decode suite
 // (golden/decode/fp8_e4m3 or golden/decode/fp4_e2m1: code.hex, value.hex, one vector a line).
 //
-//   iverilog -g2005 -P tb_decode.FMT=0 -o tb_decode.vvp rtl/tb_decode.v rtl/mx_elem_decode.v
+//   iverilog -g2005 -I rtl -P tb_decode.FMT=0 -o tb_decode.vvp rtl/tb_decode.v rtl/mx_elem_decode.v
 //   vvp -n tb_decode.vvp +dir=golden/decode/fp8_e4m3 +count=256
 //
 // Compares the field `value` (fp32 bits) for every vector, prints the first MAXSHOW mismatches
@@ -20,43 +20,15 @@ module tb_decode;
 
     mx_elem_decode #(.FMT(FMT)) dut (.code(code), .fp32(fp32));
 
-    reg [8*1024-1:0] dir;
-    reg [8*1100-1:0] fname;
-    integer n, i, passed, failed, fd;
+    `include "tb_golden.vh"
+    integer i;
     reg bad;
 
-    task load_check;              // fail loudly if a golden file is missing
-        input [8*1100-1:0] path;
-        begin
-            fd = $fopen(path, "r");
-            if (fd == 0) begin
-                $display("ERROR: cannot open %0s", path);
-                $display("0 passed, %0d failed", (n > 0) ? n : 1);
-                $finish;
-            end
-            $fclose(fd);
-        end
-    endtask
-
     initial begin
-        passed = 0;
-        failed = 0;
-        n = 0;
-        if (!$value$plusargs("dir=%s", dir)) begin
-            $display("ERROR: missing +dir=<golden suite directory>");
-            $display("0 passed, 1 failed");
-            $finish;
-        end
-        if (!$value$plusargs("count=%d", n) || n <= 0 || n > MAXN) begin
-            $display("ERROR: +count=N missing or outside [1, MAXN=%0d]", MAXN);
-            $display("0 passed, 1 failed");
-            $finish;
-        end
-        $sformat(fname, "%0s/code.hex", dir);
-        load_check(fname);
+        golden_args;
+        golden_file("code.hex");
         $readmemh(fname, code_mem, 0, n - 1);
-        $sformat(fname, "%0s/value.hex", dir);
-        load_check(fname);
+        golden_file("value.hex");
         $readmemh(fname, value_mem, 0, n - 1);
 
         for (i = 0; i < n; i = i + 1) begin

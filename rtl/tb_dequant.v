@@ -3,7 +3,7 @@
 // codes.hex, values.hex, one block a line; element i at bits [8i, 8i+8) of codes and
 // [32i, 32i+32) of values).
 //
-//   iverilog -g2005 -P tb_dequant.FMT=1 -P tb_dequant.SCALE_INT8=1 -P tb_dequant.SATURATE=1 \
+//   iverilog -g2005 -I rtl -P tb_dequant.FMT=1 -P tb_dequant.SCALE_INT8=1 -P tb_dequant.SATURATE=1 \
 //            -P tb_dequant.FTZ=1 -P tb_dequant.NAN_CANON=1 -o tb_dequant.vvp rtl/tb_dequant.v rtl/mx_dequant.v
 //   vvp -n tb_dequant.vvp +dir=golden/dequantize/<suite> +count=<manifest count>
 //
@@ -31,45 +31,16 @@ module tb_dequant;
     mx_dequant #(.FMT(FMT), .K(K), .SCALE_INT8(SCALE_INT8), .SATURATE(SATURATE), .FTZ(FTZ), .NAN_CANON(NAN_CANON))
         dut (.elems(elems), .scale(scale), .values(values));
 
-    reg [8*1024-1:0] dir;
-    reg [8*1100-1:0] fname;
-    integer n, i, j, passed, failed, fd, first;
-
-    task load_check;              // fail loudly if a golden file is missing
-        input [8*1100-1:0] path;
-        begin
-            fd = $fopen(path, "r");
-            if (fd == 0) begin
-                $display("ERROR: cannot open %0s", path);
-                $display("0 passed, %0d failed", (n > 0) ? n : 1);
-                $finish;
-            end
-            $fclose(fd);
-        end
-    endtask
+    `include "tb_golden.vh"
+    integer i, j, first;
 
     initial begin
-        passed = 0;
-        failed = 0;
-        n = 0;
-        if (!$value$plusargs("dir=%s", dir)) begin
-            $display("ERROR: missing +dir=<golden suite directory>");
-            $display("0 passed, 1 failed");
-            $finish;
-        end
-        if (!$value$plusargs("count=%d", n) || n <= 0 || n > MAXN) begin
-            $display("ERROR: +count=N missing or outside [1, MAXN=%0d]", MAXN);
-            $display("0 passed, 1 failed");
-            $finish;
-        end
-        $sformat(fname, "%0s/scale.hex", dir);
-        load_check(fname);
+        golden_args;
+        golden_file("scale.hex");
         $readmemh(fname, scale_mem, 0, n - 1);
-        $sformat(fname, "%0s/codes.hex", dir);
-        load_check(fname);
+        golden_file("codes.hex");
         $readmemh(fname, codes_mem, 0, n - 1);
-        $sformat(fname, "%0s/values.hex", dir);
-        load_check(fname);
+        golden_file("values.hex");
         $readmemh(fname, values_mem, 0, n - 1);
 
         for (i = 0; i < n; i = i + 1) begin

@@ -3,7 +3,7 @@
 // b_scale.hex, b_elems.hex, acc.hex, lsb.hex, anchor.hex, result.hex; one vector a line,
 // plain fixed-width hex, signed fields in two's complement of their bit width).
 //
-//   iverilog -g2005 -P tb_dot.FMT=0 -P tb_dot.F=8 -P tb_dot.W=14 -o tb_dot.vvp \
+//   iverilog -g2005 -I rtl -P tb_dot.FMT=0 -P tb_dot.F=8 -P tb_dot.W=14 -o tb_dot.vvp \
 //            rtl/tb_dot.v rtl/mx_dot.v
 //   vvp -n tb_dot.vvp +dir=golden/dot/mxfp8_e4m3-aligned-f8-w14-truncate-saturate +count=N
 //
@@ -44,23 +44,9 @@ module tb_dot;
         .acc(acc), .lsb(lsb), .anchor(anchor), .result(result)
     );
 
-    reg [8*1024-1:0] dir;
-    reg [8*1100-1:0] fname;
-    integer n, i, passed, failed, shown, fd;
+    `include "tb_golden.vh"
+    integer i, shown;
     reg bad, show;
-
-    task open_check;              // fail loudly if a golden file is missing
-        input [8*1100-1:0] path;
-        begin
-            fd = $fopen(path, "r");
-            if (fd == 0) begin
-                $display("ERROR: cannot open %0s", path);
-                $display("0 passed, %0d failed", n);
-                $finish;
-            end
-            $fclose(fd);
-        end
-    endtask
 
     task note;                    // count a mismatching field; true while it is to be printed
         output show;
@@ -72,28 +58,16 @@ module tb_dot;
     endtask
 
     initial begin
-        passed = 0;
-        failed = 0;
-        shown  = 0;
-        n      = 0;
-        if (!$value$plusargs("dir=%s", dir)) begin
-            $display("ERROR: missing +dir=<golden suite directory>");
-            $display("0 passed, 1 failed");
-            $finish;
-        end
-        if (!$value$plusargs("count=%d", n) || n <= 0 || n > MAXN) begin
-            $display("ERROR: +count=N missing or outside [1, MAXN=%0d]", MAXN);
-            $display("0 passed, 1 failed");
-            $finish;
-        end
-        $sformat(fname, "%0s/a_scale.hex", dir); open_check(fname); $readmemh(fname, a_scale_mem, 0, n - 1);
-        $sformat(fname, "%0s/b_scale.hex", dir); open_check(fname); $readmemh(fname, b_scale_mem, 0, n - 1);
-        $sformat(fname, "%0s/a_elems.hex", dir); open_check(fname); $readmemh(fname, a_elems_mem, 0, n - 1);
-        $sformat(fname, "%0s/b_elems.hex", dir); open_check(fname); $readmemh(fname, b_elems_mem, 0, n - 1);
-        $sformat(fname, "%0s/acc.hex",     dir); open_check(fname); $readmemh(fname, acc_mem,     0, n - 1);
-        $sformat(fname, "%0s/lsb.hex",     dir); open_check(fname); $readmemh(fname, lsb_mem,     0, n - 1);
-        $sformat(fname, "%0s/anchor.hex",  dir); open_check(fname); $readmemh(fname, anchor_mem,  0, n - 1);
-        $sformat(fname, "%0s/result.hex",  dir); open_check(fname); $readmemh(fname, result_mem,  0, n - 1);
+        golden_args;
+        shown = 0;
+        golden_file("a_scale.hex");      $readmemh(fname, a_scale_mem, 0, n - 1);
+        golden_file("b_scale.hex");      $readmemh(fname, b_scale_mem, 0, n - 1);
+        golden_file("a_elems.hex");      $readmemh(fname, a_elems_mem, 0, n - 1);
+        golden_file("b_elems.hex");      $readmemh(fname, b_elems_mem, 0, n - 1);
+        golden_file("acc.hex");          $readmemh(fname, acc_mem,     0, n - 1);
+        golden_file("lsb.hex");          $readmemh(fname, lsb_mem,     0, n - 1);
+        golden_file("anchor.hex");       $readmemh(fname, anchor_mem,  0, n - 1);
+        golden_file("result.hex");       $readmemh(fname, result_mem,  0, n - 1);
 
         for (i = 0; i < n; i = i + 1) begin
             a_scale = a_scale_mem[i];

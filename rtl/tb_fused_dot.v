@@ -7,7 +7,7 @@
 // [N*j, N*(j+1)) and, as C, the D of step j-1 (the vector's C for step 0); the last D is the result. With STEPS=1 every
 // step's D is compared with steps.hex (step j at bits [32*j +: 32]), and the result with result.hex.
 //
-//   iverilog -g2005 -P tb_fused_dot.NSTEP=4 -P tb_fused_dot.RM=0 -P tb_fused_dot.STEPS=1 \
+//   iverilog -g2005 -I rtl -P tb_fused_dot.NSTEP=4 -P tb_fused_dot.RM=0 -P tb_fused_dot.STEPS=1 \
 //            -o tb_fused_dot.vvp rtl/tb_fused_dot.v rtl/mx_fused_dot.v
 //   vvp -n tb_fused_dot.vvp +dir=golden/dot/mxfp8_e4m3-mxdotp_fp8-steps +count=N
 //
@@ -49,23 +49,9 @@ module tb_fused_dot;
         .a_elems(a_step), .b_elems(b_step), .a_scale(a_scale), .b_scale(b_scale), .c(c), .d(d_step)
     );
 
-    reg [8*1024-1:0] dir;
-    reg [8*1100-1:0] fname;
-    integer n, i, j, passed, failed, shown, fd;
+    `include "tb_golden.vh"
+    integer i, j, shown;
     reg bad;
-
-    task open_check;              // fail loudly if a golden file is missing
-        input [8*1100-1:0] path;
-        begin
-            fd = $fopen(path, "r");
-            if (fd == 0) begin
-                $display("ERROR: cannot open %0s", path);
-                $display("0 passed, %0d failed", n);
-                $finish;
-            end
-            $fclose(fd);
-        end
-    endtask
 
     task mismatch;                // count a mismatching field; print the first MAXSHOW
         input [8*16-1:0] field;
@@ -81,28 +67,16 @@ module tb_fused_dot;
     endtask
 
     initial begin
-        passed = 0;
-        failed = 0;
-        shown  = 0;
-        n      = 0;
-        if (!$value$plusargs("dir=%s", dir)) begin
-            $display("ERROR: missing +dir=<golden suite directory>");
-            $display("0 passed, 1 failed");
-            $finish;
-        end
-        if (!$value$plusargs("count=%d", n) || n <= 0 || n > MAXN) begin
-            $display("ERROR: +count=N missing or outside [1, MAXN=%0d]", MAXN);
-            $display("0 passed, 1 failed");
-            $finish;
-        end
-        $sformat(fname, "%0s/a_scale.hex", dir); open_check(fname); $readmemh(fname, a_scale_mem, 0, n - 1);
-        $sformat(fname, "%0s/b_scale.hex", dir); open_check(fname); $readmemh(fname, b_scale_mem, 0, n - 1);
-        $sformat(fname, "%0s/a_elems.hex", dir); open_check(fname); $readmemh(fname, a_elems_mem, 0, n - 1);
-        $sformat(fname, "%0s/b_elems.hex", dir); open_check(fname); $readmemh(fname, b_elems_mem, 0, n - 1);
-        $sformat(fname, "%0s/c.hex",       dir); open_check(fname); $readmemh(fname, c_mem,       0, n - 1);
-        $sformat(fname, "%0s/result.hex",  dir); open_check(fname); $readmemh(fname, result_mem,  0, n - 1);
+        golden_args;
+        shown = 0;
+        golden_file("a_scale.hex");      $readmemh(fname, a_scale_mem, 0, n - 1);
+        golden_file("b_scale.hex");      $readmemh(fname, b_scale_mem, 0, n - 1);
+        golden_file("a_elems.hex");      $readmemh(fname, a_elems_mem, 0, n - 1);
+        golden_file("b_elems.hex");      $readmemh(fname, b_elems_mem, 0, n - 1);
+        golden_file("c.hex");            $readmemh(fname, c_mem,       0, n - 1);
+        golden_file("result.hex");       $readmemh(fname, result_mem,  0, n - 1);
         if (STEPS) begin
-            $sformat(fname, "%0s/steps.hex", dir); open_check(fname); $readmemh(fname, steps_mem, 0, n - 1);
+            golden_file("steps.hex");        $readmemh(fname, steps_mem, 0, n - 1);
         end
 
         for (i = 0; i < n; i = i + 1) begin

@@ -92,7 +92,7 @@ def build(icarus, tmp_path_factory):
         key = (top, sources, tuple(sorted(params.items())), defines)
         if key not in cache:
             image = out / f"{top}_{len(cache)}.vvp"
-            cmd = [icarus[0], "-g2005", "-Wall", "-s", top, "-o", str(image)]
+            cmd = [icarus[0], "-g2005", "-Wall", "-I", str(RTL), "-s", top, "-o", str(image)]
             cmd += [f"-P{top}.{name}={value}" for name, value in params.items()]
             cmd += [f"-D{define}" for define in defines]
             cmd += [str(RTL / source) for source in sources]
