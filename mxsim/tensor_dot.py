@@ -129,19 +129,6 @@ def _operand(t: MXTensor) -> Operand:
     return Operand(t.fmt, t.scales.reshape(-1), subscales, _zeroed_padding(t).reshape(-1, k), t.tensor_scale)
 
 
-def _broadcast_operand(t: MXTensor, lead: tuple) -> Operand:
-    """The blocks of ``t`` broadcast to the result rows ``lead``: prod(lead) rows of n_blocks
-    blocks, as a copy (the fused steps read whole rows; their memory grows with M * N * K)."""
-    n_blocks = t.scales.shape[-1]
-    rows = int(np.prod(lead, dtype=np.int64))
-    codes = np.broadcast_to(_zeroed_padding(t), lead + t.codes.shape[-1:]).reshape(rows * n_blocks, t.fmt.block_size)
-    scales = np.broadcast_to(t.scales, lead + (n_blocks,)).reshape(-1)
-    subscales = None
-    if t.subscales is not None:
-        subscales = np.broadcast_to(t.subscales, lead + t.subscales.shape[-2:]).reshape(-1, t.fmt.subblocks)
-    return Operand(t.fmt, scales, subscales, codes, t.tensor_scale)
-
-
 def _c_words(c, lead: tuple) -> np.ndarray | None:
     """The accumulator input as one fp32 word per result (uint32, shape (rows,)), or None."""
     if c is None:
@@ -199,20 +186,16 @@ def dot(a: MXTensor, b: MXTensor, accumulator=None, *, outer: bool = False, c=No
     lead = _lead_shape(a, b)
     c_words = _c_words(c, lead)
     n_blocks = a.scales.shape[-1] if a.scales.ndim else 1
-    if acc.accumulate == "fused":
-        rows = int(np.prod(lead, dtype=np.int64))
-        op_a, op_b = _broadcast_operand(a, lead), _broadcast_operand(b, lead)
-        bits, steps = dot_general_steps(op_a, op_b, acc, rows, n_blocks, c_words)
-        bits, steps = bits.reshape(lead), steps.reshape(lead + steps.shape[-1:])
-        acc_blocks = acc.as_separate()
-    else:
-        steps, acc_blocks = None, acc
-    if acc.accumulate != "fused" or details:
-        shape_a, shape_b = a.codes.shape[:-1], b.codes.shape[:-1]
+    fused = acc.accumulate == "fused"
+    shape_a, shape_b = a.codes.shape[:-1], b.codes.shape[:-1]
+    if fused:
+        bits, steps = dot_general_steps(_operand(a), _operand(b), acc, shape_a, shape_b, n_blocks, c_words, details)
+    if not fused or details:  # the blocks of a fused dot are reported as the separate model's
         separate_bits, blocks = dot_general_broadcast(
-            _operand(a), _operand(b), shape_a, shape_b, n_blocks, acc_blocks, details, None if steps is not None else c_words
+            _operand(a), _operand(b), shape_a, shape_b, n_blocks, acc.as_separate() if fused else acc, details,
+            None if fused else c_words,
         )
-        if steps is None:
+        if not fused:
             bits, steps = separate_bits, np.zeros(lead + (0,), dtype=separate_bits.dtype)
     values = output_values(bits, acc).reshape(lead)
     if not details:

@@ -54,7 +54,9 @@ def peak_of(function):
     (PRESETS["blackwell_fp8_like"], False),
     (Accumulator(mode="fp32_sequential"), False),
     (Accumulator(), True),
-], ids=["exact", "aligned", "fp32_sequential", "exact-details"])
+    (PRESETS["mxdotp_fp8"], False),
+    (PRESETS["blackwell_mxf8f6f4"], False),
+], ids=["exact", "aligned", "fp32_sequential", "exact-details", "fused-fixed", "fused-max"])
 def test_peak_memory_is_bounded(large_pair, acc, details):
     """The peak stays far below the 476 MiB measured before the chunking: at the default DOT_CHUNK
     (2^24) it is about 70 MiB (measured), plus, with details, the per-block arrays returned (28

@@ -690,6 +690,88 @@ def test_fast_equals_reference_steps_and_terms(acc, name):
     check_against_reference(a, b, acc, random_c(rng, 4, 0.0))
 
 
+FLOAT_STEP_PAIRS = [
+    ("mxfp8_e4m3", "mxfp8_e4m3"),
+    ("mxfp8_e4m3", "mxfp8_e5m2"),
+    ("mxfp4_e2m1", "mxfp4_e2m1"),
+    ("mxfp6_e3m2", "mxfp4_e2m1"),
+    ("mxfp6_e2m3", "mxfp8_e4m3"),
+]
+
+
+@st.composite
+def float_step_cases(draw):
+    """Configurations of anchor='fixed' that the float64 steps take (fp32 output without ftz,
+    rne/rtz/rup/rdn, product terms, F at least the pair's smallest), on long rows (C passes
+    through many steps), scales far apart (C below the grid, bypass, cancellation, overflow) and
+    C of every class, including values the first step's products cancel."""
+    name_a, name_b = draw(st.sampled_from(FLOAT_STEP_PAIRS))
+    fmt_a, fmt_b = get_format(name_a), get_format(name_b)
+    k = fmt_a.block_size
+    # products are not cut on grids of F >= fa + fb - emin_a - emin_b (emin: the subnormals' exponent)
+    smallest_f = sum(e.mantissa_bits - (1 - e.bias) for e in (fmt_a.element, fmt_b.element))
+    acc = Accumulator(
+        mode="aligned",
+        frac_bits=draw(st.integers(smallest_f, min(smallest_f + 8, 34))),
+        accumulate="fused",
+        step=draw(st.sampled_from([d for d in (1, 2, 4, 8, 16, 32) if k % d == 0])),
+        anchor="fixed",
+        bypass=draw(st.sampled_from([None, 40, 70])),
+        output_rounding=draw(st.sampled_from(["rne", "rtz", "rup", "rdn"])),
+        output_overflow=draw(st.sampled_from(["inf", "ieee", "saturate"])),
+        nan_bits=draw(st.sampled_from([None, 0x7FFFFFFF])),
+        c_zero_exponent=draw(st.sampled_from([None, -127, -150, 20])),
+    )
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    knobs = {
+        "p_zero": draw(st.sampled_from([0.0, 0.3, 0.95])),
+        "p_special": draw(st.sampled_from([0.0, 0.0, 0.01])),
+        "p_top": draw(st.sampled_from([0.0, 0.5, 1.0])),
+        "spread": draw(st.sampled_from([0, 3, 40, 127])),
+    }
+    rows, n_blocks = 6, draw(st.integers(1, 5))
+    a = random_tensor(rng, name_a, rows, n_blocks, **knobs)
+    b = random_tensor(rng, name_b, rows, n_blocks, **knobs)
+    c = random_c(rng, rows, draw(st.sampled_from([0.0, 0.5])))
+    exact = mxsim.dot(a, b, Accumulator(), c=None)  # C = -(the whole dot) cancels it up to rounding
+    c = np.where(rng.random(rows) < 0.3, (-exact).astype(np.float32).view(np.uint32), c).astype(np.uint32)
+    return a, b, acc, c
+
+
+@given(float_step_cases())
+@_settings(120)
+def test_float_steps_equal_the_reference(case):
+    """The float64 steps of anchor='fixed' (and the integer step for the lanes they leave) give
+    the reference's every step and result."""
+    a, b, acc, c = case
+    kernel = fused._FusedKernel(a.fmt, b.fmt, acc, a.codes.shape[1] // a.fmt.block_size)
+    assert kernel.grid_integers is not None  # the route under test
+    check_against_reference(a, b, acc, c)
+
+
+@pytest.mark.parametrize(
+    "rounding,c_word,second,expected",
+    [
+        # V = 2^-30 + 2^-54 + 2^-106: float64 gives the fp32 midpoint 2^-30 + 2^-54 (2^-106 is far
+        # below its ulp 2^-82), but V is above it: nearest-even rounds up to 2^-30 + 2^-53
+        ("rne", 0x0A800000, 2.0**-8, 0x30800001),
+        # V = 2^-30 - 2^-106: float64 gives 2^-30, an fp32 value, but V is below it: toward zero and
+        # down give the fp32 below 2^-30, 2^-30 - 2^-54 (0x307FFFFF); up gives 2^-30
+        ("rtz", 0x8A800000, 0.0, 0x307FFFFF),
+        ("rdn", 0x8A800000, 0.0, 0x307FFFFF),
+        ("rup", 0x8A800000, 0.0, 0x30800000),
+    ],
+)
+def test_float_steps_round_the_exact_sum_once(rounding, c_word, second, expected):
+    """MXDOTP, scales 2^-19 * 2^-19 (X = -38, grid 2^-72): products 16 * 16 = 2^8 (2^-30 with the
+    scales) and, for the first case, 2^-8 * 2^-8 = 2^-16 (2^-54); C = +-2^-106 (word 0x0A800000)
+    lies below the float64 precision of the sum: its sign must still decide the rounding."""
+    a = b = e4m3_tensor([16.0, second] + [0.0] * 30, [108])
+    acc = Accumulator.preset("mxdotp_fp8", output_rounding=rounding)
+    assert fused._FusedKernel(a.fmt, b.fmt, acc, 1).grid_integers is not None
+    assert result_word(a, b, acc, c_word) == expected
+
+
 def test_fixed_anchor_lanes_beyond_the_wide_integers_use_the_reference(monkeypatch):
     """anchor='fixed' without bypass: C = 2^100 lies 120 bits above the grid of scales 1 and
     E5M2 sums; C = 2^-149 far below the grid of scales 2^60: both need more than 100 bits, so

@@ -677,16 +677,23 @@ def dot_general_broadcast(a: Operand, b: Operand, shape_a: tuple, shape_b: tuple
 
 
 def _rows_of(op: Operand, shape: tuple, lead: tuple, n: int):
-    """``take(r0, r1, j0, j1)``: the blocks [j0, j1) of the result rows [r0, r1) (whole rows, or
-    one row) as an :class:`Operand`, rows of ``op`` (of ``shape``) broadcast to ``lead``. Views
-    when no broadcasting is needed, else copies of the chunk only."""
+    """``take(r0, r1, j0, j1)``: the blocks [j0, j1) of the result rows [r0, r1) as an
+    :class:`Operand`, rows of ``op`` (of ``shape``) broadcast to ``lead``. Views for whole rows or
+    one row when no broadcasting is needed, else copies of the part only."""
     shape = (1,) * (len(lead) - len(shape)) + tuple(shape)
     if shape == tuple(lead):
 
         def take(r0, r1, j0, j1):
-            start, stop = r0 * n + j0, (r1 - 1) * n + j1
-            subscales = None if op.subscales is None else op.subscales[start:stop]
-            return Operand(op.fmt, op.scales[start:stop], subscales, op.codes[start:stop], op.tensor_scale)
+            if r1 - r0 == 1 or (j0, j1) == (0, n):  # contiguous: views
+                start, stop = r0 * n + j0, (r1 - 1) * n + j1
+                subscales = None if op.subscales is None else op.subscales[start:stop]
+                return Operand(op.fmt, op.scales[start:stop], subscales, op.codes[start:stop], op.tensor_scale)
+
+            def part(array):  # blocks [j0, j1) of rows [r0, r1): a copy of the part only
+                return array.reshape(-1, n, *array.shape[1:])[r0:r1, j0:j1].reshape(-1, *array.shape[1:])
+
+            subscales = None if op.subscales is None else part(op.subscales)
+            return Operand(op.fmt, part(op.scales), subscales, part(op.codes), op.tensor_scale)
 
         return take
     own_rows, k = int(np.prod(shape, dtype=np.int64)), op.codes.shape[1]

@@ -54,9 +54,9 @@ from ..options import Accumulator
 from ..ref import dot as ref_dot
 from ..ref.output import fp32_bits
 from .chunks import map_chunks
-from .dot import Operand, _check_operands, _terms, float32_parts
+from .dot import Operand, _check_operands, _rows_of, _terms, float32_parts
 from .encode import floor_log2_int64
-from .output import FINITE, NAN, NEG_INF, POS_INF, fp32_words, round_output
+from .output import FINITE, FLOAT32_ROUNDINGS, NAN, NEG_INF, POS_INF, fp32_round, fp32_words, round_output
 from .round import round_shifted
 
 __all__ = ["check_fused_operands", "dot_general_steps"]
@@ -74,7 +74,7 @@ def check_fused_operands(a: Operand, b: Operand, acc: Accumulator):
     """The format pair of two operands for fused steps, or ValueError: the settings must suit the
     formats (:meth:`Accumulator.check_block_format`), and fused steps take no tensor scale (the
     hardware multiplies NVFP4's tensor scale in outside the MMA)."""
-    fmt_a, fmt_b = _check_operands(a, b)
+    fmt_a, fmt_b = _check_operands(a, b, paired=False)
     acc.check_block_format(fmt_a, fmt_b)
     for name, op in (("a", a), ("b", b)):
         if op.tensor_scale is not None and op.tensor_scale != 1:
@@ -157,6 +157,15 @@ def _scale(scale_fmt) -> _Scale:
     f = ref_dot._frac_bits(scale_fmt)
     value = np.ldexp(t.significand.astype(np.float64), (t.exponent - f).astype(np.int32))
     return _Scale(value, t.exponent.astype(np.int32), t.nan, int(t.significand.max()).bit_length())
+
+
+def _grid_integers(e: _Element) -> tuple[np.ndarray, int, int]:
+    """(q, Emin, bits): q = +-significand * 2^(exponent - Emin) of every code as float64 (+0 for
+    zeros, Inf and NaN), Emin the smallest exponent of a nonzero finite code, bits of max |q|."""
+    counts = e.significand != 0
+    emin = int(e.exponent[counts].min())
+    q = np.where(counts, e.significand << np.where(counts, e.exponent - emin, 0), 0)
+    return np.where(e.negative, -q, q).astype(np.float64), emin, int(q.max()).bit_length()
 
 
 # --- layout -------------------------------------------------------------------------------------
@@ -291,6 +300,46 @@ def _narrow(high: np.ndarray, low: np.ndarray, exponent: np.ndarray):
     return negative, magnitude, exponent + drop
 
 
+# --- float64 steps of anchor="fixed" ------------------------------------------------------------
+class _FloatLanes:
+    """The float64 steps of a tile of anchor="fixed" (:meth:`_FusedKernel._float_fixed_tables`):
+    per step (arrays of the rows, contiguous) P * 2^g as an exact float64, the bound below which a
+    nonzero C is not bypassed, the lanes the integer step must take whatever C is (specials), and
+    those it takes when C is zero (a bypassed zero C)."""
+
+    def __init__(self, sums, grid, specials, base: int, acc: Accumulator):
+        self.rounding = acc.output_rounding
+        self.products = np.ascontiguousarray((sums * np.ldexp(1.0, (grid + base).astype(np.int32)) + 0.0).T)  # -0 -> +0
+        if acc.bypass is None:
+            self.bound = np.full(self.products.shape, 2.0**128)  # every finite C
+        else:  # bypassed iff max(floor(log2 |C|), -126) > g + 23 + bypass
+            self.bound = np.ldexp(1.0, np.maximum(grid + 24 + acc.bypass, -149).astype(np.int32)).T.copy()
+        self.special = (specials != FINITE).T
+        zero_bypass = acc.bypass is not None and acc.effective_c_zero_exponent - 23 - grid > acc.bypass
+        self.zero_bypass = np.broadcast_to(zero_bypass, grid.shape).T
+        self.check = (self.special | self.zero_bypass).any(axis=1)
+
+    def step(self, s: int, previous: np.ndarray):
+        """(D float32, fast): D = C + P * 2^g rounded once, right wherever ``fast``. The float sum
+        s and its exact error e (TwoSum) give V = s + e; s rounded to odd at 53 bits (one ulp
+        toward e when e != 0 and s is even) keeps every rounding decision of fp32."""
+        c = previous.astype(np.float64)
+        p = self.products[s]
+        total = p + c
+        with np.errstate(invalid="ignore"):  # Inf and NaN C: their lanes are not fast
+            back = total - p
+            error = (p - (total - back)) + (c - back)
+        inexact = error != 0
+        if inexact.any():
+            bits = total.view(np.int64)
+            toward = np.where((error > 0) == (total > 0), 1, -1)
+            bits += np.where(inexact & ((bits & 1) == 0), toward, 0)
+        fast = (np.abs(c) < self.bound[s]) & (np.abs(total) < 2.0**127)
+        if self.check[s]:
+            fast &= ~(self.special[s] | (self.zero_bypass[s] & (c == 0)))
+        return fp32_round(total, self.rounding), fast
+
+
 # --- the kernel ---------------------------------------------------------------------------------
 class _FusedKernel:
     """Fused steps of one format pair and accumulator over chunks of rows (see the module
@@ -305,6 +354,7 @@ class _FusedKernel:
         self.sa, self.sb = _scale(fmt_a.scale), _scale(fmt_b.scale)
         self.route = self._choose_route()
         self.narrow_sums = self._fixed_bits() <= 62
+        self.grid_integers = self._float_fixed_tables()
         self.ones = np.ones(self.layout.terms_per_step)
         self._tables: dict[str, tuple] = {}  # tables of every code pair, by field function
 
@@ -346,6 +396,41 @@ class _FusedKernel:
         if significand_bits > 62 - LIMB or largest_shift > 2 * LIMB:
             return WIDE_BITS + 1  # beyond _shift_left's reach
         return significand_bits + max(largest_shift, 0) + (self.layout.step - 1).bit_length()
+
+    def _float_fixed_tables(self) -> tuple[np.ndarray, np.ndarray, int] | None:
+        """(qa, qb, base) of the float64 steps of anchor="fixed", or None where they do not apply.
+
+        A product on the grid 2^(XA + XB - F) is qa * qb * 2^base, with q = +-Ma * 2^(E - Emin)
+        per code (float64; +0 for zeros, Inf and NaN) and base = Emin_a + Emin_b - fa - fb + F:
+        no product is cut when base >= 0, and a step's sum of qa * qb is exact in float64 while
+        bits(qa) + bits(qb) + bits(step) <= 53. Per step and row, with t = C / 2^g, the float64
+        sum v = P + t is exact wherever t is an integer and |v| < 2^53 (both terms are integers
+        held exactly: the float sum of integers is exact while it is representable); v * 2^g is
+        then the exact step sum V, rounded once by :func:`fp32_round` (an fp32 output without
+        ftz). Lanes outside (C below the grid or far above it, V beyond 2^53 units or 2^127,
+        specials, a bypassed zero C) take the integer step. A bypassed nonzero C is always
+        outside: its t is at least 2^(bypass + 24), so bypass + 23 must reach past v's bound."""
+        acc, layout = self.acc, self.layout
+        if (
+            self.route != "fixed"
+            or acc.step_terms != "product"
+            or acc.output != "fp32"
+            or acc.output_rounding not in FLOAT32_ROUNDINGS
+            or acc.ftz
+            or self.fmt_a.subblocks
+            or self.fmt_b.subblocks
+            or not self.narrow_sums
+        ):
+            return None
+        (qa, emin_a, bits_a), (qb, emin_b, bits_b) = _grid_integers(self.ea), _grid_integers(self.eb)
+        base = emin_a + emin_b - self.ea.frac_bits - self.eb.frac_bits + acc.frac_bits
+        step_bits = (layout.step - 1).bit_length()
+        p_bits = bits_a + bits_b + step_bits + base
+        if base < 0 or bits_a + bits_b + step_bits > 53 or p_bits > 61:
+            return None
+        if acc.bypass is not None and acc.bypass + 23 <= max(53, p_bits) + 1:
+            return None
+        return qa, qb, base
 
     # --- per product: from tables of every code pair, or element by element --------------------
     def _pair_index(self, ca, cb) -> np.ndarray | None:
@@ -499,32 +584,68 @@ class _FusedKernel:
         return high, low, grid, self._specials(ca, cb, scale_nan)
 
     # --- per chunk: the step loop ----------------------------------------------------------------
-    def run(self, ca, cb, sub_a, sub_b, scales_a, scales_b, words):
-        """(step codes (rows, n_steps), rows to recompute by the reference (bool)) of a chunk of
-        rows, a tile of whole steps (about CHUNK_PRODUCTS products) at a time."""
-        terms = self._max_terms if self.route == "max" else self._fixed_terms
-        step = self._max_step if self.route == "max" else self._fixed_step
+    def run(self, fetch, n_blocks: int, words, keep_steps: bool):
+        """(the last step's codes (rows,), every step's codes (rows, n_steps) if ``keep_steps``
+        else None, rows to recompute by the reference (bool)) of a chunk of rows whose C are the
+        fp32 ``words``. ``fetch(j0, j1)`` gives the chunk's blocks [j0, j1) of both operands
+        (codes_a, codes_b, subscales_a, subscales_b, scales_a, scales_b; shaped (rows, blocks,
+        ...)); a tile of whole steps (about CHUNK_PRODUCTS products) is fetched at a time, so the
+        temporaries do not grow with K."""
+        rows = words.shape[0]
         unit = max(1, self.layout.step // self.layout.k)  # blocks per tile are whole steps
-        tile = max(unit, CHUNK_PRODUCTS // max(1, ca.shape[0] * self.layout.k) // unit * unit)
+        tile = max(unit, CHUNK_PRODUCTS // max(1, rows * self.layout.k) // unit * unit)
+        if self.grid_integers is not None:
+            state, run_tile = words.astype(np.uint32).view(np.float32), self._float_fixed_tile
+        else:
+            state, run_tile = words, self._integer_tile
+        refer = np.zeros(rows, dtype=bool)
+        kept = []
+        for first in range(0, n_blocks, tile):
+            state, codes = run_tile(fetch(first, min(first + tile, n_blocks)), state, refer)
+            kept.extend(codes if keep_steps else codes[-1:])
+        return kept[-1], (np.stack(kept, axis=1) if keep_steps else None), refer
+
+    def _integer_tile(self, arrays, words, refer):
+        """(fp32 words of the last D, each step's codes) of a tile by the integer steps of either
+        anchor; ``refer`` gathers the rows the reference must recompute."""
+        parts = (self._max_terms if self.route == "max" else self._fixed_terms)(*arrays)
+        step = self._max_step if self.route == "max" else self._fixed_step
         codes = []
-        refer = np.zeros(words.shape, dtype=bool)
-        for first in range(0, ca.shape[1], tile):
-            blocks = slice(first, first + tile)
-            parts = terms(
-                ca[:, blocks],
-                cb[:, blocks],
-                sub_a[:, blocks],
-                sub_b[:, blocks],
-                scales_a[:, blocks],
-                scales_b[:, blocks],
-            )
-            for s in range(parts[-1].shape[1]):
-                c = _C.from_words(words, self.acc.effective_c_zero_exponent)
-                code, misfit = step(c, *(part[:, s] for part in parts))
-                refer |= misfit
-                codes.append(code)
-                words = fp32_words(code, self.acc)
-        return np.stack(codes, axis=1), refer
+        for s in range(parts[-1].shape[1]):
+            c = _C.from_words(words, self.acc.effective_c_zero_exponent)
+            code, misfit = step(c, *(part[:, s] for part in parts))
+            refer |= misfit
+            codes.append(code)
+            words = fp32_words(code, self.acc)
+        return words, codes
+
+    def _float_fixed_tile(self, arrays, previous, refer):
+        """(the last D as float32, each step's codes) of a tile by the float64 steps of
+        anchor="fixed" (see :meth:`_float_fixed_tables`); the integer step takes the lanes they
+        leave. D travels as float32 between steps."""
+        acc = self.acc
+        qa, qb, base = self.grid_integers
+        ca, cb, _, _, scales_a, scales_b = arrays
+        layout = self.layout.tile(ca.shape[1])
+        products = np.take(qa, ca) * np.take(qb, cb)
+        sums = layout.steps_of(products, 0.0, _sum)  # exact integers: P / 2^base
+        _, exponent, scale_nan = self._scales(scales_a, scales_b)
+        grid = layout.per_step(exponent.astype(np.int64), 0, np.max) - acc.frac_bits
+        specials = self._specials(ca, cb, scale_nan)
+        lanes = _FloatLanes(sums, grid, specials, base, acc)
+        codes = []
+        for s in range(grid.shape[1]):
+            rounded, fast = lanes.step(s, previous)
+            if not fast.all():
+                odd = np.flatnonzero(~fast)
+                c = _C.from_words(previous.view(np.uint32)[odd].astype(np.int64), acc.effective_c_zero_exponent)
+                q = (sums[odd, s] * 2.0**base).astype(np.int64)
+                code, misfit = self._fixed_step(c, q >> LIMB, q & _LOW, grid[odd, s], specials[odd, s])
+                rounded[odd] = code.view(np.float32)
+                refer[odd] |= misfit
+            codes.append(rounded.view(np.uint32))
+            previous = rounded
+        return previous, codes
 
     def _max_step(self, c: _C, values, anchors, specials):
         """One step of anchor="max": S = the terms and C cut to the grid 2^(A - F), A =
@@ -584,53 +705,69 @@ class _FusedKernel:
 
 
 # --- entry point --------------------------------------------------------------------------------
-def dot_general_steps(a: Operand, b: Operand, acc: Accumulator, rows: int = 1, n_blocks: int | None = None, c=None):
-    """Fused DotGeneral of ``rows`` rows of ``n_blocks`` block pairs each (codes of shape
-    (rows * n_blocks, k), row-major): the same results as :func:`mxsim.ref.dot.dot_general` with
-    ``accumulate="fused"`` on each row.
+def dot_general_steps(a: Operand, b: Operand, acc: Accumulator, shape_a: tuple, shape_b: tuple, n_blocks: int,
+                      c=None, keep_steps: bool = False):
+    """Fused DotGeneral of rows of ``n_blocks`` block pairs, the rows broadcast NumPy style (as
+    :func:`mxsim.fast.dot.dot_general_broadcast`: ``a`` holds prod(shape_a) rows of ``n_blocks``
+    blocks, codes of shape (prod(shape_a) * n_blocks, k), row-major; ``b`` likewise; the result
+    rows run over lead = np.broadcast_shapes(shape_a, shape_b)): on each row the same results as
+    :func:`mxsim.ref.dot.dot_general` with ``accumulate="fused"``.
 
-    ``c``: each row's accumulator input C as fp32 words (shape (rows,), integers below 2^32), or
-    None for C = +0. Returns (output codes (rows,), every step's output code (rows, n_steps)),
-    uint32 for fp32 storage, uint16 for bf16 and fp16; with no products the output is C rounded.
+    ``c``: each result row's accumulator input C as fp32 words (shape (prod(lead),), integers
+    below 2^32), or None for C = +0. Returns (output codes of shape lead, every step's output
+    code of shape lead + (n_steps,) if ``keep_steps`` else None), uint32 for fp32 storage, uint16
+    for bf16 and fp16; with no products the output is C rounded.
+
+    Memory: no broadcast copy of an operand is made; beyond the results, the temporaries are
+    bounded by ROW_CHUNK rows and CHUNK_PRODUCTS products per chunk, whatever the shapes.
     """
     fmt_a, fmt_b = check_fused_operands(a, b, acc)
-    n = n_blocks if n_blocks is not None else (a.codes.shape[0] // rows if rows else 0)
-    if rows * n != a.codes.shape[0]:
-        raise ValueError(f"{a.codes.shape[0]} blocks do not make {rows} rows of {n} blocks")
+    lead = np.broadcast_shapes(tuple(shape_a), tuple(shape_b))
+    rows = int(np.prod(lead, dtype=np.int64))
+    for name, op, shape in (("a", a, shape_a), ("b", b, shape_b)):
+        if op.codes.shape[0] != int(np.prod(shape, dtype=np.int64)) * n_blocks:
+            raise ValueError(f"operand {name}: {op.codes.shape[0]} blocks do not make rows {tuple(shape)} of {n_blocks} blocks")
+    take_a, take_b = _rows_of(a, shape_a, lead, n_blocks), _rows_of(b, shape_b, lead, n_blocks)
     words = np.zeros(rows, dtype=np.int64) if c is None else np.asarray(c).astype(np.int64).reshape(rows)
-    kernel = _FusedKernel(fmt_a, fmt_b, acc, n)
-    layout = kernel.layout
+    kernel = _FusedKernel(fmt_a, fmt_b, acc, n_blocks)
+    n_steps = kernel.layout.n_steps
     dtype = np.uint32 if acc.output_storage == "fp32" else np.uint16
-    steps = np.zeros((rows, layout.n_steps), dtype=dtype)
-    refer = np.ones(rows, dtype=bool) if kernel.route == "reference" else np.zeros(rows, dtype=bool)
-    if kernel.route != "reference" and rows and layout.n_steps:
-        _run_chunks(kernel, a, b, rows, n, words, steps, refer)
-    codes = steps[:, -1].copy() if layout.n_steps else _round_c(words, acc).astype(dtype)
+    codes = np.zeros(rows, dtype=dtype)
+    steps = np.zeros((rows, n_steps), dtype=dtype) if keep_steps else None
+    refer = np.full(rows, kernel.route == "reference")
+    if not n_steps:
+        codes = _round_c(words, acc).astype(dtype)
+    elif kernel.route != "reference" and rows:
+        _run_chunks(kernel, take_a, take_b, rows, n_blocks, words, codes, steps, refer)
     if refer.any():
-        _by_reference(np.flatnonzero(refer), a, b, fmt_a, fmt_b, acc, n, words, codes, steps)
-    return codes, steps
+        _by_reference(np.flatnonzero(refer), take_a, take_b, fmt_a, fmt_b, acc, n_blocks, words, codes, steps)
+    return codes.reshape(lead), (steps.reshape(lead + (n_steps,)) if keep_steps else None)
 
 
-def _run_chunks(kernel: _FusedKernel, a: Operand, b: Operand, rows: int, n: int, words, steps, refer) -> None:
-    """Run the kernel over chunks of rows (on up to two threads), filling ``steps`` and ``refer``."""
+def _run_chunks(kernel: _FusedKernel, take_a, take_b, rows: int, n: int, words, codes, steps, refer) -> None:
+    """Run the kernel over chunks of rows (on up to two threads), filling ``codes``, ``steps``
+    (if not None) and ``refer``; each chunk fetches its tiles of blocks from ``take_a`` and
+    ``take_b`` (see :func:`mxsim.fast.dot._rows_of`)."""
     k = kernel.layout.k
-    empty = np.zeros((rows, n, 0), np.uint8)
-    arrays = [
-        a.codes.reshape(rows, n, k),
-        b.codes.reshape(rows, n, k),
-        empty if a.subscales is None else a.subscales.reshape(rows, n, -1),
-        empty if b.subscales is None else b.subscales.reshape(rows, n, -1),
-        a.scales.reshape(rows, n),
-        b.scales.reshape(rows, n),
-        words,
-        steps,
-        refer,
-    ]
 
-    def chunk(start, stop, ca, cb, sub_a, sub_b, sc_a, sc_b, c_words, out_steps, out_refer):
-        out_steps[...], out_refer[...] = kernel.run(ca, cb, sub_a, sub_b, sc_a, sc_b, c_words)
+    def fetch(start, stop, j0, j1):
+        arrays = []
+        for take in (take_a, take_b):
+            op = take(start, stop, j0, j1)
+            arrays.append((op.codes.reshape(stop - start, j1 - j0, k), op.subscales, op.scales.reshape(stop - start, -1)))
+        (ca, sub_a, sc_a), (cb, sub_b, sc_b) = arrays
+        subs = [np.zeros((stop - start, j1 - j0, 0), np.uint8) if sub is None else sub.reshape(stop - start, j1 - j0, -1)
+                for sub in (sub_a, sub_b)]
+        return ca, cb, subs[0], subs[1], sc_a, sc_b
+
+    def chunk(start, stop, c_words, out_codes, out_refer, *out_steps):
+        last, kept, misfit = kernel.run(lambda j0, j1: fetch(start, stop, j0, j1), n, c_words, bool(out_steps))
+        out_codes[...], out_refer[...] = last, misfit
+        if out_steps:
+            out_steps[0][...] = kept
 
     # at least four chunks when there are enough rows, so that both threads work
+    arrays = [words, codes, refer] + ([steps] if steps is not None else [])
     map_chunks(chunk, rows, *arrays, chunk=min(ROW_CHUNK, max(1, -(-rows // 4))))
 
 
@@ -640,11 +777,12 @@ def _round_c(words: np.ndarray, acc: Accumulator) -> np.ndarray:
     return round_output(negative, significand, exponent, special, acc)
 
 
-def _by_reference(rows_index, a: Operand, b: Operand, fmt_a, fmt_b, acc: Accumulator, n: int, words, codes, steps):
+def _by_reference(rows_index, take_a, take_b, fmt_a, fmt_b, acc: Accumulator, n: int, words, codes, steps) -> None:
     """Recompute some rows with the reference model, in place (exact Python integers)."""
     for r in rows_index:
-        blocks_a = [a.block(r * n + j) for j in range(n)]
-        blocks_b = [b.block(r * n + j) for j in range(n)]
+        op_a, op_b = take_a(r, r + 1, 0, n), take_b(r, r + 1, 0, n)
+        blocks_a, blocks_b = [op_a.block(j) for j in range(n)], [op_b.block(j) for j in range(n)]
         result = ref_dot.dot_general(blocks_a, blocks_b, fmt_a, fmt_b, acc, c=fp32_bits(int(words[r])))
         codes[r] = result.code
-        steps[r] = result.steps
+        if steps is not None:
+            steps[r] = result.steps

@@ -19,7 +19,10 @@ from ..formats import FP32_E8M13, get_format
 from ..options.encode import overflow_code
 from .encode import encode_dyadic, floor_log2_int64
 
-__all__ = ["FINITE", "NAN", "NEG_INF", "POS_INF", "fp32_words", "output_format", "output_values", "round_output"]
+__all__ = [
+    "FINITE", "NAN", "NEG_INF", "POS_INF", "FLOAT32_ROUNDINGS", "fp32_round", "fp32_words", "output_format",
+    "output_values", "round_output",
+]
 
 FINITE, POS_INF, NEG_INF, NAN = 0, 1, 2, 3
 
@@ -90,7 +93,8 @@ def round_output(negative, magnitude, exponent, special, acc: Accumulator) -> np
 # Outputs rounded by the float32 hardware: fp32 with rne, rtz, rup, rdn; fp32_e8m13 with rtz
 # (truncating an fp32 truncation to 13 fraction bits truncates the value: the fp32 grid contains
 # the e8m13 grid, subnormals included, and both overflow at 2^128).
-_BY_FLOAT32 = {("fp32", "rne"), ("fp32", "rtz"), ("fp32", "rup"), ("fp32", "rdn"), ("fp32_e8m13", "rtz")}
+FLOAT32_ROUNDINGS = ("rne", "rtz", "rup", "rdn")  # the roundings :func:`fp32_round` makes
+_BY_FLOAT32 = {("fp32", rounding) for rounding in FLOAT32_ROUNDINGS} | {("fp32_e8m13", "rtz")}
 FP32_MANTISSA_BITS = 23
 _TOWARD = {"rtz": 0.0, "rup": np.inf, "rdn": -np.inf}
 
@@ -101,11 +105,9 @@ def _round_by_float32(negative, magnitude, exponent, rounding: str):
 
     The magnitude is first rounded to odd at 53 bits (the dropped bits ORed into the last kept
     one: exact in float64, and every rounding decision of a 24-bit result is kept); the exponent
-    is clamped where the result is beyond fp32 either way (so ldexp stays exact); the float64 ->
-    float32 cast rounds once to nearest-even (subnormals kept, Inf beyond); a directed rounding
-    then steps a result that went the wrong way by one fp32 ulp toward its target (np.nextafter,
-    which also steps Inf back to the largest finite value). Overflow: the rounding with unbounded
-    exponent exceeds the largest finite value iff the result is Inf or |x| >= 2^128.
+    is clamped where the result is beyond fp32 either way (so ldexp stays exact); then
+    :func:`fp32_round`. Overflow: the rounding with unbounded exponent exceeds the largest finite
+    value iff the result is Inf or |x| >= 2^128.
     """
     top = floor_log2_int64(np.maximum(magnitude, 1))
     drop = np.maximum(top - 52, 0)
@@ -117,19 +119,25 @@ def _round_by_float32(negative, magnitude, exponent, rounding: str):
     exponent = np.where(top > 200, exponent - (top - 200), np.where(top < -400, exponent - (top + 400), exponent))
     value = np.ldexp(magnitude.astype(np.float64), exponent.astype(np.int32))
     np.negative(value, out=value, where=negative)  # -0 included
-    with np.errstate(over="ignore"):
-        rounded = value.astype(np.float32)
-    if rounding != "rne":
-        target = _TOWARD[rounding]
-        wrong = (
-            np.abs(rounded) > np.abs(value)
-            if rounding == "rtz"
-            else (rounded < value if target > 0 else rounded > value)
-        )
-        with np.errstate(over="ignore"):  # max -> Inf under rup/rdn: an overflow, caught below
-            rounded = np.where(wrong, np.nextafter(rounded, np.float32(target)), rounded)
+    rounded = fp32_round(value, rounding)
     overflows = np.isinf(rounded) | (np.abs(value) >= 2.0**128)
     return rounded.view(np.uint32).astype(np.int64), overflows
+
+
+def fp32_round(value: np.ndarray, rounding: str) -> np.ndarray:
+    """float64 values rounded once to float32 with rne, rtz, rup or rdn (subnormals kept, -0
+    kept, NaN stays NaN). Each value must be exact, or rounded to odd at 26 bits or more, so that
+    the one rounding is right: the float64 -> float32 cast rounds to nearest-even (Inf beyond);
+    a directed rounding then steps a result that went the wrong way by one fp32 ulp toward its
+    target (np.nextafter, which also steps Inf back to the largest finite value)."""
+    with np.errstate(over="ignore", invalid="ignore"):  # Inf beyond; NaN stays NaN
+        rounded = value.astype(np.float32)
+    if rounding == "rne":
+        return rounded
+    target = _TOWARD[rounding]
+    wrong = np.abs(rounded) > np.abs(value) if rounding == "rtz" else (rounded < value if target > 0 else rounded > value)
+    with np.errstate(over="ignore"):  # max -> Inf under rup/rdn: an overflow, caught by the caller
+        return np.where(wrong, np.nextafter(rounded, np.float32(target)), rounded)
 
 
 def output_values(codes: np.ndarray, acc: Accumulator) -> np.ndarray:
