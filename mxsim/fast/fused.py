@@ -33,6 +33,12 @@ Routes, chosen per format pair and accumulator (the bounds are derived in :class
   sticky bit (which keeps every rounding decision of a <= 24-bit output) and rounded. Lanes whose
   aligned sum would exceed 100 bits (C more than 76 bits above the grid and not bypassed, or far
   below a nonzero P) are detected per step and their rows recomputed by the reference.
+* ``anchor="fixed"`` in float64, the usual case of the above (FP8/FP6/FP4 products that are not
+  cut on the grid and whose step sums are exact in float64, an fp32 output without ftz, rne/rtz/
+  rup/rdn; :meth:`_FusedKernel._float_fixed_tables`): P * 2^g is an exact float64; C is added with
+  one float addition whose exact error comes from TwoSum, the sum is rounded to odd at 53 bits
+  with it, and one cast rounds to fp32. Lanes with a bypassed C, a result from 2^127 or specials
+  take the integer step above.
 * the reference (:func:`mxsim.ref.dot.dot_general`, row by row) for configurations outside these
   bounds (F beyond 44 with 64 product terms and ``anchor="max"``, block terms of FP8 E5M2, whose
   group sums exceed 53 bits, ...): correct, slow.
