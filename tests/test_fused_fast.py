@@ -690,13 +690,23 @@ def test_fast_equals_reference_steps_and_terms(acc, name):
     check_against_reference(a, b, acc, random_c(rng, 4, 0.0))
 
 
+# (a, b, the largest step): a step's sum of products on the grid must be exact in float64, so
+# E4M3 x E5M2 (q of 18 and 32 bits: products below 2^50) take steps of at most 8
 FLOAT_STEP_PAIRS = [
-    ("mxfp8_e4m3", "mxfp8_e4m3"),
-    ("mxfp8_e4m3", "mxfp8_e5m2"),
-    ("mxfp4_e2m1", "mxfp4_e2m1"),
-    ("mxfp6_e3m2", "mxfp4_e2m1"),
-    ("mxfp6_e2m3", "mxfp8_e4m3"),
+    ("mxfp8_e4m3", "mxfp8_e4m3", 32),
+    ("mxfp8_e4m3", "mxfp8_e5m2", 8),
+    ("mxfp4_e2m1", "mxfp4_e2m1", 32),
+    ("mxfp6_e3m2", "mxfp4_e2m1", 32),
+    ("mxfp6_e2m3", "mxfp8_e4m3", 32),
+    ("mxint8", "mxint8", 32),
+    ("mxint8", "mxfp8_e4m3", 32),
 ]
+
+
+def _uncut_frac_bits(element) -> int:
+    """The smallest F whose grid holds every product exactly: fa + fb - emin_a - emin_b, with
+    emin the subnormals' exponent of a float element (1 - bias) and 0 for an integer element."""
+    return element.frac_bits if element.kind == "int" else element.mantissa_bits - (1 - element.bias)
 
 
 @st.composite
@@ -705,16 +715,15 @@ def float_step_cases(draw):
     rne/rtz/rup/rdn, product terms, F at least the pair's smallest), on long rows (C passes
     through many steps), scales far apart (C below the grid, bypass, cancellation, overflow) and
     C of every class, including values the first step's products cancel."""
-    name_a, name_b = draw(st.sampled_from(FLOAT_STEP_PAIRS))
+    name_a, name_b, largest_step = draw(st.sampled_from(FLOAT_STEP_PAIRS))
     fmt_a, fmt_b = get_format(name_a), get_format(name_b)
     k = fmt_a.block_size
-    # products are not cut on grids of F >= fa + fb - emin_a - emin_b (emin: the subnormals' exponent)
-    smallest_f = sum(e.mantissa_bits - (1 - e.bias) for e in (fmt_a.element, fmt_b.element))
+    smallest_f = _uncut_frac_bits(fmt_a.element) + _uncut_frac_bits(fmt_b.element)
     acc = Accumulator(
         mode="aligned",
         frac_bits=draw(st.integers(smallest_f, min(smallest_f + 8, 34))),
         accumulate="fused",
-        step=draw(st.sampled_from([d for d in (1, 2, 4, 8, 16, 32) if k % d == 0])),
+        step=draw(st.sampled_from([d for d in (1, 2, 4, 8, 16, 32) if k % d == 0 and d <= largest_step])),
         anchor="fixed",
         bypass=draw(st.sampled_from([None, 40, 70])),
         output_rounding=draw(st.sampled_from(["rne", "rtz", "rup", "rdn"])),
