@@ -47,20 +47,28 @@ def magnitude_grid(element, negative: bool, int8_allow_neg2: bool = False) -> tu
     return grid
 
 
-def rounding_classes(q: float, grid: tuple[float, ...], result: float) -> set[str]:
+_NONE, _SATURATION = frozenset(), frozenset({"saturation"})
+_BETWEEN = {  # (tie, carry) -> classes
+    (False, False): _NONE,
+    (True, False): frozenset({"tie"}),
+    (False, True): frozenset({"carry"}),
+    (True, True): frozenset({"tie", "carry"}),
+}
+
+
+def rounding_classes(q: float, grid: tuple[float, ...], result: float) -> frozenset[str]:
     """The classes of one element: q > 0 its exact scaled magnitude, ``grid`` its
     :func:`magnitude_grid`, ``result`` the magnitude of the code it was given."""
     if q > grid[-1]:
-        return {"saturation"}
+        return _SATURATION
     i = bisect_left(grid, q)
-    if grid[i] == q:
-        return set()
-    classes = set()
-    if 2 * q == grid[i - 1] + grid[i]:
-        classes.add("tie")
-    if result and math.frexp(result)[1] > math.frexp(q)[1]:
-        classes.add("carry")
-    return classes
+    above = grid[i]
+    if above == q:
+        return _NONE
+    tie = 2 * q == grid[i - 1] + above
+    # a carry puts the result in a higher binade than q, so above q (result 0 never carries)
+    carry = result > q and math.frexp(result)[1] > math.frexp(q)[1]
+    return _BETWEEN[tie, carry]
 
 
 def _floor_log2(x: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from fractions import Fraction
 
 from ..formats import get_format
 from ..options.encode import OVERFLOW_MODES, check_encode_options, check_int8_allow_neg2, overflow_code
-from .exact import Number, floor_log2_ratio, to_exact
+from .exact import Number, floor_log2_ratio, ratio, to_exact
 from .round import round_magnitude
 
 __all__ = ["encode", "encode_ratio", "round_to_grid"]
@@ -56,20 +56,19 @@ def encode(
         check_encode_options(rounding, overflow, rand_bits, rand_width)  # (the plain case always passes)
     if int8_allow_neg2 is not False:
         check_int8_allow_neg2(fmt, int8_allow_neg2)  # (False always passes)
-    x = to_exact(x)
-    negative = bool(x.sign) and fmt.signed
-    if x.is_nan:
+    sign, n, d = ratio(x)  # d = 0: Inf (n = 1) or NaN (n = 0)
+    negative = sign == 1 and fmt.signed
+    if not (d or n):
         if not fmt.has_nan:
             raise ValueError(f"NaN input cannot be encoded: format {fmt.name!r} has no NaN")
         return fmt.nan_code(negative)
-    if x.sign and not fmt.signed and not x.is_zero:
-        raise ValueError(f"negative input {x} cannot be encoded: format {fmt.name!r} is unsigned")
-    if x.is_inf:
+    if sign and n and not fmt.signed:
+        raise ValueError(f"negative input {to_exact(x)} cannot be encoded: format {fmt.name!r} is unsigned")
+    if not d:
         return overflow_code(fmt, negative, overflow, rounding, infinite_input=True, int8_allow_neg2=int8_allow_neg2)
-    magnitude = x.magnitude
-    return encode_ratio(
-        magnitude.numerator, magnitude.denominator, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2
-    )
+    if fmt.kind == "int":
+        return _encode_int(n, d, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2)
+    return _encode_float(n, d, negative, fmt, rounding, overflow, rand_bits, rand_width)
 
 
 def encode_ratio(
@@ -142,15 +141,21 @@ def _encode_float(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_
             raise ValueError(f"zero cannot be encoded: format {fmt.name!r} has no zero")
         return sign_bits
     exponent = floor_log2_ratio(n, d)
-    emin = fmt.emin
-    if exponent < emin and not fmt.subnormals:
-        return sign_bits  # below the smallest normal: field 0 is the smallest normal binade
+    if exponent < fmt.emin:
+        if not fmt.subnormals:
+            return sign_bits  # below the smallest normal: field 0 is the smallest normal binade
+        exponent = fmt.emin
     m = fmt.mantissa_bits
-    grid = (exponent if exponent > emin else emin) - m
-    significand = _round_on_grid(n, d, grid, rounding, negative, rand_bits, rand_width)
-    # overflow: significand * 2^grid > max_normal = top * 2^top_grid, compared as integers
-    top_grid, top = fmt.emax - m, (1 << m) | (fmt.max_code & ((1 << m) - 1))
-    if (significand << (grid - top_grid) > top) if grid >= top_grid else (significand > top << (top_grid - grid)):
+    grid = exponent - m
+    if grid <= 0:  # (n / d) / 2^grid rounded to an integer: the shift on n or on d
+        significand = round_magnitude(n << -grid, d, rounding, negative, rand_bits, rand_width)
+    else:
+        significand = round_magnitude(n, d << grid, rounding, negative, rand_bits, rand_width)
+    # overflow: significand * 2^grid > max_normal = max_significand * 2^(emax - m), compared as
+    # integers. Below the top binade (grid < emax - m) there is none: significand <= 2^(m+1) and
+    # 2^(m+1) * 2^grid <= 2^emax <= max_normal.
+    top_grid = fmt.emax - m
+    if grid >= top_grid and significand << (grid - top_grid) > fmt.max_significand:
         text = _overflow_text(n, d, negative) if overflow == "error" else ""
         return overflow_code(fmt, negative, overflow, rounding, value_text=text)
     if significand == 0:
