@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import random
 import struct
 from dataclasses import dataclass, field
@@ -236,21 +235,13 @@ class QuantizeSuite(Suite):
 
     def _rounding_classes(self, xs, exponent: int, block) -> set:
         """tie, carry, saturation of the block's finite nonzero inputs (:mod:`.rounding_classes`)."""
-        fmt, classes = self.fmt, set()
-        positive, negative = self._grids
-        magnitudes = _code_magnitudes(fmt.element)
+        fmt = self.fmt
         if fmt.subblocks:  # q = |x| * 2^(tau_j - E) for the elements of sub-block j
             shifts = [tau - exponent for tau in block.subscales for _ in range(fmt.subblock_size)]
         else:
             shifts = repeat(-exponent)
-        ldexp, isfinite = math.ldexp, math.isfinite
-        for x, code, shift in zip(xs, block.codes, shifts):
-            if x and isfinite(x):
-                q = ldexp(abs(x), shift)  # exact: x is an fp32 value
-                found = rounding_classes(q, negative if x < 0 else positive, magnitudes[code])
-                if found:
-                    classes |= found
-        return classes
+        magnitudes = _code_magnitudes(fmt.element)
+        return rounding_classes(xs, shifts, [magnitudes[code] for code in block.codes], self._grids)
 
     # expected values of many vectors at once (mxsim.golden.batch) ---------------------------
     def compute_batch(self, inputs: dict):

@@ -24,14 +24,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
+from itertools import repeat
+from typing import Iterable, Sequence
 
 from ..options import QuantizeOptions
 from ..options.encode import overflow_code
 from ..formats import get_format
 from .decode import decode
-from .encode import encode, encode_ratio
-from .exact import Exact, Number, as_int, floor_log2_ratio, ratio, to_exact
+from .encode import encode, encode_ratio, ratio_encoder
+from .exact import Exact, Number, as_int, float_ratio, floor_log2_ratio, ratio, to_exact
 from .scale import E8M0_MAX, E8M0_MIN, E8M0_NAN, byte_exponent, given_scale_error, scale_byte, scale_exponent
 from .scale_code import decode_scale
 from .sources import check_source_options, inf_stand_in, read_subnormal
@@ -101,9 +102,8 @@ def _read_inputs(values: Sequence[Number], fmt, options: QuantizeOptions) -> lis
     if len(values) != fmt.block_size:
         raise ValueError(f"a {fmt.name} block has {fmt.block_size} values, got {len(values)}")
     mode = options.subnormal_inputs
-    if mode == "exact":  # (read_subnormal leaves every value unchanged)
-        return [ratio(v) for v in values]
-    return [read_subnormal(ratio(v), mode) for v in values]
+    xs = [float_ratio(v) if v.__class__ is float else ratio(v) for v in values]  # (ratio's own float case, inline)
+    return xs if mode == "exact" else [read_subnormal(x, mode) for x in xs]  # ('exact' leaves every value unchanged)
 
 
 def _is_nan_block(xs: list[Ratio], options: QuantizeOptions) -> bool:
@@ -150,10 +150,6 @@ def _element_divisor(exponent: int, options: QuantizeOptions) -> tuple[int, int]
 def _power_of_two(exponent: int) -> tuple[int, int]:
     """2^exponent as integers (n, d)."""
     return (1 << exponent, 1) if exponent >= 0 else (1, 1 << -exponent)
-
-
-def _rand(rand_bits, i: int):
-    return None if rand_bits is None else int(rand_bits[i])
 
 
 def quantize_block(
@@ -246,28 +242,25 @@ def _nan_block(fmt, options: QuantizeOptions) -> QuantizedBlock:
     return QuantizedBlock(nan_block_scale(fmt, options), (0,) * fmt.subblocks, (code,) * fmt.block_size)
 
 
-def _encode_element(x: Ratio, divisor: tuple[int, int], element, options: QuantizeOptions, rand) -> int:
-    """x / divisor (a ratio over integers (n, d) > 0) encoded with the element rounding,
-    saturating: what ``encode(x / divisor, element, options.rounding, "saturate", ...)`` gives. An
-    Inf saturates to +-max and a NaN (specials='per_element' only) gives the NaN element code with
-    its sign."""
-    sign, n, d = x
-    negative = sign == 1  # block element formats are signed
-    if d:
-        return encode_ratio(
-            n * divisor[1],
-            d * divisor[0],
-            negative,
-            element,
-            options.rounding,
-            "saturate",
-            rand,
-            options.rand_width,
-            options.int8_allow_neg2,
-        )
-    if not n:
-        return nan_element_code(element, options, negative)
-    return overflow_code(element, negative, "saturate", options.rounding, True, options.int8_allow_neg2)
+def _element_codes(xs: Sequence[Ratio], divisors: Iterable[tuple[int, int]], element, options: QuantizeOptions, rand_bits) -> tuple[int, ...]:
+    """The code of every x_i / divisor_i (each divisor a ratio over integers (n, d) > 0), encoded
+    with the element rounding, saturating: what ``encode(x_i / divisor_i, element,
+    options.rounding, "saturate", rand_bits=rand_bits[i], ...)`` gives. An Inf saturates to +-max
+    and a NaN (specials='per_element' only) gives the NaN element code with its sign. The finite
+    values go straight to the encoder's integer core (:func:`mxsim.ref.encode.ratio_encoder`)."""
+    encoder = ratio_encoder(element)
+    rounding, width, neg2 = options.rounding, options.rand_width, options.int8_allow_neg2
+    codes = []
+    for i, ((sign, n, d), (divisor_n, divisor_d)) in enumerate(zip(xs, divisors)):
+        negative = sign == 1  # block element formats are signed
+        rand = None if rand_bits is None else int(rand_bits[i])
+        if d:
+            codes.append(encoder(n * divisor_d, d * divisor_n, negative, element, rounding, "saturate", rand, width, neg2))
+        elif n:
+            codes.append(overflow_code(element, negative, "saturate", rounding, True, neg2))
+        else:
+            codes.append(nan_element_code(element, options, negative))
+    return tuple(codes)
 
 
 def _microexponents(xs: list[Ratio], fmt, exponent: int, options: QuantizeOptions, source: str) -> list[int]:
@@ -299,22 +292,14 @@ def _quantize_e8m0(xs, fmt, options, rand_bits, source: str, exponent: int | Non
         return _nan_block(fmt, options)
     if exponent is None:
         exponent = _block_exponent(xs, fmt, options, source)
-    element = fmt.element
-    if fmt.subblocks:  # 2^(E - tau_j) for sub-block j
+    if fmt.subblocks:  # 2^(E - tau_j) for the elements of sub-block j
         taus = _microexponents(xs, fmt, exponent, options, source)
-        size = fmt.subblock_size
-        divisors = [_power_of_two(exponent - tau) for tau in taus]
-        codes = [
-            _encode_element(x, divisors[i // size], element, options, _rand(rand_bits, i)) for i, x in enumerate(xs)
-        ]
-    else:  # 2^E, or min_scale_divisor's divisor at E = -127; once per block
+        divisors = [_power_of_two(exponent - tau) for tau in taus for _ in range(fmt.subblock_size)]
+    else:  # 2^E, or min_scale_divisor's divisor at E = -127, for every element
         taus = []
-        divisor = _element_divisor(exponent, options)
-        if rand_bits is None:
-            codes = [_encode_element(x, divisor, element, options, None) for x in xs]
-        else:
-            codes = [_encode_element(x, divisor, element, options, _rand(rand_bits, i)) for i, x in enumerate(xs)]
-    return QuantizedBlock(scale_byte(exponent, options.scale_encoding), tuple(taus), tuple(codes))
+        divisors = repeat(_element_divisor(exponent, options))
+    codes = _element_codes(xs, divisors, fmt.element, options, rand_bits)
+    return QuantizedBlock(scale_byte(exponent, options.scale_encoding), tuple(taus), codes)
 
 
 def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits, source: str) -> QuantizedBlock:
@@ -336,21 +321,23 @@ def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits, source:
         factor = inverse if inverse.is_inf else to_fp32(inverse.value / scale)
     product = tensor_scale * scale
     divisor = (product.numerator, product.denominator)
-    codes = []
-    for i, x in enumerate(xs):
-        rand = _rand(rand_bits, i)
-        sign, n, d = x
-        if fp32_steps and d and n:
-            # (mxsim) x * Inf is +-Inf (it saturates); a zero stays zero rather than 0 * Inf = NaN
-            if factor.is_inf:
-                y = (sign, 1, 0)
-            else:
-                scaled = to_fp32(Fraction(n, d) * factor.value)
-                y = (sign, 1, 0) if scaled.is_inf else (sign, scaled.magnitude.numerator, scaled.magnitude.denominator)
-            codes.append(_encode_element(y, (1, 1), fmt.element, options, rand))
-        else:
-            codes.append(_encode_element(x, divisor, fmt.element, options, rand))
-    return QuantizedBlock(scale_code, (), tuple(codes))
+    if fp32_steps:  # each finite nonzero x becomes fp32(x * factor), divided by 1
+        xs, divisors = zip(*(_fp32_scaled(x, factor, divisor) for x in xs))
+    else:
+        divisors = repeat(divisor)
+    return QuantizedBlock(scale_code, (), _element_codes(xs, divisors, fmt.element, options, rand_bits))
+
+
+def _fp32_scaled(x: Ratio, factor: Exact, divisor: tuple[int, int]) -> tuple[Ratio, tuple[int, int]]:
+    """NVFP4 fp32_steps: (fp32(x * factor), 1) for a finite nonzero x, else (x, divisor). (mxsim)
+    x * Inf is +-Inf (it saturates); a zero stays zero rather than 0 * Inf = NaN."""
+    sign, n, d = x
+    if not (d and n):
+        return x, divisor
+    scaled = factor if factor.is_inf else to_fp32(Fraction(n, d) * factor.value)
+    if scaled.is_inf:
+        return (sign, 1, 0), (1, 1)
+    return (sign, scaled.magnitude.numerator, scaled.magnitude.denominator), (1, 1)
 
 
 def check_block(block: QuantizedBlock, fmt, tensor_scale=None, name: str = "block") -> QuantizedBlock:

@@ -20,7 +20,7 @@ from ..options.encode import OVERFLOW_MODES, check_encode_options, check_int8_al
 from .exact import Number, floor_log2_ratio, ratio, to_exact
 from .round import round_magnitude
 
-__all__ = ["encode", "encode_ratio", "round_to_grid"]
+__all__ = ["encode", "encode_ratio", "ratio_encoder", "round_to_grid"]
 
 _DETERMINISTIC = ("rne", "rna", "rtz", "rup", "rdn")
 
@@ -66,9 +66,7 @@ def encode(
         raise ValueError(f"negative input {to_exact(x)} cannot be encoded: format {fmt.name!r} is unsigned")
     if not d:
         return overflow_code(fmt, negative, overflow, rounding, infinite_input=True, int8_allow_neg2=int8_allow_neg2)
-    if fmt.kind == "int":
-        return _encode_int(n, d, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2)
-    return _encode_float(n, d, negative, fmt, rounding, overflow, rand_bits, rand_width)
+    return ratio_encoder(fmt)(n, d, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2)
 
 
 def encode_ratio(
@@ -88,9 +86,14 @@ def encode_ratio(
     For callers that have checked their arguments: ``fmt`` an element format object, the options
     valid, ``negative`` the value's sign (False for unsigned formats; -0 is numerator 0 with
     negative True). Overflow follows ``overflow`` as in :func:`encode`."""
-    if fmt.kind == "int":
-        return _encode_int(numerator, denominator, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2)
-    return _encode_float(numerator, denominator, negative, fmt, rounding, overflow, rand_bits, rand_width)
+    return ratio_encoder(fmt)(numerator, denominator, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2)
+
+
+def ratio_encoder(fmt):
+    """The function :func:`encode_ratio` hands a value of element format ``fmt`` to, with the
+    same nine arguments in the same order (all of them passed): for loops that encode many
+    values of one format and look the function up once."""
+    return _encode_int if fmt.kind == "int" else _encode_float
 
 
 def _overflow_text(numerator: int, denominator: int, negative: bool) -> str:
@@ -134,7 +137,8 @@ def _encode_int(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bi
     return (-q if negative else q) & ((1 << fmt.bits) - 1)
 
 
-def _encode_float(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bits, rand_width) -> int:
+def _encode_float(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2=False) -> int:
+    """(int8_allow_neg2 applies to integer formats only: ignored here.)"""
     sign_bits = fmt.sign_mask if negative else 0
     if n == 0:
         if not fmt.subnormals:
