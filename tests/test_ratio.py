@@ -85,7 +85,9 @@ def test_read_subnormal_below_the_smallest_normal():
     assert read_subnormal(tiny, "exact") == tiny
     assert read_subnormal(tiny, "flush") == (1, 0, 1)  # -0
     sign, n, d = read_subnormal(tiny, "as_normal")
-    assert sign == 1 and Fraction(n, d) == (1 + Fraction(5, 2**23)) * Fraction(1, 2**127)  # exponent field 0 read as 2^-127
-    assert _value(read_subnormal((0, 2**23 - 1, 2**149), "as_normal")) == (2 - Fraction(1, 2**23)) / 2**127  # the largest mantissa field
+    # exponent field 0 read as 2^-127
+    assert sign == 1 and Fraction(n, d) == (1 + Fraction(5, 2**23)) * Fraction(1, 2**127)
+    largest = read_subnormal((0, 2**23 - 1, 2**149), "as_normal")  # the largest mantissa field
+    assert _value(largest) == (2 - Fraction(1, 2**23)) / 2**127
     with pytest.raises(ValueError, match="not an fp32 subnormal"):
         read_subnormal((0, 1, 3 * 2**140), "as_normal")  # below 2^-126 but off the 2^-149 grid

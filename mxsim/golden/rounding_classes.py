@@ -1,9 +1,10 @@
 """The rounding classes of quantized elements: ``tie``, ``carry`` and ``saturation``, from the
 exact scaled value q = |x| / 2^(E - tau) and the magnitude of the element code it became. The
 scalar version (one block's elements, for :meth:`QuantizeSuite.compute`) and the array version
-(for ``compute_batch``) sit side by side and follow one rule. Both compute in binary64, exactly: q is an fp32 input times
-a power of two within binary64's range, the grid magnitudes of these narrow elements (at most 16
-significant bits) and their pairwise sums are exact, and floor(log2) is read off the exponent.
+(for ``compute_batch``) sit side by side and follow one rule. Both compute in binary64, exactly:
+q is an fp32 input times a power of two within binary64's range, the grid magnitudes of these
+narrow elements (at most 16 significant bits) and their pairwise sums are exact, and floor(log2)
+is read off the exponent.
 
 * the grid is the set of finite magnitudes the element can take with the input's sign (MXINT8's
   magnitude 2 only for negative inputs under ``int8_allow_neg2``);

@@ -242,7 +242,9 @@ def _nan_block(fmt, options: QuantizeOptions) -> QuantizedBlock:
     return QuantizedBlock(nan_block_scale(fmt, options), (0,) * fmt.subblocks, (code,) * fmt.block_size)
 
 
-def _element_codes(xs: Sequence[Ratio], divisors: Iterable[tuple[int, int]], element, options: QuantizeOptions, rand_bits) -> tuple[int, ...]:
+def _element_codes(
+    xs: Sequence[Ratio], divisors: Iterable[tuple[int, int]], element, options: QuantizeOptions, rand_bits
+) -> tuple[int, ...]:
     """The code of every x_i / divisor_i (each divisor a ratio over integers (n, d) > 0), encoded
     with the element rounding, saturating: what ``encode(x_i / divisor_i, element,
     options.rounding, "saturate", rand_bits=rand_bits[i], ...)`` gives. An Inf saturates to +-max
@@ -255,11 +257,12 @@ def _element_codes(xs: Sequence[Ratio], divisors: Iterable[tuple[int, int]], ele
         negative = sign == 1  # block element formats are signed
         rand = None if rand_bits is None else int(rand_bits[i])
         if d:
-            codes.append(encoder(n * divisor_d, d * divisor_n, negative, element, rounding, "saturate", rand, width, neg2))
-        elif n:
-            codes.append(overflow_code(element, negative, "saturate", rounding, True, neg2))
-        else:
-            codes.append(nan_element_code(element, options, negative))
+            code = encoder(n * divisor_d, d * divisor_n, negative, element, rounding, "saturate", rand, width, neg2)
+        elif n:  # Inf
+            code = overflow_code(element, negative, "saturate", rounding, True, neg2)
+        else:  # NaN
+            code = nan_element_code(element, options, negative)
+        codes.append(code)
     return tuple(codes)
 
 

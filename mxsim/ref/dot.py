@@ -267,7 +267,8 @@ def dot(
     factor_a = _scale_factor(a.scale, fmt_a, tensor_scale_a)
     factor_b = _scale_factor(b.scale, fmt_b, tensor_scale_b)
     # (finite terms never change the special outcome: only the others are passed)
-    outcome = special([(sign, kind) for sign, _, _, kind in prods if kind != "finite"], factor_a.is_nan or factor_b.is_nan)
+    non_finite = [(sign, kind) for sign, _, _, kind in prods if kind != "finite"]
+    outcome = special(non_finite, factor_a.is_nan or factor_b.is_nan)
     register, lsb, anchor, chain = _register(prods, fmt_a, fmt_b, accumulator)
     if chain is not None and not chain.is_finite:  # fp32_sequential: the IEEE chain decides the specials
         outcome = chain if not (factor_a.is_nan or factor_b.is_nan) else Exact.nan()
@@ -276,7 +277,8 @@ def dot(
     else:
         # |register| * 2^lsb * scale_a * scale_b: the integers multiplied, one Fraction built
         scale_a, scale_b = factor_a.magnitude, factor_b.magnitude
-        numerator, denominator = abs(register) * scale_a.numerator * scale_b.numerator, scale_a.denominator * scale_b.denominator
+        numerator = abs(register) * scale_a.numerator * scale_b.numerator
+        denominator = scale_a.denominator * scale_b.denominator
         magnitude = Fraction(numerator << lsb, denominator) if lsb >= 0 else Fraction(numerator, denominator << -lsb)
         exact = Exact.trusted(int(register < 0 and magnitude != 0), magnitude)  # an exact zero (a zero scale) is +0
     code = round_output(exact, accumulator)

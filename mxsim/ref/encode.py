@@ -86,7 +86,8 @@ def encode_ratio(
     For callers that have checked their arguments: ``fmt`` an element format object, the options
     valid, ``negative`` the value's sign (False for unsigned formats; -0 is numerator 0 with
     negative True). Overflow follows ``overflow`` as in :func:`encode`."""
-    return ratio_encoder(fmt)(numerator, denominator, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2)
+    encoder = ratio_encoder(fmt)
+    return encoder(numerator, denominator, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2)
 
 
 def ratio_encoder(fmt):
@@ -137,7 +138,9 @@ def _encode_int(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bi
     return (-q if negative else q) & ((1 << fmt.bits) - 1)
 
 
-def _encode_float(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2=False) -> int:
+def _encode_float(
+    n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2=False
+) -> int:
     """(int8_allow_neg2 applies to integer formats only: ignored here.)"""
     sign_bits = fmt.sign_mask if negative else 0
     if n == 0:
@@ -151,10 +154,7 @@ def _encode_float(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_
         exponent = fmt.emin
     m = fmt.mantissa_bits
     grid = exponent - m
-    if grid <= 0:  # (n / d) / 2^grid rounded to an integer: the shift on n or on d
-        significand = round_magnitude(n << -grid, d, rounding, negative, rand_bits, rand_width)
-    else:
-        significand = round_magnitude(n, d << grid, rounding, negative, rand_bits, rand_width)
+    significand = _round_on_grid(n, d, grid, rounding, negative, rand_bits, rand_width)
     # overflow: significand * 2^grid > max_normal = max_significand * 2^(emax - m), compared as
     # integers. Below the top binade (grid < emax - m) there is none: significand <= 2^(m+1) and
     # 2^(m+1) * 2^grid <= 2^emax <= max_normal.
