@@ -29,6 +29,9 @@ def test_float_format_derived_properties_match_published_tables(name):
     fmt = get_format(name)
     max_normal, min_normal, min_subnormal, emax, width = PUBLISHED[name]
     assert fmt.max_normal == max_normal
+    # the encoder's integer view of max_normal: an (m + 1)-bit significand on the grid 2^(emax - m)
+    assert fmt.max_significand.bit_length() == fmt.mantissa_bits + 1
+    assert fmt.max_significand * F(2) ** (emax - fmt.mantissa_bits) == max_normal
     assert fmt.min_normal == min_normal
     assert fmt.min_subnormal == min_subnormal
     assert fmt.emax == emax

@@ -160,10 +160,15 @@ class FloatFormat:
         return top
 
     @cached_property
-    def max_normal(self) -> Fraction:
+    def max_significand(self) -> int:
+        """The significand of max_normal as an integer with its leading bit, m + 1 bits:
+        max_normal = max_significand * 2^(emax - m)."""
         m = self.mantissa_bits
-        mantissa = self.max_code & ((1 << m) - 1)
-        return _pow2(self.emax) * (1 + Fraction(mantissa, 1 << m))
+        return (1 << m) | (self.max_code & ((1 << m) - 1))
+
+    @cached_property
+    def max_normal(self) -> Fraction:
+        return _pow2(self.emax - self.mantissa_bits) * self.max_significand
 
     @cached_property
     def min_normal(self) -> Fraction:

@@ -95,6 +95,10 @@ def get_format(name_or_format, kind: str | None = None):
     ``kind`` restricts the answer: ``"element"`` (float or int), ``"float"``, ``"int"`` or
     ``"block"``. Raises ValueError naming the allowed names for an unknown or wrong-kind name.
     """
+    if name_or_format.__class__ is str:  # names already looked up: one dict read (the hot path)
+        fmt = _LOOKED_UP.get((name_or_format, kind))
+        if fmt is not None:
+            return fmt
     if isinstance(name_or_format, (FloatFormat, IntFormat, BlockFormat)):
         fmt = name_or_format
     elif isinstance(name_or_format, str):
@@ -110,8 +114,15 @@ def get_format(name_or_format, kind: str | None = None):
         raise ValueError(
             f"format must be a name or a FloatFormat/IntFormat/BlockFormat, got {type(name_or_format).__name__}"
         )
-    wanted = {"element": ("float", "int"), None: ("float", "int", "block")}.get(kind, (kind,))
+    wanted = _KINDS.get(kind, (kind,))
     if fmt.kind not in wanted:
         allowed = [n for n, f in FORMATS.items() if f.kind in wanted]
         raise ValueError(f"format {fmt.name!r} is a {fmt.kind} format; expected one of: {', '.join(allowed)}")
+    if name_or_format.__class__ is str:
+        _LOOKED_UP[name_or_format, kind] = fmt
     return fmt
+
+
+_KINDS = {"element": ("float", "int"), None: ("float", "int", "block")}
+# (name as given, kind) -> format, for names that passed get_format's checks (the catalogue is fixed)
+_LOOKED_UP: dict = {}

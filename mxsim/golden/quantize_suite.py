@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import random
 import struct
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
+from itertools import repeat
 
 import numpy as np
 
@@ -235,17 +235,13 @@ class QuantizeSuite(Suite):
 
     def _rounding_classes(self, xs, exponent: int, block) -> set:
         """tie, carry, saturation of the block's finite nonzero inputs (:mod:`.rounding_classes`)."""
-        fmt, classes = self.fmt, set()
-        grids = self._grids
+        fmt = self.fmt
+        if fmt.subblocks:  # q = |x| * 2^(tau_j - E) for the elements of sub-block j
+            shifts = [tau - exponent for tau in block.subscales for _ in range(fmt.subblock_size)]
+        else:
+            shifts = repeat(-exponent)
         magnitudes = _code_magnitudes(fmt.element)
-        size = fmt.subblock_size if fmt.subblocks else len(xs)
-        for i, (x, code) in enumerate(zip(xs, block.codes)):
-            if x == 0 or not math.isfinite(x):
-                continue
-            tau = block.subscales[i // size] if fmt.subblocks else 0
-            q = math.ldexp(abs(x), tau - exponent)  # exact: x is an fp32 value
-            classes |= rounding_classes(q, grids[x < 0], magnitudes[code])
-        return classes
+        return rounding_classes(xs, shifts, [magnitudes[code] for code in block.codes], self._grids)
 
     # expected values of many vectors at once (mxsim.golden.batch) ---------------------------
     def compute_batch(self, inputs: dict):

@@ -1,9 +1,10 @@
-"""The rounding classes of one quantized element: ``tie``, ``carry`` and ``saturation``, from the
+"""The rounding classes of quantized elements: ``tie``, ``carry`` and ``saturation``, from the
 exact scaled value q = |x| / 2^(E - tau) and the magnitude of the element code it became. The
-scalar version (for :meth:`QuantizeSuite.compute`) and the array version (for ``compute_batch``)
-sit side by side and follow one rule. Both compute in binary64, exactly: q is an fp32 input times
-a power of two within binary64's range, the grid magnitudes of these narrow elements (at most 16
-significant bits) and their pairwise sums are exact, and floor(log2) is read off the exponent.
+scalar version (one block's elements, for :meth:`QuantizeSuite.compute`) and the array version
+(for ``compute_batch``) sit side by side and follow one rule. Both compute in binary64, exactly:
+q is an fp32 input times a power of two within binary64's range, the grid magnitudes of these
+narrow elements (at most 16 significant bits) and their pairwise sums are exact, and floor(log2)
+is read off the exponent.
 
 * the grid is the set of finite magnitudes the element can take with the input's sign (MXINT8's
   magnitude 2 only for negative inputs under ``int8_allow_neg2``);
@@ -21,6 +22,7 @@ import math
 from bisect import bisect_left
 from fractions import Fraction
 from functools import lru_cache
+from typing import Iterable
 
 import numpy as np
 
@@ -47,19 +49,31 @@ def magnitude_grid(element, negative: bool, int8_allow_neg2: bool = False) -> tu
     return grid
 
 
-def rounding_classes(q: float, grid: tuple[float, ...], result: float) -> set[str]:
-    """The classes of one element: q > 0 its exact scaled magnitude, ``grid`` its
-    :func:`magnitude_grid`, ``result`` the magnitude of the code it was given."""
-    if q > grid[-1]:
-        return {"saturation"}
-    i = bisect_left(grid, q)
-    if grid[i] == q:
-        return set()
+def rounding_classes(xs: Iterable[float], shifts: Iterable[int], results: Iterable[float], grids) -> set[str]:
+    """The classes of a block's elements: input x_i (a float holding an fp32 value; zeros, NaN and
+    Inf have no class), q_i = |x_i| * 2^shift_i (shift_i = tau_j - E, exact in binary64), the
+    magnitude results_i of the code it was given, and ``grids`` the (positive, negative)
+    :func:`magnitude_grid` pair (x_i's sign picks one)."""
     classes = set()
-    if 2 * q == grid[i - 1] + grid[i]:
-        classes.add("tie")
-    if result and math.frexp(result)[1] > math.frexp(q)[1]:
-        classes.add("carry")
+    positive, negative = grids
+    ldexp, frexp, isfinite = math.ldexp, math.frexp, math.isfinite
+    for x, shift, result in zip(xs, shifts, results):
+        if not x or not isfinite(x):
+            continue
+        q = ldexp(abs(x), shift)
+        grid = negative if x < 0 else positive
+        if q > grid[-1]:
+            classes.add("saturation")
+            continue
+        i = bisect_left(grid, q)
+        above = grid[i]
+        if above == q:
+            continue
+        if 2 * q == grid[i - 1] + above:
+            classes.add("tie")
+        # a carry puts the result in a higher binade than q, so above q (result 0 never carries)
+        if result > q and frexp(result)[1] > frexp(q)[1]:
+            classes.add("carry")
     return classes
 
 

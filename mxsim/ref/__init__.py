@@ -1,6 +1,7 @@
 """The integer-only reference model: the source of truth every fast path is checked against.
 
-Scalars only, and no float arithmetic: values are :class:`Exact` (sign, Fraction magnitude, kind).
+Scalars only, and no float arithmetic: values are :class:`Exact` (sign, Fraction magnitude, kind),
+carried on the hot paths as integer ratios (sign, n, d) (:func:`mxsim.ref.exact.ratio`).
 """
 
 from . import dot

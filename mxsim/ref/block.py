@@ -15,21 +15,24 @@ read here; the scale byte encodings live in :mod:`mxsim.ref.scale`.
 Integers and Fractions only; the element codec is :func:`mxsim.ref.encode` (its integer core
 :func:`mxsim.ref.encode.encode_ratio`: an element x / divisor is encoded from the integers
 x.numerator * divisor.denominator and x.denominator * divisor.numerator, without building the
-quotient as a Fraction).
+quotient as a Fraction). The inputs are carried as ratios (sign, n, d) of integers
+(:func:`mxsim.ref.exact.ratio`; d = 0 for Inf, n = 1, and NaN, n = 0): a float input is read
+through ``float.as_integer_ratio`` and no Fraction is built per element on the E8M0 path.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
+from itertools import repeat
+from typing import Iterable, Sequence
 
 from ..options import QuantizeOptions
 from ..options.encode import overflow_code
 from ..formats import get_format
 from .decode import decode
-from .encode import encode, encode_ratio
-from .exact import Exact, Number, as_int, dyadic, floor_log2, to_exact
+from .encode import encode, encode_ratio, ratio_encoder
+from .exact import Exact, Number, as_int, float_ratio, floor_log2_ratio, ratio, to_exact
 from .scale import E8M0_MAX, E8M0_MIN, E8M0_NAN, byte_exponent, given_scale_error, scale_byte, scale_exponent
 from .scale_code import decode_scale
 from .sources import check_source_options, inf_stand_in, read_subnormal
@@ -92,51 +95,61 @@ def nvfp4_tensor_scale(tensor_amax: Fraction, options: QuantizeOptions = Quantiz
     return FP32_MAX if s_t.is_inf else max(s_t.value, FP32_MIN_SUBNORMAL)
 
 
-def _read_inputs(values: Sequence[Number], fmt, options: QuantizeOptions) -> list[Exact]:
+Ratio = tuple  # (sign, n, d): (-1)^sign * n / d, d = 0 for Inf (n = 1) and NaN (n = 0)
+
+
+def _read_inputs(values: Sequence[Number], fmt, options: QuantizeOptions) -> list[Ratio]:
     if len(values) != fmt.block_size:
         raise ValueError(f"a {fmt.name} block has {fmt.block_size} values, got {len(values)}")
-    return [read_subnormal(to_exact(v), options.subnormal_inputs) for v in values]
+    mode = options.subnormal_inputs
+    xs = [float_ratio(v) if v.__class__ is float else ratio(v) for v in values]  # (ratio's own float case, inline)
+    return xs if mode == "exact" else [read_subnormal(x, mode) for x in xs]  # ('exact' leaves every value unchanged)
 
 
-def _is_nan_block(xs: list[Exact], options: QuantizeOptions) -> bool:
+def _is_nan_block(xs: list[Ratio], options: QuantizeOptions) -> bool:
     """specials='block': NaN, or Inf under inf_policy='nan', anywhere makes the block NaN."""
     if options.specials != "block":
         return False
-    return any(x.is_nan or (x.is_inf and options.inf_policy == "nan") for x in xs)
+    inf_is_nan = options.inf_policy == "nan"
+    return any(not d and (not n or inf_is_nan) for _, n, d in xs)
 
 
-def _amax(xs: list[Exact], options: QuantizeOptions, source: str) -> Fraction:
-    """Largest magnitude the scale is chosen from: finite elements, and an Inf under
-    specials='block' as the source type's largest finite value (inf_policy='saturate' or
+def _amax(xs: list[Ratio], options: QuantizeOptions, source: str) -> tuple[int, int]:
+    """Largest magnitude the scale is chosen from, as integers (n, d): finite elements, and an Inf
+    under specials='block' as the source type's largest finite value (inf_policy='saturate' or
     'max_scale') or as 2^128, the value of fp32's all-ones exponent field
     (inf_policy='exponent_field'); NaN blocks never get here. Under specials='per_element' NaN and
-    Inf do not count. 0 if none."""
+    Inf do not count. (0, 1) if none."""
     if options.specials != "block":
-        stand_in = Fraction(0)
+        stand_in = (0, 1)
     elif options.inf_policy == "exponent_field":
-        stand_in = TWO**128
+        stand_in = (1 << 128, 1)
     else:
-        stand_in = inf_stand_in(source)
-    best, best_n, best_d = Fraction(0), 0, 1  # magnitudes compared as n * d' > n' * d on their integers
-    for x in xs:
-        magnitude = stand_in if x.kind == "inf" else x.magnitude
-        n, d = magnitude.numerator, magnitude.denominator
+        value = inf_stand_in(source)
+        stand_in = (value.numerator, value.denominator)
+    best_n, best_d = 0, 1  # magnitudes compared as n * d' > n' * d on their integers
+    for _, n, d in xs:
+        if not d:  # Inf (n = 1) counts as its stand-in, NaN (n = 0) not at all
+            if not n:
+                continue
+            n, d = stand_in
         if n * best_d > best_n * d:
-            best, best_n, best_d = magnitude, n, d
-    return best
+            best_n, best_d = n, d
+    return best_n, best_d
 
 
-def _element_divisor(exponent: int, options: QuantizeOptions) -> Fraction:
-    """What the elements of a single-level block are divided by: 2^E, except at E = -127 (E8M0
-    0x00) under ``min_scale_divisor``: 2^-126 ('min_normal', torchao FLOOR) or 1 ('one', torchao
-    RCEIL)."""
+def _element_divisor(exponent: int, options: QuantizeOptions) -> tuple[int, int]:
+    """What the elements of a single-level block are divided by, as integers (n, d): 2^E, except
+    at E = -127 (E8M0 0x00) under ``min_scale_divisor``: 2^-126 ('min_normal', torchao FLOOR) or
+    1 ('one', torchao RCEIL)."""
     if exponent == E8M0_MIN and options.min_scale_divisor != "scale":
-        return FP32_MIN_NORMAL if options.min_scale_divisor == "min_normal" else Fraction(1)
-    return dyadic(1, exponent)
+        return (1, 1 << 126) if options.min_scale_divisor == "min_normal" else (1, 1)
+    return _power_of_two(exponent)
 
 
-def _rand(rand_bits, i: int):
-    return None if rand_bits is None else int(rand_bits[i])
+def _power_of_two(exponent: int) -> tuple[int, int]:
+    """2^exponent as integers (n, d)."""
+    return (1 << exponent, 1) if exponent >= 0 else (1, 1 << -exponent)
 
 
 def quantize_block(
@@ -229,51 +242,52 @@ def _nan_block(fmt, options: QuantizeOptions) -> QuantizedBlock:
     return QuantizedBlock(nan_block_scale(fmt, options), (0,) * fmt.subblocks, (code,) * fmt.block_size)
 
 
-def _encode_element(x: Exact, divisor: Fraction, fmt, options: QuantizeOptions, rand) -> int:
-    """x / divisor (divisor > 0) encoded with the element rounding, saturating: what
-    ``encode(x / divisor, fmt.element, options.rounding, "saturate", ...)`` gives. An Inf
-    saturates to +-max and a NaN (specials='per_element' only) gives the NaN element code with its
-    sign."""
-    negative = bool(x.sign)  # block element formats are signed
-    if x.is_nan:
-        return nan_element_code(fmt.element, options, negative)
-    if x.is_inf:
-        return overflow_code(fmt.element, negative, "saturate", options.rounding, True, options.int8_allow_neg2)
-    m = x.magnitude
-    return encode_ratio(
-        m.numerator * divisor.denominator,
-        m.denominator * divisor.numerator,
-        negative,
-        fmt.element,
-        options.rounding,
-        "saturate",
-        rand,
-        options.rand_width,
-        options.int8_allow_neg2,
-    )
+def _element_codes(
+    xs: Sequence[Ratio], divisors: Iterable[tuple[int, int]], element, options: QuantizeOptions, rand_bits
+) -> tuple[int, ...]:
+    """The code of every x_i / divisor_i (each divisor a ratio over integers (n, d) > 0), encoded
+    with the element rounding, saturating: what ``encode(x_i / divisor_i, element,
+    options.rounding, "saturate", rand_bits=rand_bits[i], ...)`` gives. An Inf saturates to +-max
+    and a NaN (specials='per_element' only) gives the NaN element code with its sign. The finite
+    values go straight to the encoder's integer core (:func:`mxsim.ref.encode.ratio_encoder`)."""
+    encoder = ratio_encoder(element)
+    rounding, width, neg2 = options.rounding, options.rand_width, options.int8_allow_neg2
+    codes = []
+    for i, ((sign, n, d), (divisor_n, divisor_d)) in enumerate(zip(xs, divisors)):
+        negative = sign == 1  # block element formats are signed
+        rand = None if rand_bits is None else int(rand_bits[i])
+        if d:
+            code = encoder(n * divisor_d, d * divisor_n, negative, element, rounding, "saturate", rand, width, neg2)
+        elif n:  # Inf
+            code = overflow_code(element, negative, "saturate", rounding, True, neg2)
+        else:  # NaN
+            code = nan_element_code(element, options, negative)
+        codes.append(code)
+    return tuple(codes)
 
 
-def _microexponents(xs: list[Exact], fmt, exponent: int, options: QuantizeOptions, source: str) -> list[int]:
+def _microexponents(xs: list[Ratio], fmt, exponent: int, options: QuantizeOptions, source: str) -> list[int]:
     """tau_j = clamp(E - e_j, 0, 2^d2 - 1), e_j = max(floor(log2 of the sub-block's largest
     magnitude), -127), e(0) = -127 (the fp32 exponent-field view of AMD Quark's kernels)."""
     size, cap = fmt.subblock_size, (1 << fmt.subscale_bits) - 1
     taus = []
     for j in range(fmt.subblocks):
-        largest = _amax(xs[j * size : (j + 1) * size], options, source)
-        e_j = max(floor_log2(largest), E8M0_MIN) if largest else E8M0_MIN
+        n, d = _amax(xs[j * size : (j + 1) * size], options, source)
+        e_j = max(floor_log2_ratio(n, d), E8M0_MIN) if n else E8M0_MIN
         taus.append(min(max(exponent - e_j, 0), cap))
     return taus
 
 
-def _block_exponent(xs: list[Exact], fmt, options: QuantizeOptions, source: str) -> int:
+def _block_exponent(xs: list[Ratio], fmt, options: QuantizeOptions, source: str) -> int:
     """The scale rule's E, clamped to [scale_min, 127]; scale_min for a block with no nonzero
     finite magnitude; 127 for a block with Inf under inf_policy='max_scale'."""
-    if options.inf_policy == "max_scale" and any(x.is_inf for x in xs):
+    if options.inf_policy == "max_scale" and any(not d and n for _, n, d in xs):
         return E8M0_MAX
-    amax = _amax(xs, options, source)
-    if amax == 0:
+    n, d = _amax(xs, options, source)
+    if n == 0:
         return options.scale_min
-    return min(max(scale_exponent(amax, fmt.element, options.scale_rule), options.scale_min), E8M0_MAX)
+    wanted = scale_exponent(Fraction(n, d), fmt.element, options.scale_rule)
+    return min(max(wanted, options.scale_min), E8M0_MAX)
 
 
 def _quantize_e8m0(xs, fmt, options, rand_bits, source: str, exponent: int | None) -> QuantizedBlock:
@@ -281,23 +295,21 @@ def _quantize_e8m0(xs, fmt, options, rand_bits, source: str, exponent: int | Non
         return _nan_block(fmt, options)
     if exponent is None:
         exponent = _block_exponent(xs, fmt, options, source)
-    taus = _microexponents(xs, fmt, exponent, options, source) if fmt.subblocks else []
-    if taus:  # 2^(E - tau), once per tau
-        divisors = {tau: dyadic(1, exponent - tau) for tau in set(taus)}
-    else:  # 2^E, or min_scale_divisor's divisor at E = -127; once per block
-        divisors = {0: _element_divisor(exponent, options)}
-    codes = []
-    for i, x in enumerate(xs):
-        tau = taus[i // fmt.subblock_size] if taus else 0
-        codes.append(_encode_element(x, divisors[tau], fmt, options, _rand(rand_bits, i)))
-    return QuantizedBlock(scale_byte(exponent, options.scale_encoding), tuple(taus), tuple(codes))
+    if fmt.subblocks:  # 2^(E - tau_j) for the elements of sub-block j
+        taus = _microexponents(xs, fmt, exponent, options, source)
+        divisors = [_power_of_two(exponent - tau) for tau in taus for _ in range(fmt.subblock_size)]
+    else:  # 2^E, or min_scale_divisor's divisor at E = -127, for every element
+        taus = []
+        divisors = repeat(_element_divisor(exponent, options))
+    codes = _element_codes(xs, divisors, fmt.element, options, rand_bits)
+    return QuantizedBlock(scale_byte(exponent, options.scale_encoding), tuple(taus), codes)
 
 
 def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits, source: str) -> QuantizedBlock:
     if _is_nan_block(xs, options):
         return _nan_block(fmt, options)
     lowest = options.nvfp4_scale_lowest
-    amax = _amax(xs, options, source)
+    amax = Fraction(*_amax(xs, options, source))
     fp32_steps = options.nvfp4_arith == "fp32_steps"
     if fp32_steps:  # IEEE fp32 steps: a quotient may overflow to Inf, which the clamp absorbs
         step = to_fp32(amax / 6)  # Inf for an amax beyond fp32 (float64 input)
@@ -310,17 +322,25 @@ def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits, source:
     if fp32_steps:
         inverse = to_fp32(1 / tensor_scale)
         factor = inverse if inverse.is_inf else to_fp32(inverse.value / scale)
-    divisor = tensor_scale * scale
-    codes = []
-    for i, x in enumerate(xs):
-        rand = _rand(rand_bits, i)
-        if fp32_steps and x.is_finite and not x.is_zero:
-            # (mxsim) x * Inf is +-Inf (it saturates); a zero stays zero rather than 0 * Inf = NaN
-            y = Exact.inf(x.sign) if factor.is_inf else to_fp32(x.magnitude * factor.value)
-            codes.append(_encode_element(Exact(x.sign, y.magnitude, y.kind), Fraction(1), fmt, options, rand))
-        else:
-            codes.append(_encode_element(x, divisor, fmt, options, rand))
-    return QuantizedBlock(scale_code, (), tuple(codes))
+    product = tensor_scale * scale
+    divisor = (product.numerator, product.denominator)
+    if fp32_steps:  # each finite nonzero x becomes fp32(x * factor), divided by 1
+        xs, divisors = zip(*(_fp32_scaled(x, factor, divisor) for x in xs))
+    else:
+        divisors = repeat(divisor)
+    return QuantizedBlock(scale_code, (), _element_codes(xs, divisors, fmt.element, options, rand_bits))
+
+
+def _fp32_scaled(x: Ratio, factor: Exact, divisor: tuple[int, int]) -> tuple[Ratio, tuple[int, int]]:
+    """NVFP4 fp32_steps: (fp32(x * factor), 1) for a finite nonzero x, else (x, divisor). (mxsim)
+    x * Inf is +-Inf (it saturates); a zero stays zero rather than 0 * Inf = NaN."""
+    sign, n, d = x
+    if not (d and n):
+        return x, divisor
+    scaled = factor if factor.is_inf else to_fp32(Fraction(n, d) * factor.value)
+    if scaled.is_inf:
+        return (sign, 1, 0), (1, 1)
+    return (sign, scaled.magnitude.numerator, scaled.magnitude.denominator), (1, 1)
 
 
 def check_block(block: QuantizedBlock, fmt, tensor_scale=None, name: str = "block") -> QuantizedBlock:

@@ -167,12 +167,13 @@ def _aligned_register(products, frac: int, anchor: int, accumulator: Accumulator
     rounding = "rtz" if accumulator.shift_rounding == "truncate" else "rne"
     bound = accumulator.register_bound
     saturate = accumulator.overflow == "saturate"
-    total = 0
+    total, base = 0, lsb + frac
     for sign, magnitude, e, kind in products:
-        if kind != "finite" or not magnitude:
+        if not magnitude or kind != "finite":
             continue
-        # product = magnitude * 2^(e - frac) = magnitude * 2^(e - frac - lsb) LSBs
-        q = round_shift(magnitude, lsb + frac - e, rounding, bool(sign))
+        # product = magnitude * 2^(e - frac) = magnitude * 2^(e - frac - lsb) LSBs (sign: 0 or 1,
+        # read as the bool ``negative``)
+        q = round_shift(magnitude, base - e, rounding, sign)
         total += -q if sign else q
         if bound is not None and not -bound <= total < bound:  # outside [-2^(W-1), 2^(W-1) - 1]
             if saturate:
@@ -265,14 +266,20 @@ def dot(
     prods = block_products(a.codes, a.subscales, fmt_a, b.codes, b.subscales, fmt_b)
     factor_a = _scale_factor(a.scale, fmt_a, tensor_scale_a)
     factor_b = _scale_factor(b.scale, fmt_b, tensor_scale_b)
-    outcome = special(((sign, kind) for sign, _, _, kind in prods), factor_a.is_nan or factor_b.is_nan)
+    # (finite terms never change the special outcome: only the others are passed)
+    non_finite = [(sign, kind) for sign, _, _, kind in prods if kind != "finite"]
+    outcome = special(non_finite, factor_a.is_nan or factor_b.is_nan)
     register, lsb, anchor, chain = _register(prods, fmt_a, fmt_b, accumulator)
     if chain is not None and not chain.is_finite:  # fp32_sequential: the IEEE chain decides the specials
         outcome = chain if not (factor_a.is_nan or factor_b.is_nan) else Exact.nan()
     if outcome is not None:
         exact = outcome
     else:
-        magnitude = dyadic(abs(register), lsb) * (factor_a.magnitude * factor_b.magnitude)
+        # |register| * 2^lsb * scale_a * scale_b: the integers multiplied, one Fraction built
+        scale_a, scale_b = factor_a.magnitude, factor_b.magnitude
+        numerator = abs(register) * scale_a.numerator * scale_b.numerator
+        denominator = scale_a.denominator * scale_b.denominator
+        magnitude = Fraction(numerator << lsb, denominator) if lsb >= 0 else Fraction(numerator, denominator << -lsb)
         exact = Exact.trusted(int(register < 0 and magnitude != 0), magnitude)  # an exact zero (a zero scale) is +0
     code = round_output(exact, accumulator)
     return BlockDot(code, output_value(code, accumulator), exact, register, lsb, anchor)

@@ -17,10 +17,10 @@ from fractions import Fraction
 
 from ..formats import get_format
 from ..options.encode import OVERFLOW_MODES, check_encode_options, check_int8_allow_neg2, overflow_code
-from .exact import Number, floor_log2_ratio, to_exact
+from .exact import Number, floor_log2_ratio, ratio, to_exact
 from .round import round_magnitude
 
-__all__ = ["encode", "encode_ratio", "round_to_grid"]
+__all__ = ["encode", "encode_ratio", "ratio_encoder", "round_to_grid"]
 
 _DETERMINISTIC = ("rne", "rna", "rtz", "rup", "rdn")
 
@@ -56,20 +56,17 @@ def encode(
         check_encode_options(rounding, overflow, rand_bits, rand_width)  # (the plain case always passes)
     if int8_allow_neg2 is not False:
         check_int8_allow_neg2(fmt, int8_allow_neg2)  # (False always passes)
-    x = to_exact(x)
-    negative = bool(x.sign) and fmt.signed
-    if x.is_nan:
+    sign, n, d = ratio(x)  # d = 0: Inf (n = 1) or NaN (n = 0)
+    negative = sign == 1 and fmt.signed
+    if not (d or n):
         if not fmt.has_nan:
             raise ValueError(f"NaN input cannot be encoded: format {fmt.name!r} has no NaN")
         return fmt.nan_code(negative)
-    if x.sign and not fmt.signed and not x.is_zero:
-        raise ValueError(f"negative input {x} cannot be encoded: format {fmt.name!r} is unsigned")
-    if x.is_inf:
+    if sign and n and not fmt.signed:
+        raise ValueError(f"negative input {to_exact(x)} cannot be encoded: format {fmt.name!r} is unsigned")
+    if not d:
         return overflow_code(fmt, negative, overflow, rounding, infinite_input=True, int8_allow_neg2=int8_allow_neg2)
-    magnitude = x.magnitude
-    return encode_ratio(
-        magnitude.numerator, magnitude.denominator, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2
-    )
+    return ratio_encoder(fmt)(n, d, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2)
 
 
 def encode_ratio(
@@ -89,9 +86,15 @@ def encode_ratio(
     For callers that have checked their arguments: ``fmt`` an element format object, the options
     valid, ``negative`` the value's sign (False for unsigned formats; -0 is numerator 0 with
     negative True). Overflow follows ``overflow`` as in :func:`encode`."""
-    if fmt.kind == "int":
-        return _encode_int(numerator, denominator, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2)
-    return _encode_float(numerator, denominator, negative, fmt, rounding, overflow, rand_bits, rand_width)
+    encoder = ratio_encoder(fmt)
+    return encoder(numerator, denominator, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2)
+
+
+def ratio_encoder(fmt):
+    """The function :func:`encode_ratio` hands a value of element format ``fmt`` to, with the
+    same nine arguments in the same order (all of them passed): for loops that encode many
+    values of one format and look the function up once."""
+    return _encode_int if fmt.kind == "int" else _encode_float
 
 
 def _overflow_text(numerator: int, denominator: int, negative: bool) -> str:
@@ -135,22 +138,28 @@ def _encode_int(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bi
     return (-q if negative else q) & ((1 << fmt.bits) - 1)
 
 
-def _encode_float(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bits, rand_width) -> int:
+def _encode_float(
+    n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2=False
+) -> int:
+    """(int8_allow_neg2 applies to integer formats only: ignored here.)"""
     sign_bits = fmt.sign_mask if negative else 0
     if n == 0:
         if not fmt.subnormals:
             raise ValueError(f"zero cannot be encoded: format {fmt.name!r} has no zero")
         return sign_bits
     exponent = floor_log2_ratio(n, d)
-    emin = fmt.emin
-    if exponent < emin and not fmt.subnormals:
-        return sign_bits  # below the smallest normal: field 0 is the smallest normal binade
+    if exponent < fmt.emin:
+        if not fmt.subnormals:
+            return sign_bits  # below the smallest normal: field 0 is the smallest normal binade
+        exponent = fmt.emin
     m = fmt.mantissa_bits
-    grid = (exponent if exponent > emin else emin) - m
+    grid = exponent - m
     significand = _round_on_grid(n, d, grid, rounding, negative, rand_bits, rand_width)
-    # overflow: significand * 2^grid > max_normal = top * 2^top_grid, compared as integers
-    top_grid, top = fmt.emax - m, (1 << m) | (fmt.max_code & ((1 << m) - 1))
-    if (significand << (grid - top_grid) > top) if grid >= top_grid else (significand > top << (top_grid - grid)):
+    # overflow: significand * 2^grid > max_normal = max_significand * 2^(emax - m), compared as
+    # integers. Below the top binade (grid < emax - m) there is none: significand <= 2^(m+1) and
+    # 2^(m+1) * 2^grid <= 2^emax <= max_normal.
+    top_grid = fmt.emax - m
+    if grid >= top_grid and significand << (grid - top_grid) > fmt.max_significand:
         text = _overflow_text(n, d, negative) if overflow == "error" else ""
         return overflow_code(fmt, negative, overflow, rounding, value_text=text)
     if significand == 0:

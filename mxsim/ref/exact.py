@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, Union
 
-__all__ = ["Exact", "as_int", "to_exact", "floor_log2", "floor_log2_ratio", "dyadic"]
+__all__ = ["Exact", "as_int", "to_exact", "ratio", "float_ratio", "floor_log2", "floor_log2_ratio", "dyadic"]
 
 
 @dataclass(frozen=True)
@@ -133,14 +133,42 @@ def to_exact(x: Number) -> Exact:
 _INFINITIES = frozenset((math.inf, -math.inf))
 
 
-def _float_to_exact(x: float) -> Exact:
-    negative = int(math.copysign(1.0, x) < 0)  # reads the sign bit: -0.0 and -nan included
+def float_ratio(x: float) -> tuple[int, int, int]:
+    """The exact value of a Python float as a *ratio* (sign, n, d): (-1)^sign * n / d with
+    integers n >= 0 and d > 0 (here a power of two: ``float.as_integer_ratio``), or d = 0 for the
+    non-finite values, n = 1 for Inf and n = 0 for NaN. ``sign`` is the float's sign bit (1 for
+    -0.0, -inf and a NaN with its sign bit set). Integers only: nothing is computed with the float."""
     if x != x:
-        return Exact.nan(negative)
+        return int(math.copysign(1.0, x) < 0), 0, 0
     if x in _INFINITIES:
-        return Exact.inf(negative)
-    numerator, denominator = x.as_integer_ratio()
-    return Exact.trusted(negative, Fraction(abs(numerator), denominator))
+        return int(x < 0), 1, 0
+    n, d = x.as_integer_ratio()
+    if n > 0:
+        return 0, n, d
+    if n < 0:
+        return 1, -n, d
+    return int(math.copysign(1.0, x) < 0), 0, 1  # +-0.0: the sign bit
+
+
+def ratio(x: Number) -> tuple[int, int, int]:
+    """``to_exact(x)`` as a ratio (sign, n, d) (see :func:`float_ratio`: d = 0 for Inf, n = 1,
+    and NaN, n = 0; n / d is not necessarily reduced). The reference's hot paths carry values
+    this way: three ints, no Fraction or Exact built for a float."""
+    if x.__class__ is float:
+        return float_ratio(x)
+    if x.__class__ is not Exact:
+        x = to_exact(x)
+    if x.kind == "finite":
+        magnitude = x.magnitude
+        return x.sign, magnitude.numerator, magnitude.denominator
+    return x.sign, int(x.kind == "inf"), 0
+
+
+def _float_to_exact(x: float) -> Exact:
+    sign, n, d = float_ratio(x)
+    if d:
+        return Exact.trusted(sign, Fraction(n, d))
+    return Exact.inf(sign) if n else Exact.nan(sign)
 
 
 def floor_log2(q: Fraction) -> int:

@@ -38,6 +38,9 @@ def round_magnitude(
         return ((numerator << rand_width) // denominator + rand_bits) >> rand_width
     if remainder == 0:
         return floor
+    if rounding == "rne":  # (the common mode first)
+        twice = 2 * remainder
+        return floor + (twice > denominator or (twice == denominator and floor & 1))
     if rounding == "rtz":
         return floor
     if rounding == "rup":
@@ -49,8 +52,6 @@ def round_magnitude(
         return floor + (twice > denominator)
     if rounding == "rna":
         return floor + 1
-    if rounding == "rne":
-        return floor + (floor & 1)
     raise ValueError(f"rounding={rounding!r} is not allowed")
 
 

@@ -21,13 +21,10 @@ from fractions import Fraction
 
 from ..formats import get_format
 from ..options.encode import SOURCE_TYPES
-from .exact import Exact
 
 __all__ = ["SOURCE_TYPES", "source_name", "inf_stand_in", "read_subnormal", "check_source_options", "FP32_MIN_NORMAL"]
 
 FP32_MIN_NORMAL = Fraction(1, 2**126)
-_AS_NORMAL_BASE = Fraction(1, 2**127)  # value of fp32 exponent field 0 read as a normal binade
-_FP32_SUBNORMAL_STEP = Fraction(1, 2**149)
 
 
 def source_name(source) -> str:
@@ -60,22 +57,27 @@ def check_source_options(source: str, options) -> None:
         )
 
 
-def read_subnormal(x: Exact, mode: str) -> Exact:
-    """Read one input under ``subnormal_inputs`` = ``mode``; NaN, Inf, zeros and magnitudes of at
-    least 2^-126 pass unchanged (sign kept throughout).
+def read_subnormal(x: tuple[int, int, int], mode: str) -> tuple[int, int, int]:
+    """Read one input, a ratio (sign, n, d) (see :func:`mxsim.ref.exact.ratio`: the value
+    (-1)^sign * n / d, d = 0 for Inf and NaN), under ``subnormal_inputs`` = ``mode``; NaN, Inf,
+    zeros and magnitudes of at least 2^-126 pass unchanged (sign kept throughout).
 
     * ``exact``: unchanged;
     * ``flush``: a nonzero magnitude below 2^-126 reads as zero of the same sign;
     * ``as_normal``: a nonzero magnitude below 2^-126 must be an fp32 subnormal m * 2^-149 (else
-      ValueError) and reads as (1 + m / 2^23) * 2^-127 = 2^-127 + m * 2^-150.
+      ValueError) and reads as (1 + m / 2^23) * 2^-127 = (2^23 + m) / 2^150.
+
+    Integers only: n / d < 2^-126 is n * 2^126 < d.
     """
-    if mode == "exact" or not x.is_finite or x.magnitude == 0 or x.magnitude >= FP32_MIN_NORMAL:
+    sign, n, d = x
+    if mode == "exact" or not d or not n or n << 126 >= d:
         return x
     if mode == "flush":
-        return Exact(x.sign)
-    steps = x.magnitude / _FP32_SUBNORMAL_STEP
-    if steps.denominator != 1:
+        return sign, 0, 1
+    steps, rest = divmod(n << 149, d)  # the magnitude in units of 2^-149
+    if rest:
+        shown = ("-" if sign else "") + str(Fraction(n, d))
         raise ValueError(
-            f"subnormal_inputs='as_normal' reads fp32 bit patterns; {x} is below 2^-126 but not an fp32 subnormal"
+            f"subnormal_inputs='as_normal' reads fp32 bit patterns; {shown} is below 2^-126 but not an fp32 subnormal"
         )
-    return Exact(x.sign, _AS_NORMAL_BASE + x.magnitude / 2)
+    return sign, (1 << 23) + steps, 1 << 150
