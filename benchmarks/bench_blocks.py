@@ -7,7 +7,11 @@ data sets of 2^log2n float32 values: ``normal`` (standard Gaussian) and ``wide``
 spanning 2^-140 .. 2^120, with zeros, subnormals, Infs and NaNs).
 
 torchao is optional (pip install torch==2.13.0 torchao==0.18.0); it runs with
-torch.set_num_threads(--threads) (default 2). ``--baseline DIR`` also times the default-path
+torch.set_num_threads(--threads) (default 2). Its calls vary by a factor of 3 to 4 from call to
+call and run to run: a ``to_mx`` of 2^24 values takes about 50,000 minor page faults (getrusage)
+when the allocator hands it fresh memory for its temporaries (about 140-170 M/s alone), and
+runs at 500-1000 M/s when it reuses memory (or with THP_MEM_ALLOC_ENABLE=1, about 500 M/s);
+its best call is such a call, so the best-call ratios swing with it. ``--baseline DIR`` also times the default-path
 mxsim operations of another checkout (a directory holding its ``mxsim`` package, e.g. from
 ``git archive <commit> | tar -x -C DIR``), interleaved with this one.
 
