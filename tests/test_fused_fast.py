@@ -387,6 +387,12 @@ def test_bypass_returns_c_unchanged():
     tiny = e4m3_tensor(ones_and_zeros(32), [0])
     assert result_word(tiny, tiny, acc, 0x80000000) == 0x80000000
     assert result_word(tiny, tiny, acc, 0x00000000) == 0x00000000
+    # a subnormal C counts with exponent -126 (LSB 2^-149): scales 2^-100 * 2^-100 put the grid at
+    # 2^-234, 85 bits below, so D = C = 24 * 2^-149 (0x00000018) under rup too, where C + 8 * 2^-200
+    # (the first step's products) would round up to 0x00000019
+    small = e4m3_tensor(ones_and_zeros(8), [27])
+    assert result_word(small, small, replace_acc(acc, output_rounding="rup"), 0x00000018) == 0x00000018
+    assert result_word(small, small, replace_acc(acc, output_rounding="rup", bypass=None), 0x00000018) == 0x00000019
 
 
 def replace_acc(acc, **changes):
@@ -725,7 +731,7 @@ def float_step_cases(draw):
         accumulate="fused",
         step=draw(st.sampled_from([d for d in (1, 2, 4, 8, 16, 32) if k % d == 0 and d <= largest_step])),
         anchor="fixed",
-        bypass=draw(st.sampled_from([None, 40, 70])),
+        bypass=draw(st.sampled_from([None, 0, 10, 40, 70])),
         output_rounding=draw(st.sampled_from(["rne", "rtz", "rup", "rdn"])),
         output_overflow=draw(st.sampled_from(["inf", "ieee", "saturate"])),
         nan_bits=draw(st.sampled_from([None, 0x7FFFFFFF])),

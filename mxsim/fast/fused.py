@@ -318,8 +318,10 @@ class _FloatLanes:
         self.products = np.ascontiguousarray((sums * np.ldexp(1.0, (grid + base).astype(np.int32)) + 0.0).T)  # -0 -> +0
         if acc.bypass is None:
             self.bound = np.full(self.products.shape, 2.0**128)  # every finite C
-        else:  # bypassed iff max(floor(log2 |C|), -126) > g + 23 + bypass
-            self.bound = np.ldexp(1.0, np.maximum(grid + 24 + acc.bypass, -149).astype(np.int32)).T.copy()
+        else:  # bypassed iff max(floor(log2 |C|), -126) > g + 23 + bypass: |C| >= 2^(g + 24 + bypass),
+            # or every nonzero C (subnormals included) when that is 2^-126 or less
+            least = grid + 24 + acc.bypass
+            self.bound = np.ldexp(1.0, np.where(least > -126, least, -149).astype(np.int32)).T.copy()
         self.special = (specials != FINITE).T
         zero_bypass = acc.bypass is not None and acc.effective_c_zero_exponent - 23 - grid > acc.bypass
         self.zero_bypass = np.broadcast_to(zero_bypass, grid.shape).T
@@ -409,13 +411,9 @@ class _FusedKernel:
         A product on the grid 2^(XA + XB - F) is qa * qb * 2^base, with q = +-Ma * 2^(E - Emin)
         per code (float64; +0 for zeros, Inf and NaN) and base = Emin_a + Emin_b - fa - fb + F:
         no product is cut when base >= 0, and a step's sum of qa * qb is exact in float64 while
-        bits(qa) + bits(qb) + bits(step) <= 53. Per step and row, with t = C / 2^g, the float64
-        sum v = P + t is exact wherever t is an integer and |v| < 2^53 (both terms are integers
-        held exactly: the float sum of integers is exact while it is representable); v * 2^g is
-        then the exact step sum V, rounded once by :func:`fp32_round` (an fp32 output without
-        ftz). Lanes outside (C below the grid or far above it, V beyond 2^53 units or 2^127,
-        specials, a bypassed zero C) take the integer step. A bypassed nonzero C is always
-        outside: its t is at least 2^(bypass + 24), so bypass + 23 must reach past v's bound."""
+        bits(qa) + bits(qb) + bits(step) <= 53, so P * 2^g is an exact float64 (:class:`_FloatLanes`
+        adds C to it exactly and rounds once; an fp32 output without ftz). The lanes it leaves to
+        the integer step need P below 2^62 there (bits(qa) + bits(qb) + bits(step) + base <= 61)."""
         acc, layout = self.acc, self.layout
         if (
             self.route != "fixed"
@@ -433,8 +431,6 @@ class _FusedKernel:
         step_bits = (layout.step - 1).bit_length()
         p_bits = bits_a + bits_b + step_bits + base
         if base < 0 or bits_a + bits_b + step_bits > 53 or p_bits > 61:
-            return None
-        if acc.bypass is not None and acc.bypass + 23 <= max(53, p_bits) + 1:
             return None
         return qa, qb, base
 
