@@ -37,19 +37,17 @@ module tb_decode;
             bad = 1'b0;
             if ((^code_mem[i] === 1'bx) || (^value_mem[i] === 1'bx)) begin
                 bad = 1'b1;
-                if (failed < MAXSHOW)
-                    $display("MISMATCH line %0d: golden entry unreadable (file shorter than count?)", i + 1);
+                golden_unreadable(i);
             end else if (fp32 !== value_mem[i]) begin
                 bad = 1'b1;
-                if (failed < MAXSHOW)
+                if (shown < MAXSHOW)
                     $display("MISMATCH line %0d field value: code %h expected %h got %h",
                              i + 1, code_mem[i], value_mem[i], fp32);
+                shown = shown + 1;
             end
-            if (bad) failed = failed + 1;
-            else     passed = passed + 1;
+            golden_tally(bad);
         end
-        $display("%0d passed, %0d failed", passed, failed);
-        $finish;
+        golden_summary;
     end
 endmodule
 `default_nettype wire

@@ -33,6 +33,7 @@ module tb_dequant;
 
     `include "tb_golden.vh"
     integer i, j, first;
+    reg bad;
 
     initial begin
         golden_args;
@@ -47,24 +48,24 @@ module tb_dequant;
             scale = scale_mem[i];
             elems = codes_mem[i];
             #1;
+            bad = 1'b0;
             if ((^scale_mem[i] === 1'bx) || (^codes_mem[i] === 1'bx) || (^values_mem[i] === 1'bx)) begin
-                if (failed < MAXSHOW)
-                    $display("MISMATCH line %0d: golden entry unreadable (file shorter than count?)", i + 1);
-                failed = failed + 1;
+                bad = 1'b1;
+                golden_unreadable(i);
             end else if (values !== values_mem[i]) begin
+                bad = 1'b1;
                 first = -1;
                 for (j = K - 1; j >= 0; j = j - 1)
                     if (values[32*j +: 32] !== values_mem[i][32*j +: 32]) first = j;
-                if (failed < MAXSHOW)
+                if (shown < MAXSHOW)
                     $display("MISMATCH line %0d field values element %0d: scale %h code %h expected %h got %h",
                              i + 1, first, scale, elems[8*first +: 8], values_mem[i][32*first +: 32],
                              values[32*first +: 32]);
-                failed = failed + 1;
-            end else
-                passed = passed + 1;
+                shown = shown + 1;
+            end
+            golden_tally(bad);
         end
-        $display("%0d passed, %0d failed", passed, failed);
-        $finish;
+        golden_summary;
     end
 endmodule
 `default_nettype wire

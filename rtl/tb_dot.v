@@ -45,7 +45,7 @@ module tb_dot;
     );
 
     `include "tb_golden.vh"
-    integer i, shown;
+    integer i;
     reg bad, show;
 
     task note;                    // count a mismatching field; true while it is to be printed
@@ -59,7 +59,6 @@ module tb_dot;
 
     initial begin
         golden_args;
-        shown = 0;
         golden_file("a_scale.hex");      $readmemh(fname, a_scale_mem, 0, n - 1);
         golden_file("b_scale.hex");      $readmemh(fname, b_scale_mem, 0, n - 1);
         golden_file("a_elems.hex");      $readmemh(fname, a_elems_mem, 0, n - 1);
@@ -81,9 +80,7 @@ module tb_dot;
                 (^acc_mem[i] === 1'bx) || (^lsb_mem[i] === 1'bx) ||
                 (^anchor_mem[i] === 1'bx) || (^result_mem[i] === 1'bx)) begin
                 bad = 1'b1;
-                if (shown < MAXSHOW)
-                    $display("MISMATCH line %0d: golden entry unreadable (file shorter than count?)", i + 1);
-                shown = shown + 1;
+                golden_unreadable(i);
             end else begin
                 if (acc !== acc_mem[i]) begin
                     note(show);
@@ -106,11 +103,9 @@ module tb_dot;
                                        i + 1, result_mem[i], result);
                 end
             end
-            if (bad) failed = failed + 1;
-            else     passed = passed + 1;
+            golden_tally(bad);
         end
-        $display("%0d passed, %0d failed", passed, failed);
-        $finish;
+        golden_summary;
     end
 endmodule
 `default_nettype wire

@@ -50,7 +50,7 @@ module tb_fused_dot;
     );
 
     `include "tb_golden.vh"
-    integer i, j, shown;
+    integer i, j;
     reg bad;
 
     task mismatch;                // count a mismatching field; print the first MAXSHOW
@@ -68,7 +68,6 @@ module tb_fused_dot;
 
     initial begin
         golden_args;
-        shown = 0;
         golden_file("a_scale.hex");      $readmemh(fname, a_scale_mem, 0, n - 1);
         golden_file("b_scale.hex");      $readmemh(fname, b_scale_mem, 0, n - 1);
         golden_file("a_elems.hex");      $readmemh(fname, a_elems_mem, 0, n - 1);
@@ -95,9 +94,7 @@ module tb_fused_dot;
                 (^b_elems_mem[i] === 1'bx) || (^c_mem[i] === 1'bx) || (^result_mem[i] === 1'bx) ||
                 (STEPS && (^steps_mem[i] === 1'bx))) begin
                 bad = 1'b1;
-                if (shown < MAXSHOW)
-                    $display("MISMATCH line %0d: golden entry unreadable (file shorter than count?)", i + 1);
-                shown = shown + 1;
+                golden_unreadable(i);
             end else begin
                 if (STEPS)
                     for (j = 0; j < NSTEP; j = j + 1)
@@ -106,11 +103,9 @@ module tb_fused_dot;
                 if (d[32*NSTEP-1 -: 32] !== result_mem[i])
                     mismatch("result", i + 1, result_mem[i], d[32*NSTEP-1 -: 32]);
             end
-            if (bad) failed = failed + 1;
-            else     passed = passed + 1;
+            golden_tally(bad);
         end
-        $display("%0d passed, %0d failed", passed, failed);
-        $finish;
+        golden_summary;
     end
 endmodule
 `default_nettype wire
