@@ -15,18 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 import mxsim
+from comparison_examples import num  # the pages' one way of showing a float
 from mxsim.options.profiles import get_profile
-
-def num(v) -> str:
-    """A float as the pages show it: NaN, ±Inf, -0, or up to 6 significant digits."""
-    v = float(v)
-    if np.isnan(v):
-        return "NaN"
-    if np.isinf(v):
-        return "+Inf" if v > 0 else "-Inf"
-    if v == 0:
-        return "-0" if np.signbit(v) else "0"
-    return f"{v:.6g}"
 
 
 def block(values, fmt: str, shown: int, **options) -> str:
