@@ -1,0 +1,129 @@
+"""The FNUZ and IEEE P3109 special-value layouts (contract section 1): catalogue entries against
+their oracles (ml_dtypes' finfo for FNUZ, gfloat's ``format_info_p3109`` for P3109), and the
+encoding rules of the layout (one NaN at 0x80, no -0, P3109's Inf at 0x7F / 0xFF) on hand-worked
+values. Exhaustive code and value checks against the oracles live in test_decode_oracles.py and
+test_encode_oracles.py."""
+
+from fractions import Fraction as F
+
+import ml_dtypes
+import numpy as np
+import pytest
+from oracle_formats import GFLOAT_P3109
+
+import mxsim
+from mxsim import FloatFormat, ref
+from mxsim.formats.element import negated_code
+
+FNUZ = {"fp8_e4m3fnuz": ml_dtypes.float8_e4m3fnuz, "fp8_e5m2fnuz": ml_dtypes.float8_e5m2fnuz}
+P3109 = list(GFLOAT_P3109)
+NEW = list(FNUZ) + P3109
+
+
+@pytest.mark.parametrize("name", P3109)
+def test_p3109_catalogue_matches_gfloat_format_info(name):
+    fi, fmt = GFLOAT_P3109[name], mxsim.get_format(name)
+    assert (fmt.width, fmt.mantissa_bits + 1, fmt.exponent_bits, fmt.bias) == (fi.k, fi.precision, fi.expBits, fi.bias)
+    assert fmt.max_normal == F(fi.max) and fmt.emax == fi.emax
+    smallest = fmt.min_subnormal if fmt.min_subnormal is not None else fmt.min_normal
+    assert smallest == F(fi.smallest)
+    assert (fmt.has_inf, fmt.has_nan, fmt.has_negative_zero, fmt.subnormals) == (True, True, fi.has_nz, fi.has_subnormals)
+    assert fi.num_high_nans == 0 and fi.is_signed and not fi.is_twos_complement
+
+
+def test_p3109_precision_1_has_no_subnormals_but_zero():
+    """binary8p1: no mantissa, so exponent field 0 holds zero alone; code 1 is 2^(1 - 64)."""
+    fmt = mxsim.get_format("binary8p1")
+    assert fmt.min_subnormal is None and fmt.min_normal == F(2) ** -63
+    assert ref.decode(0x00, fmt).is_zero and ref.decode(0x01, fmt).magnitude == F(2) ** -63
+    assert ref.decode(0x7E, fmt).magnitude == F(2) ** 62 and ref.decode(0x7F, fmt).is_inf
+    # half the smallest normal is a tie between 0 and 2^-63 (significands 0 and 1: even is 0)
+    assert ref.encode(F(2) ** -64, fmt) == 0x00 and ref.encode(-F(2) ** -64, fmt) == 0x00
+    assert ref.encode(F(2) ** -64, fmt, "rup") == 0x01 and ref.encode(-F(2) ** -64, fmt, "rdn") == 0x81
+
+
+@pytest.mark.parametrize("name", list(FNUZ))
+def test_fnuz_catalogue_matches_ml_dtypes_finfo(name):
+    info, fmt = ml_dtypes.finfo(FNUZ[name]), mxsim.get_format(name)
+    assert fmt.width == info.bits and fmt.mantissa_bits == info.nmant and fmt.exponent_bits == info.nexp
+    assert fmt.max_normal == F(float(info.max)) and fmt.min_normal == F(float(info.smallest_normal))
+    assert fmt.min_subnormal == F(float(info.smallest_subnormal))
+    assert (fmt.has_inf, fmt.has_nan, fmt.has_negative_zero) == (False, True, False)
+
+
+def test_aliases_name_the_ml_dtypes_types():
+    assert mxsim.get_format("float8_e4m3fnuz").name == "fp8_e4m3fnuz"
+    assert mxsim.get_format("float8_e5m2fnuz").name == "fp8_e5m2fnuz"
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_special_codes(name):
+    fmt = mxsim.get_format(name)
+    assert fmt.nan_code() == fmt.nan_code(True) == 0x80
+    assert ref.decode(0x80, fmt).is_nan and ref.decode(0x00, fmt).is_zero
+    if fmt.specials == "p3109":
+        assert (fmt.inf_code(), fmt.inf_code(True), fmt.max_code) == (0x7F, 0xFF, 0x7E)
+    else:
+        assert fmt.max_code == 0x7F and not fmt.has_inf
+    codes = [c for c in range(256) if ref.decode(c, fmt).is_nan]
+    assert codes == [0x80]
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_encode_zero_nan_and_overflow(name):
+    fmt = mxsim.get_format(name)
+    top = fmt.max_normal
+    tiny = (fmt.min_subnormal or fmt.min_normal) / 4  # rounds to zero in rne
+    for rounding in ("rne", "rna", "rtz", "rup"):
+        assert ref.encode(-0.0, fmt, rounding) == 0x00  # no -0
+        assert ref.encode(-tiny, fmt, rounding) == 0x00  # a negative value rounding to zero is +0
+    assert ref.encode(-tiny, fmt, "rdn") == 0x80 | 0x01  # rdn: -smallest (code 0x81), not NaN
+    assert ref.encode(float("nan"), fmt) == ref.encode(-float("nan"), fmt) == 0x80
+    over = top * 2
+    assert ref.encode(over, fmt) == 0x7E + (fmt.specials == "fnuz")  # saturate: +max
+    assert ref.encode(-over, fmt) == 0xFE + (fmt.specials == "fnuz")  # -max
+    inf_or_nan = (0x7F, 0xFF) if fmt.specials == "p3109" else (0x80, 0x80)
+    assert ref.encode(over, fmt, "rne", "ieee") == inf_or_nan[0]
+    assert ref.encode(-over, fmt, "rne", "ieee") == inf_or_nan[1]
+    assert ref.encode(float("-inf"), fmt, "rtz", "ieee") == inf_or_nan[1]  # Inf input: always Inf / NaN
+    assert ref.encode(-over, fmt, "rup", "ieee") == ref.encode(-top, fmt)  # toward zero: -max
+    assert ref.encode(float("inf"), fmt) == ref.encode(top, fmt)
+    with pytest.raises(OverflowError):
+        ref.encode(over, fmt, overflow="error")
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_negated_code_keeps_zero_and_nan(name):
+    fmt = mxsim.get_format(name)
+    assert negated_code(0x00, fmt) == 0x00 and negated_code(0x80, fmt) == 0x80
+    for code in range(256):
+        x, y = ref.decode(code, fmt), ref.decode(negated_code(code, fmt), fmt)
+        assert x.kind == y.kind and x.magnitude == y.magnitude
+        if not x.is_nan and not x.is_zero:
+            assert x.sign != y.sign
+
+
+@pytest.mark.parametrize("specials", ["fnuz", "p3109"])
+def test_layout_needs_a_signed_format_with_subnormals(specials):
+    with pytest.raises(ValueError, match="specials='.*' needs signed=True and subnormals=True"):
+        FloatFormat("x", 4, 3, 8, signed=False, specials=specials)
+    with pytest.raises(ValueError, match="needs signed=True and subnormals=True"):
+        FloatFormat("x", 4, 3, 8, subnormals=False, specials=specials)
+    with pytest.raises(ValueError, match="specials='ieee2' is not allowed; expected one of .*fnuz, p3109"):
+        FloatFormat("x", 4, 3, 8, specials="ieee2")
+
+
+def test_custom_fnuz_and_p3109_of_other_widths():
+    """The layouts are parametric: a 6-bit FNUZ E3M2 and a 6-bit P3109 E3M2, worked by hand."""
+    fnuz6 = FloatFormat("e3m2fnuz", 3, 2, 4, specials="fnuz")
+    assert fnuz6.nan_code() == 0x20 and fnuz6.max_code == 0x1F and fnuz6.max_normal == F(7, 4) * 2**3
+    p6 = FloatFormat("e3m2p", 3, 2, 4, specials="p3109")
+    assert p6.inf_code(True) == 0x3F and p6.max_code == 0x1E and p6.max_normal == F(6, 4) * 2**3
+    assert ref.encode(-0.0, p6) == 0 and ref.decode(0x20, p6).is_nan
+
+
+def test_fnuz_nan_decodes_with_its_sign_bit_as_ml_dtypes_does():
+    for name, dtype in FNUZ.items():
+        ml = np.array([0x80], np.uint8).view(dtype).astype(np.float32)
+        assert np.isnan(ml[0]) and np.signbit(ml[0])
+        assert ref.decode(0x80, name).sign == 1
