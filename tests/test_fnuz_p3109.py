@@ -127,3 +127,40 @@ def test_fnuz_nan_decodes_with_its_sign_bit_as_ml_dtypes_does():
         ml = np.array([0x80], np.uint8).view(dtype).astype(np.float32)
         assert np.isnan(ml[0]) and np.signbit(ml[0])
         assert ref.decode(0x80, name).sign == 1
+
+
+# --- interop: ml_dtypes and torch carry the FNUZ codes as zero-copy views ---------------------
+@pytest.mark.parametrize("name", list(FNUZ))
+def test_ml_dtypes_fnuz_views_are_zero_copy_and_decode_as_ml_dtypes(name):
+    from mxsim.interop import from_ml_dtypes, to_ml_dtypes
+
+    codes = np.arange(256, dtype=np.uint8)
+    view = to_ml_dtypes(codes, name)
+    assert view.dtype == np.dtype(FNUZ[name]) and np.shares_memory(view, codes)
+    back, found = from_ml_dtypes(view)
+    assert found == name and np.shares_memory(back, codes) and np.array_equal(back, codes)
+    ml = view.astype(np.float64)  # ml_dtypes' own decode of every code
+    fast = mxsim.decode(codes, name, dtype=np.float64)
+    assert np.array_equal(np.isnan(ml), np.isnan(fast)) and np.isnan(ml).sum() == 1
+    assert np.array_equal(ml, fast, equal_nan=True) and np.array_equal(np.signbit(ml), np.signbit(fast))
+    # and ml_dtypes' cast of every float32 value back into the type gives the codes themselves
+    finite = ~np.isnan(ml)
+    assert np.array_equal(ml[finite].astype(FNUZ[name]).view(np.uint8), codes[finite])
+    with pytest.raises(ValueError, match="fmt='binary8p4' is not carried by dtype float8_e4m3fnuz|no ml_dtypes"):
+        from_ml_dtypes(view, fmt="binary8p4")
+
+
+@pytest.mark.parametrize("name", list(FNUZ))
+def test_torch_fnuz_views_decode_as_torch(name):
+    import torch  # an oracle: installed in every test environment (as in test_interop.py)
+
+    from mxsim.interop import from_torch, to_torch
+
+    codes = np.arange(256, dtype=np.uint8)
+    tensor = to_torch(codes, name)
+    assert tensor.dtype == getattr(torch, FNUZ[name].__name__) and tensor.data_ptr() == codes.ctypes.data
+    values = tensor.to(torch.float64).numpy()  # torch's own decode
+    fast = mxsim.decode(codes, name, dtype=np.float64)
+    assert np.array_equal(values, fast, equal_nan=True) and np.array_equal(np.isnan(values), np.isnan(fast))
+    back, found = from_torch(tensor)
+    assert found == name and np.array_equal(np.asarray(back), codes)
