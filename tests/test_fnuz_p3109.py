@@ -164,3 +164,112 @@ def test_torch_fnuz_views_decode_as_torch(name):
     assert np.array_equal(values, fast, equal_nan=True) and np.array_equal(np.isnan(values), np.isnan(fast))
     back, found = from_torch(tensor)
     assert found == name and np.array_equal(np.asarray(back), codes)
+
+
+# --- block formats built from the new elements: fast path == reference (hypothesis) ------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from mxsim import BlockFormat  # noqa: E402
+from mxsim.ref.block import QuantizedBlock  # noqa: E402
+from mxsim.strategies import block_values  # noqa: E402
+
+_E8M0 = mxsim.get_format("e8m0")
+BLOCKS = {  # custom MX formats: an E8M0 scale per 32 (or 16) elements of each new element format
+    name: BlockFormat(f"mx_{name}", mxsim.get_format(name), 16 if name.startswith("binary8") else 32, _E8M0)
+    for name in NEW
+}
+_PROPERTY = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _same_floats(got: np.ndarray, want: np.ndarray) -> bool:
+    return np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(
+        np.where(np.isnan(want), 0, got), np.where(np.isnan(want), 0, want)
+    ) and np.array_equal(np.signbit(got[~np.isnan(want)]), np.signbit(want[~np.isnan(want)]))
+
+
+@pytest.mark.parametrize("name", NEW)
+@given(data=st.data())
+@_PROPERTY
+def test_block_quantize_and_dequantize_fast_equal_reference(name, data):
+    fmt = BLOCKS[name]
+    dtype = data.draw(st.sampled_from(["float32", "float64", "bfloat16"]), label="dtype")
+    rounding = data.draw(st.sampled_from(["rne", "rna", "rtz", "rup", "rdn"]), label="rounding")
+    rule = data.draw(st.sampled_from(["floor", "ceil", "even", "rceil", "tosa"]), label="scale_rule")
+    rows = [data.draw(block_values(fmt, dtype), label=f"block {i}") for i in range(2)]
+    x = np.stack(rows)
+    t = mxsim.quantize(x, fmt, rounding=rounding, scale_rule=rule)
+    dequantized = t.dequantize(dtype=np.float64)
+    for i, row in enumerate(rows):
+        values = [ref.to_exact(v) for v in np.asarray(row, np.float64).tolist()]
+        want = ref.quantize_block(values, fmt, t.options, source="bf16" if dtype == "bfloat16" else "fp32")
+        assert (int(t.scales[i][0]), tuple(int(c) for c in t.codes[i])) == (want.scale, want.codes), (row, want)
+        exact = ref.dequantize_block(want, fmt)
+        floats = np.array([np.nan if v.is_nan else float(v.value) if v.is_finite else (-np.inf if v.sign else np.inf)
+                           for v in exact])
+        floats = np.where([v.is_finite and v.sign == 1 and v.magnitude == 0 for v in exact], -0.0, floats)
+        assert _same_floats(dequantized[i], floats), (row, dequantized[i], floats)
+        assert not any(c == 0x80 for c, v in zip(want.codes, values) if v.is_finite) or want.scale == 0xFF
+
+
+def test_block_of_negative_tiny_values_gives_plus_zero_and_nan_blocks_give_0x80():
+    """Hand-worked: amax 1.0 (E = -7 for E4M3FNUZ's emax 7) gives the element 2^7 (field 7 + 8:
+    0x78); -2^-20 / 2^-7 = -2^-13 is below half the smallest subnormal 2^-10: +0 (0x00);
+    a NaN anywhere makes the scale 0xFF and every element the one NaN code 0x80."""
+    fmt = BLOCKS["fp8_e4m3fnuz"]
+    x = np.zeros((2, 32), np.float32)
+    x[0, 0], x[0, 1] = 1.0, -(2.0**-20)
+    x[1, 5] = np.nan
+    t = mxsim.quantize(x, fmt)
+    assert int(t.scales[0][0]) == 127 - 7 and int(t.codes[0][0]) == 0x78 and int(t.codes[0][1]) == 0x00
+    assert int(t.scales[1][0]) == 0xFF and set(t.codes[1].tolist()) == {0x80}
+    assert ref.quantize_block([1.0, -(2.0**-20)] + [0.0] * 30, fmt).codes[:2] == (0x78, 0x00)
+
+
+# --- dot products over these elements (separate and aligned accumulators) ---------------------
+from test_dot_fast import SWEEP_ACCUMULATORS, accumulators, check_general, make_operand, operands  # noqa: E402
+
+DOT_PAIRS = [("fp8_e4m3fnuz", "fp8_e4m3fnuz"), ("fp8_e4m3fnuz", "fp8_e5m2fnuz"), ("fp8_e5m2fnuz", "fp8_e4m3fnuz"),
+             ("binary8p4", "binary8p3"), ("binary8p1", "binary8p7"), ("binary8p2", "binary8p5"),
+             ("binary8p6", "binary8p6")]
+
+
+@pytest.mark.parametrize("pair", DOT_PAIRS, ids=lambda p: f"{p[0]}x{p[1]}")
+def test_dot_fast_equals_reference_sweep(pair):
+    fa, fb = BLOCKS[pair[0]], BLOCKS[pair[1]]
+    rng = np.random.default_rng(sum(map(ord, pair[0] + pair[1])))
+    for i, acc in enumerate(SWEEP_ACCUMULATORS):
+        kw = {"p_zero": 0.2, "p_special": 0.05 if i % 2 else 0.0, "p_edge_scale": 0.1 if i == 3 else 0.0}
+        check_general(make_operand(rng, fa, 4, **kw), make_operand(rng, fb, 4, **kw), acc, rows=2)
+
+
+@st.composite
+def _dot_cases(draw):
+    fa, fb = (BLOCKS[n] for n in draw(st.sampled_from(DOT_PAIRS)))
+    rows, n = draw(st.integers(1, 2)), draw(st.integers(1, 3))
+    cancel = draw(st.sampled_from((None, "cancel")))
+    a = draw(operands(fa, rows * n, cancel="negate" if cancel else None))
+    b = draw(operands(fb, rows * n, cancel="same" if cancel else None))
+    return a, b, draw(accumulators()), rows
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_dot_cases())
+def test_dot_fast_equals_reference_hypothesis(case):
+    check_general(*case)
+
+
+def test_dot_nan_element_and_inf_elements_hand_worked():
+    """0x80 is NaN in both layouts: a product with it gives the canonical NaN; P3109's 0x7F (+Inf)
+    times a positive finite gives +Inf, times zero NaN; FNUZ 0x7F is the finite 240."""
+    one = {"fp8_e4m3fnuz": 0x40, "binary8p4": 0x40}  # 1.0 in both (bias 8: field 8, mantissa 0)
+    for name, unit in one.items():
+        fmt = BLOCKS[name]
+        a = QuantizedBlock(127, (), (0x80,) + (0,) * (fmt.block_size - 1))
+        b = QuantizedBlock(127, (), (unit,) * fmt.block_size)
+        assert ref.dot.dot(a, b, fmt).code == 0x7FC00000
+        top = QuantizedBlock(127, (), (0x7F,) + (0,) * (fmt.block_size - 1))
+        got = ref.dot.dot(top, b, fmt).code
+        assert got == (0x7F800000 if name == "binary8p4" else int(np.float32(240.0).view(np.uint32)))
+        zero_b = QuantizedBlock(127, (), (0,) * fmt.block_size)
+        assert ref.dot.dot(top, zero_b, fmt).code == (0x7FC00000 if name == "binary8p4" else 0)
