@@ -273,3 +273,23 @@ def test_dot_nan_element_and_inf_elements_hand_worked():
         assert got == (0x7F800000 if name == "binary8p4" else int(np.float32(240.0).view(np.uint32)))
         zero_b = QuantizedBlock(127, (), (0,) * fmt.block_size)
         assert ref.dot.dot(top, zero_b, fmt).code == (0x7FC00000 if name == "binary8p4" else 0)
+
+
+# --- strategies: the ready-made checks accept the new formats; ml_dtypes passes them ------------
+@pytest.mark.parametrize("name", list(FNUZ))
+def test_strategy_checks_pass_ml_dtypes_fnuz_casts(name):
+    """ml_dtypes (an independent implementation) as the device under test: its cast is rne with
+    NaN on overflow (overflow='ieee'), its decode exact; mxsim.strategies draws the inputs."""
+    from mxsim.strategies import check_element_decoder, check_element_encoder
+
+    dtype = FNUZ[name]
+
+    def encoder(x):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(x, np.float32).astype(dtype).view(np.uint8)
+
+    report = check_element_encoder(encoder, name, "rne", "ieee", vectorized=True, max_examples=150, seed=1)
+    assert report.examples >= 50
+    decoded = check_element_decoder(lambda c: np.asarray(c, np.uint8).view(dtype).astype(np.float64), name,
+                                    vectorized=True)
+    assert decoded.examples == 256
