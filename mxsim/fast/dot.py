@@ -286,7 +286,7 @@ class _DotKernel:
         per-product exponents (int64)."""
         (table_a, sentinel_a), (table_b, sentinel_b) = _anchor_table(self.fmt_a), _anchor_table(self.fmt_b)
         if sentinel_a != sentinel_b:
-            (table_a, sentinel_a), (table_b, sentinel_b) = _anchor_table(self.fmt_a, True), _anchor_table(self.fmt_b, True)
+            (table_a, sentinel_a), (table_b, sentinel_b) = (_anchor_table(f, True) for f in (self.fmt_a, self.fmt_b))
         ea, eb = np.take(table_a, codes_a), np.take(table_b, codes_b)
         if ea.dtype != eb.dtype:
             ea, eb = ea.astype(np.int32), eb.astype(np.int32)
