@@ -335,3 +335,23 @@ def test_golden_encode_and_decode_suites_match_the_oracles(tmp_path, name):
     else:
         oracle = np.array([decode_float(GFLOAT_P3109[name], int(c)).fval for c in codes])
     assert np.array_equal(value, oracle, equal_nan=True) and np.array_equal(np.isnan(value), np.isnan(oracle))
+
+
+# --- fused multiply-accumulate steps (contract 4.1) over these elements: fast == reference -------
+from test_fused_fast import check_against_reference, random_c, random_tensor  # noqa: E402
+
+FUSED = ["hopper_fp8_wgmma", "blackwell_mxf8f6f4", "mxdotp_fp8"]
+
+
+@pytest.mark.parametrize("preset", FUSED)
+@pytest.mark.parametrize("pair", DOT_PAIRS, ids=lambda p: f"{p[0]}x{p[1]}")
+def test_fused_steps_fast_equal_reference(pair, preset):
+    from mxsim.options.accumulate import PRESETS
+
+    fa, fb = BLOCKS[pair[0]], BLOCKS[pair[1]]
+    rng = np.random.default_rng(sum(map(ord, pair[0] + pair[1] + preset)))
+    n_blocks = 64 // fa.block_size
+    for p_special in (0.0, 0.05):
+        a = random_tensor(rng, fa, 3, n_blocks, p_special=p_special)
+        b = random_tensor(rng, fb, 3, n_blocks, p_special=p_special)
+        check_against_reference(a, b, PRESETS[preset], random_c(rng, 3, p_special))
