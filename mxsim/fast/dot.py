@@ -126,9 +126,8 @@ def _grid_table(fmt, dtype_name: str) -> np.ndarray:
     if np.dtype(dtype_name).kind == "i" and ref_dot.largest_grid_value(fmt).bit_length() > 62:
         # elements spanning more than int64 on the fixed grid (P3109 binary8p1: 2^-63 .. 2^62):
         # Python ints, for the Python-int routes
-        values = np.array([(-1 if n else 1) * (int(m) << int(e)) for n, m, e in zip(t.negative, t.significand, shift)]
-                          + [None], dtype=object)[:-1]
-        return values
+        return np.array([(-1 if n else 1) * (int(m) << int(e)) for n, m, e in zip(t.negative, t.significand, shift)],
+                        dtype=object)
     values = t.significand << shift
     values = np.where(t.negative, -values, values).astype(dtype_name)
     if np.dtype(dtype_name).kind == "f":
