@@ -355,3 +355,25 @@ def test_fused_steps_fast_equal_reference(pair, preset):
         a = random_tensor(rng, fa, 3, n_blocks, p_special=p_special)
         b = random_tensor(rng, fb, 3, n_blocks, p_special=p_special)
         check_against_reference(a, b, PRESETS[preset], random_c(rng, 3, p_special))
+
+
+@pytest.mark.parametrize("name", list(FNUZ))
+@pytest.mark.parametrize("source", ["fp8_e4m3", "fp8_e5m2"])
+def test_encode_from_fp8_codes_matches_ml_dtypes(name, source):
+    """The FP8 code input types (ml_dtypes arrays, or uint8 codes with source=): every code of
+    E4M3 / E5M2 into the FNUZ formats, against ml_dtypes' own cast (rne, NaN on overflow and for
+    NaN, which is overflow='ieee'); and saturate against the definition: +-max where ml_dtypes
+    gives NaN for a finite input."""
+    ml_source = {"fp8_e4m3": ml_dtypes.float8_e4m3fn, "fp8_e5m2": ml_dtypes.float8_e5m2}[source]
+    codes = np.arange(256, dtype=np.uint8)
+    x = codes.view(ml_source)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = x.astype(FNUZ[name]).view(np.uint8)
+    assert np.array_equal(mxsim.encode(x, name, "rne", "ieee"), want)
+    assert np.array_equal(mxsim.encode(codes, name, "rne", "ieee", source=source), want)
+    values = x.astype(np.float64)
+    saturated = np.where(np.isfinite(values) & (want == 0x80), np.where(values < 0, 0xFF, 0x7F), want)
+    got = mxsim.encode(x[~np.isnan(values)], name, "rne", "saturate")
+    want_saturated = np.where(np.isinf(values), np.where(values < 0, 0xFF, 0x7F), saturated)
+    assert np.array_equal(got, want_saturated[~np.isnan(values)])
+    assert [ref.encode(float(v), name, "rne", "ieee") for v in values] == want.tolist()

@@ -183,8 +183,8 @@ DEFS = {
     "fp32": FloatDef(8, 23, 127),
     "fp64": FloatDef(11, 52, 1023),
 }
-ELEMENT_FORMATS = ["fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8", "int8_sm", "int5_sm", "int4_sm", "int3_sm", "e8m0", "ue4m3",
-                   "fp8_e4m3fnuz", "binary8p4", "binary8p1"]
+ELEMENT_FORMATS = ["fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8", "int8_sm", "int5_sm", "int4_sm",
+                   "int3_sm", "e8m0", "ue4m3", "fp8_e4m3fnuz", "binary8p4", "binary8p1"]
 SIXTEEN_BIT = ["bf16", "fp16"]
 
 # block format -> (element, scale, block size, sub-blocks, sub-scale bits): OCP MX v1.0 table 1,
