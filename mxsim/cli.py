@@ -36,7 +36,6 @@ Errors are one line on stderr and exit code 2; a verification or check that find
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import io
 import sys
@@ -51,6 +50,7 @@ from .options import DequantizeOptions, LayoutOptions, QuantizeOptions
 from .options.profiles import PROFILES, get_profile
 from .options.spec import Choice, Flag, options_of
 from .fileformat import atomic_write, load, read, save
+from .reading import check_allocation, loads_json, shorten
 from .ref.sources import SOURCE_TYPES
 from .formats import ALIASES, FORMATS, format_names, get_format
 from .options import PRESETS, Accumulator
@@ -317,7 +317,7 @@ def _cmd_golden_generate(args) -> str:
         _interrupted(str(interrupt))
     except KeyboardInterrupt:  # before the first suite was begun
         _interrupted(f"no suite was written (only {args.out}/{INDEX} may have been updated)")
-    vectors = sum(json.loads((d / "manifest.json").read_text())["count"] for d in directories)
+    vectors = sum(golden_files._read_json(d / "manifest.json")["count"] for d in directories)
     return f"{args.out}: {len(directories)} suite(s), {vectors} vectors"
 
 
@@ -328,8 +328,10 @@ def _golden_suites(args) -> list:
             raise ValueError("--params needs --suite")
         return golden_canonical.canonical_suites()
     try:
-        params = json.loads(args.params)
-    except (json.JSONDecodeError, RecursionError) as error:
+        params = loads_json(args.params)
+    except RecursionError:
+        raise ValueError("--params is not valid JSON: nested too deeply") from None
+    except ValueError as error:  # not JSON, or a key given twice
         raise ValueError(f"--params is not valid JSON: {error}") from None
     if not isinstance(params, dict):
         raise ValueError("--params must be a JSON object")
@@ -356,7 +358,7 @@ def _cmd_golden_merge(args) -> str:
     except KeyboardInterrupt:
         _interrupted(f"merge stopped; the suite being merged was not written ({args.out}/{INDEX} marks the suites "
                      "not merged as unfinished)")
-    vectors = sum(json.loads((d / "manifest.json").read_text())["count"] for d in directories)
+    vectors = sum(golden_files._read_json(d / "manifest.json")["count"] for d in directories)
     return f"{args.out}: {len(directories)} suite(s) merged, {vectors} vectors"
 
 
@@ -671,7 +673,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         output = args.run(args)
     except _VerifyFailed as failure:  # a verification that ran and found problems: exit 1
-        print(str(failure), file=sys.stderr)
+        print(_printable(str(failure)), file=sys.stderr)
         return 1
     except _CheckFailed as failure:  # a check that ran: its report on stdout
         _print_quietly(failure.text)
@@ -680,16 +682,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mxsim: error: {disagreement}", file=sys.stderr)
         return 1
     except (ValueError, OverflowError, OSError, golden_cluster.MissingExtra) as error:
-        print(f"mxsim: error: {error}".replace("\n", " "), file=sys.stderr)
+        print(_printable(shorten(f"mxsim: error: {error}".replace("\n", " "), MAX_ERROR)), file=sys.stderr)
         return 2
     if output is not None:
         _print_quietly(output)
     return 0
 
 
+MAX_ERROR = 2000  # characters of an error message: every echoed input is cut shorter where it is made
+
+
+def _printable(text: str) -> str:
+    """``text`` with what the terminal's encoding cannot show (a lone surrogate from a file's JSON,
+    say) as backslash escapes, so printing it never raises UnicodeEncodeError."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    return text.encode(encoding, "backslashreplace").decode(encoding, "replace")
+
+
 def _print_quietly(text: str) -> None:
     try:
-        print(text)
+        print(_printable(text))
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. `mxsim info | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # as the Python docs advise

@@ -36,6 +36,7 @@ from tqdm import tqdm
 
 from .._version import __version__
 from ..fileformat import atomic_write
+from ..reading import loads_json, read_capped
 from . import limits, pipeline
 from .classes import CLASSES
 from .crosscheck import CrossCheck
@@ -65,18 +66,19 @@ def _is_temporary(name: str) -> bool:
 
 
 def _read_json(path: Path):
-    """A JSON file's value; ValueError with a one-line reason (without the path) otherwise."""
-    size = path.stat().st_size
-    if size > MAX_JSON_BYTES:
-        raise ValueError(f"{size} bytes, more than the {MAX_JSON_BYTES} this file may have")
+    """A JSON file's value; ValueError with a one-line reason (without the path) otherwise: more
+    than MAX_JSON_BYTES (whatever the file type), not UTF-8, not JSON, a key repeated in an object."""
+    data = read_capped(path, MAX_JSON_BYTES)  # a device or a FIFO too: never more than the cap
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
+        return loads_json(data)
     except RecursionError:
         raise ValueError("nested too deeply to read (not a file mxsim wrote)") from None
     except UnicodeDecodeError as error:
         raise ValueError(f"not UTF-8 text ({error})") from None
     except json.JSONDecodeError as error:
         raise ValueError(f"not valid JSON ({error})") from None
+    except ValueError as error:  # a repeated key
+        raise ValueError(f"not a file mxsim wrote: {error}") from None
 
 
 # --- the manifest ----------------------------------------------------------------------------
@@ -181,11 +183,11 @@ class GenerationInterrupted(KeyboardInterrupt):
 
 
 def _check_request(level, shard) -> None:
-    if not (isinstance(level, int) and 1 <= level <= 10):
+    if not (type(level) is int and 1 <= level <= 10):
         raise ValueError(f"level={level!r} is not allowed; expected an integer in [1, 10]")
     if shard is not None:
         index, count = shard
-        if not (isinstance(count, int) and count >= 1 and isinstance(index, int) and 0 <= index < count):
+        if not (type(count) is int and count >= 1 and type(index) is int and 0 <= index < count):
             raise ValueError(f"shard={shard!r} is not allowed; expected (i, n) with 0 <= i < n")
 
 
