@@ -413,7 +413,7 @@ def _cmd_golden_check(args):
                          "results as a directory")
     dut = args.dut
     if args.dut == "-":  # explain reads the stream again: keep it
-        dut = sys.stdin.buffer.read() if args.explain else sys.stdin.buffer
+        dut = _stdin_of_suite(args.suite_dir) if args.explain else sys.stdin.buffer
     try:
         with _cluster(args) as cluster:
             report = golden_check.check(args.suite_dir, io.BytesIO(dut) if isinstance(dut, bytes) else dut,
@@ -435,6 +435,21 @@ def _cmd_golden_check(args):
     if not report.ok:
         raise _CheckFailed(text, 1)
     return text
+
+
+def _stdin_of_suite(suite_dir) -> bytes:
+    """stdin, kept for --explain: at most what the suite's stream can take (its lines with flags and
+    a MiB of comment lines); more is an error, read no further (``stream --forever`` never ends)."""
+    try:
+        manifest, suite = golden_check.load_suite(suite_dir)
+    except ValueError as error:
+        raise golden_check.CheckError(str(error)) from None
+    limit = manifest["count"] * sum(f.hex_digits + 1 for f in suite.fields) + (1 << 20)
+    data = sys.stdin.buffer.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"stdin: more than the {limit} bytes a stream of {suite.kind}/{suite.name} "
+                         f"({manifest['count']} vectors) can take; not read further")
+    return data
 
 
 class _CheckFailed(Exception):

@@ -152,3 +152,122 @@ def test_item13_sixty_thousand_unknown_header_keys_are_not_all_listed(tmp_path):
 def test_item13_shorten():
     assert reading.shorten("abc", 5) == "abc"
     assert reading.shorten("a" * 10, 4) == "aaaa... (6 more characters)"
+
+
+# =================================================================================================
+# 5. endless stdin and long tails: stop at the first line past the suite
+# =================================================================================================
+
+
+@pytest.fixture(scope="module")
+def decode_suite(tmp_path_factory) -> Path:
+    """decode/fp4_e2m1: the 16 codes of FP4 (a suite of 16 vectors)."""
+    root = tmp_path_factory.mktemp("g")
+    assert cli.main(["golden", "generate", str(root), "--suite", "decode", "--params", '{"element": "fp4_e2m1"}']) == 0
+    return root / "decode" / "fp4_e2m1"
+
+
+def _stream_lines(suite_dir: Path) -> list[bytes]:
+    """The suite's vectors as stream lines (inputs, outputs, flags), read from its hex files."""
+    columns = [(suite_dir / name).read_bytes().split(b"\n")[:-1] for name in ("code.hex", "value.hex", "flags.hex")]
+    assert len(columns[0]) == 16
+    return [b" ".join(row) + b"\n" for row in zip(*columns)]
+
+
+class _Endless(io.RawIOBase):
+    """``head`` and then ``tail`` repeated forever; counts the bytes handed out."""
+
+    def __init__(self, head: bytes, tail: bytes):
+        self.head, self.tail, self.given = head, tail, 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        if self.given > 64 << 20:  # what the code under test did before its fix: read on and on
+            raise RuntimeError("read more than 64 MiB of an endless stream")
+        out = bytearray()
+        while len(out) < len(buffer):
+            out += self.head[: len(buffer) - len(out)]
+            self.head = self.head[len(out):] if self.head else b""
+            if not self.head:
+                out += self.tail * (1 + (len(buffer) - len(out)) // len(self.tail))
+        out = out[: len(buffer)]
+        buffer[: len(out)] = out
+        self.given += len(out)
+        return len(out)
+
+
+def test_item5_an_endless_stream_after_the_suite_stops_at_the_first_extra_line(decode_suite):
+    from mxsim.golden.check import check
+
+    lines = _stream_lines(decode_suite)
+    source = _Endless(b"".join(lines), lines[0])
+    report = check(decode_suite, io.BufferedReader(source, 1 << 16))
+    assert report.vectors == 16 and not len(report.mismatching)
+    assert report.errors == ["stdin: more than the suite's 16 vector line(s) (long: line 17 onward is extra; not read "
+                             "further)"]
+    assert source.given < 1 << 20  # before the fix: read to the end, i.e. forever
+
+
+def test_item5_dev_zero_on_stdin_is_refused_at_once(decode_suite):
+    from mxsim.golden.check import CheckError, check
+
+    source = _Endless(b"", b"\0")
+    with pytest.raises(CheckError, match="stdin: line 1: more than 65536 bytes without a line end"):
+        check(decode_suite, io.BufferedReader(source, 1 << 16))
+    assert source.given < 1 << 20
+
+
+def test_item5_endless_comment_lines_are_refused(decode_suite):
+    from mxsim.golden.check import CheckError, check
+
+    source = _Endless(b"", b"# hello\n")
+    with pytest.raises(CheckError, match="more than 1000 comment lines"):
+        check(decode_suite, io.BufferedReader(source, 1 << 16))
+
+
+def test_item5_explain_keeps_no_more_of_stdin_than_the_suite_takes(decode_suite, capsys, monkeypatch):
+    lines = _stream_lines(decode_suite)
+    source = _Endless(b"".join(lines), lines[0])
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BufferedReader(source, 1 << 16)))
+    code, _, err = _run(["golden", "check", decode_suite, "-", "--explain"], capsys)
+    assert code == 2 and "stdin: more than the" in err and "not read further" in err
+    assert source.given < 2 << 20
+
+
+def test_item5_a_results_file_with_a_long_tail_is_not_read_to_its_end(decode_suite, tmp_path, monkeypatch):
+    from mxsim.golden import check as golden_check
+
+    dut = tmp_path / "dut"
+    dut.mkdir()
+    (dut / "value.hex").write_bytes((decode_suite / "value.hex").read_bytes() + b"00000000\n" * 300000)
+    taken = []
+    original = golden_check.RecordReader._take
+
+    def counting(self, size):
+        data = original(self, size)
+        taken.append(len(data))
+        return data
+
+    monkeypatch.setattr(golden_check.RecordReader, "_take", counting)
+    report = golden_check.check(decode_suite, dut)
+    assert report.errors == [f"{dut}/value.hex: more than the suite's 16 vector line(s) (long: line 17 onward is "
+                             "extra; not read further)"]
+    assert sum(taken) < 1 << 20  # the tail is 2.7 MB
+
+
+# =================================================================================================
+# 6. a hex file that is a device
+# =================================================================================================
+
+
+def test_item6_verify_of_a_hex_file_on_dev_zero_ends(tmp_path, capsys):
+    root = tmp_path / "g"
+    assert cli.main(["golden", "generate", str(root), "--suite", "decode", "--params", '{"element": "fp4_e2m1"}']) == 0
+    value = root / "decode" / "fp4_e2m1" / "value.hex"
+    value.unlink()
+    value.symlink_to("/dev/zero")
+    code, _, err = _run(["golden", "verify", root], capsys)
+    assert code == 1
+    assert f"{value}: more than twice the 144 bytes of the manifest's 16 lines (not read further)" in err

@@ -35,7 +35,18 @@ from .verify import load_suite
 
 __all__ = ["check", "compare_range", "CheckReport", "Mismatch", "CheckError", "report_lines", "CHUNK"]
 
-CHUNK = 1 << 16  # lines compared at a time
+CHUNK = 1 << 16  # lines compared at a time (fewer for long lines: :func:`.limits.chunk_vectors`)
+MAX_COMMENT_LINES = 1000  # comment lines a stream may start with (a stream of ours has one)
+MAX_COMMENT_BYTES = 1 << 16  # bytes of one comment line
+
+
+def _line(source: BinaryIO, limit: int, number: int) -> bytes:
+    """The next line of a stream, at most ``limit`` bytes (an endless line is not read to its end)."""
+    line = source.readline(limit + 1)
+    if len(line) > limit:
+        raise CheckError(f"stdin: line {number}: more than {limit} bytes without a line end (not a line of this "
+                         "suite's stream; read no further)")
+    return line
 
 
 class CheckError(ValueError):
@@ -117,13 +128,17 @@ class _Device:
 
     def _open_stream(self, source: BinaryIO) -> None:
         suite = self.suite
+        columns = suite.inputs + suite.outputs
+        longest = sum(f.hex_digits + 1 for f in columns + [suite.fields[-1]])  # a vector line with flags
         lines, header = 0, None
-        first = source.readline()
+        first = _line(source, max(longest, MAX_COMMENT_BYTES), 1)
         while first.startswith(b"#"):
             lines += 1
+            if lines > MAX_COMMENT_LINES:
+                raise CheckError(f"stdin: more than {MAX_COMMENT_LINES} comment lines before the first vector "
+                                 "(not a stream of this suite; read no further)")
             header = header or parse_header(first.decode("ascii", errors="replace"))
-            first = source.readline()
-        columns = suite.inputs + suite.outputs
+            first = _line(source, max(longest, MAX_COMMENT_BYTES), lines + 1)
         if header is not None:
             _check_header(header, suite)
         width = sum(f.hex_digits + 1 for f in columns)
@@ -152,12 +167,12 @@ class _Device:
         return out
 
     def finish(self, total: int) -> None:
-        """Report every source with lines beyond the suite's."""
+        """Report every source with bytes beyond the suite's lines; what follows is not read (an
+        endless stream, or a file with a long tail, ends the check at the suite's last line)."""
         for name, reader in list(self.readers.items()):
             if not reader.at_end():
-                extra = reader.count_rest()
-                self._drop(name, f"{reader.label}: {total + extra} vector line(s), the suite has {total} (long: "
-                                 f"{extra} line(s) after line {reader.first_line - 1 + total})")
+                self._drop(name, f"{reader.label}: more than the suite's {total} vector line(s) (long: line "
+                                 f"{reader.first_line + total} onward is extra; not read further)")
 
     def _drop(self, name: str, error: str) -> None:
         self.report.errors.append(error)

@@ -257,12 +257,16 @@ def _load_suite(directory: Path, report: VerifyReport):
         return None
 
 
-def _scan(path: Path) -> tuple[str, str, bool, int]:
-    """(SHA-256, SHA-256 with CRLF made LF, whether there is a CRLF, lines) of a file, a block at a time."""
+def _scan(path: Path, limit: int) -> tuple[str, str, bool, int] | None:
+    """(SHA-256, SHA-256 with CRLF made LF, whether there is a CRLF, lines) of a file, a block at a
+    time; None if it holds more than ``limit`` bytes (read no further: a device never ends)."""
     digest, as_lf = hashlib.sha256(), hashlib.sha256()
-    crlf, lines, last, carry = False, 0, b"", b""
+    crlf, lines, last, carry, size = False, 0, b"", b"", 0
     with open(path, "rb") as file:
-        while data := file.read(1 << 20):
+        while data := file.read(min(1 << 20, limit + 1 - size)):
+            size += len(data)
+            if size > limit:
+                return None
             digest.update(data)
             lines += data.count(b"\n")
             last = data[-1:]
@@ -300,10 +304,15 @@ def _check_files(directory: Path, manifest: dict, suite, report: VerifyReport) -
             if size > limits.MAX_SUITE_BYTES:
                 report.problems.append(f"{file}: {size} bytes, more than a suite may have ({limits.MAX_SUITE_BYTES})")
                 return False
-            digest, as_lf, crlf, lines = _scan(file)
+            scanned = _scan(file, 2 * count * (f.hex_digits + 1) + 2)  # CRLF endings: at most a byte more a line
         except OSError as error:
             report.problems.append(f"{file}: missing ({error.strerror})")
             return False
+        if scanned is None:
+            report.problems.append(f"{file}: more than twice the {count * (f.hex_digits + 1)} bytes of the manifest's "
+                                   f"{count} lines (not read further)")
+            return False
+        digest, as_lf, crlf, lines = scanned
         if crlf:
             matches = "matches the manifest" if as_lf == listed.get(f.file) else "still differs from the manifest"
             report.problems.append(
