@@ -696,7 +696,7 @@ def main(argv: list[str] | None = None) -> int:
     except ReferenceDisagreement as disagreement:  # the fast path and the reference differ: exit 1
         print(f"mxsim: error: {disagreement}", file=sys.stderr)
         return 1
-    except (ValueError, OverflowError, OSError, golden_cluster.MissingExtra) as error:
+    except (ValueError, OverflowError, OSError, golden_cluster.MissingExtra, golden_cluster.ClusterError) as error:
         print(_printable(shorten(f"mxsim: error: {error}".replace("\n", " "), MAX_ERROR)), file=sys.stderr)
         return 2
     if output is not None:

@@ -271,3 +271,198 @@ def test_item6_verify_of_a_hex_file_on_dev_zero_ends(tmp_path, capsys):
     code, _, err = _run(["golden", "verify", root], capsys)
     assert code == 1
     assert f"{value}: more than twice the 144 bytes of the manifest's 16 lines (not read further)" in err
+
+
+# =================================================================================================
+# 1. verify recomputes what the manifest records; merge checks the shards' coverage
+# =================================================================================================
+
+
+def _generate(root: Path, kind: str, params: str, *extra) -> Path:
+    assert cli.main(["golden", "generate", str(root), "--suite", kind, "--params", params, *map(str, extra)]) == 0
+    (directory,) = [p.parent for p in root.rglob("manifest.json")]
+    return directory
+
+
+def _rewrite(directory: Path, root: Path, lines=None, **changes) -> None:
+    """Edit a suite as a forger would: ``lines`` (a function of each file's list of lines) applied
+    to every hex file, the manifest's ``changes`` made, every SHA-256 and the index made to match."""
+    manifest = json.loads((directory / "manifest.json").read_text())
+    for name in list(manifest["files"]):
+        path = directory / name
+        if lines is not None:
+            path.write_bytes(b"".join(lines(path.read_bytes().splitlines(keepends=True))))
+        manifest["files"][name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    manifest.update(changes)
+    data = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
+    (directory / "manifest.json").write_bytes(data)
+    index = json.loads((root / "index.json").read_text())
+    key = directory.relative_to(root).as_posix()
+    index["suites"][key] = {"count": manifest["count"], "manifest_sha256": hashlib.sha256(data).hexdigest()}
+    (root / "index.json").write_text(json.dumps(index))
+
+
+def _verify_problems(root: Path, capsys) -> str:
+    code, _, err = _run(["golden", "verify", root], capsys)
+    assert code == 1, err
+    return err
+
+
+def test_item1_an_untouched_suite_verifies(tmp_path, capsys):
+    root = tmp_path / "g"
+    directory = _generate(root, "dot", '{"block_a": "mxfp4_e2m1"}', "--count", 300)
+    _rewrite(directory, root)  # the same bytes: nothing changes
+    code, out, err = _run(["golden", "verify", root], capsys)
+    assert code == 0, err
+
+
+def test_item1_a_suite_cut_short_with_count_and_hashes_rewritten_is_caught(tmp_path, capsys):
+    root = tmp_path / "g"
+    directory = _generate(root, "decode", '{"element": "fp4_e2m1"}')
+    _rewrite(directory, root, lambda lines: lines[:10], count=10)
+    assert "'count' is 10, but the stimulus makes 16 vectors" in _verify_problems(root, capsys)
+
+
+def test_item1_reversed_lines_are_caught(tmp_path, capsys):
+    root = tmp_path / "g"
+    directory = _generate(root, "decode", '{"element": "fp4_e2m1"}')
+    _rewrite(directory, root, lambda lines: lines[::-1])
+    assert (f"{directory}: line 1: not the vector the manifest's seed, level and stimulus draw for this line"
+            in _verify_problems(root, capsys))
+
+
+@pytest.mark.parametrize("change", [{"seed": 1}, {"level": 2}])
+def test_item1_an_edited_seed_or_level_is_caught(tmp_path, capsys, change):
+    root = tmp_path / "g"
+    directory = _generate(root, "dot", '{"block_a": "mxfp4_e2m1"}', "--count", 300)
+    _rewrite(directory, root, **change)
+    err = _verify_problems(root, capsys)
+    if "level" in change:  # level 2 draws a catalogue of 368 vectors, not 218
+        assert "'stimulus' is" in err and "at level 2 with count_requested 300 this suite draws" in err
+    else:  # seed 1 draws other random vectors: line 1 of the catalogue is exhaustive, the first random one differs
+        assert "not the vector the manifest's seed, level and stimulus draw for this line" in err
+
+
+def test_item1_an_edited_stimulus_is_caught(tmp_path, capsys):
+    root = tmp_path / "g"
+    directory = _generate(root, "decode", '{"element": "fp4_e2m1"}')
+    stimulus = json.loads((directory / "manifest.json").read_text())["stimulus"]
+    _rewrite(directory, root, stimulus={**stimulus, "catalogue": 99})
+    assert "'stimulus' is" in _verify_problems(root, capsys)
+
+
+def test_item1_a_coverage_that_does_not_match_the_flags_is_caught(tmp_path, capsys):
+    root = tmp_path / "g"
+    directory = _generate(root, "decode", '{"element": "fp4_e2m1"}')
+    coverage = json.loads((directory / "manifest.json").read_text())["coverage"]
+    # FP4 E2M1 by its definition: 16 codes, one -0 (0x8), two of the largest magnitude 6 (0x7, 0xF)
+    assert (coverage["exhaustive"], coverage["negative_zero"], coverage["max"]) == (16, 1, 2)
+    _rewrite(directory, root, coverage={**coverage, "max": 5})
+    assert "'coverage' differs from the classes counted in flags.hex: max 5 (flags.hex: 2)" in _verify_problems(
+        root, capsys)
+
+
+def test_item1_merge_refuses_a_shard_whose_coverage_does_not_match_its_flags(tmp_path, capsys):
+    from mxsim.golden.merge import ShardError, merge
+
+    root = tmp_path / "shards"
+    for index in range(2):
+        assert cli.main(["golden", "generate", str(root), "--suite", "decode", "--params", '{"element": "fp4_e2m1"}',
+                         "--shard", f"{index}/2"]) == 0
+    shard = root / "decode" / "fp4_e2m1" / "shard-1-of-2"
+    coverage = json.loads((shard / "manifest.json").read_text())["coverage"]
+    _rewrite(shard, root, coverage={**coverage, "max": coverage["max"] + 3})
+    with pytest.raises(ShardError, match="'coverage' differs from the classes counted in its flags.hex"):
+        merge(tmp_path / "out", [root])
+    assert not (tmp_path / "out").exists()
+
+
+# =================================================================================================
+# 3. a failed merge leaves OUT as it was
+# =================================================================================================
+
+
+def test_item3_a_failed_merge_keeps_the_good_suite_in_out(tmp_path, capsys):
+    root, out = tmp_path / "shards", tmp_path / "out"
+    for index in range(2):
+        assert cli.main(["golden", "generate", str(root), "--suite", "decode", "--params", '{"element": "fp4_e2m1"}',
+                         "--shard", f"{index}/2"]) == 0
+    assert cli.main(["golden", "merge", str(out), str(root)]) == 0
+    before = {p.name: p.read_bytes() for p in (out / "decode" / "fp4_e2m1").iterdir()}
+    value = root / "decode" / "fp4_e2m1" / "shard-1-of-2" / "value.hex"
+    data = bytearray(value.read_bytes())
+    data[0] = ord("7") if data[0] != ord("7") else ord("6")  # same size, other bytes: only the SHA-256 tells
+    value.write_bytes(bytes(data))
+    code, _, err = _run(["golden", "merge", out, root], capsys)
+    assert code == 2 and f"{value}: SHA-256 differs from its manifest" in err
+    assert {p.name: p.read_bytes() for p in (out / "decode" / "fp4_e2m1").iterdir()} == before
+    assert _run(["golden", "verify", out], capsys)[0] == 0
+
+
+# =================================================================================================
+# 9. Dask: dead workers, no workers, workers that cannot start
+# =================================================================================================
+
+
+def _distributed():
+    try:
+        import distributed
+    except ImportError:  # pragma: no cover - the [dist] extra is missing
+        if os.environ.get("CI"):
+            pytest.fail("Dask distributed is not installed (CI is set, and CI installs the [dist] extra)")
+        pytest.skip("Dask distributed is not installed (the [dist] extra)")
+    return distributed
+
+
+def _close_my_worker():
+    """A task whose worker goes away while it runs (as one killed for memory does): the worker,
+    in this process, is closed under it."""
+    import time
+
+    import distributed
+
+    worker = distributed.get_worker()
+    worker.loop.add_callback(worker.close)
+    time.sleep(1.0)
+
+
+def test_item9_a_task_whose_worker_dies_is_a_clear_error():
+    distributed = _distributed()
+    import dask
+
+    from mxsim.golden import cluster as golden_cluster
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None) as local:
+            with distributed.Client(local) as client:
+                running = golden_cluster.Cluster(client)
+                with pytest.raises(golden_cluster.ClusterError,
+                                   match=r"task 1 of 1 \(_close_my_worker\): the workers running it died "
+                                         r"\(KilledWorker: .*give the workers more memory"):
+                    list(running.map(_close_my_worker, [()]))
+
+
+def test_item9_no_worker_left_ends_the_wait(monkeypatch):
+    distributed = _distributed()
+    from mxsim.golden import cluster as golden_cluster
+
+    monkeypatch.setattr(golden_cluster, "NO_WORKER_SECONDS", 2)
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as local:
+        with distributed.Client(local) as client:
+            running = golden_cluster.Cluster(client)
+            with pytest.raises(golden_cluster.ClusterError, match=r"task 1 of 1 \(abs\): no worker in the cluster for "
+                                                                  r"2 s"):
+                list(running.map(abs, [(-1,)]))
+
+
+def test_item9_workers_that_cannot_start_are_a_clear_error(monkeypatch, capsys, tmp_path):
+    distributed = _distributed()
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("Nanny failed to start.\nmore lines of Dask's traceback")
+
+    monkeypatch.setattr(distributed, "LocalCluster", failing)
+    code, _, err = _run(["golden", "verify", tmp_path, "--workers", "2"], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert err == ("mxsim: error: could not start a local cluster of 2 worker(s) (RuntimeError: Nanny failed to "
+                   "start.); lower --workers or free memory\n")

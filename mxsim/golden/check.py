@@ -26,6 +26,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from . import limits
 from .classes import CLASSES
 from .columns import RecordError, RecordReader, digits_equal, field_values, sha256_file
 from .decompose import difference_lines, vector_lines
@@ -253,8 +254,9 @@ def _compare(suite_dir: Path, manifest: dict, suite, outputs: list[Field], devic
         suite_readers = {f.name: RecordReader(files[f.name], [f], str(suite_dir / f.file), first_line=first + 1,
                                               hasher=digests[f.name] if whole else None)
                          for f in expected_fields}
-        for start in range(first, last, CHUNK):
-            size = min(CHUNK, last - start)
+        chunk = limits.chunk_vectors(sum(f.hex_digits + 1 for f in expected_fields + device.inputs), CHUNK)
+        for start in range(first, last, chunk):
+            size = min(chunk, last - start)
             try:
                 expected = {name: reader.read(size)[:, :-1] for name, reader in suite_readers.items()}
             except RecordError as error:

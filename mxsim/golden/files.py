@@ -279,7 +279,8 @@ def write_suite(suite: Suite, plan: pipeline.Plan, root: Path, seed: int, level:
     check = CrossCheck(suite, seed, plan, fast=not reference_only)
     try:
         with tqdm(total=last - first, desc=label, disable=label is None, leave=False) as bar:
-            for chunk in pipeline.computed_chunks(suite, seed, level, plan, first, last, check=check):
+            size = limits.chunk_vectors(limits.suite_bytes(suite, 1), pipeline.CHUNK)  # by bytes, not lines
+            for chunk in pipeline.computed_chunks(suite, seed, level, plan, first, last, size=size, check=check):
                 writer.write(chunk)
                 flags = np.array(chunk["flags"], dtype=np.uint64)
                 coverage += ((flags[:, None] >> bits) & np.uint64(1)).sum(axis=0).astype(np.int64)

@@ -19,6 +19,7 @@ too), and still checks every file's hash, line count and format in full.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -30,12 +31,13 @@ from tqdm import tqdm
 
 from .. import __version__
 from . import limits, pipeline
-from .classes import ORIGIN_MASK, class_names, flag_bits
+from .classes import CLASSES, ORIGIN_MASK, class_names, flag_bits
 from .columns import RecordError, RecordReader, field_values, sha256_file
 from .files import INDEX, MANIFEST, MANIFEST_KEYS, NPZ, _is_temporary, _read_index, _read_json, _sha256
+from .files import shard_lines as files_shard_lines
 from .suites import suite_from_spec
 
-__all__ = ["verify", "VerifyReport", "load_suite", "recompute"]
+__all__ = ["verify", "VerifyReport", "load_suite", "recompute", "flags_coverage"]
 
 _DIRECTED = flag_bits(["directed"])
 
@@ -335,6 +337,8 @@ def _prepare_suite(directory: Path, part: VerifyReport):
     if loaded is None or not _check_files(directory, *loaded, part):
         return None
     manifest, suite = loaded
+    if not _check_recorded(directory, manifest, suite, part):
+        return None
     count = manifest["count"]
     part.lines += count
     picked = None
@@ -342,6 +346,82 @@ def _prepare_suite(directory: Path, part: VerifyReport):
         rng = random.Random(f"mxsim-verify:{part.sample_seed}:{suite.kind}/{suite.name}")
         picked = np.array(sorted(rng.sample(range(count), part.sample)), dtype=np.int64)
     return suite, count, picked
+
+
+def _check_recorded(directory: Path, manifest: dict, suite, part: VerifyReport) -> bool:
+    """What the manifest records besides the files, recomputed (problems into ``part``; whether the
+    vectors are worth recomputing): ``seed`` and ``level``; the ``stimulus`` (what ``plan`` gives for
+    the suite, level and count asked for), the ``count`` it makes (a shard: its share, at its
+    ``first_line``); and the ``coverage`` (every class counted from ``flags.hex``). The stimulus
+    of every line, and so the lines' order, is checked against the seed as the vectors are read
+    (:func:`recompute`)."""
+    where = directory / MANIFEST
+    located = _located(manifest, suite)
+    if isinstance(located, str):
+        part.problems.append(f"{where}: {located}")
+        return False
+    coverage = manifest.get("coverage")
+    try:
+        counted = flags_coverage(directory / suite.fields[-1].file, suite.fields[-1], manifest["count"])
+    except (RecordError, OSError):
+        return True  # the lines are reported as recompute reads them
+    if coverage != counted:
+        differs = [f"{name} {coverage.get(name) if isinstance(coverage, dict) else None} (flags.hex: {n})"
+                   for name, n in counted.items() if not isinstance(coverage, dict) or coverage.get(name) != n]
+        part.problems.append(f"{where}: 'coverage' differs from the classes counted in flags.hex: "
+                             f"{', '.join(differs) or _short(coverage)}")
+    return True
+
+
+def _short(value) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _located(manifest: dict, suite):
+    """(seed, level, plan, the first line of the whole suite this directory holds), or the
+    problem with ``seed``, ``level``, ``stimulus``, ``count`` or ``shard``."""
+    seed, level, stimulus = manifest.get("seed"), manifest.get("level"), manifest.get("stimulus")
+    if type(seed) is not int:
+        return f"'seed' is {_short(seed)}, expected an integer"
+    if not (type(level) is int and 1 <= level <= 10):
+        return f"'level' is {_short(level)}, expected an integer in [1, 10]"
+    requested = stimulus.get("count_requested") if isinstance(stimulus, dict) else None
+    try:
+        plan = pipeline.plan(suite, level, requested)
+    except ValueError:
+        return f"'stimulus' is {_short(stimulus)}, not what mxsim draws (its count_requested is no count)"
+    if stimulus != plan.describe():
+        return (f"'stimulus' is {_short(stimulus)}; at level {level} with count_requested {requested} this suite "
+                f"draws {_short(plan.describe())}")
+    shard = manifest.get("shard")
+    first, last = 0, plan.total
+    if shard is not None:
+        keys = ("index", "count", "first_line", "total")
+        if not (isinstance(shard, dict) and all(type(shard.get(k)) is int for k in keys)
+                and 0 <= shard["index"] < shard["count"] and shard["total"] == plan.total):
+            return f"'shard' is {_short(shard)}, expected {{{', '.join(keys)}}} of a split of {plan.total} vectors"
+        first, last = files_shard_lines(plan.total, (shard["index"], shard["count"]))
+        if shard["first_line"] != first + 1:
+            return f"'shard' says first_line {shard['first_line']}; shard {shard['index']}/{shard['count']} starts at line {first + 1}"
+    if manifest["count"] != last - first:
+        return (f"'count' is {manifest['count']}, but the stimulus makes {last - first} vectors"
+                + (f" in shard {shard['index']}/{shard['count']}" if shard is not None else ""))
+    return seed, level, plan, first
+
+
+def flags_coverage(path: Path, flags_field, count: int) -> dict[str, int]:
+    """How many of the ``count`` lines of a ``flags.hex`` have each class's bit (the manifest's
+    ``coverage``), a chunk at a time; RecordError for a line that is not a flags word."""
+    counts = np.zeros(len(CLASSES), dtype=np.int64)
+    bits = np.arange(len(CLASSES), dtype=np.uint64)
+    size = limits.chunk_vectors(flags_field.hex_digits + 1, pipeline.CHUNK)
+    with open(path, "rb") as file:
+        reader = RecordReader(file, [flags_field], str(path))
+        for start in range(0, count, size):
+            flags = field_values(reader.read(min(size, count - start))[:, :flags_field.hex_digits], flags_field)
+            counts += ((flags[:, None] >> bits) & np.uint64(1)).sum(axis=0).astype(np.int64)
+    return {name: int(n) for name, n in zip(CLASSES, counts)}
 
 
 def recompute(directory, first: int, last: int, picked=None, label: str | None = None, suite=None,
@@ -358,18 +438,24 @@ def recompute(directory, first: int, last: int, picked=None, label: str | None =
     where = directory if base is None else Path(base) / directory
     part = VerifyReport()
     try:
-        if suite is None:
-            suite = load_suite(where)[1]
+        manifest, loaded = load_suite(where)
+        suite = suite or loaded
+        located = _located(manifest, suite)
+        if isinstance(located, str):
+            raise ValueError(located)
+        seed, level, plan, offset = located
+        drawn = pipeline.vectors(suite, seed, level, plan, offset + first, offset + last)
         files = {f.name: open(where / f.file, "rb") for f in suite.fields}
         try:
             for f in suite.fields:
                 files[f.name].seek(first * (f.hex_digits + 1))
             readers = {f.name: RecordReader(files[f.name], [f], str(directory / f.file), first_line=first + 1)
                        for f in suite.fields}
+            chunk = limits.chunk_vectors(sum(f.hex_digits + 1 for f in suite.fields), pipeline.CHUNK)
             with tqdm(total=last - first, desc=label, disable=label is None, leave=False) as bar:
-                for start in range(first, last, pipeline.CHUNK):
-                    size = min(pipeline.CHUNK, last - start)
-                    if not _verify_chunk(directory, suite, readers, start, size, picked, part):
+                for start in range(first, last, chunk):
+                    size = min(chunk, last - start)
+                    if not _verify_chunk(directory, suite, readers, start, size, picked, part, drawn):
                         break
                     bar.update(size)
         except RecordError as error:
@@ -382,11 +468,16 @@ def recompute(directory, first: int, last: int, picked=None, label: str | None =
     return part
 
 
-def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, picked, report: VerifyReport) -> bool:
-    """Read ``size`` lines of every file and recompute the chosen vectors; False after a mismatch."""
+def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, picked, report: VerifyReport,
+                  drawn) -> bool:
+    """Read ``size`` lines of every file, check every line's inputs and origin against the
+    stimulus ``drawn`` (:func:`.pipeline.vectors`) and recompute the chosen vectors; False after a
+    mismatch."""
     fields = {f.name: f for f in suite.fields}
     digits = {name: reader.read(size)[:, :fields[name].hex_digits] for name, reader in readers.items()}
     flags = field_values(digits["flags"], fields["flags"])
+    if not _same_stimulus(directory, suite, digits, flags, list(itertools.islice(drawn, size)), start, report):
+        return False
     rows = np.arange(size)
     if picked is not None:
         lines = start + rows
@@ -413,6 +504,27 @@ def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, 
                                        f"{shown[0]}, file has {shown[1]}")
                 return False
     return True
+
+
+def _same_stimulus(directory: Path, suite, digits: dict, flags, rows: list, start: int, report: VerifyReport) -> bool:
+    """Whether the lines' inputs and origin bits are the vectors the seed draws for them (a line
+    moved, dropped or from another seed, level or stimulus is not); the first that differs reported."""
+    origins = (flags & np.uint64(ORIGIN_MASK)).tolist()
+    wanted_origins = [_ORIGINS[origin] for _, origin in rows]
+    bad = [line for line, (got, want) in enumerate(zip(origins, wanted_origins)) if got != want]
+    for f in suite.inputs:
+        got = _as_ints(field_values(digits[f.name], f))
+        bad += [line for line, (value, (row, _)) in enumerate(zip(got, rows)) if value != row[f.name]]
+    if not bad and len(rows) == len(origins):
+        return True
+    line = min(bad, default=len(rows))
+    report.problems.append(f"{directory}: line {start + line + 1}: not the vector the manifest's seed, level and "
+                           "stimulus draw for this line (its inputs or origin differ: lines reordered, cut or edited, "
+                           "or the manifest's seed, level or stimulus edited)")
+    return False
+
+
+_ORIGINS = {origin: flag_bits([origin]) for origin in ("exhaustive", "directed", "random")}
 
 
 def _as_ints(values) -> list[int]:
