@@ -466,3 +466,42 @@ def test_item9_workers_that_cannot_start_are_a_clear_error(monkeypatch, capsys, 
     assert code == 2 and "Traceback" not in err
     assert err == ("mxsim: error: could not start a local cluster of 2 worker(s) (RuntimeError: Nanny failed to "
                    "start.); lower --workers or free memory\n")
+
+
+# =================================================================================================
+# 8. work is chunked by bytes, not lines
+# =================================================================================================
+
+BIG_BLOCK = '{"block": {"name": "k1024", "element": "fp8_e4m3", "block_size": 1024, "scale": "e8m0"}}'
+
+
+def test_item8_generate_verify_and_check_work_on_chunks_of_bounded_bytes(tmp_path, monkeypatch, capsys):
+    from mxsim.golden import columns, limits, pipeline
+
+    reference = _generate(tmp_path / "one", "quantize", BIG_BLOCK, "--count", 14)  # default chunking
+    # a line: x (1024 fp32: 8 hex digits each), codes (1024 x 2 digits), scale, scale_exp, flags, newlines
+    line_bytes = sum(len(p.read_bytes()) for p in reference.glob("*.hex")) // 14
+    assert line_bytes > 10 * 1024
+    monkeypatch.setattr(limits, "CHUNK_BYTES", 64 << 10)  # at most 6 such lines a chunk
+    sizes, reads = [], []
+    computed = pipeline.computed_chunks
+
+    def spy_chunks(*args, **kwargs):
+        for chunk in computed(*args, **kwargs):
+            sizes.append(len(chunk["flags"]))
+            yield chunk
+
+    read = columns.RecordReader.read
+
+    def spy_read(self, count):
+        reads.append(count * self.width)
+        return read(self, count)
+
+    monkeypatch.setattr(pipeline, "computed_chunks", spy_chunks)
+    monkeypatch.setattr(columns.RecordReader, "read", spy_read)
+    again = _generate(tmp_path / "two", "quantize", BIG_BLOCK, "--count", 14)
+    assert {p.name: p.read_bytes() for p in again.iterdir()} == {p.name: p.read_bytes() for p in reference.iterdir()}
+    assert sum(sizes) == 14 and max(sizes) * line_bytes <= 64 << 10
+    assert _run(["golden", "verify", tmp_path / "two"], capsys)[0] == 0
+    assert _run(["golden", "check", again, again], capsys)[0] == 0  # the suite's own files as the device's
+    assert reads and max(reads) <= 64 << 10  # per file read: lines of that file (or of the stream) only
