@@ -505,3 +505,62 @@ def test_item8_generate_verify_and_check_work_on_chunks_of_bounded_bytes(tmp_pat
     assert _run(["golden", "verify", tmp_path / "two"], capsys)[0] == 0
     assert _run(["golden", "check", again, again], capsys)[0] == 0  # the suite's own files as the device's
     assert reads and max(reads) <= 64 << 10  # per file read: lines of that file (or of the stream) only
+
+
+# =================================================================================================
+# 14. check's headline, --fields twice, a full disk, a task run again
+# =================================================================================================
+
+
+def test_item14_the_headline_does_not_say_all_match_when_a_field_was_dropped(tmp_path, capsys):
+    root = tmp_path / "g"
+    suite = _generate(root, "quantize", '{"block": "mxfp4_e2m1"}')
+    dut = tmp_path / "dut"
+    dut.mkdir()
+    for name in ("scale.hex", "scale_exp.hex"):  # codes.hex missing: that field is not compared
+        (dut / name).write_bytes((suite / name).read_bytes())
+    capsys.readouterr()
+    code, out, _ = _run(["golden", "check", suite, dut], capsys)
+    head = out.splitlines()[0]
+    assert code == 2 and "all match" not in head
+    assert head.endswith("no mismatch in the lines compared, 1 file error(s): the comparison is incomplete")
+
+
+def test_item14_a_field_named_twice_is_refused(tmp_path, capsys):
+    suite = _generate(tmp_path / "g", "decode", '{"element": "fp4_e2m1"}')
+    code, _, err = _run(["golden", "check", suite, suite, "--fields", "value,value"], capsys)
+    assert code == 2 and "--fields value,value: value given more than once" in err
+
+
+def test_item14_a_full_disk_names_the_suite_and_its_directory(tmp_path, monkeypatch, capsys):
+    from mxsim.golden import writer
+
+    def full(self, chunk):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(writer.SuiteWriter, "write", full)
+    code, _, err = _run(["golden", "generate", tmp_path / "g", "--suite", "decode", "--params",
+                         '{"element": "fp4_e2m1"}'], capsys)
+    assert code == 2
+    assert (f"mxsim: error: [Errno 28] {tmp_path}/g/decode/fp4_e2m1: cannot write suite decode/fp4_e2m1: No space "
+            "left on device; nothing of this suite was left") in err
+
+
+def test_item14_a_task_run_again_does_not_touch_the_first_attempts_shard(tmp_path, monkeypatch):
+    """A worker died after its task wrote the shard; the task ran again elsewhere and failed: the
+    first attempt's shard must stay (it was removed, and the client blamed the file system)."""
+    from mxsim.golden import cluster as golden_cluster
+    from mxsim.golden import writer
+
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    job = ("decode", {"element": "fp4_e2m1"}, 0, 1, None, 0, 1, str(staging), False)
+    first = Path(golden_cluster.generate_piece(*job))
+    monkeypatch.setattr(writer.SuiteWriter, "write", lambda self, chunk: (_ for _ in ()).throw(OSError(5, "I/O")))
+    with pytest.raises(OSError):
+        golden_cluster.generate_piece(*job)
+    assert (first / "manifest.json").is_file()
+    monkeypatch.undo()
+    suite = golden_cluster.suite_from_spec("decode", element="fp4_e2m1")
+    out = golden_cluster._assemble(tmp_path / "out", staging, suite, golden_cluster.pipeline.plan(suite, 1), [str(first)])
+    assert (out / "manifest.json").is_file() and not any(staging.iterdir())  # both attempts' directories removed

@@ -26,6 +26,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from ..reading import shorten
 from . import limits
 from .classes import CLASSES
 from .columns import RecordError, RecordReader, digits_equal, field_values, sha256_file
@@ -228,8 +229,14 @@ def _suite_and_fields(suite_dir: Path, fields: list[str] | None):
     if fields is not None:
         known = {f.name: f for f in outputs}
         unknown = [name for name in fields if name not in known]
+        twice = sorted({name for name in fields if fields.count(name) > 1})
+        if twice:
+            raise CheckError(f"--fields {shorten(','.join(fields))}: {', '.join(twice)} given more than once; name each "
+                             f"output field once (the output fields of {suite.kind}/{suite.name} are "
+                             f"{', '.join(known)})")
         if unknown or not fields:
-            raise CheckError(f"--fields {','.join(fields)}: {', '.join(unknown) or 'none given'}; the output fields of "
+            raise CheckError(f"--fields {shorten(','.join(fields))}: {shorten(', '.join(unknown)) or 'none given'}; the "
+                             f"output fields of "
                              f"{suite.kind}/{suite.name} are {', '.join(known)}")
         outputs = [known[name] for name in fields]
     return manifest, suite, outputs
@@ -397,8 +404,9 @@ def report_lines(report: CheckReport) -> list[str]:
     mismatching = report.mismatching
     head = (f"check {report.suite_dir} ({name}) against {report.source}: {report.vectors} vectors, fields "
             f"{', '.join(report.fields)}: ")
-    lines = [head + (f"{len(mismatching)} mismatching vector(s)" if len(mismatching) else "all match")
-             + (f", {len(report.errors)} file error(s)" if report.errors else "")]
+    compared = "all match" if not report.errors else "no mismatch in the lines compared"
+    lines = [head + (f"{len(mismatching)} mismatching vector(s)" if len(mismatching) else compared)
+             + (f", {len(report.errors)} file error(s): the comparison is incomplete" if report.errors else "")]
     lines += [f"ERROR {error}" for error in report.errors]
     for field_name, rows in report.mismatches.items():
         if len(rows):

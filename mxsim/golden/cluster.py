@@ -205,7 +205,12 @@ def generate_piece(kind: str, params: dict, seed: int, level: int, count: int | 
     suite = suite_from_spec(kind, **params)
     plan = pipeline.plan(suite, level, count)
     attempt = Path(tempfile.mkdtemp(prefix=f"task-{index}-", dir=staging))
-    directory, _, _ = files.write_suite(suite, plan, attempt, seed, level, (index, pieces), None, npz, reference_only)
+    try:
+        directory, _, _ = files.write_suite(suite, plan, attempt, seed, level, (index, pieces), None, npz,
+                                            reference_only)
+    except BaseException:
+        shutil.rmtree(attempt, ignore_errors=True)
+        raise
     return str(directory)
 
 

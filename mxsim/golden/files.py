@@ -44,7 +44,7 @@ from .suites import Suite
 from .writer import MANIFEST, NPZ, SuiteWriter
 
 __all__ = ["generate", "generate_suites", "GenerationInterrupted", "suite_dir", "manifest_dict", "manifest_bytes",
-           "prepare_generation", "write_suite", "shard_lines", "shard_name", "INDEX", "MANIFEST", "NPZ"]
+           "prepare_generation", "write_suite", "writing_error", "shard_lines", "shard_name", "INDEX", "MANIFEST", "NPZ"]
 
 INDEX = "index.json"
 INDEX_MARK = "mxsim golden index"
@@ -290,7 +290,18 @@ def write_suite(suite: Suite, plan: pipeline.Plan, root: Path, seed: int, level:
         extra = {"shard": shard_info, "count": last - first, "reference_check": check.describe(),
                  "coverage": {name: int(n) for name, n in zip(CLASSES, coverage)}}
         manifest = writer.commit(lambda files: manifest_bytes(suite, seed, level, plan, **extra, files=files))
+    except OSError as error:  # a full disk, say: name the suite and where it was being written
+        writer.abort()
+        raise writing_error(error, directory, suite) from None
     except BaseException:
         writer.abort()
         raise
     return directory, manifest, last - first
+
+
+def writing_error(error: OSError, directory: Path, suite: Suite) -> OSError:
+    """``error`` (raised while writing a suite) as an OSError of the same errno naming the suite, the
+    directory and the file, and saying that nothing of the suite was left."""
+    file = f" ({error.filename})" if error.filename else ""
+    return OSError(error.errno, f"{directory}: cannot write suite {suite.kind}/{suite.name}: "
+                                f"{error.strerror or error}{file}; nothing of this suite was left")

@@ -44,7 +44,7 @@ from . import pipeline
 from .classes import CLASSES
 from .crosscheck import merge_descriptions
 from .fields import Field
-from .files import _read_json, _update_index, manifest_bytes, shard_lines, suite_dir
+from .files import _read_json, _update_index, manifest_bytes, shard_lines, suite_dir, writing_error
 from .verify import flags_coverage, load_suite
 from .writer import MANIFEST, NPZ, SuiteWriter, npy_dtype
 
@@ -223,6 +223,9 @@ def merge_group(out: Path, shards: list[Shard], plan: pipeline.Plan) -> Path:
         extra = {"shard": None, "count": plan.total, "reference_check": reference_check, "coverage": coverage}
         written = writer.commit(lambda files: manifest_bytes(suite, manifest["seed"], manifest["level"], plan,
                                                              **extra, files=files))
+    except OSError as error:  # a full disk, say
+        writer.abort()
+        raise writing_error(error, directory, suite) from None
     except BaseException:
         writer.abort()
         raise
