@@ -36,8 +36,10 @@ Errors are one line on stderr and exit code 2; a verification or check that find
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import io
+import stat
 import sys
 import textwrap
 from fractions import Fraction
@@ -219,6 +221,11 @@ def _scale_encoding(fmt) -> str:
 
 
 def _load_array(path) -> np.ndarray:
+    """A .npy array; its header's shape checked against what the file holds and the memory
+    available before NumPy allocates it; from a pipe (``/dev/stdin``), read as the header says."""
+    piped = _checked_npy_header(path)
+    if piped is not None:
+        return piped
     try:
         array = np.load(path, allow_pickle=False)
     except (ValueError, EOFError) as error:  # numpy's messages for non-.npy or object files
@@ -227,6 +234,38 @@ def _load_array(path) -> np.ndarray:
         array.close()
         raise ValueError(f"{path}: is an .npz archive; expected a single .npy array")
     return array
+
+
+def _checked_npy_header(path) -> np.ndarray | None:
+    """Refuse a .npy file whose header declares more data than the file holds or than memory has
+    room for (anything that is not a .npy file is left to np.load: None). A file that is not a
+    regular one (a pipe) cannot be read twice: its array, read here."""
+    with open(path, "rb") as file:
+        regular = stat.S_ISREG(os.fstat(file.fileno()).st_mode)
+        try:
+            version = np.lib.format.read_magic(file)
+            header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = header(file)
+        except (ValueError, EOFError, SyntaxError, TypeError) as error:
+            if regular:
+                return None  # not a .npy file (an .npz, say): np.load's message says so
+            raise ValueError(f"{path}: cannot read as a .npy array ({shorten(str(error))})") from None
+        if dtype.hasobject:
+            raise ValueError(f"{path}: cannot read as a .npy array (an array of Python objects)")
+        needed = math.prod(shape) * dtype.itemsize
+        what = f"{path}: the array of shape {shorten(str(shape))} of {dtype}"
+        if regular:
+            held = os.fstat(file.fileno()).st_size - file.tell()
+            if needed > held:
+                raise ValueError(f"{what} needs {needed} bytes, the file holds {held} after its header (truncated or "
+                                 "damaged)")
+            check_allocation(needed, what)
+            return None
+        check_allocation(needed, what)
+        data = file.read(needed)
+    if len(data) != needed:
+        raise ValueError(f"{what} needs {needed} bytes, the stream held {len(data)}")
+    return np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C").copy()
 
 
 def _cmd_quantize(args) -> str:

@@ -564,3 +564,84 @@ def test_item14_a_task_run_again_does_not_touch_the_first_attempts_shard(tmp_pat
     suite = golden_cluster.suite_from_spec("decode", element="fp4_e2m1")
     out = golden_cluster._assemble(tmp_path / "out", staging, suite, golden_cluster.pipeline.plan(suite, 1), [str(first)])
     assert (out / "manifest.json").is_file() and not any(staging.iterdir())  # both attempts' directories removed
+
+
+# =================================================================================================
+# 7. a tensor file on a pipe declaring a huge shape
+# =================================================================================================
+
+
+def test_item7_a_pipe_declaring_terabytes_is_refused_before_its_payload(tmp_path):
+    import threading
+
+    path, header, _ = _saved(tmp_path)
+    blocks = 1 << 36  # 2^36 blocks of 32 FP8 elements: 32 code bytes and one E8M0 scale byte each (OCP MX v1.0)
+    huge = {**header, "shape": [32 * blocks], "n_blocks": blocks, "payload_bytes": 33 * blocks}
+    _mxt_with_header(path, huge, b"")
+    data = path.read_bytes()
+    fifo = tmp_path / "pipe.mxt"
+    os.mkfifo(fifo)
+    written = []
+
+    def writer():
+        try:
+            with open(fifo, "wb") as out:
+                out.write(data)
+                for _ in range(64):  # then zeros, 64 MiB at most (before the fix: all of them read)
+                    out.write(bytes(1 << 20))
+                    written.append(1)
+        except BrokenPipeError:
+            pass
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        with pytest.raises(ValueError, match=r"pipe.mxt: corrupt header: field 'payload_bytes': 2267742732288 bytes "
+                                             r"from a pipe, more than the \d+ bytes of memory available"):
+            fileformat.load(fifo)
+    finally:
+        thread.join(timeout=60)
+    assert len(written) < 64
+
+
+# =================================================================================================
+# 12. huge allocations are refused, saying what was asked
+# =================================================================================================
+
+
+def _npy_header(path: Path, shape, tail: bytes = b"") -> None:
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, {"descr": "<f4", "fortran_order": False, "shape": shape})
+    path.write_bytes(buffer.getvalue() + tail)
+
+
+def test_item12_a_npy_header_of_2_40_rows_is_refused(tmp_path, capsys):
+    source = tmp_path / "x.npy"
+    _npy_header(source, (1 << 40, 32), bytes(64))
+    code, _, err = _run(["quantize", source, tmp_path / "x.mxt", "--format", "mxfp8_e4m3"], capsys)
+    assert code == 2 and "ArrayMemoryError" not in err
+    assert f"{source}: the array of shape (1099511627776, 32) of float32 needs 140737488355328 bytes" in err
+
+
+def test_item12_a_npy_on_a_pipe_is_read_and_checked(tmp_path, monkeypatch, capsys):
+    values = np.linspace(-3, 3, 64, dtype=np.float32).reshape(2, 32)
+    buffer = io.BytesIO()
+    np.save(buffer, values)
+    read_end, write_end = os.pipe()
+    os.write(write_end, buffer.getvalue())
+    os.close(write_end)
+    code, out, err = _run(["quantize", f"/dev/fd/{read_end}", tmp_path / "x.mxt", "--format", "mxfp8_e4m3"], capsys)
+    os.close(read_end)
+    assert code == 0, err
+    expected = mxsim.quantize(values, "mxfp8_e4m3")
+    found = fileformat.load(tmp_path / "x.mxt")
+    assert np.array_equal(found.codes, expected.codes) and np.array_equal(found.scales, expected.scales)
+
+
+def test_item12_dot_outer_of_two_million_row_tensors_is_refused(tmp_path, capsys):
+    empty = mxsim.quantize(np.zeros((1 << 20, 0), np.float32), "mxfp8_e4m3")
+    fileformat.save(empty, tmp_path / "a.mxt")
+    code, _, err = _run(["dot", tmp_path / "a.mxt", tmp_path / "a.mxt", tmp_path / "d.npy", "--outer"], capsys)
+    assert code == 2 and "ArrayMemoryError" not in err
+    # (2^20)^2 results of at least 16 bytes each
+    assert "dot --outer: the result of shape (1048576, 1048576) (16 bytes a result) needs 17592186044416 bytes" in err
