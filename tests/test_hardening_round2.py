@@ -645,3 +645,32 @@ def test_item12_dot_outer_of_two_million_row_tensors_is_refused(tmp_path, capsys
     assert code == 2 and "ArrayMemoryError" not in err
     # (2^20)^2 results of at least 16 bytes each
     assert "dot --outer: the result of shape (1048576, 1048576) (16 bytes a result) needs 17592186044416 bytes" in err
+
+
+# =================================================================================================
+# 4. rceil_fp32 with float64 input: Inf under max_scale, and maxima beyond float32
+# =================================================================================================
+
+
+@pytest.mark.parametrize("first, code", [(np.inf, None), (1e300, 0x7E), (-1e300, 0xFE)])
+@pytest.mark.parametrize("how", [{"scale_rule": "rceil_fp32", "inf_policy": "max_scale"},
+                                 {"profile": "torchao_0_18_rceil"}])
+def test_item4_rceil_fp32_takes_float64_inf_and_maxima_beyond_float32(first, code, how):
+    """By hand: inf_policy='max_scale' gives a block holding Inf E = 127 (E8M0 byte 254). 1e300 /
+    448 is above float32's largest value, so d rounds to +Inf, log2 d = +Inf and E clamps to 127:
+    byte 254; 1e300 / 2^127 saturates to E4M3's 448 (0x7E, sign bit 0x80), 1.0 / 2^127 is below
+    half E4M3's smallest subnormal 2^-9: +0."""
+    from mxsim import ref
+    from mxsim.formats import get_format
+    from mxsim.options import QuantizeOptions
+    from mxsim.options.profiles import get_profile
+
+    x = np.array([first] + [1.0] * 31, dtype=np.float64)
+    fast = mxsim.quantize(x, "mxfp8_e4m3", **how)
+    options = get_profile(how["profile"]).quantize if "profile" in how else how
+    block = ref.quantize_block([float(v) for v in x], get_format("mxfp8_e4m3"), QuantizeOptions(**options),
+                               source="fp64")
+    assert fast.scales.tolist() == [block.scale] == [254]
+    assert fast.codes.tolist() == list(block.codes)
+    if code is not None:
+        assert fast.codes.tolist() == [code] + [0] * 31
