@@ -562,7 +562,8 @@ def test_item14_a_task_run_again_does_not_touch_the_first_attempts_shard(tmp_pat
     assert (first / "manifest.json").is_file()
     monkeypatch.undo()
     suite = golden_cluster.suite_from_spec("decode", element="fp4_e2m1")
-    out = golden_cluster._assemble(tmp_path / "out", staging, suite, golden_cluster.pipeline.plan(suite, 1), [str(first)])
+    plan = golden_cluster.pipeline.plan(suite, 1)
+    out = golden_cluster._assemble(tmp_path / "out", staging, suite, plan, [str(first)])
     assert (out / "manifest.json").is_file() and not any(staging.iterdir())  # both attempts' directories removed
 
 

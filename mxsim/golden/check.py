@@ -231,13 +231,13 @@ def _suite_and_fields(suite_dir: Path, fields: list[str] | None):
         unknown = [name for name in fields if name not in known]
         twice = sorted({name for name in fields if fields.count(name) > 1})
         if twice:
-            raise CheckError(f"--fields {shorten(','.join(fields))}: {', '.join(twice)} given more than once; name each "
-                             f"output field once (the output fields of {suite.kind}/{suite.name} are "
+            raise CheckError(f"--fields {shorten(','.join(fields))}: {', '.join(twice)} given more than once; "
+                             f"name each output field once (the output fields of {suite.kind}/{suite.name} are "
                              f"{', '.join(known)})")
         if unknown or not fields:
-            raise CheckError(f"--fields {shorten(','.join(fields))}: {shorten(', '.join(unknown)) or 'none given'}; the "
-                             f"output fields of "
-                             f"{suite.kind}/{suite.name} are {', '.join(known)}")
+            given, unknown_text = shorten(",".join(fields)), shorten(", ".join(unknown)) or "none given"
+            raise CheckError(f"--fields {given}: {unknown_text}; the output fields of {suite.kind}/{suite.name} are "
+                             f"{', '.join(known)}")
         outputs = [known[name] for name in fields]
     return manifest, suite, outputs
 

@@ -51,7 +51,8 @@ from . import files, merge, pipeline
 from .files import GenerationInterrupted
 from .suites import suite_from_spec
 
-__all__ = ["Cluster", "ClusterError", "MissingExtra", "open_cluster", "generate_suites", "generate_piece", "GENERATE_VECTORS"]
+__all__ = ["Cluster", "ClusterError", "MissingExtra", "open_cluster", "generate_suites", "generate_piece",
+           "GENERATE_VECTORS"]
 
 GENERATE_VECTORS = 1 << 14  # at least this many vectors per generate or verify task
 _TASKS_PER_THREAD = 4

@@ -44,7 +44,8 @@ from .suites import Suite
 from .writer import MANIFEST, NPZ, SuiteWriter
 
 __all__ = ["generate", "generate_suites", "GenerationInterrupted", "suite_dir", "manifest_dict", "manifest_bytes",
-           "prepare_generation", "write_suite", "writing_error", "shard_lines", "shard_name", "INDEX", "MANIFEST", "NPZ"]
+           "prepare_generation", "write_suite", "writing_error", "shard_lines", "shard_name", "INDEX", "MANIFEST",
+           "NPZ"]
 
 INDEX = "index.json"
 INDEX_MARK = "mxsim golden index"

@@ -403,7 +403,8 @@ def _located(manifest: dict, suite):
             return f"'shard' is {_short(shard)}, expected {{{', '.join(keys)}}} of a split of {plan.total} vectors"
         first, last = files_shard_lines(plan.total, (shard["index"], shard["count"]))
         if shard["first_line"] != first + 1:
-            return f"'shard' says first_line {shard['first_line']}; shard {shard['index']}/{shard['count']} starts at line {first + 1}"
+            return (f"'shard' says first_line {shard['first_line']}; shard {shard['index']}/{shard['count']} starts "
+                    f"at line {first + 1}")
     if manifest["count"] != last - first:
         return (f"'count' is {manifest['count']}, but the stimulus makes {last - first} vectors"
                 + (f" in shard {shard['index']}/{shard['count']}" if shard is not None else ""))
