@@ -39,6 +39,7 @@ import argparse
 import math
 import os
 import io
+import re
 import stat
 import sys
 import textwrap
@@ -69,7 +70,7 @@ from .golden import limits, pipeline
 from .golden import stream as golden_stream
 from .golden.files import INDEX, GenerationInterrupted
 from .golden.limits import MAX_ENUMERATED_BITS
-from .golden.params import keys_text
+from .golden.params import keys_text, suite_keys
 from .golden.suites import KINDS
 from .tensor import quantize
 from .tensor_dot import dot
@@ -318,7 +319,9 @@ def _cmd_dot(args) -> str:
         if args.details:
             os.unlink(args.details)
         raise
-    return f"{args.out_path}: {values.dtype} array of shape {values.shape} ({a.fmt.name} x {b.fmt.name}, {acc.mode})"
+    how = f"preset {args.preset}" if args.preset else f"mode {acc.mode}"
+    how += f", accumulate {acc.accumulate}" if acc.accumulate != "separate" else ""
+    return f"{args.out_path}: {values.dtype} array of shape {values.shape} ({a.fmt.name} x {b.fmt.name}, {how})"
 
 
 def _shard(text):
@@ -531,6 +534,31 @@ def _integer(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid integer value: {text!r}") from None
 
 
+def _in_flags(command, options_classes, extra=("rand_bits",)):
+    """``command`` with its errors worded in the flags the user typed: an option's Python name
+    (``frac_bits=None``, ``mode='aligned'``, ``rand_bits``) becomes its flag (``--frac-bits`` not
+    given, ``--mode aligned``, ``--rand-bits``)."""
+    names = sorted({d.name for cls in options_classes for d in options_of(cls)} | set(extra), key=len, reverse=True)
+    # name=value for every option; a bare name only where it cannot be an English word (an underscore)
+    assigned = "|".join(names)
+    bare = "|".join(name for name in names if "_" in name)
+    pattern = re.compile(rf"(?<![\w/.-])(?:({assigned})=('[^']*'|[^\s,;)]+)|({bare})\b)")
+
+    def flag(match) -> str:
+        name, value = "--" + (match.group(1) or match.group(3)).replace("_", "-"), match.group(2)
+        if value is None:
+            return name
+        return f"{name} not given" if value == "None" else f"{name} {value.strip(chr(39))}"
+
+    def run(args):
+        try:
+            return command(args)
+        except (ValueError, OverflowError) as error:
+            raise type(error)(pattern.sub(flag, str(error))) from None
+
+    return run
+
+
 def _given_options(args, options_class) -> dict:
     return {o.name: getattr(args, o.name) for o in options_of(options_class) if o.cli and getattr(args, o.name) is not None}
 
@@ -556,6 +584,19 @@ def _format_name(text: str) -> str:
         return get_format(text, kind="block").name
     except ValueError:
         return text
+
+
+def _named_sets_text() -> str:
+    """The names --params takes for 'preset' and 'profile', from the registries
+    (:data:`mxsim.options.PRESETS`, :data:`mxsim.options.profiles.PROFILES`), with the kinds that take them."""
+    def kinds_with(key: str) -> str:
+        return ", ".join(kind for kind, cls in KINDS.items() if key in dict(suite_keys(cls)))
+
+    lines = [f"preset ({kinds_with('preset')}): {', '.join(PRESETS)}",
+             f"profile ({kinds_with('profile')}): "
+             + ", ".join(name for name, profile in PROFILES.items() if profile.kind == "block")]
+    return "names --params takes:\n" + "\n".join(
+        textwrap.fill(line, 100, initial_indent="  ", subsequent_indent="      ") for line in lines)
 
 
 def _add_cluster_flags(parser) -> None:
@@ -599,7 +640,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "file records it)")
     _add_option_flags(quant, LayoutOptions)
     _add_option_flags(quant, QuantizeOptions)
-    quant.set_defaults(run=_cmd_quantize)
+    quant.set_defaults(run=_in_flags(_cmd_quantize, (LayoutOptions, QuantizeOptions)))
 
     dequant = commands.add_parser("dequantize", help="decode an mxsim tensor file to a .npy array")
     dequant.add_argument("input", metavar="IN", help="mxsim tensor file")
@@ -610,7 +651,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="dequantize with this profile's options for --dtype (default: the profile the file "
                          "records, if any; option flags override)")
     _add_option_flags(dequant, DequantizeOptions)
-    dequant.set_defaults(run=_cmd_dequantize)
+    dequant.set_defaults(run=_in_flags(_cmd_dequantize, (DequantizeOptions,)))
 
     dot = commands.add_parser("dot", help="DotGeneral of two mxsim tensor files along their block axes",
                               description=DOT_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -629,7 +670,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also write the output bits, each block's bits, accumulator, lsb_exponent and anchor, "
                           "and every fused step's output bits (steps)")
     _add_option_flags(dot, Accumulator)
-    dot.set_defaults(run=_cmd_dot)
+    dot.set_defaults(run=_in_flags(_cmd_dot, (Accumulator,)))
 
     golden = commands.add_parser("golden", help="generate or verify golden test vectors for RTL")
     actions = golden.add_subparsers(dest="golden_command", required=True)
@@ -639,6 +680,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="--params keys per suite kind (an object key takes the fields of the class named):\n"
                + "\n".join(textwrap.fill(line, 100, initial_indent="  ", subsequent_indent="      ")
                            for line in keys_text(KINDS).splitlines())
+               + "\n\n" + _named_sets_text()
                + f"\n\nElement formats of at most {MAX_ENUMERATED_BITS} bits (fp16, bf16 and narrower); "
                  "docs/golden-vectors.md has the details.",
     )

@@ -675,3 +675,65 @@ def test_item4_rceil_fp32_takes_float64_inf_and_maxima_beyond_float32(first, cod
     assert fast.codes.tolist() == list(block.codes)
     if code is not None:
         assert fast.codes.tolist() == [code] + [0] * 31
+
+
+# =================================================================================================
+# 17. frictions: presets and profiles in --help, the preset in dot's line, flags in errors,
+#     a documented helper to plant a device
+# =================================================================================================
+
+
+def test_item17_generate_help_lists_every_preset_and_profile(capsys):
+    from mxsim.options import PRESETS
+    from mxsim.options.profiles import PROFILES
+
+    with pytest.raises(SystemExit):
+        cli.main(["golden", "generate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "names --params takes: preset (dot, dotgeneral):" in text
+    for name in PRESETS:
+        assert name in text, name
+    for name, profile in PROFILES.items():
+        assert (name in text) == (profile.kind == "block"), name
+
+
+def test_item17_dot_names_the_preset_and_errors_name_flags(tmp_path, capsys):
+    fileformat.save(mxsim.quantize(np.linspace(-3, 3, 64, dtype=np.float32).reshape(2, 32), "mxfp8_e4m3"),
+                    tmp_path / "a.mxt")
+    code, out, _ = _run(["dot", tmp_path / "a.mxt", tmp_path / "a.mxt", tmp_path / "d.npy", "--preset",
+                         "blackwell_mxf8f6f4"], capsys)
+    assert code == 0 and out.strip().endswith("(mxfp8_e4m3 x mxfp8_e4m3, preset blackwell_mxf8f6f4, accumulate fused)")
+    code, _, err = _run(["dot", tmp_path / "a.mxt", tmp_path / "a.mxt", tmp_path / "d.npy", "--mode", "aligned"], capsys)
+    assert code == 2 and "--frac-bits not given is not allowed; --mode aligned needs an integer" in err
+    assert "frac_bits" not in err
+    np.save(tmp_path / "x.npy", np.ones(32, np.float32))
+    code, _, err = _run(["quantize", tmp_path / "x.npy", tmp_path / "x.mxt", "--format", "mxfp8_e4m3", "--rounding",
+                         "stochastic"], capsys)
+    assert code == 2 and "--rand-bits is needed with --rounding stochastic" in err
+
+
+def test_item17_a_planted_device_without_changes_is_the_suite(tmp_path, capsys):
+    from mxsim.golden.check import check
+    from mxsim.golden.device import plant_device
+
+    suite = _generate(tmp_path / "g", "quantize", '{"block": "mxfp8_e4m3"}', "--count", 300)
+    same = plant_device(suite, tmp_path / "same")
+    for name in ("scale.hex", "scale_exp.hex", "codes.hex"):
+        assert (same / name).read_bytes() == (suite / name).read_bytes()
+    ceil = plant_device(suite, tmp_path / "ceil", options={"scale_rule": "ceil"})
+    report = check(suite, ceil)
+    # ceil differs from floor exactly where amax is not a power of two: most random blocks
+    assert not report.errors and 0 < len(report.mismatching) < 300
+
+
+@pytest.mark.parametrize("line", [b"f" * 100000, b"\0" * 100000], ids=["long", "nuls"])
+def test_item13_a_huge_bad_line_gives_a_short_error(decode_suite, tmp_path, capsys, line):
+    dut = tmp_path / "dut"
+    dut.mkdir()
+    lines = (decode_suite / "value.hex").read_bytes().split(b"\n")
+    lines[3] = line
+    (dut / "value.hex").write_bytes(b"\n".join(lines))
+    code, out, _ = _run(["golden", "check", decode_suite, dut], capsys)
+    errors = [text for text in out.splitlines() if text.startswith("ERROR")]
+    assert code == 2 and len(errors) == 1 and f"{dut}/value.hex: line 4" in errors[0]
+    assert len(errors[0]) < 400  # was 66 KB (f...) and 264 KB (NULs)
