@@ -323,12 +323,15 @@ def test_item1_a_suite_cut_short_with_count_and_hashes_rewritten_is_caught(tmp_p
     assert "'count' is 10, but the stimulus makes 16 vectors" in _verify_problems(root, capsys)
 
 
-def test_item1_reversed_lines_are_caught(tmp_path, capsys):
+@pytest.mark.parametrize("sample", [[], ["--sample", "3"]])
+def test_item1_reversed_lines_are_caught(tmp_path, capsys, sample):
     root = tmp_path / "g"
     directory = _generate(root, "decode", '{"element": "fp4_e2m1"}')
-    _rewrite(directory, root, lambda lines: lines[::-1])
-    assert (f"{directory}: line 1: not the vector the manifest's seed, level and stimulus draw for this line"
-            in _verify_problems(root, capsys))
+    _rewrite(directory, root, lambda lines: lines[::-1])  # 16 lines: none stays in place
+    code, _, err = _run(["golden", "verify", root, *sample], capsys)
+    assert code == 1 and "not the vector the manifest's seed, level and stimulus draw for this line" in err
+    if not sample:
+        assert f"{directory}: line 1: not the vector" in err
 
 
 @pytest.mark.parametrize("change", [{"seed": 1}, {"level": 2}])

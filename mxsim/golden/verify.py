@@ -444,8 +444,7 @@ def recompute(directory, first: int, last: int, picked=None, label: str | None =
         located = _located(manifest, suite)
         if isinstance(located, str):
             raise ValueError(located)
-        seed, level, plan, offset = located
-        drawn = pipeline.vectors(suite, seed, level, plan, offset + first, offset + last)
+        drawn = _Stimulus(suite, *located, first, last, everything=picked is None)
         files = {f.name: open(where / f.file, "rb") for f in suite.fields}
         try:
             for f in suite.fields:
@@ -477,8 +476,6 @@ def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, 
     fields = {f.name: f for f in suite.fields}
     digits = {name: reader.read(size)[:, :fields[name].hex_digits] for name, reader in readers.items()}
     flags = field_values(digits["flags"], fields["flags"])
-    if not _same_stimulus(directory, suite, digits, flags, list(itertools.islice(drawn, size)), start, report):
-        return False
     rows = np.arange(size)
     if picked is not None:
         lines = start + rows
@@ -486,6 +483,8 @@ def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, 
         rows = rows[chosen]
     if not len(rows):
         return True
+    if not _same_stimulus(directory, suite, digits, flags, rows, drawn.rows((start + rows).tolist()), start, report):
+        return False
     values = {name: _as_ints(field_values(digits[name][rows], f)) for name, f in fields.items()}
     inputs = {f.name: values[f.name] for f in suite.inputs}
     try:
@@ -507,18 +506,47 @@ def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, 
     return True
 
 
-def _same_stimulus(directory: Path, suite, digits: dict, flags, rows: list, start: int, report: VerifyReport) -> bool:
-    """Whether the lines' inputs and origin bits are the vectors the seed draws for them (a line
-    moved, dropped or from another seed, level or stimulus is not); the first that differs reported."""
-    origins = (flags & np.uint64(ORIGIN_MASK)).tolist()
-    wanted_origins = [_ORIGINS[origin] for _, origin in rows]
-    bad = [line for line, (got, want) in enumerate(zip(origins, wanted_origins)) if got != want]
+class _Stimulus:
+    """The vectors the manifest's seed, level and plan draw for lines of a suite directory (0-based
+    lines of the directory; a shard's start at ``offset`` in the whole suite): consecutive lines as
+    one stream (``everything``: a full verify), or chosen lines only (a sample: the catalogue drawn
+    once if a chosen line is in it, a line beyond it from its run of :data:`.pipeline.RUN`)."""
+
+    def __init__(self, suite, seed: int, level: int, plan, offset: int, first: int, last: int, everything: bool):
+        self.suite, self.seed, self.level, self.plan, self.offset = suite, seed, level, plan, offset
+        self.stream = pipeline.vectors(suite, seed, level, plan, offset + first, offset + last) if everything else None
+        self.catalogue = None
+
+    def rows(self, lines: list[int]) -> list:
+        """(inputs, origin) of each of ``lines`` (sorted; consecutive ones for a stream)."""
+        if self.stream is not None:
+            return list(itertools.islice(self.stream, len(lines)))
+        found = []
+        for line in lines:
+            index = self.offset + line
+            if index < self.plan.catalogue:
+                if self.catalogue is None:
+                    self.catalogue = list(pipeline.vectors(self.suite, self.seed, self.level, self.plan, 0,
+                                                           min(self.plan.catalogue, self.plan.total)))
+                found.append(self.catalogue[index])
+            else:
+                found += pipeline.vectors(self.suite, self.seed, self.level, self.plan, index, index + 1)
+        return found
+
+
+def _same_stimulus(directory: Path, suite, digits: dict, flags, positions, drawn: list, start: int,
+                   report: VerifyReport) -> bool:
+    """Whether the lines at ``positions`` of the chunk (starting at line ``start``) hold the inputs
+    and origin bits of the vectors ``drawn`` for them (a line moved, dropped, or from another seed,
+    level or stimulus does not); the first that differs is reported."""
+    origins = (flags[positions] & np.uint64(ORIGIN_MASK)).tolist()
+    bad = [i for i, (got, (_, origin)) in enumerate(zip(origins, drawn)) if got != _ORIGINS[origin]]
     for f in suite.inputs:
-        got = _as_ints(field_values(digits[f.name], f))
-        bad += [line for line, (value, (row, _)) in enumerate(zip(got, rows)) if value != row[f.name]]
-    if not bad and len(rows) == len(origins):
+        got = _as_ints(field_values(digits[f.name][positions], f))
+        bad += [i for i, (value, (row, _)) in enumerate(zip(got, drawn)) if value != row[f.name]]
+    if not bad and len(drawn) == len(origins):
         return True
-    line = min(bad, default=len(rows))
+    line = int(positions[min(bad, default=len(drawn))])
     report.problems.append(f"{directory}: line {start + line + 1}: not the vector the manifest's seed, level and "
                            "stimulus draw for this line (its inputs or origin differ: lines reordered, cut or edited, "
                            "or the manifest's seed, level or stimulus edited)")
