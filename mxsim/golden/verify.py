@@ -3,7 +3,10 @@
 Verifying a directory reports, suite by suite, and never stops at the first bad suite: a
 directory of hex files without a manifest (an incomplete suite), a leftover temporary file, a
 manifest that cannot be read or lacks a key, a file not listed in its manifest, a SHA-256 or
-line count that differs, CRLF line endings, a line that is not hex (file, line and field), and
+line count that differs, CRLF line endings, a line that is not hex (file, line and field), what
+the manifest records that can be recomputed and differs (``seed``, ``level``, the ``stimulus`` and
+the ``count`` it makes, a shard's place, the ``coverage`` counted from ``flags.hex``), a line whose
+inputs or origin are not the vector the seed draws for it (lines reordered, cut or edited), and
 every vector the reference model disagrees with (the first per suite); and, against the index
 at the root (found in the directory or up to three levels above), every indexed suite that is
 missing, unfinished or whose manifest changed, and every suite the index does not list.
@@ -13,7 +16,8 @@ Files are read a block at a time (SHA-256, line count) and then a chunk of lines
 default every vector is recomputed with the reference model; ``sample=K`` recomputes every
 *directed* vector (flags bit ``directed``) and K vectors drawn uniformly from all lines with
 ``random.Random("mxsim-verify:<sample_seed>:<kind>/<suite>")`` (a drawn vector may be directed
-too), and still checks every file's hash, line count and format in full.
+too), checking those lines' stimulus, and still checks every file's hash, line count and format
+and the coverage in full.
 """
 
 from __future__ import annotations
