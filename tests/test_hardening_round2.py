@@ -706,7 +706,8 @@ def test_item17_dot_names_the_preset_and_errors_name_flags(tmp_path, capsys):
     code, out, _ = _run(["dot", tmp_path / "a.mxt", tmp_path / "a.mxt", tmp_path / "d.npy", "--preset",
                          "blackwell_mxf8f6f4"], capsys)
     assert code == 0 and out.strip().endswith("(mxfp8_e4m3 x mxfp8_e4m3, preset blackwell_mxf8f6f4, accumulate fused)")
-    code, _, err = _run(["dot", tmp_path / "a.mxt", tmp_path / "a.mxt", tmp_path / "d.npy", "--mode", "aligned"], capsys)
+    a = tmp_path / "a.mxt"
+    code, _, err = _run(["dot", a, a, tmp_path / "d.npy", "--mode", "aligned"], capsys)
     assert code == 2 and "--frac-bits not given is not allowed; --mode aligned needs an integer" in err
     assert "frac_bits" not in err
     np.save(tmp_path / "x.npy", np.ones(32, np.float32))

@@ -45,7 +45,8 @@ def plant_device(suite_dir, out_dir, **changes) -> Path:
     count = manifest["count"]
     chunk = limits.chunk_vectors(limits.suite_bytes(suite, 1), pipeline.CHUNK)
     sources = {f.name: open(suite_dir / f.file, "rb") for f in suite.inputs}  # noqa: SIM115 - closed below
-    targets = {f.name: open(out_dir / f.file, "w", encoding="ascii", newline="\n") for f in device.outputs}  # noqa: SIM115
+    targets = {f.name: open(out_dir / f.file, "w", encoding="ascii", newline="\n")  # noqa: SIM115 - closed below
+               for f in device.outputs}
     try:
         readers = {f.name: RecordReader(sources[f.name], [f], str(suite_dir / f.file)) for f in suite.inputs}
         for start in range(0, count, chunk):
