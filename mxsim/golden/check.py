@@ -391,9 +391,9 @@ def _check_inputs(device: _Device, expected: dict, got: dict, start: int) -> Non
             first_line = device.first_line
             raise CheckError(
                 f"stdin: line {first_line + start + row}: input {f.name} is "
-                f"{got[f.name][row].tobytes().decode()}, but vector {start + row + 1} of the suite has "
-                f"{expected[f.name][row].tobytes().decode()}: not this suite's vectors in order (another seed, level "
-                "or count, or a line dropped or reordered)")
+                f"{shorten(got[f.name][row].tobytes().decode())}, but vector {start + row + 1} of the suite has "
+                f"{shorten(expected[f.name][row].tobytes().decode())}: not this suite's vectors in order (another seed, "
+                "level or count, or a line dropped or reordered)")
 
 
 def report_lines(report: CheckReport) -> list[str]:

@@ -34,6 +34,7 @@ import numpy as np
 from tqdm import tqdm
 
 from .. import __version__
+from ..reading import shorten
 from . import limits, pipeline
 from .classes import CLASSES, ORIGIN_MASK, class_names, flag_bits
 from .columns import RecordError, RecordReader, field_values, sha256_file
@@ -505,7 +506,7 @@ def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, 
                 shown = (f.to_hex(column[position]), f.to_hex(values[name][position])) if name != "flags" else (
                     ",".join(class_names(column[position])), ",".join(class_names(got)))
                 report.problems.append(f"{directory}/{f.file}: line {line + 1}: field {name!r}: reference gives "
-                                       f"{shown[0]}, file has {shown[1]}")
+                                       f"{shorten(shown[0])}, file has {shorten(shown[1])}")
                 return False
     return True
 
