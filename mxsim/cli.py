@@ -36,9 +36,11 @@ Errors are one line on stderr and exit code 2; a verification or check that find
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import os
 import io
+import re
+import stat
 import sys
 import textwrap
 from fractions import Fraction
@@ -51,6 +53,7 @@ from .options import DequantizeOptions, LayoutOptions, QuantizeOptions
 from .options.profiles import PROFILES, get_profile
 from .options.spec import Choice, Flag, options_of
 from .fileformat import atomic_write, load, read, save
+from .reading import check_allocation, loads_json, shorten
 from .ref.sources import SOURCE_TYPES
 from .formats import ALIASES, FORMATS, format_names, get_format
 from .options import PRESETS, Accumulator
@@ -67,7 +70,7 @@ from .golden import limits, pipeline
 from .golden import stream as golden_stream
 from .golden.files import INDEX, GenerationInterrupted
 from .golden.limits import MAX_ENUMERATED_BITS
-from .golden.params import keys_text
+from .golden.params import keys_text, suite_keys
 from .golden.suites import KINDS
 from .tensor import quantize
 from .tensor_dot import dot
@@ -220,6 +223,11 @@ def _scale_encoding(fmt) -> str:
 
 
 def _load_array(path) -> np.ndarray:
+    """A .npy array; its header's shape checked against what the file holds and the memory
+    available before NumPy allocates it; from a pipe (``/dev/stdin``), read as the header says."""
+    piped = _checked_npy_header(path)
+    if piped is not None:
+        return piped
     try:
         array = np.load(path, allow_pickle=False)
     except (ValueError, EOFError) as error:  # numpy's messages for non-.npy or object files
@@ -228,6 +236,38 @@ def _load_array(path) -> np.ndarray:
         array.close()
         raise ValueError(f"{path}: is an .npz archive; expected a single .npy array")
     return array
+
+
+def _checked_npy_header(path) -> np.ndarray | None:
+    """Refuse a .npy file whose header declares more data than the file holds or than memory has
+    room for (anything that is not a .npy file is left to np.load: None). A file that is not a
+    regular one (a pipe) cannot be read twice: its array, read here."""
+    with open(path, "rb") as file:
+        regular = stat.S_ISREG(os.fstat(file.fileno()).st_mode)
+        try:
+            version = np.lib.format.read_magic(file)
+            header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = header(file)
+        except (ValueError, EOFError, SyntaxError, TypeError) as error:
+            if regular:
+                return None  # not a .npy file (an .npz, say): np.load's message says so
+            raise ValueError(f"{path}: cannot read as a .npy array ({shorten(str(error))})") from None
+        if dtype.hasobject:
+            raise ValueError(f"{path}: cannot read as a .npy array (an array of Python objects)")
+        needed = math.prod(shape) * dtype.itemsize
+        what = f"{path}: the array of shape {shorten(str(shape))} of {dtype}"
+        if regular:
+            held = os.fstat(file.fileno()).st_size - file.tell()
+            if needed > held:
+                raise ValueError(f"{what} needs {needed} bytes, the file holds {held} after its header (truncated or "
+                                 "damaged)")
+            check_allocation(needed, what)
+            return None
+        check_allocation(needed, what)
+        data = file.read(needed)
+    if len(data) != needed:
+        raise ValueError(f"{what} needs {needed} bytes, the stream held {len(data)}")
+    return np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C").copy()
 
 
 def _cmd_quantize(args) -> str:
@@ -280,7 +320,9 @@ def _cmd_dot(args) -> str:
         if args.details:
             os.unlink(args.details)
         raise
-    return f"{args.out_path}: {values.dtype} array of shape {values.shape} ({a.fmt.name} x {b.fmt.name}, {acc.mode})"
+    how = f"preset {args.preset}" if args.preset else f"mode {acc.mode}"
+    how += f", accumulate {acc.accumulate}" if acc.accumulate != "separate" else ""
+    return f"{args.out_path}: {values.dtype} array of shape {values.shape} ({a.fmt.name} x {b.fmt.name}, {how})"
 
 
 def _shard(text):
@@ -318,7 +360,7 @@ def _cmd_golden_generate(args) -> str:
         _interrupted(str(interrupt))
     except KeyboardInterrupt:  # before the first suite was begun
         _interrupted(f"no suite was written (only {args.out}/{INDEX} may have been updated)")
-    vectors = sum(json.loads((d / "manifest.json").read_text())["count"] for d in directories)
+    vectors = sum(golden_files._read_json(d / "manifest.json")["count"] for d in directories)
     return f"{args.out}: {len(directories)} suite(s), {vectors} vectors"
 
 
@@ -329,8 +371,10 @@ def _golden_suites(args) -> list:
             raise ValueError("--params needs --suite")
         return golden_canonical.canonical_suites()
     try:
-        params = json.loads(args.params)
-    except (json.JSONDecodeError, RecursionError) as error:
+        params = loads_json(args.params)
+    except RecursionError:
+        raise ValueError("--params is not valid JSON: nested too deeply") from None
+    except ValueError as error:  # not JSON, or a key given twice
         raise ValueError(f"--params is not valid JSON: {error}") from None
     if not isinstance(params, dict):
         raise ValueError("--params must be a JSON object")
@@ -357,7 +401,7 @@ def _cmd_golden_merge(args) -> str:
     except KeyboardInterrupt:
         _interrupted(f"merge stopped; the suite being merged was not written ({args.out}/{INDEX} marks the suites "
                      "not merged as unfinished)")
-    vectors = sum(json.loads((d / "manifest.json").read_text())["count"] for d in directories)
+    vectors = sum(golden_files._read_json(d / "manifest.json")["count"] for d in directories)
     return f"{args.out}: {len(directories)} suite(s) merged, {vectors} vectors"
 
 
@@ -412,7 +456,7 @@ def _cmd_golden_check(args):
                          "results as a directory")
     dut = args.dut
     if args.dut == "-":  # explain reads the stream again: keep it
-        dut = sys.stdin.buffer.read() if args.explain else sys.stdin.buffer
+        dut = _stdin_of_suite(args.suite_dir) if args.explain else sys.stdin.buffer
     try:
         with _cluster(args) as cluster:
             report = golden_check.check(args.suite_dir, io.BytesIO(dut) if isinstance(dut, bytes) else dut,
@@ -434,6 +478,21 @@ def _cmd_golden_check(args):
     if not report.ok:
         raise _CheckFailed(text, 1)
     return text
+
+
+def _stdin_of_suite(suite_dir) -> bytes:
+    """stdin, kept for --explain: at most what the suite's stream can take (its lines with flags and
+    a MiB of comment lines); more is an error, read no further (``stream --forever`` never ends)."""
+    try:
+        manifest, suite = golden_check.load_suite(suite_dir)
+    except ValueError as error:
+        raise golden_check.CheckError(str(error)) from None
+    limit = manifest["count"] * sum(f.hex_digits + 1 for f in suite.fields) + (1 << 20)
+    data = sys.stdin.buffer.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"stdin: more than the {limit} bytes a stream of {suite.kind}/{suite.name} "
+                         f"({manifest['count']} vectors) can take; not read further")
+    return data
 
 
 class _CheckFailed(Exception):
@@ -476,6 +535,31 @@ def _integer(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid integer value: {text!r}") from None
 
 
+def _in_flags(command, options_classes, extra=("rand_bits",)):
+    """``command`` with its errors worded in the flags the user typed: an option's Python name
+    (``frac_bits=None``, ``mode='aligned'``, ``rand_bits``) becomes its flag (``--frac-bits`` not
+    given, ``--mode aligned``, ``--rand-bits``)."""
+    names = sorted({d.name for cls in options_classes for d in options_of(cls)} | set(extra), key=len, reverse=True)
+    # name=value for every option; a bare name only where it cannot be an English word (an underscore)
+    assigned = "|".join(names)
+    bare = "|".join(name for name in names if "_" in name)
+    pattern = re.compile(rf"(?<![\w/.-])(?:({assigned})=('[^']*'|[^\s,;)]+)|({bare})\b)")
+
+    def flag(match) -> str:
+        name, value = "--" + (match.group(1) or match.group(3)).replace("_", "-"), match.group(2)
+        if value is None:
+            return name
+        return f"{name} not given" if value == "None" else f"{name} {value.strip(chr(39))}"
+
+    def run(args):
+        try:
+            return command(args)
+        except (ValueError, OverflowError) as error:
+            raise type(error)(pattern.sub(flag, str(error))) from None
+
+    return run
+
+
 def _given_options(args, options_class) -> dict:
     return {o.name: getattr(args, o.name) for o in options_of(options_class) if o.cli and getattr(args, o.name) is not None}
 
@@ -501,6 +585,19 @@ def _format_name(text: str) -> str:
         return get_format(text, kind="block").name
     except ValueError:
         return text
+
+
+def _named_sets_text() -> str:
+    """The names --params takes for 'preset' and 'profile', from the registries
+    (:data:`mxsim.options.PRESETS`, :data:`mxsim.options.profiles.PROFILES`), with the kinds that take them."""
+    def kinds_with(key: str) -> str:
+        return ", ".join(kind for kind, cls in KINDS.items() if key in dict(suite_keys(cls)))
+
+    lines = [f"preset ({kinds_with('preset')}): {', '.join(PRESETS)}",
+             f"profile ({kinds_with('profile')}): "
+             + ", ".join(name for name, profile in PROFILES.items() if profile.kind == "block")]
+    return "names --params takes:\n" + "\n".join(
+        textwrap.fill(line, 100, initial_indent="  ", subsequent_indent="      ") for line in lines)
 
 
 def _add_cluster_flags(parser) -> None:
@@ -544,7 +641,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "file records it)")
     _add_option_flags(quant, LayoutOptions)
     _add_option_flags(quant, QuantizeOptions)
-    quant.set_defaults(run=_cmd_quantize)
+    quant.set_defaults(run=_in_flags(_cmd_quantize, (LayoutOptions, QuantizeOptions)))
 
     dequant = commands.add_parser("dequantize", help="decode an mxsim tensor file to a .npy array")
     dequant.add_argument("input", metavar="IN", help="mxsim tensor file")
@@ -555,7 +652,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="dequantize with this profile's options for --dtype (default: the profile the file "
                          "records, if any; option flags override)")
     _add_option_flags(dequant, DequantizeOptions)
-    dequant.set_defaults(run=_cmd_dequantize)
+    dequant.set_defaults(run=_in_flags(_cmd_dequantize, (DequantizeOptions,)))
 
     dot = commands.add_parser("dot", help="DotGeneral of two mxsim tensor files along their block axes",
                               description=DOT_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -574,7 +671,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also write the output bits, each block's bits, accumulator, lsb_exponent and anchor, "
                           "and every fused step's output bits (steps)")
     _add_option_flags(dot, Accumulator)
-    dot.set_defaults(run=_cmd_dot)
+    dot.set_defaults(run=_in_flags(_cmd_dot, (Accumulator,)))
 
     golden = commands.add_parser("golden", help="generate or verify golden test vectors for RTL")
     actions = golden.add_subparsers(dest="golden_command", required=True)
@@ -584,6 +681,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="--params keys per suite kind (an object key takes the fields of the class named):\n"
                + "\n".join(textwrap.fill(line, 100, initial_indent="  ", subsequent_indent="      ")
                            for line in keys_text(KINDS).splitlines())
+               + "\n\n" + _named_sets_text()
                + f"\n\nElement formats of at most {MAX_ENUMERATED_BITS} bits (fp16, bf16 and narrower); "
                  "docs/golden-vectors.md has the details.",
     )
@@ -672,7 +770,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         output = args.run(args)
     except _VerifyFailed as failure:  # a verification that ran and found problems: exit 1
-        print(str(failure), file=sys.stderr)
+        print(_printable(str(failure)), file=sys.stderr)
         return 1
     except _CheckFailed as failure:  # a check that ran: its report on stdout
         _print_quietly(failure.text)
@@ -680,17 +778,27 @@ def main(argv: list[str] | None = None) -> int:
     except ReferenceDisagreement as disagreement:  # the fast path and the reference differ: exit 1
         print(f"mxsim: error: {disagreement}", file=sys.stderr)
         return 1
-    except (ValueError, OverflowError, OSError, golden_cluster.MissingExtra) as error:
-        print(f"mxsim: error: {error}".replace("\n", " "), file=sys.stderr)
+    except (ValueError, OverflowError, OSError, golden_cluster.MissingExtra, golden_cluster.ClusterError) as error:
+        print(_printable(shorten(f"mxsim: error: {error}".replace("\n", " "), MAX_ERROR)), file=sys.stderr)
         return 2
     if output is not None:
         _print_quietly(output)
     return 0
 
 
+MAX_ERROR = 2000  # characters of an error message: every echoed input is cut shorter where it is made
+
+
+def _printable(text: str) -> str:
+    """``text`` with what the terminal's encoding cannot show (a lone surrogate from a file's JSON,
+    say) as backslash escapes, so printing it never raises UnicodeEncodeError."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    return text.encode(encoding, "backslashreplace").decode(encoding, "replace")
+
+
 def _print_quietly(text: str) -> None:
     try:
-        print(text)
+        print(_printable(text))
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. `mxsim info | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # as the Python docs advise

@@ -56,6 +56,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from . import ref
+from .reading import available_memory, loads_json, shorten, shorten_list
 from ._version import __version__
 from .options import QuantizeOptions
 from .options.profiles import get_profile
@@ -348,10 +349,15 @@ def _read_payload(file, expected: int, available: int | None) -> bytes:
     """The payload, exactly ``expected`` bytes; ``available``: what the file holds after the header, if known.
 
     A regular file's length is checked before the read; a pipe is read in chunks, so a header
-    that declares more than the pipe delivers costs no more memory than what arrives.
+    that declares more than the pipe delivers costs no more memory than what arrives, and a
+    header declaring more than the memory available (which the whole payload must fit in, and
+    an endless pipe would fill) is refused before the first chunk is read.
     """
     if available is not None and available != expected:
         raise _length_error(available, expected)
+    if available is None and expected > available_memory():
+        raise _FieldError("payload_bytes", f"{expected} bytes from a pipe, more than the {available_memory()} bytes "
+                                           "of memory available to hold them (read it from a regular file)")
     if available is not None:
         return file.read(expected)
     data = bytearray()
@@ -397,11 +403,11 @@ def _bad(name: str, value, expected: str | None = None) -> _FieldError:
 def _parse_header(blob: bytes, version: int) -> dict:
     """The header's JSON object, with exactly the fields of its version, nesting at most MAX_NESTING deep."""
     try:
-        header = json.loads(blob.decode("utf-8"))
+        header = loads_json(blob)  # a repeated key is refused: which one counts is not for us to guess
     except RecursionError:
         raise ValueError(f"corrupt header: JSON nested deeper than {MAX_NESTING} levels") from None
-    except ValueError as error:  # UnicodeDecodeError, JSONDecodeError, numbers beyond int's digit limit
-        raise ValueError(f"corrupt header: {error}") from None
+    except ValueError as error:  # UnicodeDecodeError, JSONDecodeError, a repeated key, numbers beyond int's digits
+        raise ValueError(f"corrupt header: {shorten(str(error))}") from None
     if not isinstance(header, dict):
         raise ValueError(f"corrupt header: expected a JSON object, got {type(header).__name__}")
     if _depth(header) > MAX_NESTING:
@@ -410,8 +416,8 @@ def _parse_header(blob: bytes, version: int) -> dict:
     unknown = sorted(set(header) - set(fields) - set(_OPTIONAL_FIELDS))
     if unknown:
         raise ValueError(
-            f"corrupt header: unknown field(s) {', '.join(map(repr, unknown))}; a version {version} header has: "
-            f"{', '.join(fields)}"
+            f"corrupt header: unknown field(s) {shorten_list(map(repr, unknown))}; a version {version} "
+            f"header has: {', '.join(fields)}"
         )
     for name in fields + tuple(n for n in _OPTIONAL_FIELDS if n in header):
         _typed(header, name)

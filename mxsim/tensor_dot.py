@@ -7,6 +7,7 @@ bit-identical to the reference :mod:`mxsim.ref.dot`.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -16,7 +17,10 @@ from .fast.dot import Operand, dot_general_broadcast
 from .fast.fused import dot_general_steps
 from .fast.output import output_values
 from . import ref
+from .reading import check_allocation
 from .tensor import MXTensor
+
+_RESULT_BYTES = 16  # at least: its output bits (uint64) and its value (float64), before any block is computed
 
 __all__ = ["dot", "DotResult"]
 
@@ -184,6 +188,8 @@ def dot(a: MXTensor, b: MXTensor, accumulator=None, *, outer: bool = False, c=No
     if outer:
         a, b = _outer(a, b)
     lead = _lead_shape(a, b)
+    check_allocation(_RESULT_BYTES * math.prod(lead), f"dot{' --outer' if outer else ''}: the result of shape "
+                                                      f"{tuple(map(int, lead))} ({_RESULT_BYTES} bytes a result)")
     c_words = _c_words(c, lead)
     n_blocks = a.scales.shape[-1] if a.scales.ndim else 1
     fused = acc.accumulate == "fused"

@@ -331,7 +331,8 @@ def test_check_names_missing_short_long_and_malformed_files(quantize_suite, dut,
     cases.append(("codes.hex: ends after 125 vector line(s), the suite has 132 (short: line 126 onward missing)", None))
     scale = (dut / "scale.hex").read_text()
     for content, message in [
-        (scale + "7f\n7f\n", "scale.hex: 134 vector line(s), the suite has 132 (long: 2 line(s) after line 132)"),
+        (scale + "7f\n7f\n",
+         "scale.hex: more than the suite's 132 vector line(s) (long: line 133 onward is extra; not read further)"),
         (scale.replace("\n", "\r\n"), "scale.hex: line 1: CRLF line ending"),
         (_replace_line(scale, 12, "zz"), "scale.hex: line 12: field 'scale': 'zz' is not hex"),
         (_replace_line(scale, 30, "7"), "scale.hex: line 30: field 'scale': '7' is not 2 hex digits"),

@@ -310,9 +310,9 @@ def _computed_exponents(magnitude: np.ndarray, fmt, options: QuantizeOptions, x:
     no nonzero magnitude; 127 for blocks holding an Inf (``x``, NaN blocks zeroed) under
     inf_policy='max_scale'."""
     amax = magnitude.max(axis=1, initial=0.0)
-    zero = amax == 0
+    ruled = (amax != 0) & np.isfinite(amax)  # an Inf maximum (inf_policy='max_scale') gets 127 below
     exponent = np.full(amax.shape, options.scale_min, dtype=np.int64)
-    exponent[~zero] = _scale_exponents(amax[~zero], fmt.element, options.scale_rule)
+    exponent[ruled] = _scale_exponents(amax[ruled], fmt.element, options.scale_rule)
     if options.inf_policy == "max_scale":
         exponent[np.isinf(x).any(axis=1)] = E8M0_MAX
     return np.clip(exponent, options.scale_min, E8M0_MAX)

@@ -26,6 +26,8 @@ from typing import BinaryIO
 
 import numpy as np
 
+from ..reading import shorten
+from . import limits
 from .classes import CLASSES
 from .columns import RecordError, RecordReader, digits_equal, field_values, sha256_file
 from .decompose import difference_lines, vector_lines
@@ -35,7 +37,18 @@ from .verify import load_suite
 
 __all__ = ["check", "compare_range", "CheckReport", "Mismatch", "CheckError", "report_lines", "CHUNK"]
 
-CHUNK = 1 << 16  # lines compared at a time
+CHUNK = 1 << 16  # lines compared at a time (fewer for long lines: :func:`.limits.chunk_vectors`)
+MAX_COMMENT_LINES = 1000  # comment lines a stream may start with (a stream of ours has one)
+MAX_COMMENT_BYTES = 1 << 16  # bytes of one comment line
+
+
+def _line(source: BinaryIO, limit: int, number: int) -> bytes:
+    """The next line of a stream, at most ``limit`` bytes (an endless line is not read to its end)."""
+    line = source.readline(limit + 1)
+    if len(line) > limit:
+        raise CheckError(f"stdin: line {number}: more than {limit} bytes without a line end (not a line of this "
+                         "suite's stream; read no further)")
+    return line
 
 
 class CheckError(ValueError):
@@ -117,13 +130,17 @@ class _Device:
 
     def _open_stream(self, source: BinaryIO) -> None:
         suite = self.suite
+        columns = suite.inputs + suite.outputs
+        longest = sum(f.hex_digits + 1 for f in columns + [suite.fields[-1]])  # a vector line with flags
         lines, header = 0, None
-        first = source.readline()
+        first = _line(source, max(longest, MAX_COMMENT_BYTES), 1)
         while first.startswith(b"#"):
             lines += 1
+            if lines > MAX_COMMENT_LINES:
+                raise CheckError(f"stdin: more than {MAX_COMMENT_LINES} comment lines before the first vector "
+                                 "(not a stream of this suite; read no further)")
             header = header or parse_header(first.decode("ascii", errors="replace"))
-            first = source.readline()
-        columns = suite.inputs + suite.outputs
+            first = _line(source, max(longest, MAX_COMMENT_BYTES), lines + 1)
         if header is not None:
             _check_header(header, suite)
         width = sum(f.hex_digits + 1 for f in columns)
@@ -152,12 +169,12 @@ class _Device:
         return out
 
     def finish(self, total: int) -> None:
-        """Report every source with lines beyond the suite's."""
+        """Report every source with bytes beyond the suite's lines; what follows is not read (an
+        endless stream, or a file with a long tail, ends the check at the suite's last line)."""
         for name, reader in list(self.readers.items()):
             if not reader.at_end():
-                extra = reader.count_rest()
-                self._drop(name, f"{reader.label}: {total + extra} vector line(s), the suite has {total} (long: "
-                                 f"{extra} line(s) after line {reader.first_line - 1 + total})")
+                self._drop(name, f"{reader.label}: more than the suite's {total} vector line(s) (long: line "
+                                 f"{reader.first_line + total} onward is extra; not read further)")
 
     def _drop(self, name: str, error: str) -> None:
         self.report.errors.append(error)
@@ -212,9 +229,15 @@ def _suite_and_fields(suite_dir: Path, fields: list[str] | None):
     if fields is not None:
         known = {f.name: f for f in outputs}
         unknown = [name for name in fields if name not in known]
+        twice = sorted({name for name in fields if fields.count(name) > 1})
+        if twice:
+            raise CheckError(f"--fields {shorten(','.join(fields))}: {', '.join(twice)} given more than once; "
+                             f"name each output field once (the output fields of {suite.kind}/{suite.name} are "
+                             f"{', '.join(known)})")
         if unknown or not fields:
-            raise CheckError(f"--fields {','.join(fields)}: {', '.join(unknown) or 'none given'}; the output fields of "
-                             f"{suite.kind}/{suite.name} are {', '.join(known)}")
+            given, unknown_text = shorten(",".join(fields)), shorten(", ".join(unknown)) or "none given"
+            raise CheckError(f"--fields {given}: {unknown_text}; the output fields of {suite.kind}/{suite.name} are "
+                             f"{', '.join(known)}")
         outputs = [known[name] for name in fields]
     return manifest, suite, outputs
 
@@ -238,8 +261,9 @@ def _compare(suite_dir: Path, manifest: dict, suite, outputs: list[Field], devic
         suite_readers = {f.name: RecordReader(files[f.name], [f], str(suite_dir / f.file), first_line=first + 1,
                                               hasher=digests[f.name] if whole else None)
                          for f in expected_fields}
-        for start in range(first, last, CHUNK):
-            size = min(CHUNK, last - start)
+        chunk = limits.chunk_vectors(sum(f.hex_digits + 1 for f in expected_fields + device.inputs), CHUNK)
+        for start in range(first, last, chunk):
+            size = min(chunk, last - start)
             try:
                 expected = {name: reader.read(size)[:, :-1] for name, reader in suite_readers.items()}
             except RecordError as error:
@@ -367,9 +391,9 @@ def _check_inputs(device: _Device, expected: dict, got: dict, start: int) -> Non
             first_line = device.first_line
             raise CheckError(
                 f"stdin: line {first_line + start + row}: input {f.name} is "
-                f"{got[f.name][row].tobytes().decode()}, but vector {start + row + 1} of the suite has "
-                f"{expected[f.name][row].tobytes().decode()}: not this suite's vectors in order (another seed, level "
-                "or count, or a line dropped or reordered)")
+                f"{shorten(got[f.name][row].tobytes().decode())}, but vector {start + row + 1} of the suite has "
+                f"{shorten(expected[f.name][row].tobytes().decode())}: not this suite's vectors in order (another seed, "
+                "level or count, or a line dropped or reordered)")
 
 
 def report_lines(report: CheckReport) -> list[str]:
@@ -380,8 +404,9 @@ def report_lines(report: CheckReport) -> list[str]:
     mismatching = report.mismatching
     head = (f"check {report.suite_dir} ({name}) against {report.source}: {report.vectors} vectors, fields "
             f"{', '.join(report.fields)}: ")
-    lines = [head + (f"{len(mismatching)} mismatching vector(s)" if len(mismatching) else "all match")
-             + (f", {len(report.errors)} file error(s)" if report.errors else "")]
+    compared = "all match" if not report.errors else "no mismatch in the lines compared"
+    lines = [head + (f"{len(mismatching)} mismatching vector(s)" if len(mismatching) else compared)
+             + (f", {len(report.errors)} file error(s): the comparison is incomplete" if report.errors else "")]
     lines += [f"ERROR {error}" for error in report.errors]
     for field_name, rows in report.mismatches.items():
         if len(rows):

@@ -27,6 +27,12 @@ pieces.
 with ``dask scheduler`` / ``dask worker``, or dask-jobqueue on a Slurm or LSF farm) or starts a
 ``LocalCluster`` of worker processes (``--workers N``, one thread each). Dask is imported there
 and nowhere else in mxsim.
+
+Failures of the cluster itself are a :class:`ClusterError` with a one-line reason, never a Dask
+traceback: workers that cannot start or a scheduler that does not answer within 30 s, a task
+whose workers died (``KilledWorker``, e.g. killed for memory), no worker left for
+:data:`NO_WORKER_SECONDS` while tasks wait. Each generate task writes into a directory of its
+own, so a task run again after its worker died does not touch the first attempt's files.
 """
 
 from __future__ import annotations
@@ -45,15 +51,24 @@ from . import files, merge, pipeline
 from .files import GenerationInterrupted
 from .suites import suite_from_spec
 
-__all__ = ["Cluster", "MissingExtra", "open_cluster", "generate_suites", "generate_piece", "GENERATE_VECTORS"]
+__all__ = ["Cluster", "ClusterError", "MissingExtra", "open_cluster", "generate_suites", "generate_piece",
+           "GENERATE_VECTORS"]
 
 GENERATE_VECTORS = 1 << 14  # at least this many vectors per generate or verify task
 _TASKS_PER_THREAD = 4
 _CONNECT_SECONDS = 30
+NO_WORKER_SECONDS = 120  # how long tasks may wait with no worker in the cluster before the run fails
+_POLL_SECONDS = 1.0  # how often a waiting client looks at the workers
 
 
 class MissingExtra(ImportError):
     """Dask distributed is not installed (the extra ``mxsim[dist]``)."""
+
+
+class ClusterError(RuntimeError):
+    """The cluster failed the work, not the work itself: workers that could not start, a task whose
+    workers died (Dask's ``KilledWorker``), no worker left for :data:`NO_WORKER_SECONDS`. The
+    message says which and what to do; nothing half-written is left (the staging is removed)."""
 
 
 def _distributed():
@@ -91,11 +106,37 @@ class Cluster:
         futures = [self.client.submit(function, *job, pure=False) for job in jobs]
         try:
             with tqdm(total=len(futures), desc=label, disable=label is None, leave=False) as bar:
-                for future in futures:
-                    yield future.result()
+                for number, future in enumerate(futures, 1):
+                    yield self._result(future, f"task {number} of {len(futures)} ({function.__name__})")
                     bar.update()
         finally:
             self.client.cancel([future for future in futures if not future.done()])
+
+    def _result(self, future, task: str):
+        """The task's result, waiting at most :data:`NO_WORKER_SECONDS` while the cluster has no
+        worker; a task whose workers died is a :class:`ClusterError` (the task's own exceptions,
+        a ValueError say, are raised as they are)."""
+        distributed = _distributed()
+        alone = 0.0
+        while True:
+            try:
+                return future.result(timeout=_POLL_SECONDS)
+            except distributed.TimeoutError:
+                pass
+            except distributed.KilledWorker as error:
+                raise ClusterError(
+                    f"{task}: the workers running it died ({type(error).__name__}: {_first_line(error)}); a worker "
+                    "killed for memory (see the worker logs), or stopped: give the workers more memory, or lower "
+                    "--count, and run again") from None
+            except (OSError, distributed.CancelledError) as error:
+                if future.status == "error":
+                    raise  # the task's own OSError
+                raise ClusterError(f"{task}: lost ({type(error).__name__}: {_first_line(error)}); the scheduler or the "
+                                   "connection to it failed; run again") from None
+            alone = alone + _POLL_SECONDS if not self.client.nthreads() else 0.0
+            if alone >= NO_WORKER_SECONDS:
+                raise ClusterError(f"{task}: no worker in the cluster for {NO_WORKER_SECONDS} s (all stopped or "
+                                   "died); start workers (dask worker ADDRESS) or run without --scheduler/--workers")
 
     def close(self) -> None:
         self.client.close()
@@ -124,18 +165,31 @@ def open_cluster(scheduler: str | None = None, workers: int | None = None):
         if workers is not None:
             local = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                              dashboard_address=None, silence_logs=logging.ERROR)
-            client = distributed.Client(local)
+            client = distributed.Client(local, timeout=_CONNECT_SECONDS)
         else:
             client = distributed.Client(scheduler, timeout=_CONNECT_SECONDS)
-    except BaseException:
+    except (KeyboardInterrupt, MemoryError):
         if local is not None:
             local.close()
         raise
+    except Exception as error:  # Dask's own (e.g. "Nanny failed to start", a timeout): say what failed
+        if local is not None:
+            local.close()
+        what = f"start a local cluster of {workers} worker(s)" if workers is not None else f"connect to {scheduler}"
+        raise ClusterError(f"could not {what} ({type(error).__name__}: {_first_line(error)})"
+                           + ("; is the scheduler running at that address?" if workers is None else
+                              "; lower --workers or free memory")) from None
     cluster = Cluster(client, local)
     try:
         yield cluster
     finally:
         cluster.close()
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    line = text[0] if text else ""
+    return line if len(line) <= 200 else line[:197] + "..."
 
 
 # --- generate --------------------------------------------------------------------------------
@@ -146,11 +200,18 @@ def _spec(suite) -> tuple[str, dict]:
 
 def generate_piece(kind: str, params: dict, seed: int, level: int, count: int | None, index: int, pieces: int,
                    staging: str, npz: bool, reference_only: bool = False) -> str:
-    """A task: write shard ``index`` of ``pieces`` of the suite into ``staging``; its directory."""
+    """A task: write shard ``index`` of ``pieces`` of the suite into a new directory of its own
+    under ``staging`` (a task run again after its worker died, or twice at once, never touches
+    another attempt's files); the shard's directory."""
     suite = suite_from_spec(kind, **params)
     plan = pipeline.plan(suite, level, count)
-    directory, _, _ = files.write_suite(suite, plan, Path(staging), seed, level, (index, pieces), None, npz,
-                                          reference_only)
+    attempt = Path(tempfile.mkdtemp(prefix=f"task-{index}-", dir=staging))
+    try:
+        directory, _, _ = files.write_suite(suite, plan, attempt, seed, level, (index, pieces), None, npz,
+                                            reference_only)
+    except BaseException:
+        shutil.rmtree(attempt, ignore_errors=True)
+        raise
     return str(directory)
 
 
@@ -183,14 +244,19 @@ def generate_suites(cluster: Cluster, suites: list, root, seed: int = 0, level: 
 def _assemble(root: Path, staging: Path, suite, plan, directories: list[str]) -> Path:
     """Merge one suite's staged shards into ``root``; remove them."""
     for directory in directories:
-        if not (Path(directory) / files.MANIFEST).is_file():
+        if not Path(directory).is_dir():
             raise OSError(f"{directory}: a worker wrote this shard where this machine does not see it; with "
                           "--scheduler the output directory must be on a file system the workers share, at the "
                           "same path")
+        if not (Path(directory) / files.MANIFEST).is_file():  # pragma: no cover - each attempt has its directory
+            raise OSError(f"{directory}: the shard its task reported is incomplete (no {files.MANIFEST}); run again")
     shards = merge.find_shards(directories)
     (key, group), = shards.items()
     if merge.check_group(key, group) != plan:  # pragma: no cover - the tasks were given this plan
         raise AssertionError(f"{key}: the shards' plan differs from the generation's")
     directory = merge.merge_group(root, group, plan)
-    shutil.rmtree(files.suite_dir(staging, suite), ignore_errors=True)
+    for shard in directories:  # the attempts' directories (task-<i>-<random>/<kind>/<suite>/shard-...)
+        attempt = Path(shard).parents[2]
+        if attempt.parent == staging:
+            shutil.rmtree(attempt, ignore_errors=True)
     return directory

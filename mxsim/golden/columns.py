@@ -94,16 +94,6 @@ class RecordReader:
         self._pending = byte + self._pending
         return not byte
 
-    def count_rest(self) -> int:
-        """Lines left (a last one without newline counted), reading to the end."""
-        lines, last = 0, b"\n"
-        while True:
-            data = self._take(1 << 20)
-            if not data:
-                return lines + (last != b"\n")
-            lines += data.count(b"\n")
-            last = data[-1:]
-
     # checking --------------------------------------------------------------------------------
     def _first_bad_row(self, array: np.ndarray) -> int | None:
         if not len(array):

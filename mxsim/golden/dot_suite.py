@@ -31,7 +31,7 @@ from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, json
 
 def register_bits(fmt_a, fmt_b, acc: Accumulator) -> int:
     """Bits of the ``acc`` field: W for a bounded aligned register; else a width that holds every
-    value the register can take (:func:`mxsim.ref.dot.register_limit`; contract 5.1 for exact)."""
+    value the register can take (:func:`mxsim.ref.dot.register_limit`; formats-and-datapath.md 5.1 for exact)."""
     if acc.mode == "aligned" and acc.width is not None:
         return acc.width
     return ref_dot.register_limit(fmt_a, fmt_b, acc).bit_length() + 1

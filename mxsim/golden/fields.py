@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..reading import shorten
+
 __all__ = ["Field"]
 
 _HEX_DIGITS = "0123456789abcdefABCDEF"
@@ -51,13 +53,14 @@ class Field:
         return "".join([pattern.format(v) for v in values])
 
     def from_hex(self, text: str) -> int:
+        shown = shorten(repr(text), 40)  # a line may be megabytes long: the error shows its start
         if text.strip(_HEX_DIGITS):  # int(text, 16) would also take "0x", "_", "+" and spaces
-            raise ValueError(f"field {self.name!r}: {text!r} is not hex (expected {self.hex_digits} digits 0-9, a-f)")
+            raise ValueError(f"field {self.name!r}: {shown} is not hex (expected {self.hex_digits} digits 0-9, a-f)")
         if len(text) != self.hex_digits:
-            raise ValueError(f"field {self.name!r}: {text!r} is not {self.hex_digits} hex digits")
+            raise ValueError(f"field {self.name!r}: {shown} is not {self.hex_digits} hex digits")
         value = int(text, 16)
         if value >> self.bits:
-            raise ValueError(f"field {self.name!r}: {text!r} has bits above bit {self.bits - 1}")
+            raise ValueError(f"field {self.name!r}: {shown} has bits above bit {self.bits - 1}")
         if self.signed and value >> (self.bits - 1):
             value -= 1 << self.bits
         return value

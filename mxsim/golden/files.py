@@ -36,6 +36,7 @@ from tqdm import tqdm
 
 from .._version import __version__
 from ..fileformat import atomic_write
+from ..reading import loads_json, read_capped
 from . import limits, pipeline
 from .classes import CLASSES
 from .crosscheck import CrossCheck
@@ -43,7 +44,8 @@ from .suites import Suite
 from .writer import MANIFEST, NPZ, SuiteWriter
 
 __all__ = ["generate", "generate_suites", "GenerationInterrupted", "suite_dir", "manifest_dict", "manifest_bytes",
-           "prepare_generation", "write_suite", "shard_lines", "shard_name", "INDEX", "MANIFEST", "NPZ"]
+           "prepare_generation", "write_suite", "writing_error", "shard_lines", "shard_name", "INDEX", "MANIFEST",
+           "NPZ"]
 
 INDEX = "index.json"
 INDEX_MARK = "mxsim golden index"
@@ -65,18 +67,19 @@ def _is_temporary(name: str) -> bool:
 
 
 def _read_json(path: Path):
-    """A JSON file's value; ValueError with a one-line reason (without the path) otherwise."""
-    size = path.stat().st_size
-    if size > MAX_JSON_BYTES:
-        raise ValueError(f"{size} bytes, more than the {MAX_JSON_BYTES} this file may have")
+    """A JSON file's value; ValueError with a one-line reason (without the path) otherwise: more
+    than MAX_JSON_BYTES (whatever the file type), not UTF-8, not JSON, a key repeated in an object."""
+    data = read_capped(path, MAX_JSON_BYTES)  # a device or a FIFO too: never more than the cap
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
+        return loads_json(data)
     except RecursionError:
         raise ValueError("nested too deeply to read (not a file mxsim wrote)") from None
     except UnicodeDecodeError as error:
         raise ValueError(f"not UTF-8 text ({error})") from None
     except json.JSONDecodeError as error:
         raise ValueError(f"not valid JSON ({error})") from None
+    except ValueError as error:  # a repeated key
+        raise ValueError(f"not a file mxsim wrote: {error}") from None
 
 
 # --- the manifest ----------------------------------------------------------------------------
@@ -181,11 +184,11 @@ class GenerationInterrupted(KeyboardInterrupt):
 
 
 def _check_request(level, shard) -> None:
-    if not (isinstance(level, int) and 1 <= level <= 10):
+    if not (type(level) is int and 1 <= level <= 10):
         raise ValueError(f"level={level!r} is not allowed; expected an integer in [1, 10]")
     if shard is not None:
         index, count = shard
-        if not (isinstance(count, int) and count >= 1 and isinstance(index, int) and 0 <= index < count):
+        if not (type(count) is int and count >= 1 and type(index) is int and 0 <= index < count):
             raise ValueError(f"shard={shard!r} is not allowed; expected (i, n) with 0 <= i < n")
 
 
@@ -277,7 +280,8 @@ def write_suite(suite: Suite, plan: pipeline.Plan, root: Path, seed: int, level:
     check = CrossCheck(suite, seed, plan, fast=not reference_only)
     try:
         with tqdm(total=last - first, desc=label, disable=label is None, leave=False) as bar:
-            for chunk in pipeline.computed_chunks(suite, seed, level, plan, first, last, check=check):
+            size = limits.chunk_vectors(limits.suite_bytes(suite, 1), pipeline.CHUNK)  # by bytes, not lines
+            for chunk in pipeline.computed_chunks(suite, seed, level, plan, first, last, size=size, check=check):
                 writer.write(chunk)
                 flags = np.array(chunk["flags"], dtype=np.uint64)
                 coverage += ((flags[:, None] >> bits) & np.uint64(1)).sum(axis=0).astype(np.int64)
@@ -287,7 +291,18 @@ def write_suite(suite: Suite, plan: pipeline.Plan, root: Path, seed: int, level:
         extra = {"shard": shard_info, "count": last - first, "reference_check": check.describe(),
                  "coverage": {name: int(n) for name, n in zip(CLASSES, coverage)}}
         manifest = writer.commit(lambda files: manifest_bytes(suite, seed, level, plan, **extra, files=files))
+    except OSError as error:  # a full disk, say: name the suite and where it was being written
+        writer.abort()
+        raise writing_error(error, directory, suite) from None
     except BaseException:
         writer.abort()
         raise
     return directory, manifest, last - first
+
+
+def writing_error(error: OSError, directory: Path, suite: Suite) -> OSError:
+    """``error`` (raised while writing a suite) as an OSError of the same errno naming the suite, the
+    directory and the file, and saying that nothing of the suite was left."""
+    file = f" ({error.filename})" if error.filename else ""
+    return OSError(error.errno, f"{directory}: cannot write suite {suite.kind}/{suite.name}: "
+                                f"{error.strerror or error}{file}; nothing of this suite was left")

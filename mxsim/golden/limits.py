@@ -21,12 +21,21 @@ from __future__ import annotations
 
 from ..formats import FORMATS
 
-__all__ = ["MAX_ENUMERATED_BITS", "MAX_VECTORS", "MAX_SUITE_BYTES", "check_enumerable", "check_size", "check_space",
-           "suite_bytes"]
+__all__ = ["MAX_ENUMERATED_BITS", "MAX_VECTORS", "MAX_SUITE_BYTES", "CHUNK_BYTES", "check_enumerable", "check_size",
+           "check_space", "suite_bytes", "chunk_vectors"]
 
 MAX_ENUMERATED_BITS = 16
 MAX_VECTORS = 1 << 36
 MAX_SUITE_BYTES = 1 << 42
+CHUNK_BYTES = 4 << 20  # bytes of hex lines worked on at a time (generate, verify, check)
+
+
+def chunk_vectors(line_bytes: int, most: int) -> int:
+    """Vectors per chunk for lines of ``line_bytes`` bytes (all of a suite's fields, or those read):
+    at most ``most`` and at most :data:`CHUNK_BYTES` of lines, at least one. Work is chunked by
+    bytes, not lines: a suite of 65,536-element blocks has lines of half a megabyte, and the
+    memory of computing a chunk grows with its bytes (any chunking gives the same results)."""
+    return max(1, min(most, CHUNK_BYTES // max(1, line_bytes)))
 
 
 def _element_formats(suite) -> list:

@@ -17,7 +17,9 @@ Before anything is written, every group must be one generation's shards, whole (
   ``first_line`` and ``count`` those of lines [i*T//N, (i+1)*T//N) of the T vectors;
 * ``vectors.npz`` in every shard or in none.
 
-Then each suite is written to ``OUT/<kind>/<suite>/`` through :class:`.writer.SuiteWriter`
+Then every shard's files are checked (size and SHA-256 against its manifest, its ``coverage`` a
+count per class): a damaged shard stops the merge before OUT is touched, so a good suite already
+in OUT stays. Then each suite is written to ``OUT/<kind>/<suite>/`` through :class:`.writer.SuiteWriter`
 (temporary files renamed into place, the manifest last: whole or not at all) by copying the
 shards' files in order, each file's size and SHA-256 checked against its shard's manifest as it
 is read (a difference stops that suite with an error and leaves nothing of it); the coverage is
@@ -42,8 +44,8 @@ from . import pipeline
 from .classes import CLASSES
 from .crosscheck import merge_descriptions
 from .fields import Field
-from .files import _read_json, _update_index, manifest_bytes, shard_lines, suite_dir
-from .verify import load_suite
+from .files import _read_json, _update_index, manifest_bytes, shard_lines, suite_dir, writing_error
+from .verify import flags_coverage, load_suite
 from .writer import MANIFEST, NPZ, SuiteWriter, npy_dtype
 
 __all__ = ["Shard", "ShardError", "find_shards", "check_group", "merge", "merge_group"]
@@ -188,6 +190,9 @@ def merge(out, directories) -> list[Path]:
     directories written."""
     groups = find_shards(directories)
     plans = {key: check_group(key, shards) for key, shards in groups.items()}
+    for shards in groups.values():  # every file whole before OUT is touched: a bad shard leaves OUT as it was
+        for shard in shards:
+            _check_files(shard)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _update_index(out, dict.fromkeys(groups))
@@ -209,9 +214,7 @@ def merge_group(out: Path, shards: list[Shard], plan: pipeline.Plan) -> Path:
                 _copy_hex(shard, f, writer)
             if npz:
                 _copy_npz(shard, suite.fields, writer)
-            for name, n in shard.manifest.get("coverage", {}).items():
-                if name not in coverage or type(n) is not int:
-                    raise ShardError(f"{shard.directory / MANIFEST}: coverage {name!r}: {n!r} is not a class count")
+            for name, n in _coverage(shard).items():
                 coverage[name] += n
         try:
             reference_check = merge_descriptions([shard.manifest["reference_check"] for shard in shards])
@@ -220,6 +223,9 @@ def merge_group(out: Path, shards: list[Shard], plan: pipeline.Plan) -> Path:
         extra = {"shard": None, "count": plan.total, "reference_check": reference_check, "coverage": coverage}
         written = writer.commit(lambda files: manifest_bytes(suite, manifest["seed"], manifest["level"], plan,
                                                              **extra, files=files))
+    except OSError as error:  # a full disk, say
+        writer.abort()
+        raise writing_error(error, directory, suite) from None
     except BaseException:
         writer.abort()
         raise
@@ -227,7 +233,54 @@ def merge_group(out: Path, shards: list[Shard], plan: pipeline.Plan) -> Path:
     return directory
 
 
-def _copy_hex(shard: Shard, field: Field, writer: SuiteWriter) -> None:
+def _check_files(shard: Shard) -> None:
+    """Every file of ``shard`` there, of its manifest's size and SHA-256, its coverage class counts
+    (ShardError otherwise); :func:`merge` checks them all before it writes anything, and the copy
+    checks the bytes it copies again."""
+    for f in shard.suite.fields:
+        digest = hashlib.sha256()
+        with open(_sized(shard, f), "rb") as file:
+            while data := file.read(_BLOCK):
+                digest.update(data)
+        _same_hash(shard, f.file, digest)
+    if NPZ in shard.manifest["files"]:
+        try:
+            _same_hash(shard, NPZ, _npz_digest(shard.directory / NPZ))
+        except OSError as error:
+            raise ShardError(f"{shard.directory / NPZ}: missing ({error.strerror}); generate shard {shard.index}/"
+                             f"{shard.count} again") from None
+    _coverage(shard)
+
+
+def _coverage(shard: Shard) -> dict[str, int]:
+    """The shard's ``coverage``, which must be the classes counted in its ``flags.hex`` (ShardError
+    otherwise: the merged suite's coverage is their sum)."""
+    coverage = shard.manifest.get("coverage")
+    flags = shard.suite.fields[-1]
+    try:
+        counted = flags_coverage(shard.directory / flags.file, flags, shard.manifest["count"])
+    except (OSError, ValueError) as error:
+        raise ShardError(f"{shard.directory / flags.file}: cannot be read ({getattr(error, 'strerror', None) or error})"
+                         f"; generate shard {shard.index}/{shard.count} again") from None
+    if coverage != counted:
+        differs = [f"{name} {coverage.get(name) if isinstance(coverage, dict) else None} (flags.hex: {n})"
+                   for name, n in counted.items() if not isinstance(coverage, dict) or coverage.get(name) != n]
+        raise ShardError(f"{shard.directory / MANIFEST}: 'coverage' differs from the classes counted in its flags.hex: "
+                         f"{_short(', '.join(differs)) if differs else _short(coverage)}; generate shard {shard.index}/"
+                         f"{shard.count} again")
+    return counted
+
+
+def _npz_digest(path: Path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while data := file.read(_BLOCK):
+            digest.update(data)
+    return digest
+
+
+def _sized(shard: Shard, field: Field) -> Path:
+    """The shard's hex file of ``field``, checked to have its manifest's lines' bytes."""
     path = shard.directory / field.file
     expected = shard.manifest["count"] * (field.hex_digits + 1)
     try:
@@ -237,8 +290,12 @@ def _copy_hex(shard: Shard, field: Field, writer: SuiteWriter) -> None:
     if size != expected:
         raise ShardError(f"{path}: {size} bytes, its manifest's {shard.manifest['count']} lines make {expected} "
                          f"(truncated or edited); generate shard {shard.index}/{shard.count} again")
+    return path
+
+
+def _copy_hex(shard: Shard, field: Field, writer: SuiteWriter) -> None:
     digest = hashlib.sha256()
-    with open(path, "rb") as file:
+    with open(_sized(shard, field), "rb") as file:
         while data := file.read(_BLOCK):
             digest.update(data)
             writer.append(field, data)
@@ -254,11 +311,7 @@ def _same_hash(shard: Shard, name: str, digest) -> None:
 def _copy_npz(shard: Shard, fields: list[Field], writer: SuiteWriter) -> None:
     """Each field's rows from the shard's vectors.npz (checked whole against its SHA-256 first)."""
     path = shard.directory / NPZ
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        while data := file.read(_BLOCK):
-            digest.update(data)
-    _same_hash(shard, NPZ, digest)
+    _same_hash(shard, NPZ, _npz_digest(path))
     with zipfile.ZipFile(path) as archive:
         for f in fields:
             with archive.open(f"{f.name}.npy") as entry:

@@ -51,7 +51,8 @@ def _check_keys(given: dict, cls, where: str) -> None:
 
 def check_params(kind: str, cls, params: dict) -> None:
     """Raise ValueError naming the suite kind, the key and the known keys for a key the suite
-    kind does not take, a required key that is missing, or an options key of the wrong type."""
+    kind does not take, a required key that is missing, true/false for an integer key, or an
+    options key of the wrong type."""
     if not isinstance(params, dict):
         raise ValueError(f"the parameters of suite kind {kind} must be a JSON object, not {type(params).__name__}")
     _check_keys(params, cls, f"for suite kind {kind}")
@@ -59,6 +60,10 @@ def check_params(kind: str, cls, params: dict) -> None:
     for name, default in keys:
         if default is _REQUIRED and name not in params:
             raise ValueError(f"suite kind {kind} needs key {name!r}; known keys: {', '.join(k for k, _ in keys)}")
+    for name, default in keys:  # JSON true/false is no integer, though Python's bool is an int
+        if type(default) is int and isinstance(params.get(name), bool):
+            raise ValueError(f"{name}={json.dumps(params[name])} for suite kind {kind} is not allowed; expected an "
+                             "integer")
     for name, options_class in cls.nested_options.items():
         if name in params:
             if not isinstance(params[name], dict):

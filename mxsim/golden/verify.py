@@ -3,7 +3,10 @@
 Verifying a directory reports, suite by suite, and never stops at the first bad suite: a
 directory of hex files without a manifest (an incomplete suite), a leftover temporary file, a
 manifest that cannot be read or lacks a key, a file not listed in its manifest, a SHA-256 or
-line count that differs, CRLF line endings, a line that is not hex (file, line and field), and
+line count that differs, CRLF line endings, a line that is not hex (file, line and field), what
+the manifest records that can be recomputed and differs (``seed``, ``level``, the ``stimulus`` and
+the ``count`` it makes, a shard's place, the ``coverage`` counted from ``flags.hex``), a line whose
+inputs or origin are not the vector the seed draws for it (lines reordered, cut or edited), and
 every vector the reference model disagrees with (the first per suite); and, against the index
 at the root (found in the directory or up to three levels above), every indexed suite that is
 missing, unfinished or whose manifest changed, and every suite the index does not list.
@@ -13,12 +16,14 @@ Files are read a block at a time (SHA-256, line count) and then a chunk of lines
 default every vector is recomputed with the reference model; ``sample=K`` recomputes every
 *directed* vector (flags bit ``directed``) and K vectors drawn uniformly from all lines with
 ``random.Random("mxsim-verify:<sample_seed>:<kind>/<suite>")`` (a drawn vector may be directed
-too), and still checks every file's hash, line count and format in full.
+too), checking those lines' stimulus, and still checks every file's hash, line count and format
+and the coverage in full.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -29,13 +34,15 @@ import numpy as np
 from tqdm import tqdm
 
 from .. import __version__
+from ..reading import shorten
 from . import limits, pipeline
-from .classes import ORIGIN_MASK, class_names, flag_bits
+from .classes import CLASSES, ORIGIN_MASK, class_names, flag_bits
 from .columns import RecordError, RecordReader, field_values, sha256_file
 from .files import INDEX, MANIFEST, MANIFEST_KEYS, NPZ, _is_temporary, _read_index, _read_json, _sha256
+from .files import shard_lines as files_shard_lines
 from .suites import suite_from_spec
 
-__all__ = ["verify", "VerifyReport", "load_suite", "recompute"]
+__all__ = ["verify", "VerifyReport", "load_suite", "recompute", "flags_coverage"]
 
 _DIRECTED = flag_bits(["directed"])
 
@@ -257,12 +264,16 @@ def _load_suite(directory: Path, report: VerifyReport):
         return None
 
 
-def _scan(path: Path) -> tuple[str, str, bool, int]:
-    """(SHA-256, SHA-256 with CRLF made LF, whether there is a CRLF, lines) of a file, a block at a time."""
+def _scan(path: Path, limit: int) -> tuple[str, str, bool, int] | None:
+    """(SHA-256, SHA-256 with CRLF made LF, whether there is a CRLF, lines) of a file, a block at a
+    time; None if it holds more than ``limit`` bytes (read no further: a device never ends)."""
     digest, as_lf = hashlib.sha256(), hashlib.sha256()
-    crlf, lines, last, carry = False, 0, b"", b""
+    crlf, lines, last, carry, size = False, 0, b"", b"", 0
     with open(path, "rb") as file:
-        while data := file.read(1 << 20):
+        while data := file.read(min(1 << 20, limit + 1 - size)):
+            size += len(data)
+            if size > limit:
+                return None
             digest.update(data)
             lines += data.count(b"\n")
             last = data[-1:]
@@ -300,10 +311,15 @@ def _check_files(directory: Path, manifest: dict, suite, report: VerifyReport) -
             if size > limits.MAX_SUITE_BYTES:
                 report.problems.append(f"{file}: {size} bytes, more than a suite may have ({limits.MAX_SUITE_BYTES})")
                 return False
-            digest, as_lf, crlf, lines = _scan(file)
+            scanned = _scan(file, 2 * count * (f.hex_digits + 1) + 2)  # CRLF endings: at most a byte more a line
         except OSError as error:
             report.problems.append(f"{file}: missing ({error.strerror})")
             return False
+        if scanned is None:
+            report.problems.append(f"{file}: more than twice the {count * (f.hex_digits + 1)} bytes of the manifest's "
+                                   f"{count} lines (not read further)")
+            return False
+        digest, as_lf, crlf, lines = scanned
         if crlf:
             matches = "matches the manifest" if as_lf == listed.get(f.file) else "still differs from the manifest"
             report.problems.append(
@@ -326,6 +342,8 @@ def _prepare_suite(directory: Path, part: VerifyReport):
     if loaded is None or not _check_files(directory, *loaded, part):
         return None
     manifest, suite = loaded
+    if not _check_recorded(directory, manifest, suite, part):
+        return None
     count = manifest["count"]
     part.lines += count
     picked = None
@@ -333,6 +351,83 @@ def _prepare_suite(directory: Path, part: VerifyReport):
         rng = random.Random(f"mxsim-verify:{part.sample_seed}:{suite.kind}/{suite.name}")
         picked = np.array(sorted(rng.sample(range(count), part.sample)), dtype=np.int64)
     return suite, count, picked
+
+
+def _check_recorded(directory: Path, manifest: dict, suite, part: VerifyReport) -> bool:
+    """What the manifest records besides the files, recomputed (problems into ``part``; whether the
+    vectors are worth recomputing): ``seed`` and ``level``; the ``stimulus`` (what ``plan`` gives for
+    the suite, level and count asked for), the ``count`` it makes (a shard: its share, at its
+    ``first_line``); and the ``coverage`` (every class counted from ``flags.hex``). The stimulus
+    of every line, and so the lines' order, is checked against the seed as the vectors are read
+    (:func:`recompute`)."""
+    where = directory / MANIFEST
+    located = _located(manifest, suite)
+    if isinstance(located, str):
+        part.problems.append(f"{where}: {located}")
+        return False
+    coverage = manifest.get("coverage")
+    try:
+        counted = flags_coverage(directory / suite.fields[-1].file, suite.fields[-1], manifest["count"])
+    except (RecordError, OSError):
+        return True  # the lines are reported as recompute reads them
+    if coverage != counted:
+        differs = [f"{name} {coverage.get(name) if isinstance(coverage, dict) else None} (flags.hex: {n})"
+                   for name, n in counted.items() if not isinstance(coverage, dict) or coverage.get(name) != n]
+        part.problems.append(f"{where}: 'coverage' differs from the classes counted in flags.hex: "
+                             f"{', '.join(differs) or _short(coverage)}")
+    return True
+
+
+def _short(value) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _located(manifest: dict, suite):
+    """(seed, level, plan, the first line of the whole suite this directory holds), or the
+    problem with ``seed``, ``level``, ``stimulus``, ``count`` or ``shard``."""
+    seed, level, stimulus = manifest.get("seed"), manifest.get("level"), manifest.get("stimulus")
+    if type(seed) is not int:
+        return f"'seed' is {_short(seed)}, expected an integer"
+    if not (type(level) is int and 1 <= level <= 10):
+        return f"'level' is {_short(level)}, expected an integer in [1, 10]"
+    requested = stimulus.get("count_requested") if isinstance(stimulus, dict) else None
+    try:
+        plan = pipeline.plan(suite, level, requested)
+    except ValueError:
+        return f"'stimulus' is {_short(stimulus)}, not what mxsim draws (its count_requested is no count)"
+    if stimulus != plan.describe():
+        return (f"'stimulus' is {_short(stimulus)}; at level {level} with count_requested {requested} this suite "
+                f"draws {_short(plan.describe())}")
+    shard = manifest.get("shard")
+    first, last = 0, plan.total
+    if shard is not None:
+        keys = ("index", "count", "first_line", "total")
+        if not (isinstance(shard, dict) and all(type(shard.get(k)) is int for k in keys)
+                and 0 <= shard["index"] < shard["count"] and shard["total"] == plan.total):
+            return f"'shard' is {_short(shard)}, expected {{{', '.join(keys)}}} of a split of {plan.total} vectors"
+        first, last = files_shard_lines(plan.total, (shard["index"], shard["count"]))
+        if shard["first_line"] != first + 1:
+            return (f"'shard' says first_line {shard['first_line']}; shard {shard['index']}/{shard['count']} starts "
+                    f"at line {first + 1}")
+    if manifest["count"] != last - first:
+        return (f"'count' is {manifest['count']}, but the stimulus makes {last - first} vectors"
+                + (f" in shard {shard['index']}/{shard['count']}" if shard is not None else ""))
+    return seed, level, plan, first
+
+
+def flags_coverage(path: Path, flags_field, count: int) -> dict[str, int]:
+    """How many of the ``count`` lines of a ``flags.hex`` have each class's bit (the manifest's
+    ``coverage``), a chunk at a time; RecordError for a line that is not a flags word."""
+    counts = np.zeros(len(CLASSES), dtype=np.int64)
+    bits = np.arange(len(CLASSES), dtype=np.uint64)
+    size = limits.chunk_vectors(flags_field.hex_digits + 1, pipeline.CHUNK)
+    with open(path, "rb") as file:
+        reader = RecordReader(file, [flags_field], str(path))
+        for start in range(0, count, size):
+            flags = field_values(reader.read(min(size, count - start))[:, :flags_field.hex_digits], flags_field)
+            counts += ((flags[:, None] >> bits) & np.uint64(1)).sum(axis=0).astype(np.int64)
+    return {name: int(n) for name, n in zip(CLASSES, counts)}
 
 
 def recompute(directory, first: int, last: int, picked=None, label: str | None = None, suite=None,
@@ -349,18 +444,23 @@ def recompute(directory, first: int, last: int, picked=None, label: str | None =
     where = directory if base is None else Path(base) / directory
     part = VerifyReport()
     try:
-        if suite is None:
-            suite = load_suite(where)[1]
+        manifest, loaded = load_suite(where)
+        suite = suite or loaded
+        located = _located(manifest, suite)
+        if isinstance(located, str):
+            raise ValueError(located)
+        drawn = _Stimulus(suite, *located, first, last, everything=picked is None)
         files = {f.name: open(where / f.file, "rb") for f in suite.fields}
         try:
             for f in suite.fields:
                 files[f.name].seek(first * (f.hex_digits + 1))
             readers = {f.name: RecordReader(files[f.name], [f], str(directory / f.file), first_line=first + 1)
                        for f in suite.fields}
+            chunk = limits.chunk_vectors(sum(f.hex_digits + 1 for f in suite.fields), pipeline.CHUNK)
             with tqdm(total=last - first, desc=label, disable=label is None, leave=False) as bar:
-                for start in range(first, last, pipeline.CHUNK):
-                    size = min(pipeline.CHUNK, last - start)
-                    if not _verify_chunk(directory, suite, readers, start, size, picked, part):
+                for start in range(first, last, chunk):
+                    size = min(chunk, last - start)
+                    if not _verify_chunk(directory, suite, readers, start, size, picked, part, drawn):
                         break
                     bar.update(size)
         except RecordError as error:
@@ -373,8 +473,11 @@ def recompute(directory, first: int, last: int, picked=None, label: str | None =
     return part
 
 
-def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, picked, report: VerifyReport) -> bool:
-    """Read ``size`` lines of every file and recompute the chosen vectors; False after a mismatch."""
+def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, picked, report: VerifyReport,
+                  drawn) -> bool:
+    """Read ``size`` lines of every file, check every line's inputs and origin against the
+    stimulus ``drawn`` (:func:`.pipeline.vectors`) and recompute the chosen vectors; False after a
+    mismatch."""
     fields = {f.name: f for f in suite.fields}
     digits = {name: reader.read(size)[:, :fields[name].hex_digits] for name, reader in readers.items()}
     flags = field_values(digits["flags"], fields["flags"])
@@ -385,6 +488,8 @@ def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, 
         rows = rows[chosen]
     if not len(rows):
         return True
+    if not _same_stimulus(directory, suite, digits, flags, rows, drawn.rows((start + rows).tolist()), start, report):
+        return False
     values = {name: _as_ints(field_values(digits[name][rows], f)) for name, f in fields.items()}
     inputs = {f.name: values[f.name] for f in suite.inputs}
     try:
@@ -401,9 +506,59 @@ def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, 
                 shown = (f.to_hex(column[position]), f.to_hex(values[name][position])) if name != "flags" else (
                     ",".join(class_names(column[position])), ",".join(class_names(got)))
                 report.problems.append(f"{directory}/{f.file}: line {line + 1}: field {name!r}: reference gives "
-                                       f"{shown[0]}, file has {shown[1]}")
+                                       f"{shorten(shown[0])}, file has {shorten(shown[1])}")
                 return False
     return True
+
+
+class _Stimulus:
+    """The vectors the manifest's seed, level and plan draw for lines of a suite directory (0-based
+    lines of the directory; a shard's start at ``offset`` in the whole suite): consecutive lines as
+    one stream (``everything``: a full verify), or chosen lines only (a sample: the catalogue drawn
+    once if a chosen line is in it, a line beyond it from its run of :data:`.pipeline.RUN`)."""
+
+    def __init__(self, suite, seed: int, level: int, plan, offset: int, first: int, last: int, everything: bool):
+        self.suite, self.seed, self.level, self.plan, self.offset = suite, seed, level, plan, offset
+        self.stream = pipeline.vectors(suite, seed, level, plan, offset + first, offset + last) if everything else None
+        self.catalogue = None
+
+    def rows(self, lines: list[int]) -> list:
+        """(inputs, origin) of each of ``lines`` (sorted; consecutive ones for a stream)."""
+        if self.stream is not None:
+            return list(itertools.islice(self.stream, len(lines)))
+        found = []
+        for line in lines:
+            index = self.offset + line
+            if index < self.plan.catalogue:
+                if self.catalogue is None:
+                    self.catalogue = list(pipeline.vectors(self.suite, self.seed, self.level, self.plan, 0,
+                                                           min(self.plan.catalogue, self.plan.total)))
+                found.append(self.catalogue[index])
+            else:
+                found += pipeline.vectors(self.suite, self.seed, self.level, self.plan, index, index + 1)
+        return found
+
+
+def _same_stimulus(directory: Path, suite, digits: dict, flags, positions, drawn: list, start: int,
+                   report: VerifyReport) -> bool:
+    """Whether the lines at ``positions`` of the chunk (starting at line ``start``) hold the inputs
+    and origin bits of the vectors ``drawn`` for them (a line moved, dropped, or from another seed,
+    level or stimulus does not); the first that differs is reported."""
+    origins = (flags[positions] & np.uint64(ORIGIN_MASK)).tolist()
+    bad = [i for i, (got, (_, origin)) in enumerate(zip(origins, drawn)) if got != _ORIGINS[origin]]
+    for f in suite.inputs:
+        got = _as_ints(field_values(digits[f.name][positions], f))
+        bad += [i for i, (value, (row, _)) in enumerate(zip(got, drawn)) if value != row[f.name]]
+    if not bad and len(drawn) == len(origins):
+        return True
+    line = int(positions[min(bad, default=len(drawn))])
+    report.problems.append(f"{directory}: line {start + line + 1}: not the vector the manifest's seed, level and "
+                           "stimulus draw for this line (its inputs or origin differ: lines reordered, cut or edited, "
+                           "or the manifest's seed, level or stimulus edited)")
+    return False
+
+
+_ORIGINS = {origin: flag_bits([origin]) for origin in ("exhaustive", "directed", "random")}
 
 
 def _as_ints(values) -> list[int]:

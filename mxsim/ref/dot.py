@@ -8,8 +8,8 @@ engineer compares it against the design's internal signal:
 
 * ``accumulator`` and ``lsb_exponent``: the block's sum before scales is
   accumulator * 2^lsb_exponent. ``exact`` mode keeps the sum on the fixed grid of the format
-  pair (the smallest product LSB; contract section 5.1 widths); ``aligned`` mode holds the
-  W-bit register on the grid 2^(anchor - F); ``fp32_sequential`` holds the fp32 register as
+  pair (the smallest product LSB; the exact widths of formats-and-datapath.md 5.1); ``aligned``
+  mode holds the W-bit register on the grid 2^(anchor - F); ``fp32_sequential`` holds the fp32 register as
   its signed 24-bit significand on its own ulp (0 and 0 if the register overflowed to Inf).
 * ``anchor``: e_max, the largest Ea + Eb over products whose both elements are finite and
   nonzero, or 0 when there is none (the register is then 0).
@@ -82,8 +82,8 @@ def product_lsb(fmt_a, fmt_b) -> int:
 
 @lru_cache(maxsize=None)
 def largest_grid_value(fmt) -> int:
-    """The largest |element| of a block format in units of its smallest element LSB (contract
-    5.1's "max integer magnitude": 229376 for E4M3, 1.75 * 2^31 for E5M2)."""
+    """The largest |element| of a block format in units of its smallest element LSB (the "max
+    integer magnitude" of formats-and-datapath.md 5.1: 229376 for E4M3, 1.75 * 2^31 for E5M2)."""
     fmt = get_format(fmt, kind="block")
     lsb = _element_lsb(fmt)
     terms = (element_term(code, fmt.element) for code in range(1 << fmt.element.width))
@@ -92,7 +92,7 @@ def largest_grid_value(fmt) -> int:
 
 def register_limit(fmt_a, fmt_b, accumulator: Accumulator) -> int:
     """An upper bound on |register| of one block Dot, ignoring ``width``: ``exact``
-    k * largest_a * largest_b (attained by the worst-case block: the section 5.1 widths);
+    k * largest_a * largest_b (attained by the worst-case block: formats-and-datapath.md 5.1);
     ``aligned`` k * (floor(max Ma*Mb / 2^(fa+fb)) + 1) * 2^F + k (every q_i, rne included, is at
     most the first term over k); ``fp32_sequential`` the largest 24-bit significand."""
     fmt_a, fmt_b = get_format(fmt_a, kind="block"), get_format(fmt_b, kind="block")

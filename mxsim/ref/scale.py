@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 E8M0_MIN, E8M0_MAX = -127, 127
+_FP32_INF = 0x7F800000  # +Inf in float32
 E8M0_NAN = 0xFF
 
 
@@ -154,7 +155,13 @@ def fp32_log2_rounds_down(e: int, significand: int) -> bool:
 
 
 def _rceil_fp32(amax: Fraction, element) -> int:
-    d = decode(encode(Exact(0, amax / element.max_normal), "fp32", "rne", "ieee"), "fp32").value
+    """rceil_fp32's E (see the module docstring). A quotient d beyond float32 (amax above about
+    max_normal * 2^128: float64 input only) rounds to +Inf, whose log2 is +Inf: E is above every
+    clamp, returned as E8M0_MAX + 1 (the block's scale is then 2^127, as for any E above 127)."""
+    code = encode(Exact(0, amax / element.max_normal), "fp32", "rne", "ieee")
+    if code == _FP32_INF:
+        return E8M0_MAX + 1
+    d = decode(code, "fp32").value
     if d == 0:  # log2(0) = -inf: the clamp gives E = -127
         return E8M0_MIN
     e = floor_log2(d)
