@@ -283,8 +283,9 @@ class DequantizeSuite(Suite):
         ):
             classes.add("int8_neg2")
         classes |= self._scale_classes(block.scale)
-        for x, word, element in zip(values, words, elements):
-            classes |= self._value_classes(x, word, out, element)
+        for x, word in zip(values, words):
+            classes |= self._value_classes(x, word, out)
+        classes |= self._decision_classes(values, words, elements)
         return classes
 
     def _scale_classes(self, code: int) -> set:
@@ -294,7 +295,7 @@ class DequantizeSuite(Suite):
         low, high = EXPONENT_RANGE[self.scale_encoding]
         return {None: {"scale_nan"}, low: {"scale_min"}, high: {"scale_max"}}.get(exponent, set())
 
-    def _value_classes(self, x: Exact, word: int, out, element: Exact) -> set:
+    def _value_classes(self, x: Exact, word: int, out) -> set:
         """Classes of one element's result: the word's kind (zero, -0, max, Inf), and from the
         exact value: overflow (and saturation), subnormal result (flushed or kept), tie, carry."""
         classes = set()
@@ -306,7 +307,6 @@ class DequantizeSuite(Suite):
                 classes.add("max")
             if x.magnitude:
                 classes |= self._rounding_classes(x, out)
-                classes |= self._decision_classes(x, word, out, element)
         if magnitude == out.inf_code():
             classes.add("inf")
         return classes
@@ -323,21 +323,26 @@ class DequantizeSuite(Suite):
             classes.add("subnormal_output")
         return classes
 
-    def _decision_classes(self, x: Exact, word: int, out, element: Exact) -> set:
-        """The rounding-decision classes (:mod:`.rounding_classes`) of the exact value x rounded to
-        the output word: its resolution r is the element's last bit times the block's multiplier
-        (x / element). None where the value overflows, or flushes (``dequant_ftz``)."""
-        result = decode(word, out)
-        if not result.is_finite or x.magnitude > out.max_normal:
+    def _decision_classes(self, values: list[Exact], words: list[int], elements: list[Exact]) -> set:
+        """The rounding-decision classes (:mod:`.rounding_classes`) of the block's exact values x
+        rounded to the output words: the resolution r of each is its element's last bit times the
+        block's multiplier (x / element). None where a value is zero, not finite, overflows, or
+        flushes (``dequant_ftz``)."""
+        out = self.out
+        picked = []
+        for x, word, element in zip(values, words, elements):
+            if not (x.is_finite and x.magnitude) or x.magnitude > out.max_normal:
+                continue
+            if self.opts.dequant_ftz and x.magnitude < out.min_normal:
+                continue
+            resolution = _last_bit(element, self.fmt.element) * (x.magnitude / element.magnitude)
+            picked.append((float(x.magnitude), float(resolution), float(decode(word, out).magnitude), bool(x.sign)))
+        if not picked:
             return set()
-        if self.opts.dequant_ftz and x.magnitude < out.min_normal:
-            return set()
-        resolution = _last_bit(element, self.fmt.element) * (x.magnitude / element.magnitude)
-        magnitude = np.array([float(x.magnitude)])
+        magnitude, resolution, result, negative = (np.array(column) for column in zip(*picked))
         lo, hi, _ = ieee_interval(magnitude, out.mantissa_bits, out.emin, float(out.max_normal))
-        flags = decision_flags(magnitude, lo, hi, np.array([float(resolution)]), np.array([float(result.magnitude)]),
-                               np.array([bool(x.sign)]), float(out.min_normal))
-        return set(class_names(int(flags[0])))
+        flags = decision_flags(magnitude, lo, hi, resolution, result, negative, float(out.min_normal))
+        return set(class_names(int(np.bitwise_or.reduce(flags))))
 
     def reachable_classes(self) -> frozenset[str]:
         """The rounding decisions of the output (conventions.md 3.1, 3.3) where some element times

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import random
-
-import numpy as np
 from dataclasses import dataclass
 from functools import cached_property
 from fractions import Fraction
@@ -20,9 +18,10 @@ from .stimulus import exponent_boundaries, grid_intervals, pattern_values, round
 from .suite import Suite, decode, fp32_bits, fp32_value, kind_classes, is_subnormal_code
 
 
-# fp32 fraction patterns at the format's exponent boundaries: zero, all ones, a single 1 at the top
-# positions (guard, sticky of narrow elements) and at the bottom, ones from the top
-_PATTERNS = tuple(p for p in significand_patterns(23) if p.bit_count() in (0, 1, 23) or p >> 16 == 0x7F)
+# fp32 fraction patterns at the format's exponent boundaries (conventions.md 3.3): zero, all ones, the
+# bottom bit, and in the top seven bits (the kept, guard and top sticky bits of every enumerable
+# element) a single 1 at each position and the runs of ones from the top
+_PATTERNS = tuple(p for p in significand_patterns(23) if p in (0, 1, (1 << 23) - 1) or (p >> 16 and not p & 0xFFFF))
 
 
 @dataclass
@@ -140,11 +139,10 @@ class EncodeSuite(Suite):
     def _decision_flags(self, x: Exact, y: Exact):
         """The rounding-decision classes (:mod:`.rounding_classes`) of the fp32 input x (within the
         format's range) rounded to the code of value y."""
-        magnitude = np.array([float(x.magnitude)])
+        magnitude = float(x.magnitude)  # an fp32 value: exact
         lo, hi, _ = grid_interval(magnitude, 1.0, magnitude_grid(self.fmt, bool(x.sign)))
-        result = np.array([float(y.magnitude)])
-        return decision_flags(magnitude, lo, hi, fp32_resolution(magnitude), result, np.array([bool(x.sign)]),
-                              self._min_normal)[0]
+        return decision_flags(magnitude, lo, hi, fp32_resolution(magnitude), float(y.magnitude), bool(x.sign),
+                              self._min_normal)
 
     @cached_property
     def _min_normal(self) -> float:

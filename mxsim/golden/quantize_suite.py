@@ -437,6 +437,14 @@ class QuantizeSuite(Suite):
         result = np.array(_code_magnitudes(fmt.element))[codes] * divisor
         negative = bits >> 31 == 1
         min_normal = float(fmt.element.min_normal) if fmt.element.kind == "float" and fmt.element.subnormals else 0.0
+        if len(bits) == 1:  # one vector (compute): the same steps element by element on floats (faster)
+            word = 0
+            for xi, di, ri, sign, ok in zip(*(a[0].tolist() for a in (x, divisor, result, negative, valid))):
+                if ok:
+                    lo, hi, saturated = grid_interval(xi, di, self._grids[sign])
+                    word |= bit("saturation") if saturated else decision_flags(
+                        xi, lo * di, hi * di, fp32_resolution(xi, min_exponent), ri, sign, min_normal * di, hi_unit=hi)
+            return np.array([word], dtype=np.int64)
         flags = np.zeros(len(bits), dtype=np.int64)
         for sign in (False, True):
             rows, cols = np.nonzero(valid & (negative == sign))

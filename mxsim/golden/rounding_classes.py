@@ -31,6 +31,8 @@ are exact.
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_right
 from fractions import Fraction
 from functools import lru_cache
 
@@ -45,7 +47,7 @@ DECISION_CLASSES = (
     "exact", "below_half", "tie", "above_half", "near_tie_top", "near_tie_bottom", "near_tie_below",
     "subnormal_near_tie", "increment", "truncate", "carry", "zero_result_sign", "saturation",
 )
-_BIT = {name: np.int64(flag_bits([name])) for name in DECISION_CLASSES}
+_BIT = {name: flag_bits([name]) for name in DECISION_CLASSES}
 
 
 @lru_cache(maxsize=None)
@@ -66,16 +68,31 @@ def magnitude_grid(element, negative: bool, int8_allow_neg2: bool = False) -> tu
     return grid
 
 
-def fp32_resolution(x: np.ndarray, min_exponent: int = -126) -> np.ndarray:
-    """2^(max(floor(log2 x), min_exponent) - 23) of float64 magnitudes x > 0: the last bit of an
-    fp32 value (``min_exponent`` -127 for fp32 subnormals read ``as_normal``)."""
+def fp32_resolution(x, min_exponent: int = -126):
+    """2^(max(floor(log2 x), min_exponent) - 23) of float64 magnitudes x > 0 (an array, or a
+    float): the last bit of an fp32 value (``min_exponent`` -127 for fp32 subnormals read
+    ``as_normal``)."""
+    if not isinstance(x, np.ndarray):
+        return math.ldexp(1.0, max(math.frexp(x)[1] - 1, min_exponent) - 23)
     return np.ldexp(1.0, np.maximum(np.frexp(x)[1] - 1, min_exponent) - 23)
 
 
-def grid_interval(x: np.ndarray, divisor, grid: tuple[float, ...]):
+def grid_interval(x, divisor, grid: tuple[float, ...]):
     """(lo, hi, saturated) element-grid magnitudes with lo * D <= x < hi * D (in the element's
-    units), for x > 0 and divisors D > 0 (arrays of one shape, or D a scalar); ``saturated``: x
-    above the grid's largest magnitude times D (lo, hi then hold the top interval)."""
+    units), for x > 0 and divisors D > 0 (arrays of one shape, or D a scalar; or floats x and D,
+    then floats and a bool); at or above the
+    grid's largest magnitude g, [g, 2g - g') (g' the one below: on the grid, x = g is exact);
+    ``saturated``: x above g times D."""
+    if not isinstance(x, np.ndarray):  # one float: the same steps with bisect (no NumPy call overhead)
+        n = len(grid)
+        i = min(max(bisect_right(grid, x / divisor) - 1, 0), n - 2)
+        if grid[i] * divisor > x and i > 0:
+            i -= 1
+        if grid[i + 1] * divisor <= x and i < n - 2:
+            i += 1
+        if x >= grid[-1] * divisor:
+            return grid[-1], 2 * grid[-1] - grid[-2], x > grid[-1] * divisor
+        return grid[i], grid[i + 1], False
     points = np.asarray(grid)
     n = len(points)
     d = np.broadcast_to(np.asarray(divisor, dtype=np.float64), x.shape)
@@ -84,7 +101,9 @@ def grid_interval(x: np.ndarray, divisor, grid: tuple[float, ...]):
     i = np.where((points[i] * d > x) & (i > 0), i - 1, i)
     i = np.where((points[np.minimum(i + 1, n - 1)] * d <= x) & (i < n - 2), i + 1, i)
     saturated = x > points[-1] * d
-    return points[i], points[i + 1], saturated
+    lo, hi = points[i], points[i + 1]
+    top = x >= points[-1] * d  # the largest magnitude itself is exact: the interval above it (virtual)
+    return np.where(top, points[-1], lo), np.where(top, 2 * points[-1] - points[-2], hi), saturated
 
 
 def ieee_interval(x: np.ndarray, mantissa_bits: int, emin: int, max_finite: float):
@@ -96,8 +115,9 @@ def ieee_interval(x: np.ndarray, mantissa_bits: int, emin: int, max_finite: floa
     return lo, lo + ulp, x > max_finite
 
 
-def decision_flags(x, lo, hi, resolution, result, negative, min_normal, hi_unit=None) -> np.ndarray:
-    """The flags word (int64) of each rounding, from arrays of one shape: magnitudes x > 0, their
+def decision_flags(x, lo, hi, resolution, result, negative, min_normal, hi_unit=None):
+    """The flags word (int64) of each rounding, from arrays of one shape (or floats and a bool: an
+    int), the same operations either way: magnitudes x > 0, their
     interval [lo, hi) and the result's magnitude in x's domain, the input ``resolution`` r at x,
     ``negative`` (bool), ``min_normal`` (the output's smallest normal magnitude in x's domain, an
     array or scalar; 0: no subnormal band). ``hi_unit``: hi in the output's own units (for
@@ -108,7 +128,7 @@ def decision_flags(x, lo, hi, resolution, result, negative, min_normal, hi_unit=
     bottom = sticky & (2 * t == u + 2 * r)
     below = sticky & (2 * t == u - 2 * r)
     hi_unit = hi if hi_unit is None else hi_unit
-    power_of_two = np.frexp(hi_unit)[0] == 0.5
+    power_of_two = (np.frexp(hi_unit) if isinstance(hi_unit, np.ndarray) else math.frexp(hi_unit))[0] == 0.5
     increment = result > x
     cases = {
         "exact": t == 0,
@@ -124,7 +144,7 @@ def decision_flags(x, lo, hi, resolution, result, negative, min_normal, hi_unit=
         "carry": increment & (result == hi) & power_of_two,
         "zero_result_sign": negative & (result == 0),
     }
-    flags = np.zeros(np.shape(x), dtype=np.int64)
+    flags = np.zeros(np.shape(x), dtype=np.int64) if isinstance(x, np.ndarray) else 0
     for name, hit in cases.items():
-        flags |= np.where(hit, _BIT[name], np.int64(0))
+        flags |= hit * _BIT[name]
     return flags
