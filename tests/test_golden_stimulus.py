@@ -265,3 +265,46 @@ def test_generation_fails_on_a_starved_class(tmp_path):
     suite.reachable_classes = lambda: frozenset({"no_such_class"})
     with pytest.raises(ValueError, match="no_such_class, not classes"):
         generate(suite, tmp_path / "g")
+
+
+def test_encode_stimulus_reaches_the_near_ties_of_every_subnormal_band_with_both_signs():
+    """E4M3 has three subnormal binades (2^-9, 2^-8, 2^-7) and the zero band under 2^-9: the
+    encode catalogue holds a value at 3/4 (top sticky bit) and one fp32 LSB above the midpoint
+    (bottom sticky bit) of an interval of each, of either sign (the definition, with Fractions)."""
+    suite = suite_from_spec("encode", element="fp8_e4m3")
+    found = set()
+    for bits in suite._directed_bits:
+        value = fp32_value(bits)
+        if not value.is_finite or not value.magnitude or value.magnitude >= Fraction(1, 64):
+            continue
+        m = value.magnitude
+        lo, hi, _ = _e4m3_interval(m)
+        band = "zero" if lo == 0 else lo.denominator.bit_length() - lo.numerator.bit_length()
+        cases = _definition(m, lo, hi, Fraction(1, 1 << 149) if m < Fraction(1, 1 << 126) else fp32_step(m),
+                            Fraction(0), False, True)
+        found |= {(band, case, value.sign) for case in cases & {"near_tie_top", "near_tie_bottom", "near_tie_below"}}
+    for band in ("zero", 9, 8, 7):
+        for case in ("near_tie_top", "near_tie_bottom", "near_tie_below"):
+            assert {(band, case, 0), (band, case, 1)} <= found, (band, case)
+
+
+def test_quantize_stimulus_reaches_the_near_ties_of_every_subnormal_band_with_both_signs():
+    """The MXFP8 E4M3 decision blocks whose maximum lies in [256, 512) have E = 8 - 8 = 0 (OCP floor
+    rule, worked by hand), so each element rounds as an E4M3 value: every subnormal band and the zero
+    band get both near-ties, of either sign."""
+    suite = suite_from_spec("quantize", block="mxfp8_e4m3")
+    found = set()
+    for values in suite._decision_blocks:
+        if not 256 <= values[0].magnitude < 512:
+            continue
+        for v in values[1:]:
+            m = v.magnitude
+            if not 0 < m < Fraction(1, 64):
+                continue
+            lo, hi, _ = _e4m3_interval(m)
+            band = "zero" if lo == 0 else lo.denominator.bit_length() - lo.numerator.bit_length()
+            cases = _definition(m, lo, hi, fp32_step(m), Fraction(0), False, True)
+            found |= {(band, case, v.sign) for case in cases & {"near_tie_top", "near_tie_bottom", "near_tie_below"}}
+    for band in ("zero", 9, 8, 7):
+        for case in ("near_tie_top", "near_tie_bottom", "near_tie_below"):
+            assert {(band, case, 0), (band, case, 1)} <= found, (band, case)
