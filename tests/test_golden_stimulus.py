@@ -19,7 +19,7 @@ from mxsim.golden.classes import CLASSES, FLAGS_BITS, flag_bits
 from mxsim.golden.suite import MIN_CLASS_VECTORS, StarvedClassError, fp32_value
 from mxsim.golden.suites import suite_from_spec
 from mxsim.golden.stimulus import (
-    CASES, exponent_boundaries, fp32_step, grid_intervals, pattern_values, rounding_cases, significand_patterns,
+    CASES, accumulator_values, exponent_boundaries, fp32_step, grid_intervals, pattern_values, rounding_cases, significand_patterns,
 )
 from mxsim.formats import get_format
 from mxsim.ref.exact import Exact
@@ -71,6 +71,10 @@ def test_exponent_boundaries_cover_every_subnormal_band_of_e4m3():
     e4m3 = get_format("fp8_e4m3")  # emin -6, 3 mantissa bits, emax 8
     assert exponent_boundaries(e4m3) == (-11, -10, -9, -8, -7, -6, -5, 0, 7, 8, 9)
     assert pattern_values([0], 2, [0b01, 0b11]) == [Fraction(5, 4), Fraction(7, 4)]
+    # C whose last bit is 2^-34 (MXDOTP's grid at unit scales) and 2 below it: 2^-11 and 2^-13 times
+    # (1 + p / 2^23); 2^(-140 + 23) = 2^-117 is normal, 2^(200 + 23) is not fp32 and is left out
+    assert accumulator_values(-34, [0, -2, 200], [0, 1]) == [Fraction(1, 2**11), (1 + Fraction(1, 2**23)) / 2**11,
+                                                             Fraction(1, 2**13), (1 + Fraction(1, 2**23)) / 2**13]
 
 
 def test_rounding_cases_of_an_e4m3_interval_hand_worked():
