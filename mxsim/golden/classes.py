@@ -5,7 +5,9 @@ and ``random``, which say where the stimulus came from."""
 
 from __future__ import annotations
 
-__all__ = ["CLASSES", "flag_bits", "class_names", "ORIGIN_MASK"]
+__all__ = ["CLASSES", "FLAGS_BITS", "flag_bits", "class_names", "ORIGIN_MASK"]
+
+FLAGS_BITS = 64  # the width of the flags field (int64 arrays hold bits 0..62)
 
 CLASSES: dict[str, str] = {
     "exhaustive": "part of an exhaustive enumeration (every code, or every code pair)",
@@ -40,8 +42,20 @@ CLASSES: dict[str, str] = {
     "c_cancellation": "C and nonzero products cancel: |C + products| (exact) is 0 or at most 2^-8 |C|",
     "c_zero_tiny": "a zero C decides a fused step with tiny products: the bypass (anchor='fixed'), or C's zero "
                    "exponent is the anchor and product bits are cut (anchor='max')",
+    # rounding decisions (conventions.md 3.3; mxsim.golden.rounding_classes)
+    "exact": "a nonzero finite value the rounding keeps exactly (on the output grid)",
+    "below_half": "an inexact rounding below the midpoint (guard bit clear)",
+    "above_half": "an inexact rounding above the midpoint (guard bit and a sticky bit set)",
+    "near_tie_top": "guard bit set and only the top sticky bit (the bit below the guard): 3/4 of the way",
+    "near_tie_bottom": "guard bit set and only the bottom sticky bit: one input LSB above the midpoint",
+    "near_tie_below": "guard bit clear and every sticky bit set: one input LSB below the midpoint",
+    "subnormal_near_tie": "a near-tie (top, bottom or below) in a subnormal band of the output",
+    "increment": "an inexact rounding that increased the magnitude (away from zero)",
+    "truncate": "an inexact rounding that decreased the magnitude (toward zero)",
+    "zero_result_sign": "a negative nonzero value whose result has magnitude zero (the sign of zero is checked)",
 }
 _BITS = {name: i for i, name in enumerate(CLASSES)}
+assert len(CLASSES) < FLAGS_BITS, "more classes than the flags field holds"
 
 
 def flag_bits(names) -> int:

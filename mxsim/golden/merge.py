@@ -45,6 +45,7 @@ from .classes import CLASSES
 from .crosscheck import merge_descriptions
 from .fields import Field
 from .files import _read_json, _update_index, manifest_bytes, shard_lines, suite_dir, writing_error
+from .suite import check_reachable_coverage
 from .verify import flags_coverage, load_suite
 from .writer import MANIFEST, NPZ, SuiteWriter, npy_dtype
 
@@ -220,6 +221,8 @@ def merge_group(out: Path, shards: list[Shard], plan: pipeline.Plan) -> Path:
             reference_check = merge_descriptions([shard.manifest["reference_check"] for shard in shards])
         except (KeyError, TypeError, ValueError) as error:
             raise ShardError(f"{directory}: the shards' reference_check entries do not combine: {error}") from None
+        if plan.from_catalogue == plan.catalogue:  # the whole catalogue: every reachable class (as generate)
+            check_reachable_coverage(suite, coverage)
         extra = {"shard": None, "count": plan.total, "reference_check": reference_check, "coverage": coverage}
         written = writer.commit(lambda files: manifest_bytes(suite, manifest["seed"], manifest["level"], plan,
                                                              **extra, files=files))
