@@ -40,6 +40,21 @@ CLASSES: dict[str, str] = {
     "c_cancellation": "C and nonzero products cancel: |C + products| (exact) is 0 or at most 2^-8 |C|",
     "c_zero_tiny": "a zero C decides a fused step with tiny products: the bypass (anchor='fixed'), or C's zero "
                    "exponent is the anchor and product bits are cut (anchor='max')",
+    # the output rounding of dots (mxsim.golden.output_rounding_classes; contract 3.3)
+    "round_below_half": "an output rounding whose remainder lies strictly between 0 and half an ulp",
+    "round_above_half": "an output rounding whose remainder lies strictly between half an ulp and an ulp",
+    "near_tie_top": "an output rounding with the guard bit and exactly one sticky bit, at the highest sticky position",
+    "near_tie_bottom": "an output rounding with the guard bit and exactly one sticky bit, at the datapath's lowest bit",
+    "tie_subnormal": "an exact tie of an output rounding in the output's subnormal range",
+    "near_tie_subnormal": "a near-tie (near_tie_top or near_tie_bottom) in the output's subnormal range",
+    "round_increment": "an inexact output rounding that increased the magnitude (per rounding mode)",
+    "round_truncate": "an inexact output rounding that decreased the magnitude (per rounding mode)",
+    "zero_result_sign": "a zero result whose sign a rule decides: a nonzero value rounded or flushed to zero, "
+                        "nonzero terms that cancel, or a -0 term",
+    "c_below_window": "a nonzero C of a fused step lies wholly below the step's grid LSB (|C| < 2^grid) while "
+                      "products are nonzero: cut away (anchor='max') or kept as sticky bits only (anchor='fixed')",
+    "inf_a": "an Inf element in operand a",
+    "inf_b": "an Inf element in operand b",
 }
 _BITS = {name: i for i, name in enumerate(CLASSES)}
 

@@ -22,8 +22,10 @@ from ..ref.exact import Exact
 from ..ref.fused import fused_step_details
 from ..ref.output import storage_format
 from . import accumulator_input
-from .accumulator_classes import c_classes, element_classes, fused_classes
+from .accumulator_classes import block_low, block_rounding_classes, c_classes, element_classes, fused_classes
+from .output_rounding_classes import zero_result_sign
 from .batch import FloatBits, bit, code_table, compute_each, fast_dot_models, pack_items, unpack_items
+from .classes import flag_bits as bit_word
 from .fields import Field
 from .format_spec import block_format, format_param
 from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, jsonable, pack_word, unpack_word
@@ -433,7 +435,30 @@ class DotSuite(Suite):
             with_c = ref_dot.dot(a, b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb, c=c)
             out["result"] = with_c.code
             classes |= c_classes(c, r.exact)
+            classes.discard("zero_result_sign")
+            if zero_result_sign(with_c.value.is_zero, not (c.is_zero and r.exact.is_zero), self._nonzero_products(a, b),
+                                bool(c.sign) or self._negative_products(a, b)):
+                classes.add("zero_result_sign")
         return out, classes
+
+    def _nonzero_products(self, a, b) -> bool:
+        prods = ref_dot.block_products(a.codes, a.subscales, self.fa, b.codes, b.subscales, self.fb)
+        return any(kind == "finite" and magnitude for _, magnitude, _, kind in prods)
+
+    def _negative_products(self, a, b) -> bool:
+        prods = ref_dot.block_products(a.codes, a.subscales, self.fa, b.codes, b.subscales, self.fb)
+        return any(kind == "finite" and sign for sign, _, _, kind in prods)
+
+    def block_output_classes(self, a, b, r, tensor_scales: bool) -> set:
+        """The output-rounding classes of one separate block Dot ``r`` (a :class:`BlockDot` of
+        blocks ``a`` and ``b``) and its ``zero_result_sign`` (:mod:`.output_rounding_classes`)."""
+        low = block_low(r.lsb_exponent, a.scale, b.scale, self.fa, self.fb, tensor_scales)
+        classes = block_rounding_classes(r.exact, r.code, low, self.acc)
+        nonzero = self._nonzero_products(a, b)
+        exact_nonzero = r.exact.is_finite and bool(r.exact.magnitude)
+        if zero_result_sign(r.value.is_zero, exact_nonzero, nonzero, self._negative_products(a, b)):
+            classes.add("zero_result_sign")
+        return classes
 
     def _fused(self, blocks_a, blocks_b, c: Exact):
         """Outputs and classes of a fused vector (the reference's steps; no tensor scales)."""
@@ -463,6 +488,7 @@ class DotSuite(Suite):
             classes.add("subnormal_output")
         if r.value.is_inf and r.exact.is_finite:
             classes.add("overflow")
+        classes |= self.block_output_classes(a, b, r, ta is not None or tb is not None)
         if self.acc.mode == "aligned" and finite_products:
             unbounded, unbounded_lsb, _ = ref_dot.block_register(prods, self.fa, self.fb, self.unbounded_acc)
             if unbounded != r.accumulator:
@@ -590,6 +616,12 @@ class DotSuite(Suite):
         add("subnormal_product", (finite_products & (ta.subnormal[ca] | tb.subnormal[cb])).any(axis=1))
         add("subnormal_output", value.subnormal)
         add("overflow", value.inf & exact_finite)
+        add("inf_a", ta.inf[ca].any(axis=1))
+        add("inf_b", tb.inf[cb].any(axis=1))
+        finite_pairs = ~(ta.nan[ca] | ta.inf[ca] | tb.nan[cb] | tb.inf[cb])
+        exact_nonzero = exact_finite & (r.significand != 0)
+        add("zero_result_sign", value.zero & (exact_nonzero | any_finite_product | (finite_pairs & negative).any(axis=1)))
+        flags |= rounding_flags(self, scales_a, scales_b, r)
         if self.acc.mode == "aligned":
             unbounded = self._block_dots(sides, groups, self.unbounded_acc)
             exact = self._block_dots(sides, groups, self.exact_acc)
@@ -597,6 +629,24 @@ class DotSuite(Suite):
             differ = dyadic_differ(unbounded.accumulator, unbounded.lsb_exponent, exact.accumulator, exact.lsb_exponent)
             add("shift_inexact", any_finite_product & differ)
         return flags
+
+
+def rounding_flags(suite, scales_a, scales_b, r: BlockDots) -> np.ndarray:
+    """The flags of :func:`.accumulator_classes.block_rounding_classes` of every block of a batch,
+    one vector at a time with exact integers."""
+    flags = np.zeros(len(r.codes), dtype=np.int64)
+    if suite.acc.mode == "fp32_sequential":
+        return flags
+    tensor = any(fmt.tensor_scale is not None for fmt in (suite.fa, suite.fb)) and suite.tensor_scales
+    for i in np.flatnonzero((r.special == FINITE) & (r.significand != 0)):
+        significand, exponent = int(r.significand[i]), int(r.exponent[i])
+        magnitude = Fraction(abs(significand)) * Fraction(2) ** exponent
+        exact = Exact(int(significand < 0), magnitude)
+        low = block_low(int(r.lsb_exponent[i]), int(scales_a[i]), int(scales_b[i]), suite.fa, suite.fb, tensor)
+        names = block_rounding_classes(exact, int(r.codes[i]), low, suite.acc)
+        if names:
+            flags[i] = bit_word(names)
+    return flags
 
 
 def dyadic_differ(a, a_exponent, b, b_exponent) -> np.ndarray:

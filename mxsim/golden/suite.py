@@ -143,7 +143,7 @@ class Suite:
 
     @property
     def fields(self) -> list[Field]:
-        return self.inputs + self.outputs + [Field("flags", 32, description="corner classes (mxsim.golden.classes)")]
+        return self.inputs + self.outputs + [Field("flags", 64, description="corner classes (mxsim.golden.classes)")]
 
     def params(self) -> dict:
         raise NotImplementedError
