@@ -21,7 +21,7 @@ from ..ref.encode import encode
 from ..ref.exact import Exact
 from ..ref.fused import fused_step_details
 from ..ref.output import storage_format
-from . import accumulator_input
+from . import accumulator_input, dot_stimulus
 from .accumulator_classes import block_low, block_rounding_classes, c_classes, element_classes, fused_classes
 from .output_rounding_classes import zero_result_sign
 from .batch import FloatBits, bit, code_table, compute_each, fast_dot_models, pack_items, unpack_items
@@ -271,10 +271,17 @@ class DotSuite(Suite):
     _CANCELLATIONS = 8
 
     def stimulus(self, rng: random.Random, level: int):
-        """The catalogue: the blocks of every vector (:meth:`_block_stimulus`); with an accumulator
-        input, each with a C and then the directed C vectors (:func:`.accumulator_input.with_c`)."""
+        """The catalogue: the structured vectors (:func:`.dot_stimulus.structured_rows`), then the
+        blocks of every vector (:meth:`_block_stimulus`); with an accumulator input, each with a C
+        and then the directed C vectors (:func:`.accumulator_input.with_c`)."""
+        yield from dot_stimulus.structured_rows(self, rng)
         rows = self._block_stimulus(rng, level)
-        return accumulator_input.with_c(self, rows, rng) if self.has_c else rows
+        yield from accumulator_input.with_c(self, rows, rng) if self.has_c else rows
+
+    def reachable_classes(self) -> frozenset[str]:
+        """The classes this suite's configuration reaches at least MIN_CLASS_VECTORS times: those
+        its structured stimulus builds (:func:`.dot_stimulus.reachable_classes`)."""
+        return dot_stimulus.reachable_classes(self)
 
     def _block_stimulus(self, rng: random.Random, level: int):
         """The blocks of every vector: exhaustive pairs, directed corners, weighted random."""
@@ -308,7 +315,7 @@ class DotSuite(Suite):
 
     def catalogue_size(self, level: int) -> int:
         directed = accumulator_input.directed_count(self) if self.has_c else 0
-        return self._block_count(level) + directed
+        return dot_stimulus.structured_count(self) + self._block_count(level) + directed
 
     def _block_count(self, level: int) -> int:
         """How many vectors :meth:`_block_stimulus` yields."""

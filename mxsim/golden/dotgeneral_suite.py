@@ -12,13 +12,12 @@ from ..fast.dot import FINITE, BlockDots, dot_general_blocks
 from ..ref import dot as ref_dot
 from ..ref.exact import Exact
 from ..ref.output import storage_format
-from . import accumulator_input
 from .accumulator_classes import c_classes
 from .batch import FloatBits, bit, code_table, pack_items
 from .dot_suite import DotSuite, rounding_flags
 from .output_rounding_classes import zero_result_sign
 from .fields import Field
-from .suite import fp32_value, is_subnormal_code, pack_word, unpack_word
+from .suite import code_sets, fp32_value, is_subnormal_code, pack_word, unpack_word
 
 
 @dataclass
@@ -54,10 +53,6 @@ class DotGeneralSuite(DotSuite):
 
     def params(self) -> dict:
         return {**super().params(), "n_blocks": self.n_blocks}
-
-    def stimulus(self, rng: random.Random, level: int):
-        rows = self._block_stimulus(rng, level)
-        return accumulator_input.with_c(self, rows, rng) if self.has_c else rows
 
     def _block_stimulus(self, rng: random.Random, level: int):
         """The dot corners and level-1 random blocks, n to a vector, then vectors whose second block
@@ -122,6 +117,9 @@ class DotGeneralSuite(DotSuite):
         tensor = ta is not None or tb is not None
         for a, b, block in zip(blocks_a, blocks_b, g.blocks):
             classes |= self.block_output_classes(a, b, block, tensor) - {"zero_result_sign"}
+        for side, fmt, blocks in (("a", self.fa, blocks_a), ("b", self.fb, blocks_b)):
+            if any(not code_sets(fmt.element)["inf"].isdisjoint(block.codes) for block in blocks):
+                classes.add(f"inf_{side}")  # element Inf per operand (contract 3.3 (5))
         negative_or_nonzero = any(self._nonzero_products(a, b) or self._negative_products(a, b)
                                   for a, b in zip(blocks_a, blocks_b))
         exact_nonzero = any(b.exact.is_finite and b.exact.magnitude for b in g.blocks) or (c is not None and not c.is_zero)
@@ -178,6 +176,8 @@ class DotGeneralSuite(DotSuite):
         live = live.reshape(count, n * k).any(axis=1)
         exact_nonzero = ((flat.special == FINITE) & (flat.significand != 0)).reshape(count, n).any(axis=1)
         flags[value.zero & (live | exact_nonzero)] |= bit("zero_result_sign")
+        flags[ta.inf[ca].reshape(count, n * k).any(axis=1)] |= bit("inf_a")
+        flags[tb.inf[cb].reshape(count, n * k).any(axis=1)] |= bit("inf_b")
         return flags
 
 
