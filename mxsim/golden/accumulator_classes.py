@@ -13,8 +13,8 @@ from ..ref.output import output_format, storage_format
 from .output_rounding_classes import rounding_position_classes, zero_result_sign
 from .suite import code_sets, decode, is_subnormal_code
 
-__all__ = ["CANCELLATION_BITS", "c_classes", "element_classes", "block_low", "block_rounding_classes", "fused_classes", "step_low",
-           "step_rounding_classes"]
+__all__ = ["CANCELLATION_BITS", "c_classes", "element_classes", "block_low", "block_rounding_classes", "fused_classes",
+           "step_low", "step_rounding_classes"]
 
 CANCELLATION_BITS = 8  # c_cancellation: |C + products| <= 2^-8 |C|
 

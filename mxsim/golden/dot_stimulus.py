@@ -298,7 +298,8 @@ def _make_distance_plans(suite) -> tuple[tuple[int, int, tuple], ...]:
         e = grid + d
         if not -149 <= e <= 127:
             continue
-        significand = (Fraction(1), 1 + Fraction(1, 1 << 23), 1 + Fraction(1, 1 << 12))[i % 3] if e >= -126 else Fraction(1)
+        sparse = (Fraction(1), 1 + Fraction(1, 1 << 23), 1 + Fraction(1, 1 << 12))[i % 3]
+        significand = sparse if e >= -126 else Fraction(1)  # a subnormal C: a power of two
         magnitude = significand * Fraction(2) ** e
         plans.append((d, fp32_bits(Exact((i >> 1) & 1, magnitude)), (scales, (pa[ja], pb[jb]))))
     return tuple(plans)

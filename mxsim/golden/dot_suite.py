@@ -67,6 +67,9 @@ class DotSuite(Suite):
     fields. ``c_input``: add the accumulator input ``c`` (fp32 bits; always there with a fused
     accumulator). ``steps`` (fused only): add every step's D, step j at bits [j*w, (j+1)*w).
     ``unit_scales``: every scale code encodes 1 (units without block scales, e.g. Hopper FP8).
+    ``exhaustive_pairs`` (default true): the catalogue starts with every element code pair; false
+    leaves them out (a suite that repeats a configuration in another rounding mode: the pairs are
+    exact products, the structured and directed vectors are what the mode changes).
     A fused suite has no register fields and no tensor scales (the fused adder takes none)."""
 
     block_a: str | dict
@@ -76,6 +79,7 @@ class DotSuite(Suite):
     c_input: bool = False
     steps: bool = False
     unit_scales: bool = False
+    exhaustive_pairs: bool = True
     kind = "dot"
     nested_options = {"accumulator": Accumulator}  # the dict field -> the options class of its keys
     vector_blocks = 1  # block pairs per vector
@@ -84,7 +88,7 @@ class DotSuite(Suite):
         self.fa = block_format(self.block_a, "block_a")
         self.fb = self.fa if self.block_b is None else block_format(self.block_b, "block_b")
         ref_dot._check_pair(self.fa, self.fb, 1, 1)
-        for name in ("c_input", "steps", "unit_scales"):
+        for name in ("c_input", "steps", "unit_scales", "exhaustive_pairs"):
             _check_flag(name, getattr(self, name))
         self.acc = Accumulator.preset(self.preset, **self.accumulator) if self.preset is not None else (
             Accumulator.from_kwargs(**self.accumulator))
@@ -142,8 +146,8 @@ class DotSuite(Suite):
         return parts
 
     def _suffixes(self) -> list[str]:
-        flags = (self.c_input and not self.fused, self.steps, self.unit_scales)
-        return [name for name, on in zip(("c", "steps", "unit_scales"), flags) if on]
+        flags = (self.c_input and not self.fused, self.steps, self.unit_scales, not self.exhaustive_pairs)
+        return [name for name, on in zip(("c", "steps", "unit_scales", "no_pairs"), flags) if on]
 
     def _block_fields(self) -> list[Field]:
         fields = []
@@ -174,7 +178,10 @@ class DotSuite(Suite):
         params = {"block_a": format_param(self.fa), "block_b": format_param(self.fb), "accumulator": self.acc.as_dict()}
         optional = {"preset": self.preset, "c_input": self.c_input, "steps": self.steps}
         optional["unit_scales"] = self.unit_scales
-        return {**params, **{k: v for k, v in optional.items() if v}}
+        chosen = {k: v for k, v in optional.items() if v}
+        if not self.exhaustive_pairs:
+            chosen["exhaustive_pairs"] = False
+        return {**params, **chosen}
 
     def describe(self) -> dict:
         return {"block_a": jsonable(self.fa.describe()), "block_b": jsonable(self.fb.describe())}
@@ -238,7 +245,7 @@ class DotSuite(Suite):
         """(finite, special): every element code pair of a same-format FP4/FP6/FP8 pair (others:
         none), split by whether both codes are finite."""
         ea, eb = self.fa.element, self.fb.element
-        if ea is not eb or ea.kind != "float" or ea.width > 8:
+        if not self.exhaustive_pairs or ea is not eb or ea.kind != "float" or ea.width > 8:
             return [], []  # every pair of FP4, FP6 and FP8 E4M3/E5M2; other pairs get corners and random
         return _code_pairs(ea)
 
@@ -627,7 +634,8 @@ class DotSuite(Suite):
         add("inf_b", tb.inf[cb].any(axis=1))
         finite_pairs = ~(ta.nan[ca] | ta.inf[ca] | tb.nan[cb] | tb.inf[cb])
         exact_nonzero = exact_finite & (r.significand != 0)
-        add("zero_result_sign", value.zero & (exact_nonzero | any_finite_product | (finite_pairs & negative).any(axis=1)))
+        negative_product = (finite_pairs & negative).any(axis=1)
+        add("zero_result_sign", value.zero & (exact_nonzero | any_finite_product | negative_product))
         flags |= rounding_flags(self, scales_a, scales_b, r)
         if self.acc.mode == "aligned":
             unbounded = self._block_dots(sides, groups, self.unbounded_acc)

@@ -32,6 +32,9 @@ class DotGeneralSuite(DotSuite):
     def __post_init__(self):
         if not (isinstance(self.n_blocks, int) and 1 <= self.n_blocks <= 64):
             raise ValueError(f"n_blocks={self.n_blocks!r} is not allowed; expected an integer in [1, 64]")
+        if self.exhaustive_pairs is not True:
+            raise ValueError(f"exhaustive_pairs={self.exhaustive_pairs!r} is not allowed for dotgeneral; its catalogue "
+                             "has no exhaustive code pairs: leave it true")
         self.vector_blocks = self.n_blocks
         super().__post_init__()
         n = self.n_blocks
@@ -122,7 +125,8 @@ class DotGeneralSuite(DotSuite):
                 classes.add(f"inf_{side}")  # element Inf per operand (contract 3.3 (5))
         negative_or_nonzero = any(self._nonzero_products(a, b) or self._negative_products(a, b)
                                   for a, b in zip(blocks_a, blocks_b))
-        exact_nonzero = any(b.exact.is_finite and b.exact.magnitude for b in g.blocks) or (c is not None and not c.is_zero)
+        exact_nonzero = any(b.exact.is_finite and b.exact.magnitude for b in g.blocks)
+        exact_nonzero = exact_nonzero or (c is not None and not c.is_zero)
         if zero_result_sign(g.value.is_zero, exact_nonzero, negative_or_nonzero, c is not None and bool(c.sign)):
             classes.add("zero_result_sign")
         if c is not None:
