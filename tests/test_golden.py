@@ -125,7 +125,7 @@ def test_verify_reports_truncated_and_missing_files(small_copy):
 
 def test_verify_reports_wrong_flags_and_a_bad_hex_width(small_copy):
     flags = (small_copy / "flags.hex").read_text().splitlines()
-    _edit_line(small_copy / "flags.hex", 3, format(int(flags[2], 16) ^ flag_bits(["nan"]), "08x"))
+    _edit_line(small_copy / "flags.hex", 3, format(int(flags[2], 16) ^ flag_bits(["nan"]), "016x"))
     assert any("line 3" in p and "'flags'" in p for p in verify(small_copy).problems)
     shutil.copy(GOLDEN / SMALL[0] / SMALL[1] / "flags.hex", small_copy / "flags.hex")
     _edit_line(small_copy / "lsb.hex", 2, "0")

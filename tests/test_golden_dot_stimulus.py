@@ -20,13 +20,14 @@ import numpy as np
 import pytest
 
 from mxsim.golden import CANONICAL_SUITES, suite_from_spec
-from mxsim.golden.dot_stimulus import MIN_CLASS_VECTORS, structured_count, structured_rows
+from mxsim.golden.dot_stimulus import structured_count, structured_rows
+from mxsim.golden.suite import MIN_CLASS_VECTORS
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "golden"
 DOT_SUITES = [(kind, params) for kind, params in CANONICAL_SUITES if kind in ("dot", "dotgeneral")]
-ROUNDING = {"round_below_half", "tie", "round_above_half", "near_tie_top", "near_tie_bottom"}
-SUBNORMAL = {"tie_subnormal", "near_tie_subnormal"}
+ROUNDING = {"exact", "below_half", "tie", "above_half", "near_tie_top", "near_tie_bottom", "near_tie_below"}
+SUBNORMAL = {"subnormal_near_tie"}
 
 
 def _id(spec) -> str:
@@ -53,9 +54,11 @@ def test_every_mxdotp_mode_is_canonical_and_reaches_the_rounding_classes(mode):
              and p.get("accumulator", {}).get("output_rounding", "rne") == mode]
     assert len(specs) == 1, f"MXDOTP {mode}: {len(specs)} canonical suites"
     reach = _reach(**specs[0])
-    assert ROUNDING | SUBNORMAL | {"round_truncate", "c_below_window", "zero_result_sign"} <= reach
+    assert ROUNDING | SUBNORMAL | {"truncate", "c_below_window"} <= reach
     # rtz never increases a magnitude; every other mode does for some sign or remainder
-    assert ("round_increment" in reach) == (mode != "rtz")
+    assert ("increment" in reach) == (mode != "rtz")
+    # a negative value rounds to magnitude zero in every mode but rdn
+    assert ("zero_result_sign" in reach) == (mode != "rdn")
 
 
 def test_declarations_follow_the_configuration():
@@ -64,9 +67,10 @@ def test_declarations_follow_the_configuration():
     assert not {"inf_a", "inf_b"} & _reach(block_a="mxfp8_e4m3", preset="mxdotp_fp8", steps=True)  # E4M3 has no Inf
     mixed = _reach(block_a="mxfp8_e4m3", block_b="mxfp8_e5m2")
     assert "inf_b" in mixed and "inf_a" not in mixed
-    # a separate datapath has no C: no c_below_window; FP4 products never need rounding to fp32
+    # a separate datapath has no C: no c_below_window; FP4 products never need rounding to fp32 (always exact)
     assert "c_below_window" not in _reach(block_a="mxfp8_e4m3")
-    assert not ROUNDING & _reach(block_a="mxfp4_e2m1")
+    fp4 = _reach(block_a="mxfp4_e2m1")
+    assert "exact" in fp4 and not (ROUNDING - {"exact"}) & fp4
     # Hopper has no scales: its fp32_e8m13 output never reaches the subnormal range
     hopper = _reach(block_a="mxfp8_e4m3", preset="hopper_fp8_wgmma", unit_scales=True)
     assert ROUNDING <= hopper and not SUBNORMAL & hopper
@@ -138,13 +142,13 @@ TWO = Fraction(2)
 @pytest.mark.parametrize("c, inside, outside", [
     # products 1 * 1 on the grid 2^-34; C adds the remainder below fp32's ulp 2^-23 of 1.0
     (TWO**-24, "tie", "near_tie_top"),
-    (TWO**-25, "round_below_half", "tie"),
+    (TWO**-25, "below_half", "tie"),
     (TWO**-24 + TWO**-25, "near_tie_top", "near_tie_bottom"),
-    (TWO**-24 + TWO**-26, "round_above_half", "near_tie_top"),  # one sticky bit, but not at the top
+    (TWO**-24 + TWO**-26, "above_half", "near_tie_top"),  # one sticky bit, but not at the top
     (TWO**-24 + TWO**-47, "near_tie_bottom", "near_tie_top"),  # C's LSB (e_C - 23 = -47) is the lowest bit
-    (TWO**-24 + TWO**-46, "round_above_half", "near_tie_bottom"),
+    (TWO**-24 + TWO**-46, "above_half", "near_tie_bottom"),
     (TWO**-40, "c_below_window", "c_bypass"),  # |C| < 2^grid = 2^-34
-    (TWO**-34, "round_below_half", "c_below_window"),  # C at the grid LSB: not below it
+    (TWO**-34, "below_half", "c_below_window"),  # C at the grid LSB: not below it
 ])
 def test_fused_rounding_classes_hand_worked(c, inside, outside):
     remainder = _ulp_remainder(1 + c)
@@ -166,11 +170,12 @@ def test_fused_subnormal_ties_hand_worked():
     near = tie + third * third * x
     assert tie < TWO**-126 and _ulp_remainder(tie) == Fraction(1, 2) and _ulp_remainder(near) == Fraction(3, 4)
     got = _classes(suite, [64, Fraction(1, 256)], [1, third], 0, 121)
-    assert {"tie", "tie_subnormal"} <= got and "near_tie_subnormal" not in got
+    assert "tie" in got and "subnormal_near_tie" not in got  # a tie is no near-tie
     got = _classes(suite, [64, Fraction(1, 256), third], [1, third, third], 0, 121)
-    assert {"near_tie_top", "near_tie_subnormal"} <= got and "tie_subnormal" not in got
-    # the same tie in the normal range (1 + 2^-24) is no subnormal tie
-    assert "tie_subnormal" not in _classes(suite, [1], [1], c=_fp32(TWO**-24))
+    assert {"near_tie_top", "subnormal_near_tie"} <= got and "tie" not in got
+    # the same near-tie in the normal range (1 + 2^-24 + 2^-25) is no subnormal one
+    got = _classes(suite, [1], [1], c=_fp32(TWO**-24 + TWO**-25))
+    assert "near_tie_top" in got and "subnormal_near_tie" not in got
 
 
 @pytest.mark.parametrize("mode, negative, increments", [
@@ -183,19 +188,23 @@ def test_per_mode_classes_hand_worked(mode, negative, increments):
     suite = suite_from_spec("dot", **{**MXDOTP, "accumulator": {"output_rounding": mode}})
     a = ["b8"] if negative else [1]  # E4M3 0xB8 = -1
     got = _classes(suite, a, [1], c=_fp32(TWO**-24 + TWO**-25, negative))
-    assert ("round_increment" in got) == increments and ("round_truncate" in got) == (not increments)
+    assert ("increment" in got) == increments and ("truncate" in got) == (not increments)
 
 
 def test_zero_result_sign_hand_worked():
-    suite = suite_from_spec("dot", **MXDOTP)
-    assert "zero_result_sign" in _classes(suite, [0], [1], c=1 << 31)  # C = -0, no products: a rule decides
-    assert "zero_result_sign" not in _classes(suite, [0], [1], c=0)  # +0 terms only: nothing to decide
-    assert "zero_result_sign" in _classes(suite, [1, "b8"], [1, 1], c=0)  # 1 - 1 cancels to +0
-    separate = suite_from_spec("dot", block_a="mxfp8_e4m3")
-    assert "zero_result_sign" in _classes(separate, [1, "b8"], [1, 1])
-    assert "zero_result_sign" not in _classes(separate, [0], [0])
-    # -2^-9 * 2^-9 * 2^-254 rounds to -0 in fp32
-    assert "zero_result_sign" in _classes(separate, ["81"], [Fraction(1, 512)], 0, 0)
+    """-2^-9 * 2^-9 * 2^-140 = -2^-158 lies below half of fp32's smallest subnormal 2^-149: rne gives
+    -0 (magnitude zero: in the class); the same positive value gives +0 (not negative: outside); rdn
+    gives -2^-149 (not zero: outside). Scales 2^-127 and 2^-13; MXDOTP's grid 2^-174 holds it."""
+    ninth = Fraction(1, 512)
+    assert ninth * ninth * TWO**-140 == TWO**-158 < TWO**-150
+    for mode, code, inside in (("rne", "81", True), ("rne", "01", False), ("rdn", "81", False), ("rup", "81", True)):
+        suite = suite_from_spec("dot", **{**MXDOTP, "accumulator": {"output_rounding": mode}})
+        got = _classes(suite, [code], [ninth], 0, 114)
+        assert ("zero_result_sign" in got) == inside, (mode, code, got)
+    separate = suite_from_spec("dot", block_a="mxfp8_e4m3")  # -2^-272 with both scales 2^-127
+    assert "zero_result_sign" in _classes(separate, ["81"], [ninth], 0, 0)
+    assert "zero_result_sign" not in _classes(separate, ["01"], [ninth], 0, 0)
+    assert "zero_result_sign" not in _classes(separate, [1, "b8"], [1, 1])  # an exact zero: no rounding
 
 
 def test_separate_rounding_classes_hand_worked():
@@ -210,7 +219,7 @@ def test_separate_rounding_classes_hand_worked():
     got = _classes(suite, [256, sixteenth, ninth], [256, sixteenth, ninth])
     assert "near_tie_bottom" in got and "tie" not in got
     got = _classes(suite, [256, sixteenth, Fraction(1, 256)], [256, sixteenth, ninth])  # 2^-17: not the lowest bit
-    assert "round_above_half" in got and "near_tie_bottom" not in got
+    assert "above_half" in got and "near_tie_bottom" not in got
 
 
 def test_inf_per_operand_hand_worked():

@@ -312,7 +312,7 @@ def test_stream_and_check_carry_c_and_steps(tmp_path, capsysbinary):
     golden_stream.write_stream(suite, out, 0, 1, pipeline.plan(suite, 1, 120))
     lines = out.getvalue().decode().split("\n")
     assert lines[0].endswith("inputs=a_scale:8,a_elems:256,b_scale:8,b_elems:256,c:32 "
-                             "outputs=result:32,steps:128,flags:32")
+                             "outputs=result:32,steps:128,flags:64")
     files = [[x for x in (directory / f"{f.name}.hex").read_text().splitlines()] for f in suite.fields]
     assert lines[1:-1] == [" ".join(row) for row in zip(*files)]
     assert check(directory, io.BytesIO(out.getvalue())).ok

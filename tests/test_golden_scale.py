@@ -184,7 +184,7 @@ def test_stream_writes_one_vector_per_line_after_a_header(tmp_path, capsysbinary
     lines = out.decode().split("\n")
     assert lines[-1] == "" and len(lines) == 1 + 130 + 1
     assert lines[0] == ("# mxsim golden stream kind=pack suite=mxfp4_e2m1-lsb seed=4 level=1 count=130 "
-                        "inputs=scale:8,codes:128 outputs=stream:136,flags:32")
+                        "inputs=scale:8,codes:128 outputs=stream:136,flags:64")
     assert {tuple(len(column) for column in line.split(" ")) for line in lines[1:-1]} == {(2, 32, 34, 8)}
     directory = generate(suite, tmp_path, seed=4, count=130)
     files = [_lines(directory, f.name) for f in suite.fields]
@@ -202,7 +202,7 @@ def test_stream_forever_into_head_ends_quietly():
                             env=_env(), timeout=120, check=False)
     lines = result.stdout.split("\n")
     assert result.returncode == 0 and result.stderr == "", result.stderr
-    assert lines[0].endswith("count=forever inputs=code:4 outputs=value:32,flags:32") and len(lines) == 41
+    assert lines[0].endswith("count=forever inputs=code:4 outputs=value:32,flags:64") and len(lines) == 41
     pipe = subprocess.run(["bash", "-c", "set -o pipefail; " + " ".join(map(repr, argv)) + " | head -n 3 >/dev/null"],
                           capture_output=True, text=True, env=_env(), timeout=120, check=False)
     assert pipe.returncode == 0 and pipe.stderr == "", pipe.stderr  # the stream's own exit code is 0

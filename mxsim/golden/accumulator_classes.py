@@ -10,7 +10,7 @@ from ..ref import dot as ref_dot
 from ..ref.encode import encode
 from ..ref.exact import Exact
 from ..ref.output import output_format, storage_format
-from .output_rounding_classes import rounding_position_classes, zero_result_sign
+from .output_rounding_classes import output_rounding_classes
 from .suite import code_sets, decode, is_subnormal_code
 
 __all__ = ["CANCELLATION_BITS", "c_classes", "element_classes", "block_low", "block_rounding_classes", "fused_classes",
@@ -102,14 +102,15 @@ def step_low(step) -> int | None:
 
 
 def step_rounding_classes(step, d, accumulator) -> set:
-    """The rounding classes (:func:`.output_rounding_classes.rounding_position_classes`) of one
+    """The decision classes (:func:`.output_rounding_classes.output_rounding_classes`) of one
     fused step's output rounding: its exact sum ``step.total`` against the output format, ``d``
     the decoded D. A bypassed or special step, an overflow and a zero sum have none."""
     if step.total is None or not step.total or not d.is_finite:
         return set()
     if _overflows(step.total, accumulator):
         return set()
-    return rounding_position_classes(abs(step.total), step_low(step), output_format(accumulator), d.magnitude)
+    return output_rounding_classes(abs(step.total), step.total < 0, step_low(step), output_format(accumulator),
+                                   d.magnitude)
 
 
 def block_low(lsb_exponent: int, scale_a: int, scale_b: int, fmt_a, fmt_b, tensor_scales: bool) -> int | None:
@@ -131,7 +132,7 @@ def block_rounding_classes(exact: Exact, code: int, low: int | None, accumulator
     result = decode(code, storage_format(accumulator))
     if not result.is_finite or _overflows(exact.value, accumulator):
         return set()
-    return rounding_position_classes(exact.magnitude, low, output_format(accumulator), result.magnitude)
+    return output_rounding_classes(exact.magnitude, bool(exact.sign), low, output_format(accumulator), result.magnitude)
 
 
 def fused_classes(details, accumulator) -> set:
@@ -169,9 +170,6 @@ def fused_classes(details, accumulator) -> set:
         classes |= step_rounding_classes(step, d, accumulator)
         if step.nonzero and c.is_finite and c.magnitude and step.grid is not None and c.magnitude < TWO**step.grid:
             classes.add("c_below_window")
-        exact_nonzero = step.total is not None and step.total != 0
-        if zero_result_sign(d.is_zero, exact_nonzero, step.nonzero, bool(c.sign)):
-            classes.add("zero_result_sign")
     if details:
         last = decode(details[-1].code, storage)
         if last.is_zero:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..options.dequantize import IDMA_DEQUANTIZE
+from ..options.profiles import PROFILES
 from .files import generate_suites
 from .suites import suite_from_spec
 
@@ -27,6 +28,10 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("encode", {"element": "fp8_e4m3", "rounding": "rtz"}),
         ("encode", {"element": "fp8_e5m2", "overflow": "ieee"}),
         ("encode", {"element": "fp4_e2m1", "rounding": "rna"}),
+        # every rounding mode of element encoding (conventions.md 1, 3.3); rup with IEEE overflow: +Inf, -max
+        ("encode", {"element": "fp8_e4m3", "rounding": "rup"}),
+        ("encode", {"element": "fp8_e4m3", "rounding": "rdn"}),
+        ("encode", {"element": "fp8_e5m2", "rounding": "rup", "overflow": "ieee"}),
     ]
     + [("quantize", {"block": b}) for b in
        ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8", "mx9", "mx6", "mx4", "nvfp4"]]
@@ -34,6 +39,10 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("quantize", {"block": "mxfp8_e4m3", "options": {"scale_rule": "rceil"}}),
         ("quantize", {"block": "mxint8", "options": {"int8_allow_neg2": True}}),
     ]
+    # every element rounding mode of block quantization (conventions.md 2, 3.3)
+    + [("quantize", {"block": "mxfp8_e4m3", "options": {"rounding": r}}) for r in ("rna", "rtz", "rup", "rdn")]
+    # every quantizer profile (conventions.md 6), on its first format, with the full catalogue
+    + [("quantize", {"block": p.formats[0], "profile": p.name}) for p in PROFILES.values() if p.kind == "block"]
     + [("dot", {"block_a": b}) for b in
        ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8", "mx9", "nvfp4"]]
     + [

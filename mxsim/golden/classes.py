@@ -5,7 +5,9 @@ and ``random``, which say where the stimulus came from."""
 
 from __future__ import annotations
 
-__all__ = ["CLASSES", "flag_bits", "class_names", "ORIGIN_MASK"]
+__all__ = ["CLASSES", "FLAGS_BITS", "flag_bits", "class_names", "ORIGIN_MASK"]
+
+FLAGS_BITS = 64  # the width of the flags field (int64 arrays hold bits 0..62)
 
 CLASSES: dict[str, str] = {
     "exhaustive": "part of an exhaustive enumeration (every code, or every code pair)",
@@ -40,23 +42,25 @@ CLASSES: dict[str, str] = {
     "c_cancellation": "C and nonzero products cancel: |C + products| (exact) is 0 or at most 2^-8 |C|",
     "c_zero_tiny": "a zero C decides a fused step with tiny products: the bypass (anchor='fixed'), or C's zero "
                    "exponent is the anchor and product bits are cut (anchor='max')",
-    # the output rounding of dots (mxsim.golden.output_rounding_classes; contract 3.3)
-    "round_below_half": "an output rounding whose remainder lies strictly between 0 and half an ulp",
-    "round_above_half": "an output rounding whose remainder lies strictly between half an ulp and an ulp",
-    "near_tie_top": "an output rounding with the guard bit and exactly one sticky bit, at the highest sticky position",
-    "near_tie_bottom": "an output rounding with the guard bit and exactly one sticky bit, at the datapath's lowest bit",
-    "tie_subnormal": "an exact tie of an output rounding in the output's subnormal range",
-    "near_tie_subnormal": "a near-tie (near_tie_top or near_tie_bottom) in the output's subnormal range",
-    "round_increment": "an inexact output rounding that increased the magnitude (per rounding mode)",
-    "round_truncate": "an inexact output rounding that decreased the magnitude (per rounding mode)",
-    "zero_result_sign": "a zero result whose sign a rule decides: a nonzero value rounded or flushed to zero, "
-                        "nonzero terms that cancel, or a -0 term",
+    # rounding decisions (conventions.md 3.3; mxsim.golden.rounding_classes)
+    "exact": "a nonzero finite value the rounding keeps exactly (on the output grid)",
+    "below_half": "an inexact rounding below the midpoint (guard bit clear)",
+    "above_half": "an inexact rounding above the midpoint (guard bit and a sticky bit set)",
+    "near_tie_top": "guard bit set and only the top sticky bit (the bit below the guard): 3/4 of the way",
+    "near_tie_bottom": "guard bit set and only the bottom sticky bit: one input LSB above the midpoint",
+    "near_tie_below": "guard bit clear and every sticky bit set: one input LSB below the midpoint",
+    "subnormal_near_tie": "a near-tie (top, bottom or below) in a subnormal band of the output",
+    "increment": "an inexact rounding that increased the magnitude (away from zero)",
+    "truncate": "an inexact rounding that decreased the magnitude (toward zero)",
+    "zero_result_sign": "a negative nonzero value whose result has magnitude zero (the sign of zero is checked)",
+    # dots (conventions.md 3.3 (3), (5); mxsim.golden.dot_stimulus)
     "c_below_window": "a nonzero C of a fused step lies wholly below the step's grid LSB (|C| < 2^grid) while "
                       "products are nonzero: cut away (anchor='max') or kept as sticky bits only (anchor='fixed')",
     "inf_a": "an Inf element in operand a",
     "inf_b": "an Inf element in operand b",
 }
 _BITS = {name: i for i, name in enumerate(CLASSES)}
+assert len(CLASSES) < FLAGS_BITS, "more classes than the flags field holds"
 
 
 def flag_bits(names) -> int:

@@ -7,6 +7,8 @@ import random
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+import numpy as np
+
 from ..options.dequantize import OUTPUTS, DequantizeOptions, output_name
 from ..ref.block import QuantizedBlock, dequantize_block
 from ..ref.decode import finite_magnitudes
@@ -14,7 +16,9 @@ from ..ref.dequant import is_subnormal_word, output_format, round_to_output
 from ..ref.encode import encode
 from ..ref.exact import Exact, floor_log2
 from ..ref.scale_code import check_scale_encoding, scale_code_exponent
+from .classes import class_names
 from .fields import Field
+from .rounding_classes import decision_flags, ieee_interval
 from .format_spec import block_format, format_param
 from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, jsonable, pack_word, unpack_word
 from .suite import profile_of, profile_options
@@ -23,6 +27,14 @@ __all__ = ["DequantizeSuite", "scale_code_of_exponent"]
 
 SUITE_OUTPUTS = ("float32", "float16", "bfloat16")
 EXPONENT_RANGE = {"e8m0": (-127, 127), "int8_exponent": (-128, 127)}
+
+
+def _last_bit(value: Exact, element) -> Fraction:
+    """The weight of the last significand bit of an element value (> 0): 2^(max(floor(log2 v),
+    emin) - mantissa_bits) for float elements, the value of code 1 for integer elements."""
+    if element.kind != "float":
+        return decode(1, element).magnitude
+    return Fraction(2) ** (max(floor_log2(value.magnitude), element.emin) - element.mantissa_bits)
 
 
 def scale_code_of_exponent(exponent: int, encoding: str) -> int:
@@ -160,7 +172,8 @@ class DequantizeSuite(Suite):
     def _tensor_scales(self) -> list[Fraction]:
         """NVFP4 directed tensor scales: 1, values that put the largest element near the output's
         overflow threshold and the smallest near its subnormal floor (inside fp32's range), and
-        ties of the output rounding: (1 + 2^-(m+1)) and (1 + 3 * 2^-(m+1)) times a power of two."""
+        ties of the output rounding: (1 + 2^-(m+1)) and (1 + 3 * 2^-(m+1)) times a power of two, and
+        2^(emin - m - 2), 2^(emin - m) (elements at scale 1 in the lowest subnormal bands)."""
         out = self.out
         half = Fraction(1, 1 << (out.mantissa_bits + 1))
         largest = 6 * 448
@@ -172,6 +185,9 @@ class DequantizeSuite(Suite):
             1 + half,
             1 + 3 * half,
             Fraction(2) ** (out.emax + 1) / largest,
+            # elements times scale 1 in the output's lowest subnormal bands: near-ties there (3.3)
+            Fraction(2) ** (out.emin - out.mantissa_bits - 2),
+            Fraction(2) ** (out.emin - out.mantissa_bits),
         ]
         return [self._fp32_scale(x) for x in wanted]
 
@@ -202,9 +218,26 @@ class DequantizeSuite(Suite):
                 for j, codes in enumerate(sweeps):
                     subscales = (0, (1 << sub_bits) - 1, rng.getrandbits(sub_bits))[j % 3] if sub_bits else 0
                     rows.append((self._row(scale, codes, subscales, tensor_scale), "directed"))
+        rows += [(row, "directed") for row in self._subnormal_tie_rows(sweeps)]
         directed_scales = self._scales()
         for _ in range(100 * level):
             rows.append((self._random_row(rng, directed_scales, tensor_scales), "random"))
+        return rows
+
+    def _subnormal_tie_rows(self, sweeps: list[list[int]]) -> list[dict]:
+        """NVFP4: every code at block multipliers s_t * scale = u/2, u/4, u/8 (u the output's
+        smallest subnormal), each with three power-of-two UE4M3 scales (the smallest whose s_t is
+        an fp32 value), so that the elements 1.5, 3 and 6 land on 3/4 of u: near-ties in the
+        output's lowest band (conventions.md 3.3). Other formats: none (their E8M0 sweeps reach it)."""
+        if self.fmt.tensor_scale is None:
+            return []
+        u = self.out.min_subnormal
+        rows = []
+        for product in (u / 2, u / 4, u / 8):
+            scales = [Fraction(2) ** j for j in range(-9, 9) if product / Fraction(2) ** j >= Fraction(1, 1 << 149)]
+            for scale in scales[:3]:
+                code = encode(scale, self.fmt.scale)
+                rows += [self._row(code, codes, 0, product / scale) for codes in sweeps]
         return rows
 
     def random_inputs(self, rng: random.Random, index: int) -> dict:
@@ -252,6 +285,7 @@ class DequantizeSuite(Suite):
         classes |= self._scale_classes(block.scale)
         for x, word in zip(values, words):
             classes |= self._value_classes(x, word, out)
+        classes |= self._decision_classes(values, words, elements)
         return classes
 
     def _scale_classes(self, code: int) -> set:
@@ -287,10 +321,49 @@ class DequantizeSuite(Suite):
             return classes
         if is_subnormal_word(ieee, out):
             classes.add("subnormal_output")
-        exponent = floor_log2(x.magnitude)
-        grid = max(exponent, out.emin) - out.mantissa_bits
-        if (x.magnitude / Fraction(2) ** grid).denominator == 2:
-            classes.add("tie")
-        if decode(ieee, out).magnitude >= Fraction(2) ** (exponent + 1):
-            classes.add("carry")
         return classes
+
+    def _decision_classes(self, values: list[Exact], words: list[int], elements: list[Exact]) -> set:
+        """The rounding-decision classes (:mod:`.rounding_classes`) of the block's exact values x
+        rounded to the output words: the resolution r of each is its element's last bit times the
+        block's multiplier (x / element). None where a value is zero, not finite, overflows, or
+        flushes (``dequant_ftz``)."""
+        out = self.out
+        picked = []
+        for x, word, element in zip(values, words, elements):
+            if not (x.is_finite and x.magnitude) or x.magnitude > out.max_normal:
+                continue
+            if self.opts.dequant_ftz and x.magnitude < out.min_normal:
+                continue
+            resolution = _last_bit(element, self.fmt.element) * (x.magnitude / element.magnitude)
+            picked.append((float(x.magnitude), float(resolution), float(decode(word, out).magnitude), bool(x.sign)))
+        if not picked:
+            return set()
+        magnitude, resolution, result, negative = (np.array(column) for column in zip(*picked))
+        lo, hi, _ = ieee_interval(magnitude, out.mantissa_bits, out.emin, float(out.max_normal))
+        flags = decision_flags(magnitude, lo, hi, resolution, result, negative, float(out.min_normal))
+        return set(class_names(int(np.bitwise_or.reduce(flags))))
+
+    def reachable_classes(self) -> frozenset[str]:
+        """The rounding decisions of the output (conventions.md 3.1, 3.3) where some element times
+        some scale has its last bit below the output's smallest subnormal (so it rounds) and the
+        output keeps its subnormals (no ``dequant_ftz``): every case, both near-ties, in the
+        subnormal bands (nearest-even only). Otherwise every value is exact: none required."""
+        out, element = self.out, self.fmt.element
+        smallest_bit = min(_last_bit(decode(c, element), element) for c in range(1 << element.width)
+                           if decode(c, element).is_finite and decode(c, element).magnitude)
+        if self.opts.dequant_ftz or smallest_bit * self._smallest_multiplier() >= out.min_subnormal:
+            return frozenset()
+        return frozenset({"exact", "below_half", "tie", "above_half", "near_tie_top", "near_tie_bottom",
+                          "near_tie_below", "subnormal_near_tie", "truncate", "increment", "carry",
+                          "zero_result_sign"})
+
+    def _smallest_multiplier(self) -> Fraction:
+        """The smallest factor a block's scales put on its elements: 2^(lowest exponent of the
+        encoding), times 2^-1 for a microexponent (shared-exponent formats: 2^(E - tau)); NVFP4: the
+        smallest UE4M3 scale times the smallest fp32 tensor scale 2^-149."""
+        if self.fmt.scale.name != "e8m0":
+            return min(v.magnitude for c in range(1 << self.fmt.scale.width)
+                       if (v := decode(c, self.fmt.scale)).is_finite and v.magnitude) * Fraction(1, 1 << 149)
+        low = EXPONENT_RANGE[self.scale_encoding][0] - (1 if self.fmt.subblocks else 0)
+        return Fraction(2) ** low

@@ -1,25 +1,27 @@
 """Structured stimulus of the dot suite kinds (contract section 3.3), drawn before anything random:
 
 * **aimed roundings**: vectors whose output rounding (of the block Dot, or of the first fused step)
-  lands on a chosen remainder: below half, an exact tie, above half, the near-tie with one sticky
-  bit at the top sticky position and at the datapath's lowest bit, each in the output's normal
-  range and in its subnormal range, both signs. The value is a power-of-two product 2^t plus the
-  remainder bits, carried by C (fused steps, when C can hold them exactly) or by more
-  power-of-two products (otherwise); the block scales place t;
+  lands on a chosen remainder: exact, below half, an exact tie, above half, the near-ties (guard
+  and one sticky bit at the top sticky position, or at the datapath's lowest bit; guard clear and
+  every sticky bit set), each in the output's normal range and in its subnormal range, both
+  signs (the decision classes of :mod:`.output_rounding_classes`). The value is a power of two
+  2^t (one product or 2, 4, 8 equal ones, or C) plus the remainder bits, carried by C (fused
+  steps, when C can hold them exactly) or by more power-of-two products; the block scales place t;
 * **C distances** (fused steps): C with a sparse significand (1, 1 + 2^-23 or 1 + 2^-12) at every
   distance of :func:`c_distances` from the step's grid LSB, including below it (C's bits only
   below the kept window) and beyond the bypass;
-* **zeros**: products cancelling exactly, negative-zero products, a C cancelling the products,
-  a negative value that underflows, each with C = +0 and -0 (the sign of a zero result);
+* **zeros**: negative values below half the output's smallest subnormal (their result has
+  magnitude zero: ``zero_result_sign``), products cancelling exactly, negative-zero products, a C
+  cancelling the products, with C = +0 and -0;
 * **Inf positions**: an element Inf at every element position of operand a, then of b (formats
   with Inf: E5M2), and Inf x 0 and Inf - Inf.
 
 Every generator knows from the configuration alone which of its vectors it can build (a plan is
 exact arithmetic on bit positions), so :func:`structured_count` and :func:`reachable_classes`
 need no draws; a suite reaches each class of :func:`reachable_classes` at least
-``MIN_CLASS_VECTORS`` times by construction (tests/test_golden_dot_stimulus.py checks the
-canonical suites with the reference's classes). Expected values still come only from the suite's
-``compute``.
+:data:`~.suite.MIN_CLASS_VECTORS` times by construction (generation checks it,
+:func:`.suite.check_reachable_coverage`; tests/test_golden_dot_stimulus.py checks the canonical
+suites). Expected values still come only from the suite's ``compute``.
 """
 
 from __future__ import annotations
@@ -36,30 +38,36 @@ from ..ref.encode import encode
 from ..ref.exact import Exact, floor_log2
 from ..ref.output import output_format
 from ..ref.terms import element_term
-from .suite import decode, fp32_bits, pack_word
+from .suite import MIN_CLASS_VECTORS, decode, fp32_bits, pack_word
 
 __all__ = ["MIN_CLASS_VECTORS", "PATTERNS", "c_distances", "reachable_classes", "structured_count", "structured_rows"]
 
-MIN_CLASS_VECTORS = 8  # vectors per reachable class (the generation-time minimum of issue 20)
 VARIANTS = MIN_CLASS_VECTORS  # vectors per aimed (pattern, band): signs alternate, scales and positions vary
 # pattern -> remainder bits below the ulp 2^u, as offsets from u ("low": the datapath's lowest bit)
+# ("below": every bit from u-2 down to low: the near-tie below)
 PATTERNS = {
+    "exact": (),
     "below": (-2,),
     "tie": (-1,),
     "above": (-1, -2, -3),
     "near_top": (-1, -2),
     "near_bottom": (-1, "low"),
+    "near_below": ("below",),
 }
 _PATTERN_CLASSES = {
-    "below": {"round_below_half"},
+    "exact": {"exact"},
+    "below": {"below_half"},
     "tie": {"tie"},
-    "above": {"round_above_half"},
-    "near_top": {"round_above_half", "near_tie_top"},
-    "near_bottom": {"round_above_half", "near_tie_bottom"},
+    "above": {"above_half"},
+    "near_top": {"above_half", "near_tie_top"},
+    "near_bottom": {"above_half", "near_tie_bottom"},
+    "near_below": {"below_half", "near_tie_below"},
 }
+_NEAR_TIES = ("near_top", "near_bottom", "near_below")
 BANDS = ("normal", "subnormal")
 _SCALE_SHIFTS = (0, 0, 5, 5, -5, -5, 9, 9)  # X = XA + XB of the normal band's variants
 ZERO_VECTORS = 16
+UNDERFLOWS = MIN_CLASS_VECTORS  # of the zero vectors: negative values whose result has magnitude zero
 FP32_ONE = 0x3F800000
 
 
@@ -181,9 +189,10 @@ def _plan_route(suite, route: str, copies: int, pattern: str, band: str, variant
         return None
     sign = variant & 1
     classes = set(_PATTERN_CLASSES[pattern])
-    if t < out.emin:
-        classes |= {"tie_subnormal"} if pattern == "tie" else _near(pattern)
-    classes.add("round_increment" if _increments(acc, pattern, sign, t < out.emin) else "round_truncate")
+    if t < out.emin and pattern in _NEAR_TIES:
+        classes.add("subnormal_near_tie")
+    if pattern != "exact":
+        classes.add("increment" if _increments(acc, pattern, sign, t < out.emin) else "truncate")
     return _Plan(scales, pairs, c, variant % (free + 1), sign, frozenset(classes))
 
 
@@ -191,13 +200,13 @@ def _assemble(suite, route, pattern, u, t, x, top, top_e, table):
     """(product pairs, C's magnitude) of an aimed value 2^t + remainder (pattern bits below the ulp
     2^u), or None when the datapath cannot hold it exactly on its grid."""
     acc = suite.acc
-    rest = [u + off for off in PATTERNS[pattern] if off != "low"]
+    if pattern == "exact":  # 2^t alone: the products carry it
+        return (top, Fraction(0)) if route == "products" else None
+    e_c = None  # a zero C
     if route == "c":
-        e_c = max(max(rest), -126)
+        e_c = max(u - 1 if pattern in ("tie", "above", "near_top", "near_bottom") else u - 2, -126)
     elif route == "c_top":
         e_c = max(t, -126)
-    else:
-        e_c = None  # a zero C
     if not suite.fused:
         low = (product_lsb(suite.fa, suite.fb) if acc.mode == "exact" else top_e - acc.frac_bits) + x
     elif acc.anchor == "fixed":
@@ -207,8 +216,12 @@ def _assemble(suite, route, pattern, u, t, x, top, top_e, table):
     else:
         top_term = [] if not top else [x if acc.step_terms == "block" else top_e + x]
         low = max(top_term + [acc.effective_c_zero_exponent if e_c is None else e_c]) - acc.frac_bits
-    bits = [u + off if off != "low" else low for off in PATTERNS[pattern]]
-    if min(bits) < low or (pattern == "near_bottom" and low > u - 2):
+    if low > u - 2 and pattern in _NEAR_TIES:
+        return None  # no sticky bit below the guard
+    bits = []
+    for off in PATTERNS[pattern]:
+        bits += [low] if off == "low" else list(range(u - 2, low - 1, -1)) if off == "below" else [u + off]
+    if min(bits) < low:
         return None
     if route == "c":
         if not _fp32_holds(bits):
@@ -222,10 +235,6 @@ def _assemble(suite, route, pattern, u, t, x, top, top_e, table):
     return top + tuple(table[q - x] for q in bits), c
 
 
-def _near(pattern: str) -> set:
-    return {"near_tie_subnormal"} if pattern in ("near_top", "near_bottom") else set()
-
-
 def _increments(acc, pattern: str, sign: int, subnormal: bool) -> bool:
     """Whether the output rounding of an aimed value increases its magnitude: the kept significand
     is 1.0...0 (even), so a tie goes down under rne; ftz flushes a subnormal result to zero."""
@@ -236,7 +245,7 @@ def _increments(acc, pattern: str, sign: int, subnormal: bool) -> bool:
         return False
     if mode in ("rup", "rdn"):
         return sign == (0 if mode == "rup" else 1)
-    above = pattern in ("above", "near_top", "near_bottom")
+    above = pattern in ("above", "near_top", "near_bottom")  # below and near_below: below half
     return above or (mode == "rna" and pattern == "tie")
 
 
@@ -326,11 +335,12 @@ def structured_count(suite) -> int:
 def reachable_classes(suite) -> frozenset[str]:
     """The classes the structured stimulus reaches at least MIN_CLASS_VECTORS times by
     construction: the aimed roundings' classes, c_below_window (C-distance vectors below the
-    grid), zero_result_sign (cancelling products), inf_a / inf_b (Inf positions)."""
+    grid), zero_result_sign (negative underflows, except under rdn), inf_a / inf_b (Inf positions)."""
     counts = Counter(name for plan in _plans(suite) for name in plan.classes)
     counts["c_below_window"] = sum(1 for d, _, _ in _distance_plans(suite) if d < 0)
-    if _zero_rows_available(suite):
-        counts["zero_result_sign"] = ZERO_VECTORS // 2
+    acc = suite.acc
+    if _zero_rows_available(suite) and _underflow_plans(suite) and (acc.output_rounding != "rdn" or acc.ftz):
+        counts["zero_result_sign"] = UNDERFLOWS
     for side in _inf_sides(suite):
         counts[f"inf_{side}"] = suite.fa.block_size
     return frozenset(name for name, n in counts.items() if n >= MIN_CLASS_VECTORS)
@@ -372,31 +382,64 @@ def _aimed(suite, plan: _Plan) -> dict:
     return _vector(suite, codes_a, codes_b, plan.scales, c)
 
 
+def _underflow_plans(suite) -> tuple:
+    """(scale codes, (code a, code b)) of the UNDERFLOWS vectors: one product of magnitude 2^q, q a
+    quarter of the output's smallest subnormal (2^(emin - m - 2)), on the datapath's grid, made
+    negative in the rows (its result has magnitude zero except under rdn); () when the
+    configuration cannot hold it."""
+    return _memo(suite, "underflows", lambda: _make_underflow_plans(suite))
+
+
+def _make_underflow_plans(suite) -> tuple:
+    acc = suite.acc
+    if acc.mode == "fp32_sequential" or not _supported(suite):
+        return ()
+    out = output_format(acc)
+    q = out.emin - out.mantissa_bits - 2
+    table = _pair_for(suite.fa.element, suite.fb.element)
+    plans = []
+    for s in sorted(table, reverse=True)[:UNDERFLOWS]:
+        x, (ca, cb) = q - s, table[s]
+        scales = _scale_pair(suite, x)
+        e = element_term(ca, suite.fa.element).exponent + element_term(cb, suite.fb.element).exponent
+        if not suite.fused:
+            low = (product_lsb(suite.fa, suite.fb) if acc.mode == "exact" else e - acc.frac_bits) + x
+        elif acc.anchor == "fixed":
+            low = x - acc.frac_bits
+            if acc.bypass is not None and (acc.effective_c_zero_exponent - 23) - low > acc.bypass:
+                continue
+        else:
+            low = max(x if acc.step_terms == "block" else e + x, acc.effective_c_zero_exponent) - acc.frac_bits
+        if scales is not None and q >= low:
+            plans.append((scales, (ca, cb)))
+    return tuple(plans) if len(plans) == UNDERFLOWS else ()
+
+
 def _zeros(suite, rng: random.Random, index: int) -> dict:
-    """Zero results whose sign a rule decides; C = +0 for even, -0 for odd indices."""
+    """Zero results: UNDERFLOWS negative products that round to magnitude zero (or, where the
+    configuration cannot hold them, products that cancel), then products that cancel (x, -x),
+    negative-zero elements, and C cancelling the product (fused) or x, y, -x, -y; C = +0 for even
+    indices, -0 for odd ones."""
     ea, eb = suite.fa.element, suite.fb.element
     pa, pb = _powers(ea), _powers(eb)
     scales = _scale_pair(suite, 0)
     c = (index & 1) << 31
-    ja, jb = rng.choice(sorted(pa)), rng.choice(sorted(pb))
-    top_a, top_b = pa[ja], pb[jb]
-    kind = index // 4
+    top_a, top_b = pa[rng.choice(sorted(pa))], pb[rng.choice(sorted(pb))]
+    underflows = _underflow_plans(suite)
+    if index < UNDERFLOWS and underflows:
+        tiny_scales, (ca, cb) = underflows[index]
+        return _vector(suite, [0] * (index % 3) + [negated_code(ca, ea)], [0] * (index % 3) + [cb], tiny_scales, c)
+    kind = (index - UNDERFLOWS) // 2 if index >= UNDERFLOWS else 0
     if kind == 1:  # zero elements with negative zeros (a -0 element where the format has one)
         neg_zero = ea.sign_mask if decode(ea.sign_mask, ea).is_zero else 0
         return _vector(suite, [neg_zero, 0, neg_zero], [top_b, top_b, 0], scales, c)
-    if kind == 2 and suite.fused:  # C cancels the product exactly
+    if kind >= 2 and suite.fused:  # C cancels the product exactly
         value = decode(top_a, ea).magnitude * decode(top_b, eb).magnitude
         return _vector(suite, [top_a], [top_b], scales, fp32_bits(Exact(1, value)))
-    if kind == 2:  # a negative product far below the output's smallest subnormal (scales at their minimum)
-        low = _scale_pair(suite, min(_powers(suite.fa.scale)) + min(_powers(suite.fb.scale))) or scales
-        tiny_a, tiny_b = pa[min(pa)], pb[min(pb)]
-        return _vector(suite, [negated_code(tiny_a, ea)], [tiny_b], low, c)
-    # products that cancel: x, -x (kind 0), or x, y, -x, -y (kind 3)
-    jc = rng.choice(sorted(pa))
-    if kind == 0:
-        return _vector(suite, [top_a, negated_code(top_a, ea)], [top_b, top_b], scales, c)
-    return _vector(suite, [top_a, pa[jc], negated_code(top_a, ea), negated_code(pa[jc], ea)],
-                   [top_b, top_b, top_b, top_b], scales, c)
+    if kind >= 2:  # x, y, -x, -y
+        other = pa[rng.choice(sorted(pa))]
+        return _vector(suite, [top_a, other, negated_code(top_a, ea), negated_code(other, ea)], [top_b] * 4, scales, c)
+    return _vector(suite, [top_a, negated_code(top_a, ea)], [top_b, top_b], scales, c)  # x, -x
 
 
 def _finite_nonzero(element) -> list[int]:

@@ -23,7 +23,6 @@ from ..ref.fused import fused_step_details
 from ..ref.output import storage_format
 from . import accumulator_input, dot_stimulus
 from .accumulator_classes import block_low, block_rounding_classes, c_classes, element_classes, fused_classes
-from .output_rounding_classes import zero_result_sign
 from .batch import FloatBits, bit, code_table, compute_each, fast_dot_models, pack_items, unpack_items
 from .classes import flag_bits as bit_word
 from .fields import Field
@@ -449,30 +448,13 @@ class DotSuite(Suite):
             with_c = ref_dot.dot(a, b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb, c=c)
             out["result"] = with_c.code
             classes |= c_classes(c, r.exact)
-            classes.discard("zero_result_sign")
-            if zero_result_sign(with_c.value.is_zero, not (c.is_zero and r.exact.is_zero), self._nonzero_products(a, b),
-                                bool(c.sign) or self._negative_products(a, b)):
-                classes.add("zero_result_sign")
         return out, classes
 
-    def _nonzero_products(self, a, b) -> bool:
-        prods = ref_dot.block_products(a.codes, a.subscales, self.fa, b.codes, b.subscales, self.fb)
-        return any(kind == "finite" and magnitude for _, magnitude, _, kind in prods)
-
-    def _negative_products(self, a, b) -> bool:
-        prods = ref_dot.block_products(a.codes, a.subscales, self.fa, b.codes, b.subscales, self.fb)
-        return any(kind == "finite" and sign for sign, _, _, kind in prods)
-
     def block_output_classes(self, a, b, r, tensor_scales: bool) -> set:
-        """The output-rounding classes of one separate block Dot ``r`` (a :class:`BlockDot` of
-        blocks ``a`` and ``b``) and its ``zero_result_sign`` (:mod:`.output_rounding_classes`)."""
+        """The decision classes of one separate block Dot's output rounding ``r`` (a
+        :class:`BlockDot` of blocks ``a`` and ``b``; :mod:`.output_rounding_classes`)."""
         low = block_low(r.lsb_exponent, a.scale, b.scale, self.fa, self.fb, tensor_scales)
-        classes = block_rounding_classes(r.exact, r.code, low, self.acc)
-        nonzero = self._nonzero_products(a, b)
-        exact_nonzero = r.exact.is_finite and bool(r.exact.magnitude)
-        if zero_result_sign(r.value.is_zero, exact_nonzero, nonzero, self._negative_products(a, b)):
-            classes.add("zero_result_sign")
-        return classes
+        return block_rounding_classes(r.exact, r.code, low, self.acc)
 
     def _fused(self, blocks_a, blocks_b, c: Exact):
         """Outputs and classes of a fused vector (the reference's steps; no tensor scales)."""
@@ -632,10 +614,6 @@ class DotSuite(Suite):
         add("overflow", value.inf & exact_finite)
         add("inf_a", ta.inf[ca].any(axis=1))
         add("inf_b", tb.inf[cb].any(axis=1))
-        finite_pairs = ~(ta.nan[ca] | ta.inf[ca] | tb.nan[cb] | tb.inf[cb])
-        exact_nonzero = exact_finite & (r.significand != 0)
-        negative_product = (finite_pairs & negative).any(axis=1)
-        add("zero_result_sign", value.zero & (exact_nonzero | any_finite_product | negative_product))
         flags |= rounding_flags(self, scales_a, scales_b, r)
         if self.acc.mode == "aligned":
             unbounded = self._block_dots(sides, groups, self.unbounded_acc)

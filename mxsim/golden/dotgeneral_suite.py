@@ -8,14 +8,13 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..fast.dot import FINITE, BlockDots, dot_general_blocks
+from ..fast.dot import BlockDots, dot_general_blocks
 from ..ref import dot as ref_dot
 from ..ref.exact import Exact
 from ..ref.output import storage_format
 from .accumulator_classes import c_classes
 from .batch import FloatBits, bit, code_table, pack_items
 from .dot_suite import DotSuite, rounding_flags
-from .output_rounding_classes import zero_result_sign
 from .fields import Field
 from .suite import code_sets, fp32_value, is_subnormal_code, pack_word, unpack_word
 
@@ -119,16 +118,10 @@ class DotGeneralSuite(DotSuite):
             classes.add("mixed_signs")
         tensor = ta is not None or tb is not None
         for a, b, block in zip(blocks_a, blocks_b, g.blocks):
-            classes |= self.block_output_classes(a, b, block, tensor) - {"zero_result_sign"}
+            classes |= self.block_output_classes(a, b, block, tensor)
         for side, fmt, blocks in (("a", self.fa, blocks_a), ("b", self.fb, blocks_b)):
             if any(not code_sets(fmt.element)["inf"].isdisjoint(block.codes) for block in blocks):
                 classes.add(f"inf_{side}")  # element Inf per operand (contract 3.3 (5))
-        negative_or_nonzero = any(self._nonzero_products(a, b) or self._negative_products(a, b)
-                                  for a, b in zip(blocks_a, blocks_b))
-        exact_nonzero = any(b.exact.is_finite and b.exact.magnitude for b in g.blocks)
-        exact_nonzero = exact_nonzero or (c is not None and not c.is_zero)
-        if zero_result_sign(g.value.is_zero, exact_nonzero, negative_or_nonzero, c is not None and bool(c.sign)):
-            classes.add("zero_result_sign")
         if c is not None:
             finite = all(b.exact.is_finite for b in g.blocks)
             exact = sum((b.exact.value for b in g.blocks), Fraction(0)) if finite else None
@@ -160,26 +153,20 @@ class DotGeneralSuite(DotSuite):
         flags[value.zero & ~block.zero.all(axis=1)] |= bit("cancellation")
         flags[value.subnormal] |= bit("subnormal_output")
         finite_nonzero = ~(block.nan | block.inf | block.zero)
-        flags |= self._batch_block_flags(sides, blocks, value, count)
+        flags |= self._batch_block_flags(sides, blocks, count)
         flags[(finite_nonzero & block.negative).any(axis=1) & (finite_nonzero & ~block.negative).any(axis=1)] |= bit("mixed_signs")
         outputs = {"result": result.tolist(), "block_results": pack_items(block_codes, out_format.width)}
         return outputs, flags.tolist()
 
-    def _batch_block_flags(self, sides, blocks: BlockDots, value, count: int) -> np.ndarray:
-        """Flags of the batch path: every block's output-rounding classes, and zero_result_sign (as
-        :meth:`compute`: a zero result with a nonzero block value, nonzero or negative products)."""
+    def _batch_block_flags(self, sides, blocks: BlockDots, count: int) -> np.ndarray:
+        """Flags of the batch path (as :meth:`compute`): every block's output-rounding classes, and
+        an Inf element per operand."""
         (scales_a, _, ca), (scales_b, _, cb) = sides
         n, k = self.n_blocks, self.fa.block_size
         flat = blocks.reshape((count * n,))
         block_flags = rounding_flags(self, scales_a, scales_b, flat).reshape(count, n)
         flags = np.bitwise_or.reduce(block_flags, axis=1) if n else np.zeros(count, dtype=np.int64)
         ta, tb = code_table(self.fa.element), code_table(self.fb.element)
-        finite_pairs = ~(ta.nan[ca] | ta.inf[ca] | tb.nan[cb] | tb.inf[cb])
-        negative = finite_pairs & (ta.negative[ca] ^ tb.negative[cb])
-        live = (ta.nonzero[ca] & tb.nonzero[cb]) | negative
-        live = live.reshape(count, n * k).any(axis=1)
-        exact_nonzero = ((flat.special == FINITE) & (flat.significand != 0)).reshape(count, n).any(axis=1)
-        flags[value.zero & (live | exact_nonzero)] |= bit("zero_result_sign")
         flags[ta.inf[ca].reshape(count, n * k).any(axis=1)] |= bit("inf_a")
         flags[tb.inf[cb].reshape(count, n * k).any(axis=1)] |= bit("inf_b")
         return flags

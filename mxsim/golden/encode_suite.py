@@ -12,7 +12,16 @@ from ..ref.encode import encode
 from ..ref.exact import Exact, floor_log2
 from .fields import Field
 from .format_spec import element_format, format_param
+from .classes import class_names
+from .rounding_classes import decision_flags, fp32_resolution, grid_interval, magnitude_grid
+from .stimulus import exponent_boundaries, grid_intervals, pattern_values, rounding_cases, significand_patterns
 from .suite import Suite, decode, fp32_bits, fp32_value, kind_classes, is_subnormal_code
+
+
+# fp32 fraction patterns at the format's exponent boundaries (conventions.md 3.3): zero, all ones, the
+# bottom bit, and in the top seven bits (the kept, guard and top sticky bits of every enumerable
+# element) a single 1 at each position and the runs of ones from the top
+_PATTERNS = tuple(p for p in significand_patterns(23) if p in (0, 1, (1 << 23) - 1) or (p >> 16 and not p & 0xFFFF))
 
 
 @dataclass
@@ -56,6 +65,12 @@ class EncodeSuite(Suite):
         top = values[-1]
         top_step = (values[-1] - values[-2]) if len(values) > 1 else top
         out += [top + top_step / 2, top + top_step, 2 * top, Fraction(2) ** 127, Fraction(1, 1 << 149), Fraction(1, 1 << 126)]
+        # every rounding case of the intervals standing for each band (conventions.md 3.3), then
+        # TestFloat's significand patterns at every exponent boundary of the format
+        min_normal = Fraction(self._min_normal) if self._min_normal else None
+        for lo, hi, _ in grid_intervals(values, min_normal):
+            out += [v for _, v in rounding_cases(lo, hi)]
+        out += pattern_values(exponent_boundaries(self.fmt), patterns=_PATTERNS)
         return out
 
     @cached_property
@@ -111,12 +126,8 @@ class EncodeSuite(Suite):
                 classes.add("saturation")
             if y.is_finite and y.magnitude == self.fmt.max_normal:
                 classes.add("max")
-            lo = decode(encode(x, self.fmt, "rtz", "saturate"), self.fmt)
-            hi = decode(encode(x, self.fmt, "rna", "saturate"), self.fmt)
-            if lo.magnitude != hi.magnitude and x.magnitude * 2 == lo.magnitude + hi.magnitude:
-                classes.add("tie")
-            if y.is_finite and y.magnitude and floor_log2(y.magnitude) > floor_log2(x.magnitude):
-                classes.add("carry")
+            if x.magnitude <= self.fmt.max_normal:
+                classes |= set(class_names(int(self._decision_flags(x, y))))
             if is_subnormal_code(code, self.fmt):
                 classes.add("subnormal_output")
             if y.is_zero:
@@ -124,3 +135,32 @@ class EncodeSuite(Suite):
         if self.fmt.kind == "int" and self.fmt.encoding == "twos_complement" and code == self.fmt.sign_mask:
             classes.add("int8_neg2")
         return {"code": code}, classes
+
+    def _decision_flags(self, x: Exact, y: Exact):
+        """The rounding-decision classes (:mod:`.rounding_classes`) of the fp32 input x (within the
+        format's range) rounded to the code of value y."""
+        magnitude = float(x.magnitude)  # an fp32 value: exact
+        lo, hi, _ = grid_interval(magnitude, 1.0, magnitude_grid(self.fmt, bool(x.sign)))
+        return decision_flags(magnitude, lo, hi, fp32_resolution(magnitude), float(y.magnitude), bool(x.sign),
+                              self._min_normal)
+
+    @cached_property
+    def _min_normal(self) -> float:
+        """The smallest normal magnitude where the format has subnormals, else 0 (no subnormal band)."""
+        return float(self.fmt.min_normal) if self.fmt.kind == "float" and self.fmt.subnormals else 0.0
+
+    def reachable_classes(self) -> frozenset[str]:
+        """The rounding-decision classes of fp32 inputs rounded to the element (conventions.md 3.3):
+        every case and both near-ties (fp32 has at least two bits more than any enumerable
+        element); ``subnormal_near_tie`` where the element has subnormals; ``increment`` and
+        ``carry`` except under rtz; ``zero_result_sign`` except under rdn (a negative value rounds
+        away from zero, to the smallest subnormal)."""
+        reachable = {"exact", "below_half", "tie", "above_half", "near_tie_top", "near_tie_bottom", "near_tie_below",
+                     "truncate", "increment", "carry", "zero_result_sign"}
+        if self._min_normal:
+            reachable.add("subnormal_near_tie")
+        if self.rounding == "rtz":
+            reachable -= {"increment", "carry"}
+        if self.rounding == "rdn":
+            reachable.discard("zero_result_sign")
+        return frozenset(reachable)

@@ -39,6 +39,7 @@ from ..fileformat import atomic_write
 from . import limits, pipeline
 from .classes import CLASSES
 from .crosscheck import CrossCheck
+from .suite import check_reachable_coverage
 from .suites import Suite
 from .writer import MANIFEST, NPZ, SuiteWriter
 
@@ -282,10 +283,13 @@ def write_suite(suite: Suite, plan: pipeline.Plan, root: Path, seed: int, level:
                 flags = np.array(chunk["flags"], dtype=np.uint64)
                 coverage += ((flags[:, None] >> bits) & np.uint64(1)).sum(axis=0).astype(np.int64)
                 bar.update(len(flags))
+        counts = {name: int(n) for name, n in zip(CLASSES, coverage)}
+        if shard is None and plan.from_catalogue == plan.catalogue:  # the whole catalogue: every reachable class
+            check_reachable_coverage(suite, counts)
         shard_info = None if shard is None else {"index": shard[0], "count": shard[1], "first_line": first + 1,
                                                  "total": total}
         extra = {"shard": shard_info, "count": last - first, "reference_check": check.describe(),
-                 "coverage": {name: int(n) for name, n in zip(CLASSES, coverage)}}
+                 "coverage": counts}
         manifest = writer.commit(lambda files: manifest_bytes(suite, seed, level, plan, **extra, files=files))
     except BaseException:
         writer.abort()

@@ -42,6 +42,7 @@ from . import pipeline
 from .classes import CLASSES
 from .crosscheck import merge_descriptions
 from .fields import Field
+from .suite import check_reachable_coverage
 from .files import _read_json, _update_index, manifest_bytes, shard_lines, suite_dir
 from .verify import load_suite
 from .writer import MANIFEST, NPZ, SuiteWriter, npy_dtype
@@ -217,6 +218,8 @@ def merge_group(out: Path, shards: list[Shard], plan: pipeline.Plan) -> Path:
             reference_check = merge_descriptions([shard.manifest["reference_check"] for shard in shards])
         except (KeyError, TypeError, ValueError) as error:
             raise ShardError(f"{directory}: the shards' reference_check entries do not combine: {error}") from None
+        if plan.from_catalogue == plan.catalogue:  # the whole catalogue: every reachable class (as generate)
+            check_reachable_coverage(suite, coverage)
         extra = {"shard": None, "count": plan.total, "reference_check": reference_check, "coverage": coverage}
         written = writer.commit(lambda files: manifest_bytes(suite, manifest["seed"], manifest["level"], plan,
                                                              **extra, files=files))

@@ -6,6 +6,7 @@ import random
 from dataclasses import dataclass
 
 from .fields import Field
+from .stimulus import significand_patterns
 from .format_spec import block_format, format_param
 from .suite import Suite, decode, pack_word, unpack_word, jsonable
 
@@ -42,8 +43,14 @@ class PackSuite(Suite):
         return {"block": jsonable(self.fmt.describe()), "scale_placement": "interleaved"}
 
     def _patterns(self) -> list[list[int]]:
+        """Element codes: zeros, all ones, counting, a walking 1 bit, then TestFloat's patterns of
+        the element width (:func:`.stimulus.significand_patterns`) dealt across the block, each
+        element a different pattern (rotated by one per block), so every bit of every element
+        position is seen set alone and beside its neighbours' (conventions.md 3.3)."""
         k, w = self.fmt.block_size, self.fmt.element.width
-        return [[0] * k, [(1 << w) - 1] * k, [i % (1 << w) for i in range(k)], [1 << (i % w) for i in range(k)]]
+        fixed = [[0] * k, [(1 << w) - 1] * k, [i % (1 << w) for i in range(k)], [1 << (i % w) for i in range(k)]]
+        patterns = significand_patterns(w)
+        return fixed + [[patterns[(i + r) % len(patterns)] for i in range(k)] for r in range(len(patterns))]
 
     def stimulus(self, rng: random.Random, level: int):
         fmt = self.fmt

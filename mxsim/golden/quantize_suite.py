@@ -6,23 +6,24 @@ import random
 import struct
 from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import lru_cache
-from itertools import repeat
+from functools import cached_property, lru_cache
 
 import numpy as np
 
 from ..fast.block import quantize_blocks
 from ..options import QuantizeOptions
-from ..ref.block import nvfp4_tensor_scale, quantize_block
+from ..ref.block import _element_divisor, nvfp4_tensor_scale, quantize_block, to_fp32
 from ..ref.decode import finite_magnitudes
-from ..ref.exact import Exact
+from ..ref.exact import Exact, floor_log2
 from ..ref.scale import E8M0_MAX, byte_exponent
 from .batch import bit, code_table, compute_each, pack_items, unpack_items
+from .classes import class_names
 from .fields import Field
 from .format_spec import block_format, format_param
-from .rounding_classes import magnitude_grid, rounding_class_arrays, rounding_classes
-from .suite import Suite, decode, fp32_bits, fp32_value, max_codes, pack_word, subnormal_codes, jsonable
-from .suite import profile_options
+from .rounding_classes import decision_flags, fp32_resolution, grid_interval, magnitude_grid
+from .stimulus import CASES, both_signs, grid_intervals, rounding_cases
+from .suite import Suite, code_sets, decode, fp32_bits, fp32_value, max_codes, pack_word, subnormal_codes, jsonable
+from .suite import MIN_CLASS_VECTORS, profile_options
 
 FP32_INF_BITS = 0x7F800000
 
@@ -54,14 +55,6 @@ class QuantizeSuite(Suite):
                 "quantize suites with scale_encoding='int8_exponent' need specials='per_element': the stimulus has NaN "
                 "blocks, which an int8 exponent cannot mark"
             )
-        # tie, carry and saturation come from q = |x| / 2^(E - tau): E8M0-style scales, inputs read
-        # exactly, the default divisor (NVFP4's q = |x| / (s_t * scale) is not dyadic: not classed)
-        self.rounding_classed = (
-            self.fmt.scale.name == "e8m0"
-            and self.opts.min_scale_divisor == "scale"
-            and self.opts.subnormal_inputs == "exact"
-            and not self.opts.flush_subnormal_inputs
-        )
         self._grids = tuple(magnitude_grid(self.fmt.element, negative, self.opts.int8_allow_neg2) for negative in (False, True))
         baseline = QuantizeOptions() if self.profile_def is None else self.profile_def.quantize_options(self.fmt)
         changed = {k: v for k, v in self.opts.as_dict().items() if v != getattr(baseline, k)}
@@ -141,11 +134,80 @@ class QuantizeSuite(Suite):
     def stimulus(self, rng: random.Random, level: int):
         for kind in self._DIRECTED:
             yield self._inputs(self._block_values(rng, kind)), "directed"
+        for values in self._decision_blocks:
+            yield self._inputs(values), "directed"
         for i in range(100 * level):
             yield self.random_inputs(rng, i), "random"
 
     def catalogue_size(self, level: int) -> int:
-        return len(self._DIRECTED) + 100 * level
+        return len(self._DIRECTED) + len(self._decision_blocks) + 100 * level
+
+    # structured stimulus (conventions.md 3.3; mxsim.golden.stimulus) --------------------------
+    def _anchors(self) -> list[Exact]:
+        """Block maxima that fix the scale: the largest fp32 value below the binade above the
+        element's largest magnitude (under the floor rule it saturates, E unchanged), times 2^0
+        and times 2^scale_min (E8M0 families: elements reach into fp32's subnormals); NVFP4
+        6 * 448 * 2^j for j = 0, -128 (tensor scale 2^j, block scale 448)."""
+        if self.fmt.scale.name != "e8m0":
+            return [Exact(0, Fraction(6 * 448) * Fraction(2) ** j) for j in (0, -128)]
+        above = Fraction(2) ** (floor_log2(finite_magnitudes(self.fmt.element)[-1]) + 1)
+        top = above - above / (1 << 24)
+        return [Exact(0, top * Fraction(2) ** s) for s in (0, self.opts.scale_min)]
+
+    def _divisor_of(self, values: list[Exact]) -> list[Fraction]:
+        """The element divisors D (exact) of the block ``values`` as this suite quantizes it."""
+        inputs = self._inputs(values)
+        k, fmt = self.fmt.block_size, self.fmt
+        xs = [float(v.magnitude) * (-1) ** v.sign for v in values]
+        tensor_scale = fp32_value(inputs["tensor_scale"]).magnitude if "tensor_scale" in inputs else None
+        block = quantize_block(xs, fmt, self.opts, tensor_scale=tensor_scale)
+        encoding = self.opts.scale_encoding
+        exponent = byte_exponent(block.scale, encoding) if fmt.scale.name == "e8m0" else 0
+        subscales = np.array([block.subscales], dtype=np.int64).reshape(1, fmt.subblocks)
+        tensor_words = np.array([inputs["tensor_scale"]]) if "tensor_scale" in inputs else None
+        divisor, factor = self._divisors(np.array([block.scale]), np.array([exponent]), subscales, tensor_words, (1, k))
+        if factor is not None:  # fp32_steps: x * factor is rounded to fp32 first; aim at x = point / factor
+            finite = 0 < factor[0] < float("inf")
+            return [1 / Fraction(float(factor[0])) if finite else Fraction(0)] * k
+        return [Fraction(float(d)) for d in divisor[0]]
+
+    @cached_property
+    def _decision_blocks(self) -> list[list[Exact]]:
+        """Blocks that reach every rounding case (:func:`.stimulus.rounding_cases`) of the
+        intervals standing for every band of the element grid (:func:`.stimulus.grid_intervals`),
+        against the divisor the quantizer actually uses, with both signs: per anchor
+        (:meth:`_anchors`) the block maximum in slot 0, the points (at most the maximum, exact fp32
+        values) dealt round-robin into at least MIN_CLASS_VECTORS blocks (so each case is met in
+        as many blocks), a -0 in the last free slot of each. Sub-block formats twice: every
+        pair partnered with the maximum (microexponent 0, points in the odd slots), and pairs of
+        points alone (microexponent 1)."""
+        fmt, k = self.fmt, self.fmt.block_size
+        grid = finite_magnitudes(fmt.element)
+        min_normal = fmt.element.min_normal if fmt.element.kind == "float" and fmt.element.subnormals else None
+        intervals = grid_intervals(grid, min_normal)
+        blocks = []
+        for amax in self._anchors():
+            layouts = [[amax] + [Exact(0)] * (k - 1)]
+            if fmt.subblocks:
+                layouts.append([amax if i % 2 == 0 else Exact(0) for i in range(k)])
+            for pilot in layouts:
+                free = [i for i, v in enumerate(pilot) if v.is_zero]
+                divisors = self._divisor_of(pilot)
+                d = divisors[free[-1]]
+                if not d:
+                    continue
+                cases = [case for lo, hi, _ in intervals for case in rounding_cases(lo * d, hi * d)]
+                cases.sort(key=lambda case: CASES.index(case[0]))  # a case's points go to different blocks
+                points = [v for v in dict.fromkeys(v for _, v in cases) if v <= amax.magnitude and _is_fp32(v)]
+                signed = both_signs(points)
+                count = max(MIN_CLASS_VECTORS, -(-len(signed) // (len(free) - 1)))
+                for b in range(count):
+                    block = list(pilot)
+                    dealt = signed[b::count]
+                    for slot, value in zip(free, dealt + [Exact(1)] * (len(free) - len(dealt))):
+                        block[slot] = value
+                    blocks.append(block)
+        return blocks
 
     def random_inputs(self, rng: random.Random, index: int) -> dict:
         """A block of varied dynamic range; every other one (odd ``index``) spread 2^+-30 wider."""
@@ -229,19 +291,16 @@ class QuantizeSuite(Suite):
             classes.add("subnormal_output")
         if fmt.element.kind == "int" and fmt.element.encoding == "twos_complement" and fmt.element.sign_mask in block.codes:
             classes.add("int8_neg2")
-        if self.rounding_classed and exponent is not None:
-            classes |= self._rounding_classes(xs, exponent, block)
-        return out, classes
-
-    def _rounding_classes(self, xs, exponent: int, block) -> set:
-        """tie, carry, saturation of the block's finite nonzero inputs (:mod:`.rounding_classes`)."""
-        fmt = self.fmt
-        if fmt.subblocks:  # q = |x| * 2^(tau_j - E) for the elements of sub-block j
-            shifts = [tau - exponent for tau in block.subscales for _ in range(fmt.subblock_size)]
-        else:
-            shifts = repeat(-exponent)
-        magnitudes = _code_magnitudes(fmt.element)
-        return rounding_classes(xs, shifts, [magnitudes[code] for code in block.codes], self._grids)
+        if any(w == 0x80000000 for w in words) or not code_sets(fmt.element)["negative"].isdisjoint(
+                set(block.codes) & code_sets(fmt.element)["zero"]):
+            classes.add("negative_zero")
+        row = np.array([words], dtype=np.uint32)
+        subscales = np.array([block.subscales if fmt.subblocks else ()], dtype=np.int64).reshape(1, fmt.subblocks)
+        tensor_words = np.array([inputs["tensor_scale"]]) if "tensor_scale" in inputs else None
+        flags = self._decision_flags(row, np.array([block.scale]), np.array([0 if exponent is None else exponent]),
+                                     np.array([scale_nan]), np.array([block.codes], dtype=np.int64), subscales,
+                                     tensor_words)
+        return out, classes | set(class_names(int(flags[0])))
 
     # expected values of many vectors at once (mxsim.golden.batch) ---------------------------
     def compute_batch(self, inputs: dict):
@@ -289,7 +348,10 @@ class QuantizeSuite(Suite):
             out["scale_exp"] = np.where(scale_nan, -128, exponent).tolist()
         if fmt.subblocks:
             out["subscales"] = pack_items(subscales, fmt.subscale_bits)
-        return out, self._batch_flags(bits, exponent, scale_nan, codes, subscales).tolist()
+        flags = self._batch_flags(bits, exponent, scale_nan, codes, subscales)
+        tensor_words = np.asarray(inputs["tensor_scale"], dtype=np.int64) if "tensor_scale" in inputs else None
+        flags |= self._decision_flags(bits, scales, exponent, scale_nan, codes, subscales, tensor_words)
+        return out, flags.tolist()
 
     def _batch_flags(self, bits: np.ndarray, exponent, scale_nan, codes, subscales) -> np.ndarray:
         """The classes of :meth:`compute`, from the fp32 bit fields of the inputs."""
@@ -318,26 +380,116 @@ class QuantizeSuite(Suite):
         flags[table.max[codes].any(axis=1)] |= bit("max")
         flags[table.subnormal[codes].any(axis=1)] |= bit("subnormal_output")
         flags[table.neg2[codes].any(axis=1)] |= bit("int8_neg2")
-        if self.rounding_classed:
-            self._batch_rounding_flags(flags, bits, exponent, scale_nan, codes, subscales)
+        negative_zero = (bits == 0x80000000).any(axis=1) | (table.zero[codes] & table.negative[codes]).any(axis=1)
+        flags[negative_zero] |= bit("negative_zero")
         return flags
 
-    def _batch_rounding_flags(self, flags, bits, exponent, scale_nan, codes, subscales) -> None:
-        """:meth:`_rounding_classes` of every vector: q = |x| * 2^(tau - E) is exact in float64
-        (fp32 inputs, |E - tau| < 2^9), so is each grid midpoint of these narrow elements."""
-        fmt = self.fmt
-        with np.errstate(invalid="ignore"):  # signalling NaN inputs (masked out below)
-            x = bits.view(np.float32).astype(np.float64)
-        taus = np.repeat(subscales, fmt.subblock_size, axis=1) if fmt.subblocks else 0
-        shift = (np.asarray(exponent, dtype=np.int64)[:, None] - taus).astype(np.int32)
-        valid = ~np.asarray(scale_nan)[:, None] & np.isfinite(x) & (x != 0)
-        q = np.ldexp(np.abs(np.where(valid, x, 1.0)), -shift)
-        result = np.array(_code_magnitudes(fmt.element))[codes]
-        for negative in (False, True):
-            rows, cols = np.nonzero(valid & ((x < 0) == negative))
-            tie, carry, saturation = rounding_class_arrays(q[rows, cols], self._grids[negative], result[rows, cols])
-            for name, hit in (("tie", tie), ("carry", carry), ("saturation", saturation)):
-                flags[rows[hit]] |= bit(name)
+    def reachable_classes(self) -> frozenset[str]:
+        """The classes every quantize catalogue must hit (conventions.md 3.3): ``negative_zero`` and
+        the rounding decisions of the elements: every case and both near-ties; ``subnormal_near_tie``
+        where the element has subnormals; ``increment`` and ``carry`` except under rtz;
+        ``zero_result_sign`` except under rdn (a negative element rounds away from zero);
+        ``saturation`` under the floor rule (the block maximum may lie above max_normal x 2^E; a
+        shared-exponent element may round to 2^m) and for NVFP4 (its UE4M3 scale may round below
+        amax / 6 / s_t).
+        NVFP4 with ``nvfp4_arith='fp32_steps'`` and an amax tensor scale rounds fp32(x * factor),
+        whose factor fp32(2^-j / 448) is inexact, so the ties and near-ties are met only by chance:
+        not required there."""
+        reachable = {"negative_zero", "exact", "below_half", "tie", "above_half", "near_tie_top", "near_tie_bottom",
+                     "near_tie_below", "truncate", "increment", "carry", "zero_result_sign"}
+        element, opts = self.fmt.element, self.opts
+        if element.kind == "float" and element.subnormals:
+            reachable.add("subnormal_near_tie")
+        if opts.rounding == "rtz":
+            reachable -= {"increment", "carry"}
+        if opts.rounding == "rdn":
+            reachable.discard("zero_result_sign")
+        if opts.scale_rule == "floor" or self.fmt.scale.name != "e8m0":
+            reachable.add("saturation")
+        if self.fmt.scale.name != "e8m0" and opts.nvfp4_arith == "fp32_steps" and opts.nvfp4_tensor_scale == "amax":
+            reachable -= {"exact", "tie", "near_tie_top", "near_tie_bottom", "near_tie_below", "subnormal_near_tie"}
+        return frozenset(reachable)
+
+    # rounding decisions (conventions.md 3.3; mxsim.golden.rounding_classes) --------------------
+    def _decision_flags(self, bits, scales, exponent, scale_nan, codes, subscales, tensor_words) -> np.ndarray:
+        """The rounding-decision classes of N vectors (an int64 flags word each, the OR over the
+        block's elements): each finite nonzero input as the quantizer reads it (``subnormal_inputs``)
+        against its element divisor D (:meth:`_divisors`; NVFP4 ``fp32_steps``: the fp32 product
+        x * factor against 1), its resolution fp32's last bit (2^-150 for a subnormal read
+        ``as_normal``). ``bits``: (N, k) fp32 words; ``tensor_words``: (N,) fp32 words (NVFP4)."""
+        fmt, opts = self.fmt, self.opts
+        magnitude = (bits & 0x7FFFFFFF).astype(np.int64)
+        field, fraction = magnitude >> 23, magnitude & 0x7FFFFF
+        x = np.where(field < 0xFF, magnitude, 0).astype(np.uint32).view(np.float32).astype(np.float64)
+        subnormal = (field == 0) & (fraction != 0)
+        min_exponent = -126
+        if opts.subnormal_inputs == "flush":
+            x = np.where(subnormal, 0.0, x)
+        elif opts.subnormal_inputs == "as_normal":  # (1 + m / 2^23) * 2^-127, last bit 2^-150
+            x = np.where(subnormal, np.ldexp((fraction | (1 << 23)).astype(np.float64), -150), x)
+            min_exponent = -127
+        divisor, factor = self._divisors(scales, exponent, subscales, tensor_words, bits.shape)
+        if factor is not None:  # NVFP4 fp32_steps: the element rounds fp32(x * factor), exact product first
+            with np.errstate(over="ignore", invalid="ignore"):  # 0 * Inf (masked below)
+                x = (x * factor[:, None]).astype(np.float32).astype(np.float64)
+            min_exponent = -126
+        valid = (x > 0) & np.isfinite(x) & ~np.asarray(scale_nan, dtype=bool)[:, None]
+        result = np.array(_code_magnitudes(fmt.element))[codes] * divisor
+        negative = bits >> 31 == 1
+        min_normal = float(fmt.element.min_normal) if fmt.element.kind == "float" and fmt.element.subnormals else 0.0
+        if len(bits) == 1:  # one vector (compute): the same steps element by element on floats (faster)
+            word = 0
+            for xi, di, ri, sign, ok in zip(*(a[0].tolist() for a in (x, divisor, result, negative, valid))):
+                if ok:
+                    lo, hi, saturated = grid_interval(xi, di, self._grids[sign])
+                    word |= bit("saturation") if saturated else decision_flags(
+                        xi, lo * di, hi * di, fp32_resolution(xi, min_exponent), ri, sign, min_normal * di, hi_unit=hi)
+            return np.array([word], dtype=np.int64)
+        flags = np.zeros(len(bits), dtype=np.int64)
+        for sign in (False, True):
+            rows, cols = np.nonzero(valid & (negative == sign))
+            xs, ds = x[rows, cols], divisor[rows, cols]
+            lo, hi, saturated = grid_interval(xs, ds, self._grids[sign])
+            word = decision_flags(xs, lo * ds, hi * ds, fp32_resolution(xs, min_exponent), result[rows, cols],
+                                  np.full(len(xs), sign), min_normal * ds, hi_unit=hi)
+            word = np.where(saturated, bit("saturation"), word)
+            np.bitwise_or.at(flags, rows, word)
+        return flags
+
+    def _divisors(self, scales, exponent, subscales, tensor_words, shape):
+        """((N, k) float64 divisors D of every element, (N,) fp32 factors or None): 2^E (or
+        ``min_scale_divisor``'s at E = -127: :func:`mxsim.ref.block._element_divisor`), 2^(E -
+        tau_j) with sub-blocks, s_t * scale for NVFP4 (exact in binary64: 24 times 4 bits); under
+        ``nvfp4_arith='fp32_steps'`` D = 1 and the factor fp32(fp32(1 / s_t) / scale)."""
+        fmt, opts = self.fmt, self.opts
+        n, k = shape
+        if fmt.scale.name != "e8m0":
+            s_t = np.ones(n) if tensor_words is None else tensor_words.astype(np.uint32).view(np.float32).astype(np.float64)
+            scale = np.array(_code_magnitudes(fmt.scale))[np.asarray(scales, dtype=np.int64)]
+            if opts.nvfp4_arith != "fp32_steps":
+                return np.repeat((s_t * scale)[:, None], k, axis=1), None
+            factors = {}
+            for pair in set(zip(s_t.tolist(), scale.tolist())):
+                inverse = to_fp32(1 / Fraction(pair[0]))
+                if inverse.is_inf or not pair[1]:  # 1 / s_t beyond fp32: every element saturates (the reference's)
+                    factors[pair] = float("inf")
+                else:
+                    factor = to_fp32(inverse.value / Fraction(pair[1]))
+                    factors[pair] = float("inf") if factor.is_inf else float(factor.value)
+            factor = np.array([factors[pair] for pair in zip(s_t.tolist(), scale.tolist())])
+            return np.ones(shape), factor
+        exponent = np.asarray(exponent, dtype=np.int64)
+        if fmt.subblocks:
+            taus = np.repeat(subscales, fmt.subblock_size, axis=1)
+            return np.ldexp(1.0, (exponent[:, None] - taus).astype(np.int32)), None
+        table = {e: _element_divisor(e, opts) for e in set(exponent.tolist())}
+        per_row = np.array([table[e][0] / table[e][1] for e in exponent.tolist()], dtype=np.float64)
+        return np.repeat(per_row[:, None], k, axis=1), None
+
+
+def _is_fp32(v: Fraction) -> bool:
+    """Whether fp32 holds the magnitude v exactly."""
+    return fp32_value(fp32_bits(Exact(0, v))).magnitude == v
 
 
 @lru_cache(maxsize=None)

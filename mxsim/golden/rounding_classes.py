@@ -1,40 +1,59 @@
-"""The rounding classes of quantized elements: ``tie``, ``carry`` and ``saturation``, from the
-exact scaled value q = |x| / 2^(E - tau) and the magnitude of the element code it became. The
-scalar version (one block's elements, for :meth:`QuantizeSuite.compute`) and the array version
-(for ``compute_batch``) sit side by side and follow one rule. Both compute in binary64, exactly:
-q is an fp32 input times a power of two within binary64's range, the grid magnitudes of these
-narrow elements (at most 16 significant bits) and their pairwise sums are exact, and floor(log2)
-is read off the exponent.
+"""The rounding-decision classes of one rounding (element encode, block quantize under any option or
+profile, dequantize), computed from the exact value rounded, its output interval and the input's
+resolution (conventions.md 3.3). One routine, :func:`decision_flags`, for every suite kind, on
+NumPy arrays of float64 (every quantity below is exact in binary64, see the bounds there).
 
-* the grid is the set of finite magnitudes the element can take with the input's sign (MXINT8's
-  magnitude 2 only for negative inputs under ``int8_allow_neg2``);
-* ``saturation``: q above the grid's largest magnitude (the quantizer clamps it to +-max);
-* otherwise, q strictly between two adjacent grid magnitudes a < q < b: ``tie`` when
-  q = (a + b) / 2 exactly, ``carry`` when the code's magnitude lies in a higher binade than q
-  (floor(log2 r) > floor(log2 q): the rounding carried into the next binade).
+For a magnitude x > 0 (finite, the input as the rounding reads it) rounded onto an output grid:
+lo <= x < hi are the adjacent output magnitudes around it (both on the grid, in x's domain: the
+element grid times the block's divisor D for a quantize), u = hi - lo, t = x - lo; r is the
+input's resolution at x (the weight of its last bit: fp32's 2^(max(floor(log2 x), -126) - 23),
+2^-150 for a subnormal read ``as_normal``, an element's last bit times its scale for a
+dequantize). The guard bit is the bit of weight u/2, the sticky bits are those of weights u/4
+(the top sticky position) down to r (the bottom one). Classes:
 
-q on the grid, zeros, NaN and Inf elements have none of these classes.
+* ``exact``: t = 0; ``below_half``: 0 < 2t < u; ``tie``: 2t = u; ``above_half``: 2t > u;
+* ``near_tie_top``: 4t = 3u (guard and the top sticky bit only); ``near_tie_bottom``: 2t = u + 2r
+  (guard and the bottom sticky bit only); ``near_tie_below``: 2t = u - 2r (guard clear, every
+  sticky bit set); the three need 4r <= u (a sticky bit exists);
+* ``subnormal_near_tie``: one of the three where hi <= the output's smallest normal (a subnormal
+  band, or the zero band under the smallest subnormal);
+* ``increment`` / ``truncate``: the result's magnitude above / below x (the rounding direction,
+  which depends on the mode and on the sign); ``carry``: an increment onto hi where hi (in the
+  element's own units) is a power of two: the result lies in a higher binade than x;
+* ``zero_result_sign``: a negative x whose result has magnitude 0;
+* ``saturation``: x above the grid's largest magnitude (no decision class then).
+
+Zeros, NaN and Inf are not roundings (no class here). Bounds: x has at most 24 significant bits,
+D at most 28 (an fp32 tensor scale times a UE4M3 scale) and the element grid at most 16, so grid
+points times D have at most 44 and x - lo, hi - lo (of x's order) at most 53: the comparisons
+are exact.
 """
 
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+from bisect import bisect_right
 from fractions import Fraction
 from functools import lru_cache
-from typing import Iterable
 
 import numpy as np
 
 from ..ref.decode import decode
+from .classes import flag_bits
 
-__all__ = ["magnitude_grid", "rounding_classes", "rounding_class_arrays"]
+__all__ = ["DECISION_CLASSES", "magnitude_grid", "grid_interval", "ieee_interval", "decision_flags", "fp32_resolution"]
+
+DECISION_CLASSES = (
+    "exact", "below_half", "tie", "above_half", "near_tie_top", "near_tie_bottom", "near_tie_below",
+    "subnormal_near_tie", "increment", "truncate", "carry", "zero_result_sign", "saturation",
+)
+_BIT = {name: flag_bits([name]) for name in DECISION_CLASSES}
 
 
 @lru_cache(maxsize=None)
 def magnitude_grid(element, negative: bool, int8_allow_neg2: bool = False) -> tuple[float, ...]:
     """The finite magnitudes an element code of that sign can hold, ascending (zero first), as
-    exact binary64 values."""
+    exact binary64 values (MXINT8's magnitude 2 only for negative values under ``int8_allow_neg2``)."""
     twos_complement = element.kind == "int" and element.encoding == "twos_complement"
     magnitudes = {Fraction(0)}
     for code in range(1 << element.width):
@@ -49,46 +68,83 @@ def magnitude_grid(element, negative: bool, int8_allow_neg2: bool = False) -> tu
     return grid
 
 
-def rounding_classes(xs: Iterable[float], shifts: Iterable[int], results: Iterable[float], grids) -> set[str]:
-    """The classes of a block's elements: input x_i (a float holding an fp32 value; zeros, NaN and
-    Inf have no class), q_i = |x_i| * 2^shift_i (shift_i = tau_j - E, exact in binary64), the
-    magnitude results_i of the code it was given, and ``grids`` the (positive, negative)
-    :func:`magnitude_grid` pair (x_i's sign picks one)."""
-    classes = set()
-    positive, negative = grids
-    ldexp, frexp, isfinite = math.ldexp, math.frexp, math.isfinite
-    for x, shift, result in zip(xs, shifts, results):
-        if not x or not isfinite(x):
-            continue
-        q = ldexp(abs(x), shift)
-        grid = negative if x < 0 else positive
-        if q > grid[-1]:
-            classes.add("saturation")
-            continue
-        i = bisect_left(grid, q)
-        above = grid[i]
-        if above == q:
-            continue
-        if 2 * q == grid[i - 1] + above:
-            classes.add("tie")
-        # a carry puts the result in a higher binade than q, so above q (result 0 never carries)
-        if result > q and frexp(result)[1] > frexp(q)[1]:
-            classes.add("carry")
-    return classes
+def fp32_resolution(x, min_exponent: int = -126):
+    """2^(max(floor(log2 x), min_exponent) - 23) of float64 magnitudes x > 0 (an array, or a
+    float): the last bit of an fp32 value (``min_exponent`` -127 for fp32 subnormals read
+    ``as_normal``)."""
+    if not isinstance(x, np.ndarray):
+        return math.ldexp(1.0, max(math.frexp(x)[1] - 1, min_exponent) - 23)
+    return np.ldexp(1.0, np.maximum(np.frexp(x)[1] - 1, min_exponent) - 23)
 
 
-def _floor_log2(x: np.ndarray) -> np.ndarray:
-    return np.frexp(x)[1] - 1
+def grid_interval(x, divisor, grid: tuple[float, ...]):
+    """(lo, hi, saturated) element-grid magnitudes with lo * D <= x < hi * D (in the element's
+    units), for x > 0 and divisors D > 0 (arrays of one shape, or D a scalar; or floats x and D,
+    then floats and a bool); at or above the
+    grid's largest magnitude g, [g, 2g - g') (g' the one below: on the grid, x = g is exact);
+    ``saturated``: x above g times D."""
+    if not isinstance(x, np.ndarray):  # one float: the same steps with bisect (no NumPy call overhead)
+        n = len(grid)
+        i = min(max(bisect_right(grid, x / divisor) - 1, 0), n - 2)
+        if grid[i] * divisor > x and i > 0:
+            i -= 1
+        if grid[i + 1] * divisor <= x and i < n - 2:
+            i += 1
+        if x >= grid[-1] * divisor:
+            return grid[-1], 2 * grid[-1] - grid[-2], x > grid[-1] * divisor
+        return grid[i], grid[i + 1], False
+    points = np.asarray(grid)
+    n = len(points)
+    d = np.broadcast_to(np.asarray(divisor, dtype=np.float64), x.shape)
+    i = np.clip(np.searchsorted(points, x / d, side="right") - 1, 0, n - 2)
+    # x / D is rounded where D is not a power of two: one step either way fixes it exactly
+    i = np.where((points[i] * d > x) & (i > 0), i - 1, i)
+    i = np.where((points[np.minimum(i + 1, n - 1)] * d <= x) & (i < n - 2), i + 1, i)
+    saturated = x > points[-1] * d
+    lo, hi = points[i], points[i + 1]
+    top = x >= points[-1] * d  # the largest magnitude itself is exact: the interval above it (virtual)
+    return np.where(top, points[-1], lo), np.where(top, 2 * points[-1] - points[-2], hi), saturated
 
 
-def rounding_class_arrays(q: np.ndarray, grid: tuple[Fraction, ...], result: np.ndarray):
-    """(tie, carry, saturation) boolean arrays of :func:`rounding_classes` for float64 arrays of
-    q (> 0, exact) and result magnitudes (exact), one grid for all."""
-    points = np.array(grid)
-    saturation = q > points[-1]
-    i = np.minimum(np.searchsorted(points, q), len(points) - 1)
-    between = ~saturation & (points[i] != q)
-    tie = between & (2 * q == points[np.maximum(i - 1, 0)] + points[i])
-    safe = np.where(result > 0, result, 1.0)
-    carry = between & (result > 0) & (_floor_log2(safe) > _floor_log2(q))
-    return tie, carry, saturation
+def ieee_interval(x: np.ndarray, mantissa_bits: int, emin: int, max_finite: float):
+    """(lo, hi, over) of an IEEE-style output (subnormals kept) around float64 magnitudes x > 0:
+    lo = x cut to the output's spacing 2^(max(floor(log2 x), emin) - mantissa_bits), hi = lo + that
+    spacing; ``over``: x above ``max_finite`` (an overflow, no rounding class)."""
+    ulp = np.ldexp(1.0, np.maximum(np.frexp(x)[1] - 1, emin) - mantissa_bits)
+    lo = np.floor(x / ulp) * ulp
+    return lo, lo + ulp, x > max_finite
+
+
+def decision_flags(x, lo, hi, resolution, result, negative, min_normal, hi_unit=None):
+    """The flags word (int64) of each rounding, from arrays of one shape (or floats and a bool: an
+    int), the same operations either way: magnitudes x > 0, their
+    interval [lo, hi) and the result's magnitude in x's domain, the input ``resolution`` r at x,
+    ``negative`` (bool), ``min_normal`` (the output's smallest normal magnitude in x's domain, an
+    array or scalar; 0: no subnormal band). ``hi_unit``: hi in the output's own units (for
+    ``carry``; default hi). ``saturation`` is the caller's (see :func:`grid_interval`)."""
+    t, u, r = x - lo, hi - lo, resolution
+    sticky = 4 * r <= u
+    top = sticky & (4 * t == 3 * u)
+    bottom = sticky & (2 * t == u + 2 * r)
+    below = sticky & (2 * t == u - 2 * r)
+    hi_unit = hi if hi_unit is None else hi_unit
+    power_of_two = (np.frexp(hi_unit) if isinstance(hi_unit, np.ndarray) else math.frexp(hi_unit))[0] == 0.5
+    increment = result > x
+    cases = {
+        "exact": t == 0,
+        "below_half": (t > 0) & (2 * t < u),
+        "tie": 2 * t == u,
+        "above_half": 2 * t > u,
+        "near_tie_top": top,
+        "near_tie_bottom": bottom,
+        "near_tie_below": below,
+        "subnormal_near_tie": (top | bottom | below) & (hi <= min_normal),
+        "increment": increment,
+        "truncate": result < x,
+        "carry": increment & (result == hi) & power_of_two,
+        "zero_result_sign": negative & (result == 0),
+    }
+    flags = np.zeros(np.shape(x), dtype=np.int64) if isinstance(x, np.ndarray) else 0
+    for name, hit in cases.items():
+        flags |= hit * _BIT[name]
+    return flags

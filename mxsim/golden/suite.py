@@ -13,13 +13,24 @@ from ..ref.decode import decode as _decode
 from ..ref.encode import encode
 from ..ref.exact import Exact
 from ..options.profiles import get_profile, resolve_quantize
+from .classes import CLASSES, FLAGS_BITS
 from .fields import Field
 
 __all__ = [
     "ORIGINS", "FP32", "Suite", "decode", "fp32_bits", "fp32_value", "kind_classes", "is_subnormal_code", "code_sets",
     "max_codes", "subnormal_codes",
-    "pack_word", "unpack_word", "jsonable", "profile_options",
+    "pack_word", "unpack_word", "jsonable", "profile_options", "MIN_CLASS_VECTORS", "StarvedClassError",
+    "check_reachable_coverage",
 ]
+
+MIN_CLASS_VECTORS = 8
+"""The fewest vectors a suite's catalogue must have in each class its configuration can reach
+(:meth:`Suite.reachable_classes`): a generation of the whole catalogue with fewer fails
+(:func:`check_reachable_coverage`). Eight, so a class is never met by one lucky vector."""
+
+
+class StarvedClassError(ValueError):
+    """A reachable class got fewer than :data:`MIN_CLASS_VECTORS` vectors (the message names each)."""
 
 ORIGINS = ("exhaustive", "directed", "random")
 FP32 = "fp32"
@@ -143,7 +154,7 @@ class Suite:
 
     @property
     def fields(self) -> list[Field]:
-        return self.inputs + self.outputs + [Field("flags", 64, description="corner classes (mxsim.golden.classes)")]
+        return self.inputs + self.outputs + [Field("flags", FLAGS_BITS, description="corner classes (mxsim.golden.classes)")]
 
     def params(self) -> dict:
         raise NotImplementedError
@@ -162,11 +173,36 @@ class Suite:
         the default runs the stimulus once)."""
         return sum(1 for _ in self.stimulus(random.Random("mxsim-golden:size"), level))
 
+    def reachable_classes(self) -> frozenset[str]:
+        """The corner classes (:mod:`.classes`) the suite's configuration can reach, each of which
+        its catalogue must hit at least :data:`MIN_CLASS_VECTORS` times (checked when the whole
+        catalogue is generated). Default: none required; kinds override it."""
+        return frozenset()
+
     def profile_record(self) -> dict | None:
         """The profile the suite follows (name, source, version, every option it sets) for the
         manifest's ``profile`` key, or None (then the manifest has no such key)."""
         profile = getattr(self, "profile_def", None)
         return None if profile is None else profile.as_dict()
+
+
+def check_reachable_coverage(suite: Suite, coverage: dict[str, int]) -> None:
+    """Raise :class:`StarvedClassError` if a class of ``suite.reachable_classes()`` has fewer than
+    :data:`MIN_CLASS_VECTORS` vectors in ``coverage`` (class -> vectors, the manifest's), or is not
+    a class of the catalogue."""
+    reachable = suite.reachable_classes()
+    unknown = sorted(set(reachable) - set(CLASSES))
+    if unknown:
+        raise ValueError(f"{suite.kind}/{suite.name}: reachable_classes names {', '.join(unknown)}, not classes of "
+                         "mxsim.golden.classes.CLASSES")
+    starved = {name: coverage.get(name, 0) for name in sorted(reachable) if coverage.get(name, 0) < MIN_CLASS_VECTORS}
+    if starved:
+        counts = ", ".join(f"{name}: {n}" for name, n in starved.items())
+        raise StarvedClassError(
+            f"{suite.kind}/{suite.name}: the catalogue reaches too few vectors of class(es) its configuration can reach "
+            f"({counts}); every reachable class needs at least {MIN_CLASS_VECTORS} (mxsim.golden.suite."
+            "MIN_CLASS_VECTORS): add directed stimulus for them"
+        )
 
 
 def profile_options(profile, fmt, options: dict):
