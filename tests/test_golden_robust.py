@@ -83,7 +83,7 @@ def test_sixteen_bit_formats_are_still_enumerated(tmp_path):
     assert json.loads((directory / "manifest.json").read_text())["count"] == 1 << 16
 
 
-@pytest.mark.parametrize("limit, value, shown", [("MAX_VECTORS", 100, "108 vectors"), ("MAX_SUITE_BYTES", 1000, "bytes")])
+@pytest.mark.parametrize("limit, value, shown", [("MAX_VECTORS", 100, "132 vectors"), ("MAX_SUITE_BYTES", 1000, "bytes")])
 def test_suites_larger_than_the_limits_are_refused_before_writing(tmp_path, monkeypatch, capsys, limit, value, shown):
     from mxsim.golden import limits
 

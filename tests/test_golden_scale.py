@@ -28,7 +28,7 @@ from mxsim.golden.decompose import layouts, value_text
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "golden"
-PACK = ("pack", {"block": "mxfp4_e2m1"})  # catalogue: 8 directed + 100 random
+PACK = ("pack", {"block": "mxfp4_e2m1"})  # catalogue: 8 + 24 pattern directed + 100 random
 QUANTIZE = ("quantize", {"block": "mxfp4_e2m1"})  # catalogue: 32 directed + 100 random; outputs scale, scale_exp, codes
 DECODE = ("decode", {"element": "fp4_e2m1"})  # catalogue: the 16 codes
 
@@ -85,20 +85,20 @@ def test_count_takes_the_catalogue_then_random_vectors(tmp_path):
     fewer = generate(suite, tmp_path / "fewer", count=20)
     for f in suite.fields:
         catalogue = _lines(whole, f.name)
-        assert len(catalogue) == 108
-        assert _lines(more, f.name)[:108] == catalogue
+        assert len(catalogue) == 132
+        assert _lines(more, f.name)[:132] == catalogue
         assert _lines(fewer, f.name) == catalogue[:20]
-    assert all(class_names(int(x, 16))[:1] == ["random"] for x in _lines(more, "flags")[108:])
+    assert all(class_names(int(x, 16))[:1] == ["random"] for x in _lines(more, "flags")[132:])
     assert _manifest(more)["count"] == 150 and _manifest(fewer)["count"] == 20
-    assert _manifest(more)["stimulus"] == {**_manifest(more)["stimulus"], "catalogue": 108, "count_requested": 150,
-                                           "from_catalogue": 108, "beyond_catalogue": 42}
-    assert _manifest(fewer)["stimulus"] == {**_manifest(fewer)["stimulus"], "catalogue": 108, "count_requested": 20,
+    assert _manifest(more)["stimulus"] == {**_manifest(more)["stimulus"], "catalogue": 132, "count_requested": 150,
+                                           "from_catalogue": 132, "beyond_catalogue": 18}
+    assert _manifest(fewer)["stimulus"] == {**_manifest(fewer)["stimulus"], "catalogue": 132, "count_requested": 20,
                                             "from_catalogue": 20, "beyond_catalogue": 0}
     assert _manifest(whole)["stimulus"]["count_requested"] is None
     # vector i beyond the catalogue depends on i alone: a longer suite starts with the shorter one
     longer = generate(suite, tmp_path / "longer", count=700)
     assert _lines(longer, "codes")[:150] == _lines(more, "codes")
-    assert len(set(_lines(longer, "codes")[108:])) > 580  # random blocks, not repeats
+    assert len(set(_lines(longer, "codes")[132:])) > 560  # random blocks, not repeats
     assert verify(more).ok and verify(longer).ok
     for bad in (0, -3, True):
         with pytest.raises(ValueError, match="count"):
@@ -185,14 +185,14 @@ def test_stream_writes_one_vector_per_line_after_a_header(tmp_path, capsysbinary
     assert lines[-1] == "" and len(lines) == 1 + 130 + 1
     assert lines[0] == ("# mxsim golden stream kind=pack suite=mxfp4_e2m1-lsb seed=4 level=1 count=130 "
                         "inputs=scale:8,codes:128 outputs=stream:136,flags:64")
-    assert {tuple(len(column) for column in line.split(" ")) for line in lines[1:-1]} == {(2, 32, 34, 8)}
+    assert {tuple(len(column) for column in line.split(" ")) for line in lines[1:-1]} == {(2, 32, 34, 16)}
     directory = generate(suite, tmp_path, seed=4, count=130)
     files = [_lines(directory, f.name) for f in suite.fields]
     assert lines[1:-1] == [" ".join(row) for row in zip(*files)]
     rc, out = _stream([*params, "--count", "3", "--manifest", str(tmp_path / "m.json")], capsysbinary)
     assert rc == 0 and not out.startswith(b"#") and out.count(b"\n") == 3
     manifest = json.loads((tmp_path / "m.json").read_text())
-    assert [f["hex_digits"] for f in manifest["fields"]] == [2, 32, 34, 8] and manifest["count"] == 3
+    assert [f["hex_digits"] for f in manifest["fields"]] == [2, 32, 34, 16] and manifest["count"] == 3
 
 
 def test_stream_forever_into_head_ends_quietly():
@@ -275,7 +275,7 @@ def _class_summary(suite_dir: Path, lines: set[int]) -> dict[str, int]:
 
 def test_check_passes_a_correct_device(quantize_suite, dut, capsys):
     rc, out = _check_cli([quantize_suite, dut], capsys)
-    assert rc == 0 and out.endswith("132 vectors, fields scale, scale_exp, codes: all match\n")
+    assert rc == 0 and out.endswith("148 vectors, fields scale, scale_exp, codes: all match\n")
     (dut / "flags.hex").write_text("nonsense\n")  # the device's flags are not read
     for name in ("scale", "codes"):  # upper-case hex is the same value
         (dut / f"{name}.hex").write_text((dut / f"{name}.hex").read_text().upper())
@@ -289,7 +289,7 @@ def test_check_reports_planted_mistakes_with_lines_classes_and_decomposed_inputs
     for line in scale_lines:
         _edit(dut / "scale.hex", line, lambda old: format((int(old, 16) + 1) % 256, "02x"))
     report = check(quantize_suite, dut, errors=2)
-    assert not report.ok and not report.errors and report.vectors == 132
+    assert not report.ok and not report.errors and report.vectors == 148
     assert report.mismatches["codes"].tolist() == [codes_line - 1]
     assert report.mismatches["scale"].tolist() == [line - 1 for line in scale_lines]
     assert report.mismatches["scale_exp"].tolist() == []
@@ -301,7 +301,7 @@ def test_check_reports_planted_mistakes_with_lines_classes_and_decomposed_inputs
 
     rc, out = _check_cli([quantize_suite, dut, "--errors", "2"], capsys)
     assert rc == 1
-    assert "132 vectors, fields scale, scale_exp, codes: 4 mismatching vector(s)" in out
+    assert "148 vectors, fields scale, scale_exp, codes: 4 mismatching vector(s)" in out
     assert "field codes: 1 mismatch(es), line(s) 7\n" in out
     assert "field scale: 3 mismatch(es), line(s) 3, 40, 100\n" in out
     assert "field scale_exp" not in out
@@ -328,10 +328,10 @@ def test_check_names_missing_short_long_and_malformed_files(quantize_suite, dut,
                   "scale_exp.hex, codes.hex", None))
     text = (dut / "codes.hex").read_text().split("\n")
     (dut / "codes.hex").write_text("\n".join(text[:125]) + "\n")
-    cases.append(("codes.hex: ends after 125 vector line(s), the suite has 132 (short: line 126 onward missing)", None))
+    cases.append(("codes.hex: ends after 125 vector line(s), the suite has 148 (short: line 126 onward missing)", None))
     scale = (dut / "scale.hex").read_text()
     for content, message in [
-        (scale + "7f\n7f\n", "scale.hex: 134 vector line(s), the suite has 132 (long: 2 line(s) after line 132)"),
+        (scale + "7f\n7f\n", "scale.hex: 150 vector line(s), the suite has 148 (long: 2 line(s) after line 148)"),
         (scale.replace("\n", "\r\n"), "scale.hex: line 1: CRLF line ending"),
         (_replace_line(scale, 12, "zz"), "scale.hex: line 12: field 'scale': 'zz' is not hex"),
         (_replace_line(scale, 30, "7"), "scale.hex: line 30: field 'scale': '7' is not 2 hex digits"),

@@ -19,7 +19,7 @@ from mxsim.golden.classes import CLASSES, FLAGS_BITS, flag_bits
 from mxsim.golden.suite import MIN_CLASS_VECTORS, StarvedClassError, fp32_value
 from mxsim.golden.suites import suite_from_spec
 from mxsim.golden.stimulus import (
-    CASES, exponent_boundaries, fp32_step, grid_intervals, pattern_values, rounding_cases, significand_patterns,
+    CASES, accumulator_values, exponent_boundaries, fp32_step, grid_intervals, pattern_values, rounding_cases, significand_patterns,
 )
 from mxsim.formats import get_format
 from mxsim.ref.exact import Exact
@@ -71,6 +71,10 @@ def test_exponent_boundaries_cover_every_subnormal_band_of_e4m3():
     e4m3 = get_format("fp8_e4m3")  # emin -6, 3 mantissa bits, emax 8
     assert exponent_boundaries(e4m3) == (-11, -10, -9, -8, -7, -6, -5, 0, 7, 8, 9)
     assert pattern_values([0], 2, [0b01, 0b11]) == [Fraction(5, 4), Fraction(7, 4)]
+    # C whose last bit is 2^-34 (MXDOTP's grid at unit scales) and 2 below it: 2^-11 and 2^-13 times
+    # (1 + p / 2^23); 2^(-140 + 23) = 2^-117 is normal, 2^(200 + 23) is not fp32 and is left out
+    assert accumulator_values(-34, [0, -2, 200], [0, 1]) == [Fraction(1, 2**11), (1 + Fraction(1, 2**23)) / 2**11,
+                                                             Fraction(1, 2**13), (1 + Fraction(1, 2**23)) / 2**13]
 
 
 def test_rounding_cases_of_an_e4m3_interval_hand_worked():
@@ -265,3 +269,46 @@ def test_generation_fails_on_a_starved_class(tmp_path):
     suite.reachable_classes = lambda: frozenset({"no_such_class"})
     with pytest.raises(ValueError, match="no_such_class, not classes"):
         generate(suite, tmp_path / "g")
+
+
+def test_encode_stimulus_reaches_the_near_ties_of_every_subnormal_band_with_both_signs():
+    """E4M3 has three subnormal binades (2^-9, 2^-8, 2^-7) and the zero band under 2^-9: the
+    encode catalogue holds a value at 3/4 (top sticky bit) and one fp32 LSB above the midpoint
+    (bottom sticky bit) of an interval of each, of either sign (the definition, with Fractions)."""
+    suite = suite_from_spec("encode", element="fp8_e4m3")
+    found = set()
+    for bits in suite._directed_bits:
+        value = fp32_value(bits)
+        if not value.is_finite or not value.magnitude or value.magnitude >= Fraction(1, 64):
+            continue
+        m = value.magnitude
+        lo, hi, _ = _e4m3_interval(m)
+        band = "zero" if lo == 0 else lo.denominator.bit_length() - lo.numerator.bit_length()
+        cases = _definition(m, lo, hi, Fraction(1, 1 << 149) if m < Fraction(1, 1 << 126) else fp32_step(m),
+                            Fraction(0), False, True)
+        found |= {(band, case, value.sign) for case in cases & {"near_tie_top", "near_tie_bottom", "near_tie_below"}}
+    for band in ("zero", 9, 8, 7):
+        for case in ("near_tie_top", "near_tie_bottom", "near_tie_below"):
+            assert {(band, case, 0), (band, case, 1)} <= found, (band, case)
+
+
+def test_quantize_stimulus_reaches_the_near_ties_of_every_subnormal_band_with_both_signs():
+    """The MXFP8 E4M3 decision blocks whose maximum lies in [256, 512) have E = 8 - 8 = 0 (OCP floor
+    rule, worked by hand), so each element rounds as an E4M3 value: every subnormal band and the zero
+    band get both near-ties, of either sign."""
+    suite = suite_from_spec("quantize", block="mxfp8_e4m3")
+    found = set()
+    for values in suite._decision_blocks:
+        if not 256 <= values[0].magnitude < 512:
+            continue
+        for v in values[1:]:
+            m = v.magnitude
+            if not 0 < m < Fraction(1, 64):
+                continue
+            lo, hi, _ = _e4m3_interval(m)
+            band = "zero" if lo == 0 else lo.denominator.bit_length() - lo.numerator.bit_length()
+            cases = _definition(m, lo, hi, fp32_step(m), Fraction(0), False, True)
+            found |= {(band, case, v.sign) for case in cases & {"near_tie_top", "near_tie_bottom", "near_tie_below"}}
+    for band in ("zero", 9, 8, 7):
+        for case in ("near_tie_top", "near_tie_bottom", "near_tie_below"):
+            assert {(band, case, 0), (band, case, 1)} <= found, (band, case)

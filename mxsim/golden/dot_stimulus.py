@@ -7,8 +7,9 @@
   signs (the decision classes of :mod:`.output_rounding_classes`). The value is a power of two
   2^t (one product or 2, 4, 8 equal ones, or C) plus the remainder bits, carried by C (fused
   steps, when C can hold them exactly) or by more power-of-two products; the block scales place t;
-* **C distances** (fused steps): C with a sparse significand (1, 1 + 2^-23 or 1 + 2^-12) at every
-  distance of :func:`c_distances` from the step's grid LSB, including below it (C's bits only
+* **C distances** (fused steps): C (:func:`.stimulus.accumulator_values`) with a sparse or full
+  significand (1, 1 + 2^-23, 1 + 2^-12, all ones) at every distance of :func:`c_distances` from the
+  step's grid LSB, including below it (C's bits only
   below the kept window) and beyond the bypass;
 * **zeros**: negative values below half the output's smallest subnormal (their result has
   magnitude zero: ``zero_result_sign``), products cancelling exactly, negative-zero products, a C
@@ -38,6 +39,7 @@ from ..ref.encode import encode
 from ..ref.exact import Exact, floor_log2
 from ..ref.output import output_format
 from ..ref.terms import element_term
+from .stimulus import accumulator_values
 from .suite import MIN_CLASS_VECTORS, decode, fp32_bits, pack_word
 
 __all__ = ["MIN_CLASS_VECTORS", "PATTERNS", "c_distances", "reachable_classes", "structured_count", "structured_rows"]
@@ -65,7 +67,10 @@ _PATTERN_CLASSES = {
 }
 _NEAR_TIES = ("near_top", "near_bottom", "near_below")
 BANDS = ("normal", "subnormal")
-_SCALE_SHIFTS = (0, 0, 5, 5, -5, -5, 9, 9)  # X = XA + XB of the normal band's variants
+_SCALE_SHIFTS = (0, 0, 5, 5, -5, -5, 9, 9)
+# C's 23-bit fraction patterns, in turn over the C distances: a power of two, the last bit alone (C's
+# only low bit at the bottom of its significand), a middle bit, all ones
+_C_PATTERNS = (0, 1, 1 << 11, (1 << 23) - 1)  # X = XA + XB of the normal band's variants
 ZERO_VECTORS = 16
 UNDERFLOWS = MIN_CLASS_VECTORS  # of the zero vectors: negative values whose result has magnitude zero
 FP32_ONE = 0x3F800000
@@ -304,13 +309,10 @@ def _make_distance_plans(suite) -> tuple[tuple[int, int, tuple], ...]:
     grid = (0 if acc.anchor == "fixed" else anchor_e) - acc.frac_bits
     plans = []
     for i, d in enumerate(c_distances(acc)):
-        e = grid + d
-        if not -149 <= e <= 127:
-            continue
-        sparse = (Fraction(1), 1 + Fraction(1, 1 << 23), 1 + Fraction(1, 1 << 12))[i % 3]
-        significand = sparse if e >= -126 else Fraction(1)  # a subnormal C: a power of two
-        magnitude = significand * Fraction(2) ** e
-        plans.append((d, fp32_bits(Exact((i >> 1) & 1, magnitude)), (scales, (pa[ja], pb[jb]))))
+        # C's leading bit 2^(grid + d): its last bit d - 23 from the grid (stimulus.accumulator_values)
+        values = accumulator_values(grid, [d - 23], [_C_PATTERNS[i % len(_C_PATTERNS)]])
+        for magnitude in values:  # none outside fp32's normal range
+            plans.append((d, fp32_bits(Exact((i >> 1) & 1, magnitude)), (scales, (pa[ja], pb[jb]))))
     return tuple(plans)
 
 

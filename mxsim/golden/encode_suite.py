@@ -15,7 +15,7 @@ from .format_spec import element_format, format_param
 from .classes import class_names
 from .rounding_classes import decision_flags, fp32_resolution, grid_interval, magnitude_grid
 from .stimulus import exponent_boundaries, grid_intervals, pattern_values, rounding_cases, significand_patterns
-from .suite import Suite, decode, fp32_bits, fp32_value, kind_classes, is_subnormal_code
+from .suite import MIN_CLASS_VECTORS, Suite, decode, fp32_bits, fp32_value, kind_classes, is_subnormal_code
 
 
 # fp32 fraction patterns at the format's exponent boundaries (conventions.md 3.3): zero, all ones, the
@@ -154,7 +154,8 @@ class EncodeSuite(Suite):
         every case and both near-ties (fp32 has at least two bits more than any enumerable
         element); ``subnormal_near_tie`` where the element has subnormals; ``increment`` and
         ``carry`` except under rtz; ``zero_result_sign`` except under rdn (a negative value rounds
-        away from zero, to the smallest subnormal)."""
+        away from zero, to the smallest subnormal). A format with fewer than MIN_CLASS_VECTORS / 2
+        intervals has too few distinct inputs of the one-per-interval cases: those are not required."""
         reachable = {"exact", "below_half", "tie", "above_half", "near_tie_top", "near_tie_bottom", "near_tie_below",
                      "truncate", "increment", "carry", "zero_result_sign"}
         if self._min_normal:
@@ -163,4 +164,8 @@ class EncodeSuite(Suite):
             reachable -= {"increment", "carry"}
         if self.rounding == "rdn":
             reachable.discard("zero_result_sign")
+        if 2 * (len(finite_magnitudes(self.fmt)) - 1) < MIN_CLASS_VECTORS:
+            # too few values for MIN_CLASS_VECTORS distinct inputs of a case that one interval reaches
+            # once per sign (int3_sm: 3 intervals)
+            reachable -= {"exact", "tie", "near_tie_top", "near_tie_bottom", "near_tie_below", "subnormal_near_tie"}
         return frozenset(reachable)

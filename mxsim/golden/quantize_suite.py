@@ -445,7 +445,7 @@ class QuantizeSuite(Suite):
                     word |= bit("saturation") if saturated else decision_flags(
                         xi, lo * di, hi * di, fp32_resolution(xi, min_exponent), ri, sign, min_normal * di, hi_unit=hi)
             return np.array([word], dtype=np.int64)
-        flags = np.zeros(len(bits), dtype=np.int64)
+        element_flags = np.zeros(bits.shape, dtype=np.int64)
         for sign in (False, True):
             rows, cols = np.nonzero(valid & (negative == sign))
             xs, ds = x[rows, cols], divisor[rows, cols]
@@ -453,8 +453,8 @@ class QuantizeSuite(Suite):
             word = decision_flags(xs, lo * ds, hi * ds, fp32_resolution(xs, min_exponent), result[rows, cols],
                                   np.full(len(xs), sign), min_normal * ds, hi_unit=hi)
             word = np.where(saturated, bit("saturation"), word)
-            np.bitwise_or.at(flags, rows, word)
-        return flags
+            element_flags[rows, cols] = word
+        return np.bitwise_or.reduce(element_flags, axis=1)
 
     def _divisors(self, scales, exponent, subscales, tensor_words, shape):
         """((N, k) float64 divisors D of every element, (N,) fp32 factors or None): 2^E (or

@@ -11,6 +11,9 @@ before anything random. The public surface (all exact: ints and Fractions, no fl
   subnormal band, the binades around the smallest normal, 0, the largest binades and one past);
 * :func:`pattern_values`: magnitudes (1 + pattern / 2^bits) * 2^e of patterns x exponents, in a
   fixed order (the dot suites' accumulators and operands take these);
+* :func:`accumulator_values`: fp32 accumulator values whose last bit lies at given distances from a
+  grid's last bit (above it, on it, below it, beyond a window), with sparse or patterned
+  significands (for fused and aligned dots);
 * :func:`fp32_step`: the spacing of fp32 values at a magnitude (the input's resolution);
 * :func:`rounding_cases`: the values of one rounding interval [lo, hi) of an output grid that
   reach each rounding case (:data:`CASES`), for inputs of a given resolution;
@@ -36,7 +39,8 @@ from typing import Callable, Iterable
 from ..ref.exact import Exact, floor_log2
 
 __all__ = [
-    "CASES", "significand_patterns", "exponent_boundaries", "pattern_values", "fp32_step", "rounding_cases",
+    "CASES", "significand_patterns", "exponent_boundaries", "pattern_values", "accumulator_values", "fp32_step",
+    "rounding_cases",
     "grid_intervals", "both_signs",
 ]
 
@@ -87,6 +91,17 @@ def pattern_values(exponents: Iterable[int], bits: int = FP32_FRACTION_BITS,
         power = Fraction(2) ** e
         out += [Fraction(one + p, one) * power for p in chosen]
     return out
+
+
+def accumulator_values(grid_lsb: int, distances: Iterable[int], patterns: Iterable[int] | None = None
+                       ) -> list[Fraction]:
+    """Normal fp32 magnitudes C whose last significand bit has weight 2^(grid_lsb + d) for each
+    distance d (outer; negative: below the grid, e.g. beyond a fused step's window) and each
+    23-bit fraction pattern (inner; default :func:`significand_patterns` of 23: sparse single bits,
+    runs, all ones, zero). C = (1 + p / 2^23) * 2^(grid_lsb + d + 23); exponents outside fp32's
+    normal range [-126, 127] are left out."""
+    exponents = [grid_lsb + d + FP32_FRACTION_BITS for d in distances]
+    return pattern_values([e for e in exponents if FP32_MIN_NORMAL_EXP <= e <= 127], FP32_FRACTION_BITS, patterns)
 
 
 def fp32_step(magnitude: Fraction, below: bool = False) -> Fraction:
