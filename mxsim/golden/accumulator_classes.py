@@ -10,9 +10,11 @@ from ..ref import dot as ref_dot
 from ..ref.encode import encode
 from ..ref.exact import Exact
 from ..ref.output import output_format, storage_format
+from .output_rounding_classes import output_rounding_classes
 from .suite import code_sets, decode, is_subnormal_code
 
-__all__ = ["CANCELLATION_BITS", "c_classes", "element_classes", "fused_classes"]
+__all__ = ["CANCELLATION_BITS", "c_classes", "element_classes", "block_low", "block_rounding_classes", "fused_classes",
+           "step_low", "step_rounding_classes"]
 
 CANCELLATION_BITS = 8  # c_cancellation: |C + products| <= 2^-8 |C|
 
@@ -32,6 +34,9 @@ def element_classes(a, b, fmt_a, fmt_b, products=None) -> set:
     for name in ("nan", "inf"):
         if not (sets_a[name].isdisjoint(a.codes) and sets_b[name].isdisjoint(b.codes)):
             classes.add(name)
+    for side, sets, block in (("a", sets_a, a), ("b", sets_b, b)):
+        if not sets["inf"].isdisjoint(block.codes):
+            classes.add(f"inf_{side}")  # element Inf per operand (contract 3.3 (5))
     if sets_a["zero"].issuperset(a.codes) and sets_b["zero"].issuperset(b.codes):
         classes.add("all_zero")
     if len({sign for _, _, sign in live}) == 2:
@@ -80,6 +85,56 @@ def _overflows(total: Fraction, accumulator) -> bool:
     return False
 
 
+TWO = Fraction(2)
+C_FRACTION_BITS = 23  # C is fp32: its LSB weighs 2^(e_C - 23)
+
+
+def step_low(step) -> int | None:
+    """The exponent of the lowest bit position a fused step's adder holds (the ``low`` of
+    :mod:`.output_rounding_classes`): anchor='max' cuts every term, C included, to the grid
+    2^grid; anchor='fixed' keeps the products on 2^grid and C exactly, so its LSB 2^(e_C - 23)
+    counts when C is nonzero. None for a step decided outside the adder (special, bypass)."""
+    if step.special or step.bypass or step.grid is None:
+        return None
+    if step.anchor is None and step.c.magnitude:
+        return min(step.grid, step.c_exponent - C_FRACTION_BITS)
+    return step.grid
+
+
+def step_rounding_classes(step, d, accumulator) -> set:
+    """The decision classes (:func:`.output_rounding_classes.output_rounding_classes`) of one
+    fused step's output rounding: its exact sum ``step.total`` against the output format, ``d``
+    the decoded D. A bypassed or special step, an overflow and a zero sum have none."""
+    if step.total is None or not step.total or not d.is_finite:
+        return set()
+    if _overflows(step.total, accumulator):
+        return set()
+    return output_rounding_classes(abs(step.total), step.total < 0, step_low(step), output_format(accumulator),
+                                   d.magnitude)
+
+
+def block_low(lsb_exponent: int, scale_a: int, scale_b: int, fmt_a, fmt_b, tensor_scales: bool) -> int | None:
+    """The exponent of the lowest bit of a separate block Dot's value (the ``low`` of
+    :mod:`.output_rounding_classes`): the register's LSB 2^lsb_exponent times the scales
+    2^(XA + XB) when both scales are E8M0 (non-NaN) and no tensor scale multiplies in; None
+    otherwise (a scale with a significand puts no bit at a fixed position)."""
+    if tensor_scales or fmt_a.scale.name != "e8m0" or fmt_b.scale.name != "e8m0" or 0xFF in (scale_a, scale_b):
+        return None
+    return lsb_exponent + scale_a + scale_b - 254
+
+
+def block_rounding_classes(exact: Exact, code: int, low: int | None, accumulator) -> set:
+    """The rounding classes of a separate block Dot's output rounding: its exact value ``exact``
+    (before rounding; a finite nonzero one has classes) rounded to ``code``. ``fp32_sequential``
+    rounds at every addition, not once: none. An overflow has none."""
+    if accumulator.mode == "fp32_sequential" or not exact.is_finite or not exact.magnitude:
+        return set()
+    result = decode(code, storage_format(accumulator))
+    if not result.is_finite or _overflows(exact.value, accumulator):
+        return set()
+    return output_rounding_classes(exact.magnitude, bool(exact.sign), low, output_format(accumulator), result.magnitude)
+
+
 def fused_classes(details, accumulator) -> set:
     """Classes of the fused steps of one vector (every step's :class:`~mxsim.ref.fused.FusedStep`):
     C's classes, NaN/Inf/zero/subnormal results, overflow and saturation, cancellation, and the
@@ -112,6 +167,9 @@ def fused_classes(details, accumulator) -> set:
                 classes.add("saturation")
         if d.is_finite and is_subnormal_code(step.code, storage):
             classes.add("subnormal_output")
+        classes |= step_rounding_classes(step, d, accumulator)
+        if step.nonzero and c.is_finite and c.magnitude and step.grid is not None and c.magnitude < TWO**step.grid:
+            classes.add("c_below_window")
     if details:
         last = decode(details[-1].code, storage)
         if last.is_zero:

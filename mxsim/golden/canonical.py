@@ -58,7 +58,11 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("dot", {"block_a": "mxfp4_e2m1", "accumulator": {**_ALIGNED_RTL, "frac_bits": 4, "width": 10}}),
         ("dot", {"block_a": "mxfp8_e4m3", "accumulator": {"mode": "aligned", "frac_bits": 13, "width": 24}}),
         ("dot", {"block_a": "mxfp8_e4m3", "accumulator": {"mode": "fp32_sequential"}}),
+        ("dot", {"block_a": "mxfp8_e5m2", "accumulator": {"mode": "aligned", "frac_bits": 13, "width": 24}}),
     ]
+    # the separate datapath's output rounding in every other mode
+    + [("dot", {"block_a": "mxfp8_e4m3", "accumulator": {"output_rounding": mode}, "exhaustive_pairs": False})
+       for mode in ("rtz", "rdn", "rup", "rna")]
     + [("pack", {"block": b, "element_stream": st}) for b in ["mxfp8_e4m3", "mxfp6_e3m2", "mxfp4_e2m1", "mx9", "nvfp4"]
        for st in ("lsb", "msb")]
     + [
@@ -83,6 +87,13 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("dot", {"block_a": "mxfp8_e4m3", "preset": "mxdotp_fp8", "steps": True}),
         ("dot", {"block_a": "mxfp8_e4m3", "preset": "mxdotp_fp8", "accumulator": {"output_rounding": "rtz"},
                  "steps": True}),
+        # the other rounding modes MXDOTP's instruction takes (rdn, rup, rna), without the exact code pairs
+        *[("dot", {"block_a": "mxfp8_e4m3", "preset": "mxdotp_fp8", "accumulator": {"output_rounding": mode},
+                   "steps": True, "exhaustive_pairs": False}) for mode in ("rdn", "rup", "rna")],
+        # E5M2 (element Inf in each operand position) through the fused units that take it
+        ("dot", {"block_a": "mxfp8_e5m2", "preset": "mxdotp_fp8", "steps": True, "exhaustive_pairs": False}),
+        ("dot", {"block_a": "mxfp8_e5m2", "preset": "hopper_fp8_wgmma", "unit_scales": True,
+                 "exhaustive_pairs": False}),
         ("dot", {"block_a": "mxfp8_e4m3", "preset": "hopper_fp8_wgmma", "unit_scales": True}),
         ("dotgeneral", {"block_a": "mxfp8_e4m3", "block_b": "mxfp4_e2m1", "preset": "blackwell_mxf8f6f4", "n_blocks": 2,
                         "steps": True}),

@@ -53,6 +53,11 @@ CLASSES: dict[str, str] = {
     "increment": "an inexact rounding that increased the magnitude (away from zero)",
     "truncate": "an inexact rounding that decreased the magnitude (toward zero)",
     "zero_result_sign": "a negative nonzero value whose result has magnitude zero (the sign of zero is checked)",
+    # dots (conventions.md 3.3 (3), (5); mxsim.golden.dot_stimulus)
+    "c_below_window": "a nonzero C of a fused step lies wholly below the step's grid LSB (|C| < 2^grid) while "
+                      "products are nonzero: cut away (anchor='max') or kept as sticky bits only (anchor='fixed')",
+    "inf_a": "an Inf element in operand a",
+    "inf_b": "an Inf element in operand b",
 }
 _BITS = {name: i for i, name in enumerate(CLASSES)}
 assert len(CLASSES) < FLAGS_BITS, "more classes than the flags field holds"

@@ -21,9 +21,10 @@ from ..ref.encode import encode
 from ..ref.exact import Exact
 from ..ref.fused import fused_step_details
 from ..ref.output import storage_format
-from . import accumulator_input
-from .accumulator_classes import c_classes, element_classes, fused_classes
+from . import accumulator_input, dot_stimulus
+from .accumulator_classes import block_low, block_rounding_classes, c_classes, element_classes, fused_classes
 from .batch import FloatBits, bit, code_table, compute_each, fast_dot_models, pack_items, unpack_items
+from .classes import flag_bits as bit_word
 from .fields import Field
 from .format_spec import block_format, format_param
 from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, jsonable, pack_word, unpack_word
@@ -65,6 +66,9 @@ class DotSuite(Suite):
     fields. ``c_input``: add the accumulator input ``c`` (fp32 bits; always there with a fused
     accumulator). ``steps`` (fused only): add every step's D, step j at bits [j*w, (j+1)*w).
     ``unit_scales``: every scale code encodes 1 (units without block scales, e.g. Hopper FP8).
+    ``exhaustive_pairs`` (default true): the catalogue starts with every element code pair; false
+    leaves them out (a suite that repeats a configuration in another rounding mode: the pairs are
+    exact products, the structured and directed vectors are what the mode changes).
     A fused suite has no register fields and no tensor scales (the fused adder takes none)."""
 
     block_a: str | dict
@@ -74,6 +78,7 @@ class DotSuite(Suite):
     c_input: bool = False
     steps: bool = False
     unit_scales: bool = False
+    exhaustive_pairs: bool = True
     kind = "dot"
     nested_options = {"accumulator": Accumulator}  # the dict field -> the options class of its keys
     vector_blocks = 1  # block pairs per vector
@@ -82,7 +87,7 @@ class DotSuite(Suite):
         self.fa = block_format(self.block_a, "block_a")
         self.fb = self.fa if self.block_b is None else block_format(self.block_b, "block_b")
         ref_dot._check_pair(self.fa, self.fb, 1, 1)
-        for name in ("c_input", "steps", "unit_scales"):
+        for name in ("c_input", "steps", "unit_scales", "exhaustive_pairs"):
             _check_flag(name, getattr(self, name))
         self.acc = Accumulator.preset(self.preset, **self.accumulator) if self.preset is not None else (
             Accumulator.from_kwargs(**self.accumulator))
@@ -140,8 +145,8 @@ class DotSuite(Suite):
         return parts
 
     def _suffixes(self) -> list[str]:
-        flags = (self.c_input and not self.fused, self.steps, self.unit_scales)
-        return [name for name, on in zip(("c", "steps", "unit_scales"), flags) if on]
+        flags = (self.c_input and not self.fused, self.steps, self.unit_scales, not self.exhaustive_pairs)
+        return [name for name, on in zip(("c", "steps", "unit_scales", "no_pairs"), flags) if on]
 
     def _block_fields(self) -> list[Field]:
         fields = []
@@ -172,7 +177,10 @@ class DotSuite(Suite):
         params = {"block_a": format_param(self.fa), "block_b": format_param(self.fb), "accumulator": self.acc.as_dict()}
         optional = {"preset": self.preset, "c_input": self.c_input, "steps": self.steps}
         optional["unit_scales"] = self.unit_scales
-        return {**params, **{k: v for k, v in optional.items() if v}}
+        chosen = {k: v for k, v in optional.items() if v}
+        if not self.exhaustive_pairs:
+            chosen["exhaustive_pairs"] = False
+        return {**params, **chosen}
 
     def describe(self) -> dict:
         return {"block_a": jsonable(self.fa.describe()), "block_b": jsonable(self.fb.describe())}
@@ -236,7 +244,7 @@ class DotSuite(Suite):
         """(finite, special): every element code pair of a same-format FP4/FP6/FP8 pair (others:
         none), split by whether both codes are finite."""
         ea, eb = self.fa.element, self.fb.element
-        if ea is not eb or ea.kind != "float" or ea.width > 8:
+        if not self.exhaustive_pairs or ea is not eb or ea.kind != "float" or ea.width > 8:
             return [], []  # every pair of FP4, FP6 and FP8 E4M3/E5M2; other pairs get corners and random
         return _code_pairs(ea)
 
@@ -269,10 +277,17 @@ class DotSuite(Suite):
     _CANCELLATIONS = 8
 
     def stimulus(self, rng: random.Random, level: int):
-        """The catalogue: the blocks of every vector (:meth:`_block_stimulus`); with an accumulator
-        input, each with a C and then the directed C vectors (:func:`.accumulator_input.with_c`)."""
+        """The catalogue: the structured vectors (:func:`.dot_stimulus.structured_rows`), then the
+        blocks of every vector (:meth:`_block_stimulus`); with an accumulator input, each with a C
+        and then the directed C vectors (:func:`.accumulator_input.with_c`)."""
+        yield from dot_stimulus.structured_rows(self, rng)
         rows = self._block_stimulus(rng, level)
-        return accumulator_input.with_c(self, rows, rng) if self.has_c else rows
+        yield from accumulator_input.with_c(self, rows, rng) if self.has_c else rows
+
+    def reachable_classes(self) -> frozenset[str]:
+        """The classes this suite's configuration reaches at least MIN_CLASS_VECTORS times: those
+        its structured stimulus builds (:func:`.dot_stimulus.reachable_classes`)."""
+        return dot_stimulus.reachable_classes(self)
 
     def _block_stimulus(self, rng: random.Random, level: int):
         """The blocks of every vector: exhaustive pairs, directed corners, weighted random."""
@@ -306,7 +321,7 @@ class DotSuite(Suite):
 
     def catalogue_size(self, level: int) -> int:
         directed = accumulator_input.directed_count(self) if self.has_c else 0
-        return self._block_count(level) + directed
+        return dot_stimulus.structured_count(self) + self._block_count(level) + directed
 
     def _block_count(self, level: int) -> int:
         """How many vectors :meth:`_block_stimulus` yields."""
@@ -435,6 +450,12 @@ class DotSuite(Suite):
             classes |= c_classes(c, r.exact)
         return out, classes
 
+    def block_output_classes(self, a, b, r, tensor_scales: bool) -> set:
+        """The decision classes of one separate block Dot's output rounding ``r`` (a
+        :class:`BlockDot` of blocks ``a`` and ``b``; :mod:`.output_rounding_classes`)."""
+        low = block_low(r.lsb_exponent, a.scale, b.scale, self.fa, self.fb, tensor_scales)
+        return block_rounding_classes(r.exact, r.code, low, self.acc)
+
     def _fused(self, blocks_a, blocks_b, c: Exact):
         """Outputs and classes of a fused vector (the reference's steps; no tensor scales)."""
         details = fused_step_details(blocks_a, blocks_b, self.fa, self.fb, self.acc, c)
@@ -463,6 +484,7 @@ class DotSuite(Suite):
             classes.add("subnormal_output")
         if r.value.is_inf and r.exact.is_finite:
             classes.add("overflow")
+        classes |= self.block_output_classes(a, b, r, ta is not None or tb is not None)
         if self.acc.mode == "aligned" and finite_products:
             unbounded, unbounded_lsb, _ = ref_dot.block_register(prods, self.fa, self.fb, self.unbounded_acc)
             if unbounded != r.accumulator:
@@ -590,6 +612,9 @@ class DotSuite(Suite):
         add("subnormal_product", (finite_products & (ta.subnormal[ca] | tb.subnormal[cb])).any(axis=1))
         add("subnormal_output", value.subnormal)
         add("overflow", value.inf & exact_finite)
+        add("inf_a", ta.inf[ca].any(axis=1))
+        add("inf_b", tb.inf[cb].any(axis=1))
+        flags |= rounding_flags(self, scales_a, scales_b, r)
         if self.acc.mode == "aligned":
             unbounded = self._block_dots(sides, groups, self.unbounded_acc)
             exact = self._block_dots(sides, groups, self.exact_acc)
@@ -597,6 +622,24 @@ class DotSuite(Suite):
             differ = dyadic_differ(unbounded.accumulator, unbounded.lsb_exponent, exact.accumulator, exact.lsb_exponent)
             add("shift_inexact", any_finite_product & differ)
         return flags
+
+
+def rounding_flags(suite, scales_a, scales_b, r: BlockDots) -> np.ndarray:
+    """The flags of :func:`.accumulator_classes.block_rounding_classes` of every block of a batch,
+    one vector at a time with exact integers."""
+    flags = np.zeros(len(r.codes), dtype=np.int64)
+    if suite.acc.mode == "fp32_sequential":
+        return flags
+    tensor = any(fmt.tensor_scale is not None for fmt in (suite.fa, suite.fb)) and suite.tensor_scales
+    for i in np.flatnonzero((r.special == FINITE) & (r.significand != 0)):
+        significand, exponent = int(r.significand[i]), int(r.exponent[i])
+        magnitude = Fraction(abs(significand)) * Fraction(2) ** exponent
+        exact = Exact(int(significand < 0), magnitude)
+        low = block_low(int(r.lsb_exponent[i]), int(scales_a[i]), int(scales_b[i]), suite.fa, suite.fb, tensor)
+        names = block_rounding_classes(exact, int(r.codes[i]), low, suite.acc)
+        if names:
+            flags[i] = bit_word(names)
+    return flags
 
 
 def dyadic_differ(a, a_exponent, b, b_exponent) -> np.ndarray:

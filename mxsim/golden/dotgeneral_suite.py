@@ -8,17 +8,16 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..fast.dot import dot_general_blocks
+from ..fast.dot import BlockDots, dot_general_blocks
 from ..ref import dot as ref_dot
 from ..ref.exact import Exact
 from ..ref.output import storage_format
-from . import accumulator_input
 from .accumulator_classes import c_classes
-from .batch import FloatBits, bit, pack_items
-from .dot_suite import DotSuite
+from .batch import FloatBits, bit, code_table, pack_items
+from .dot_suite import DotSuite, rounding_flags
 from .fields import Field
 from ..formats.element import negated_code
-from .suite import fp32_value, is_subnormal_code, pack_word, unpack_word
+from .suite import code_sets, fp32_value, is_subnormal_code, pack_word, unpack_word
 
 
 @dataclass
@@ -33,6 +32,9 @@ class DotGeneralSuite(DotSuite):
     def __post_init__(self):
         if not (isinstance(self.n_blocks, int) and 1 <= self.n_blocks <= 64):
             raise ValueError(f"n_blocks={self.n_blocks!r} is not allowed; expected an integer in [1, 64]")
+        if self.exhaustive_pairs is not True:
+            raise ValueError(f"exhaustive_pairs={self.exhaustive_pairs!r} is not allowed for dotgeneral; its catalogue "
+                             "has no exhaustive code pairs: leave it true")
         self.vector_blocks = self.n_blocks
         super().__post_init__()
         n = self.n_blocks
@@ -54,10 +56,6 @@ class DotGeneralSuite(DotSuite):
 
     def params(self) -> dict:
         return {**super().params(), "n_blocks": self.n_blocks}
-
-    def stimulus(self, rng: random.Random, level: int):
-        rows = self._block_stimulus(rng, level)
-        return accumulator_input.with_c(self, rows, rng) if self.has_c else rows
 
     def _block_stimulus(self, rng: random.Random, level: int):
         """The dot corners and level-1 random blocks, n to a vector, then vectors whose second block
@@ -122,6 +120,12 @@ class DotGeneralSuite(DotSuite):
             classes.add("subnormal_output")
         if len({b.value.sign for b in g.blocks if b.value.is_finite and not b.value.is_zero}) == 2:
             classes.add("mixed_signs")
+        tensor = ta is not None or tb is not None
+        for a, b, block in zip(blocks_a, blocks_b, g.blocks):
+            classes |= self.block_output_classes(a, b, block, tensor)
+        for side, fmt, blocks in (("a", self.fa, blocks_a), ("b", self.fb, blocks_b)):
+            if any(not code_sets(fmt.element)["inf"].isdisjoint(block.codes) for block in blocks):
+                classes.add(f"inf_{side}")  # element Inf per operand (contract 3.3 (5))
         if c is not None:
             finite = all(b.exact.is_finite for b in g.blocks)
             exact = sum((b.exact.value for b in g.blocks), Fraction(0)) if finite else None
@@ -133,12 +137,15 @@ class DotGeneralSuite(DotSuite):
         sides = [self._operand_arrays(inputs, side, fmt, n) for side, fmt in (("a", self.fa), ("b", self.fb))]
         result = np.zeros(count, dtype=np.int64)
         block_codes = np.zeros((count, n), dtype=np.int64)
+        parts = []
         for group in self._tensor_scale_groups(inputs, count):
             op_a, op_b = self._group_operands(sides, group, n)
             rows = group[1]
             size = len(range(count)[rows]) if isinstance(rows, slice) else len(rows)
-            codes, blocks = dot_general_blocks(op_a, op_b, self.acc, rows=size, n_blocks=n)
-            result[rows], block_codes[rows] = codes, blocks.codes
+            codes, group_blocks = dot_general_blocks(op_a, op_b, self.acc, rows=size, n_blocks=n)
+            result[rows], block_codes[rows] = codes, group_blocks.codes
+            parts.append((rows, group_blocks))
+        blocks = _merged(parts, count, n)
         out_format = self.out_format
         value, block = FloatBits.of(result, out_format), FloatBits.of(block_codes, out_format)
         flags = np.zeros(count, dtype=np.int64)
@@ -150,6 +157,35 @@ class DotGeneralSuite(DotSuite):
         flags[value.zero & ~block.zero.all(axis=1)] |= bit("cancellation")
         flags[value.subnormal] |= bit("subnormal_output")
         finite_nonzero = ~(block.nan | block.inf | block.zero)
+        flags |= self._batch_block_flags(sides, blocks, count)
         flags[(finite_nonzero & block.negative).any(axis=1) & (finite_nonzero & ~block.negative).any(axis=1)] |= bit("mixed_signs")
         outputs = {"result": result.tolist(), "block_results": pack_items(block_codes, out_format.width)}
         return outputs, flags.tolist()
+
+    def _batch_block_flags(self, sides, blocks: BlockDots, count: int) -> np.ndarray:
+        """Flags of the batch path (as :meth:`compute`): every block's output-rounding classes, and
+        an Inf element per operand."""
+        (scales_a, _, ca), (scales_b, _, cb) = sides
+        n, k = self.n_blocks, self.fa.block_size
+        flat = blocks.reshape((count * n,))
+        block_flags = rounding_flags(self, scales_a, scales_b, flat).reshape(count, n)
+        flags = np.bitwise_or.reduce(block_flags, axis=1) if n else np.zeros(count, dtype=np.int64)
+        ta, tb = code_table(self.fa.element), code_table(self.fb.element)
+        flags[ta.inf[ca].reshape(count, n * k).any(axis=1)] |= bit("inf_a")
+        flags[tb.inf[cb].reshape(count, n * k).any(axis=1)] |= bit("inf_b")
+        return flags
+
+
+def _merged(parts, count: int, n: int) -> BlockDots:
+    """One :class:`BlockDots` of shape (count, n) from the groups' (rows, BlockDots) in any order."""
+    if len(parts) == 1 and isinstance(parts[0][0], slice):
+        return parts[0][1]
+    fields = {}
+    for name in BlockDots.__dataclass_fields__:
+        arrays = [getattr(dots, name) for _, dots in parts]
+        dtype = object if any(a.dtype == object for a in arrays) else arrays[0].dtype
+        merged = np.empty((count, n), dtype=dtype)
+        for (rows, _), a in zip(parts, arrays):
+            merged[rows] = a.reshape(-1, n)
+        fields[name] = merged
+    return BlockDots(**fields)
