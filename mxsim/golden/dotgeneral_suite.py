@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..formats.element import negated_code
 from ..fast.dot import BlockDots, dot_general_blocks
 from ..ref import dot as ref_dot
 from ..ref.exact import Exact
@@ -16,7 +17,6 @@ from .accumulator_classes import c_classes
 from .batch import FloatBits, bit, code_table, pack_items
 from .dot_suite import DotSuite, rounding_flags
 from .fields import Field
-from ..formats.element import negated_code
 from .suite import code_sets, fp32_value, is_subnormal_code, pack_word, unpack_word
 
 
