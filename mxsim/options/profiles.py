@@ -266,6 +266,62 @@ _PROFILE_LIST = [
     ),
 ]
 
+_MICROXCALING_FORMATS = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8")
+_MICROXCALING_ROUNDINGS = {"nearest": "rna", "even": "rne", "floor": "rtz"}
+_MICROXCALING_QUANTIZE = {
+    "scale_rule": "floor_fp32", "zero_block_scale": "min_normal", "scale_overflow": "nan",
+    "element_arith": "fp32_log2", "zero_sign": "plus_input",
+}
+_MICROXCALING_INPUTS = (
+    "float32 inputs only (the library computes in the tensor's dtype; the test feeds float32)",
+    "the float32 log2 of torch's CPU kernel: measured correctly rounded within 3000 float32 steps below every power "
+    "of two (where it decides a binade) on the machine of the test; another CPU or build may differ there",
+)
+_MICROXCALING_NOTES = (
+    "MXINT8: a negative value rounding to zero gives -0 in the library's float output; MXINT8 has no -0 code, so "
+    "mxsim's code is 0 (the same code) and its dequantized output +0: the one place the float outputs differ "
+    "(an MXINT8 float output of -0 is not an MX encoding)",
+)
+
+
+def _microxcaling_profile(library: str, mode: str) -> Profile:
+    """One rounding mode of microxcaling, or of its port in Intel Neural Compressor 3.10 (identical
+    arithmetic: conventions.md 6.2)."""
+    if library == "microxcaling":
+        name, source = f"microxcaling_{mode}", "microsoft/microxcaling mx.mx_ops.quantize_mx_op (pure PyTorch path)"
+        version = "microxcaling (PyPI has none; its port neural_compressor 3.10 mx_quant/utils.py is the oracle)"
+    else:
+        name = f"neural_compressor_3_10_{mode}"
+        source = "neural_compressor.torch.algorithms.mx_quant.utils._quantize_mx (a port of microxcaling)"
+        version = "neural-compressor 3.10 (torch 2.13 CPU)"
+    return Profile(
+        name=name,
+        kind="block",
+        source=source,
+        version=version,
+        description=(
+            f"Rounding mode '{mode}' ({_MICROXCALING_ROUNDINGS[mode]}). E = floor(float32 log2 amax) - emax "
+            "(scale_rule 'floor_fp32': an amax a few float32 steps below a power of two gets the next exponent), "
+            "an all-zero block reads amax as 2^-126, E above 127 gives a NaN block; each element x / 2^E takes "
+            "its binade from float32 log2 and rounds as floor(|x| + 0.5) in float32 (element_arith 'fp32_log2'); "
+            "a -0 input gives +0. An Inf or NaN makes the block NaN. The option flush_subnormal_blocks=True is "
+            "the library's flush_fp32_subnorms."
+        ),
+        formats=_MICROXCALING_FORMATS,
+        quantize={**_MICROXCALING_QUANTIZE, "rounding": _MICROXCALING_ROUNDINGS[mode]},
+        dequantize={"float32": DequantizeOptions()},
+        outputs=("float32",),
+        inputs=_MICROXCALING_INPUTS,
+        notes=_MICROXCALING_NOTES,
+    )
+
+
+_PROFILE_LIST += [
+    _microxcaling_profile(library, mode)
+    for library in ("microxcaling", "neural_compressor")
+    for mode in _MICROXCALING_ROUNDINGS
+]
+
 #: Every profile by name.
 PROFILES: Mapping[str, Profile] = MappingProxyType({p.name: p for p in _PROFILE_LIST})
 

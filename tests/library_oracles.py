@@ -1,0 +1,86 @@
+"""The software quantizers of conventions.md 6.2, run as oracles: each returns the library's own
+(scale bytes, element codes, float32 output) of float32 blocks (tests/test_library_profiles.py).
+
+The libraries output fake-quantized float32 tensors; the scale is the library's own shared
+exponent (its internal function, run here), and the element codes are the library's output
+divided by that scale (exact: a power of two) encoded by ml_dtypes (exact values: any rounding
+gives the same code), so no mxsim code takes part in the expected values.
+
+Where they come from: ``MXSIM_ORACLES`` (a directory holding the libraries, as .ci/run installs
+them with ``pip install --no-deps --target``), else the environment. Under CI=true a missing
+library is a failure (the tests call :func:`require`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+ORACLE_DIR = os.environ.get("MXSIM_ORACLES")
+if ORACLE_DIR and ORACLE_DIR not in sys.path:
+    sys.path.append(ORACLE_DIR)
+
+# mxsim format -> (ml_dtypes element type or None for MXINT8, the library's element name)
+ELEMENTS = {
+    "mxfp8_e4m3": (ml_dtypes.float8_e4m3fn, "fp8_e4m3"),
+    "mxfp8_e5m2": (ml_dtypes.float8_e5m2, "fp8_e5m2"),
+    "mxfp6_e3m2": (ml_dtypes.float6_e3m2fn, "fp6_e3m2"),
+    "mxfp6_e2m3": (ml_dtypes.float6_e2m3fn, "fp6_e2m3"),
+    "mxfp4_e2m1": (ml_dtypes.float4_e2m1fn, "fp4_e2m1"),
+    "mxint8": (None, "int8"),
+}
+
+
+def _find(relative: str) -> Path | None:
+    for root in [ORACLE_DIR, *sys.path]:
+        if root and (Path(root) / relative).is_file():
+            return Path(root) / relative
+    return None
+
+
+def neural_compressor_mx():
+    """neural_compressor/torch/algorithms/mx_quant/utils.py loaded on its own (it imports torch
+    only; the package's __init__ pulls heavy dependencies), or None."""
+    path = _find("neural_compressor/torch/algorithms/mx_quant/utils.py")
+    if path is None:
+        return None
+    spec = importlib.util.spec_from_file_location("nc_mx_quant_utils", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def element_codes(values: np.ndarray, fmt: str) -> np.ndarray:
+    """Codes of exact element values (float64 array): ml_dtypes for floats, value * 64 for MXINT8
+    (two's complement byte)."""
+    dtype, _ = ELEMENTS[fmt]
+    if dtype is None:
+        return (np.rint(values * 64).astype(np.int64) & 0xFF).astype(np.uint8)
+    codes = values.astype(dtype).view(np.uint8)
+    return codes
+
+
+def microxcaling(mx, blocks: np.ndarray, fmt: str, mode: str, flush: bool = False):
+    """(scale bytes, codes, float32 output) of Neural Compressor's port of microxcaling
+    (``_quantize_mx``, the function behind ``quantize_mx_op`` with its flush_fp32_subnorms
+    parameter) on float32 (n, 32) blocks. NaN-block codes are 0 (the library has none)."""
+    import torch
+
+    name = ELEMENTS[fmt][1]
+    a = torch.from_numpy(blocks.copy())
+    out = mx._quantize_mx(a, 8, name, axes=[-1], block_size=32, round=mode, flush_fp32_subnorms=flush).numpy()
+    # The library's shared exponent (its own function and steps, _quantize_mx lines 2-4):
+    _, _, emax, _, _ = mx._get_format_params(name)
+    shared = mx._shared_exponents(a, method="max", axes=[-1], ebits=0).numpy()[:, 0] - emax
+    nan = np.isnan(shared) | (shared > 127)
+    exponent = np.where(nan, 0, np.maximum(np.nan_to_num(shared), -127)).astype(np.int64)
+    scales = np.where(nan, 0xFF, exponent + 127).astype(np.uint8)
+    values = np.ldexp(out.astype(np.float64), -exponent[:, None])
+    codes = element_codes(np.where(nan[:, None], 0.0, values), fmt)
+    codes[nan] = 0
+    return scales, codes, out
