@@ -1,0 +1,197 @@
+"""Profiles of the software quantizers that make MX data (conventions.md 6.2), each against the
+library itself, run here, bit for bit: scale bytes, element codes and the float32 output.
+
+* ``microxcaling_{nearest,even,floor}`` and their alias ``neural_compressor_3_10_*``: Intel
+  Neural Compressor 3.10's ``mx_quant/utils.py`` (a port of microxcaling; microxcaling itself is
+  not on PyPI), loaded on its own (tests/library_oracles.py); every MX format it has (MXFP8
+  E4M3/E5M2, MXFP6 E3M2/E2M3, MXFP4, MXINT8), every rounding mode, and ``flush_fp32_subnorms``.
+
+Data: tests/library_stimulus.py, every corner class (Gaussian, wide range, zeros and -0, fp32
+subnormals, ties and near-ties, maxima just below powers of two, saturation gaps, NaN/Inf), a
+fixed seed, :data:`PER_CLASS` blocks of 32 per class and format, through the fast path
+(``mxsim.quantize``) and a sample through the reference (``mxsim.ref.block.quantize_block``).
+The one documented exception: MXINT8 float outputs where the library gives -0 (a negative value
+rounding to zero; MXINT8 has no -0 code, the codes agree) are compared as zeros and counted.
+
+A library that cannot be loaded skips its tests, except under CI=true (.ci/run installs it),
+where that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import mxsim
+from mxsim.fast.decode import value_table
+from mxsim.formats import get_format
+from mxsim.options.profiles import get_profile
+from mxsim.ref.block import quantize_block
+
+import library_oracles
+import library_stimulus
+
+PER_CLASS = 40  # blocks per class, format and mode (fast path)
+REF_PER_CLASS = 2  # blocks per class, format and mode (reference)
+MODES = ("nearest", "even", "floor")
+
+
+@pytest.fixture(scope="module")
+def nc_mx():
+    module = library_oracles.neural_compressor_mx()
+    if module is None:
+        reason = "neural-compressor 3.10 is not installed (set MXSIM_ORACLES to its --target directory)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}; CI installs it (.ci/run)")
+        pytest.skip(reason)
+    return module
+
+
+def _grid(fmt: str) -> np.ndarray:
+    """The positive finite element values of ``fmt``, sorted (ties and maxima are drawn from them)."""
+    values = value_table(get_format(fmt).element)
+    grid = np.unique(np.abs(values[np.isfinite(values)]))
+    return grid[grid > 0]
+
+
+def _draw(fmt: str, per_class: int, seed: int = 21) -> np.ndarray:
+    return np.concatenate([library_stimulus.blocks(_grid(fmt), 32, per_class, c, seed) for c in library_stimulus.CLASSES])
+
+
+def _compare(expected, scales, codes, output, fmt: str):
+    """(agreeing blocks mask, MXINT8 -0 exceptions): scale, codes (not of NaN blocks: the library
+    has none) and float32 bits (NaN as NaN)."""
+    want_scales, want_codes, want_out = expected
+    nan_block = want_scales == 0xFF
+    ok = (scales == want_scales) & (np.all(codes == want_codes, axis=1) | nan_block)
+    same = (output.view(np.uint32) == want_out.view(np.uint32)) | (np.isnan(output) & np.isnan(want_out))
+    exceptions = 0
+    if fmt == "mxint8":  # the documented exception: the library's -0, mxsim's +0, code 0 on both sides
+        minus_zero = (want_out == 0) & np.signbit(want_out) & (output == 0) & ~np.signbit(output)
+        exceptions = int(minus_zero.sum())
+        same |= minus_zero
+    return ok & same.all(axis=1), exceptions
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("fmt", list(library_oracles.ELEMENTS))
+def test_microxcaling_fast_path_agrees_with_neural_compressor(nc_mx, fmt, mode):
+    blocks = _draw(fmt, PER_CLASS)
+    expected = library_oracles.microxcaling(nc_mx, blocks, fmt, mode)
+    for profile in (f"microxcaling_{mode}", f"neural_compressor_3_10_{mode}"):
+        t = mxsim.quantize(blocks.reshape(-1), fmt, profile=profile)
+        scales = np.asarray(t.scales).reshape(-1)
+        codes = np.asarray(t.codes).reshape(blocks.shape)
+        output = t.dequantize(np.float32).reshape(blocks.shape)
+        ok, exceptions = _compare(expected, scales, codes, output, fmt)
+        print(f"{profile} {fmt}: {int(ok.sum())} / {len(ok)} blocks agree ({exceptions} MXINT8 -0 outputs)")
+        assert ok.all(), f"{profile} {fmt}: first disagreeing block {blocks[np.flatnonzero(~ok)[0]].tolist()}"
+    # the stimulus reaches the differences: the contract's defaults (exact floor rule, rne) do not agree
+    plain = mxsim.quantize(blocks.reshape(-1), fmt, rounding={"nearest": "rna", "even": "rne", "floor": "rtz"}[mode])
+    plain_ok, _ = _compare(
+        expected, np.asarray(plain.scales).reshape(-1), np.asarray(plain.codes).reshape(blocks.shape),
+        plain.dequantize(np.float32).reshape(blocks.shape), fmt,
+    )
+    assert not plain_ok.all()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("fmt", list(library_oracles.ELEMENTS))
+def test_microxcaling_reference_agrees_with_neural_compressor(nc_mx, fmt, mode):
+    blocks = _draw(fmt, REF_PER_CLASS, seed=22)
+    want_scales, want_codes, _ = library_oracles.microxcaling(nc_mx, blocks, fmt, mode)
+    options = get_profile(f"microxcaling_{mode}").quantize_options(fmt)
+    for i, block in enumerate(blocks):
+        q = quantize_block([float(v) for v in block], fmt, options)
+        assert q.scale == want_scales[i], (fmt, mode, block.tolist())
+        if want_scales[i] != 0xFF:
+            assert q.codes == tuple(int(c) for c in want_codes[i]), (fmt, mode, block.tolist())
+
+
+@pytest.mark.parametrize("fmt", ["mxfp8_e4m3", "mxfp4_e2m1", "mxint8"])
+def test_flush_subnormal_blocks_is_flush_fp32_subnorms(nc_mx, fmt):
+    blocks = np.concatenate([_draw(fmt, 10, seed=23), library_stimulus.blocks(_grid(fmt), 32, 200, "subnormal", 24)])
+    expected = library_oracles.microxcaling(nc_mx, blocks, fmt, "even", flush=True)
+    t = mxsim.quantize(blocks.reshape(-1), fmt, profile="microxcaling_even", flush_subnormal_blocks=True)
+    ok, _ = _compare(
+        expected, np.asarray(t.scales).reshape(-1), np.asarray(t.codes).reshape(blocks.shape),
+        t.dequantize(np.float32).reshape(blocks.shape), fmt,
+    )
+    assert ok.all()
+    options = get_profile("microxcaling_even").quantize_options(fmt, flush_subnormal_blocks=True)
+    for i in range(0, len(blocks), 37):
+        q = quantize_block([float(v) for v in blocks[i]], fmt, options)
+        assert q.scale == expected[0][i] and (q.scale == 0xFF or q.codes == tuple(int(c) for c in expected[1][i]))
+
+
+def test_float32_log2_gives_the_next_exponent_below_a_power_of_two():
+    """Contract 6.2, hand-worked: amax 0x437FFFFE = 256 - 2^-15 has log2 = 8 - 1.7e-7, which
+    rounds to 8 in float32 (half the spacing below 8 is 2^-22); MXFP8 E4M3 (emax 8) gets E = 0,
+    the exact rule E = -1. The element 256 - 2^-15 is then 0.99999... * 2^8 / 2^0: nearest
+    gives 256 (code 0x78, E4M3 1.0 * 2^8)."""
+    amax = np.uint32(0x437FFFFE).view(np.float32)
+    assert Fraction(float(amax)) == 256 - Fraction(1, 2**15)
+    block = np.zeros(32, np.float32)
+    block[0] = amax
+    t = mxsim.quantize(block, "mxfp8_e4m3", profile="microxcaling_nearest")
+    assert int(np.asarray(t.scales).reshape(-1)[0]) == 127 + 0
+    assert int(np.asarray(t.codes).reshape(-1)[0]) == 0x78
+    assert int(np.asarray(mxsim.quantize(block, "mxfp8_e4m3").scales).reshape(-1)[0]) == 127 - 1
+    q = quantize_block([float(v) for v in block], "mxfp8_e4m3", get_profile("microxcaling_nearest").quantize_options())
+    assert (q.scale, q.codes[0]) == (127, 0x78)
+
+
+def test_half_plus_value_double_rounds_in_float32():
+    """Contract 6.2, hand-worked: 0x2F7FFFFF = (2 - 2^-23) * 2^-33 in a block with E = -22 is
+    2^-10 * (1 - 2^-24) after scaling, just under half E4M3's smallest subnormal 2^-9: scaled by
+    2^9 (binade clamped at emin -6, 3 mantissa bits) it is 0.5 - 2^-25, and 0.5 + that = 1 - 2^-25
+    rounds to 1.0 in float32 (a tie, to even): code 0x01 (2^-9), where the exact value rounds to 0."""
+    block = np.zeros(32, np.float32)
+    block[0] = np.float32(2.0**-14)  # amax 2^-14: E = -14 - 8 = -22
+    block[1] = np.uint32(0x2F7FFFFF).view(np.float32)
+    assert Fraction(float(block[1])) == (2 - Fraction(1, 2**23)) * Fraction(1, 2**33)
+    for layer in ("fast", "reference"):
+        if layer == "fast":
+            t = mxsim.quantize(block, "mxfp8_e4m3", profile="microxcaling_nearest")
+            scale, code = int(np.asarray(t.scales).reshape(-1)[0]), int(np.asarray(t.codes).reshape(-1)[1])
+        else:
+            q = quantize_block([float(v) for v in block], "mxfp8_e4m3",
+                               get_profile("microxcaling_nearest").quantize_options())
+            scale, code = q.scale, q.codes[1]
+        assert (scale, code) == (127 - 22, 0x01), layer
+    assert int(np.asarray(mxsim.quantize(block, "mxfp8_e4m3", rounding="rna").codes).reshape(-1)[1]) == 0x00
+
+
+def test_microxcaling_zero_blocks_and_signs():
+    """All-zero blocks read amax as 2^-126 (MXINT8: E = -126, code 1; E4M3: -134 clamps to -127);
+    -0 gives +0; a negative value rounding to zero keeps -0 (E4M3 code 0x80)."""
+    zeros = np.array([-0.0] * 32, np.float32)
+    for fmt, scale in (("mxint8", 1), ("mxfp8_e4m3", 0)):
+        t = mxsim.quantize(zeros, fmt, profile="microxcaling_even")
+        assert int(np.asarray(t.scales).reshape(-1)[0]) == scale
+        assert not np.asarray(t.codes).any()
+    block = np.zeros(32, np.float32)
+    block[0], block[1], block[2] = 1.0, -0.0, -2.0**-20
+    codes = np.asarray(mxsim.quantize(block, "mxfp8_e4m3", profile="microxcaling_even").codes).reshape(-1)
+    assert (codes[1], codes[2]) == (0x00, 0x80)
+
+
+def test_float32_profiles_refuse_other_inputs_and_roundings():
+    with pytest.raises(ValueError, match="not a float32 value"):
+        mxsim.quantize(np.full(32, 0.1, np.float64), "mxfp4_e2m1", profile="microxcaling_even")
+    with pytest.raises(ValueError, match="not a float32 value"):
+        quantize_block([0.1] * 32, "mxfp4_e2m1", get_profile("microxcaling_even").quantize_options())
+    with pytest.raises(ValueError, match="rounding='rup' is not allowed with element_arith='fp32_log2'"):
+        get_profile("microxcaling_even").quantize_options("mxfp4_e2m1", rounding="rup")
+    with pytest.raises(ValueError, match="element_arith"):
+        mxsim.quantize(np.ones(32, np.float32), "mx6", element_arith="fp32_log2")
+
+
+def test_neural_compressor_profiles_alias_microxcaling():
+    for mode in MODES:
+        assert dict(get_profile(f"neural_compressor_3_10_{mode}").quantize) == dict(
+            get_profile(f"microxcaling_{mode}").quantize
+        )
