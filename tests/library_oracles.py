@@ -84,3 +84,59 @@ def microxcaling(mx, blocks: np.ndarray, fmt: str, mode: str, flush: bool = Fals
     codes = element_codes(np.where(nan[:, None], 0.0, values), fmt)
     codes[nan] = 0
     return scales, codes, out
+
+
+# mxsim format -> (exponent bits, mantissa bits) of Brevitas' minifloat elements (None: MXINT8)
+BREVITAS_ELEMENTS = {
+    "mxfp8_e4m3": (4, 3), "mxfp8_e5m2": (5, 2), "mxfp6_e3m2": (3, 2), "mxfp6_e2m3": (2, 3), "mxfp4_e2m1": (2, 1),
+    "mxint8": None,
+}
+
+
+def brevitas_quantizer(fmt: str):
+    """A Brevitas 0.13 QuantIdentity with the MX activation quantizer of ``fmt`` (MXFloat8e4m3Act
+    with its element widths changed, or MXInt8Act), in eval mode, returning quant tensors; None
+    if Brevitas is not installed."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from brevitas.nn import QuantIdentity
+            from brevitas.quant.mx_quant_ocp import MXFloat8e4m3Act, MXInt8Act
+    except ImportError:
+        return None
+    widths = BREVITAS_ELEMENTS[fmt]
+    if widths is None:
+        quant = MXInt8Act
+    else:
+        quant = type(f"MX_{fmt}", (MXFloat8e4m3Act,), {
+            "bit_width": 1 + sum(widths), "exponent_bit_width": widths[0], "mantissa_bit_width": widths[1],
+        })
+    module = QuantIdentity(act_quant=quant, return_quant_tensor=True, group_dim=-1)
+    return module.eval()
+
+
+def brevitas(module, blocks: np.ndarray, fmt: str):
+    """(scale bytes, codes, float32 output, MX mask) of a Brevitas MX quantizer on float32 (n, 32)
+    blocks. The scale byte is 127 + log2 of the library's scale (MXINT8: its integer step 2^(E - 6),
+    so E = log2(step) + 6); a NaN or +Inf scale (NaN or Inf in the block: every output is NaN) is
+    0xFF. The MX mask is False where the library's scale is not a power of two (no scale byte:
+    those blocks get 0). Codes: output / scale, exact element values, encoded as above (MXINT8:
+    the integer itself)."""
+    import torch
+
+    with torch.no_grad():
+        t = module(torch.from_numpy(blocks.copy()))
+    out = t.value.detach().numpy().astype(np.float32)
+    scale = t.scale.detach().numpy().astype(np.float64).reshape(len(blocks), -1)[:, 0]
+    special = ~np.isfinite(scale)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exponent = np.log2(np.where(special, 1.0, scale))
+        values = out.astype(np.float64) / np.where(special, 1.0, scale)[:, None]
+    mx = special | (exponent == np.round(exponent))
+    integer = BREVITAS_ELEMENTS[fmt] is None
+    scales = np.where(special, 0xFF, np.where(mx, exponent + 127 + (6 if integer else 0), 0)).astype(np.uint8)
+    values = np.where(special[:, None] | ~np.isfinite(values), 0.0, values)
+    codes = (np.rint(values).astype(np.int64) & 0xFF).astype(np.uint8) if integer else element_codes(values, fmt)
+    return scales, codes, out, mx

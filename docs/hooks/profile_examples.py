@@ -150,6 +150,14 @@ EXAMPLES = [
         "neural_compressor_3_10_floor", "mxfp8_e4m3", "`[448, 256 - 2**-15, 0, …]`", (448.0, 256 - 2.0**-15),
         "scale 0x7F; 0x7E (448), 0x78 (256)", "scale 0x7F; 0x7E (448), 0x76 (224)",
     ),
+    ProfileExample(
+        "brevitas_0_13", "mxint8", "`[1.5, -1.5, 0, …]`", (1.5, -1.5),
+        "scale 0x7F; 0x60 (1.5), 0xA0 (-1.5)", "scale 0x7E; 0x7F (0.992188), 0x80 (-1)",
+    ),
+    ProfileExample(
+        "brevitas_0_13", "mxfp8_e4m3", "`[256 - 2**-15, 1, 0, …]`", (256 - 2.0**-15, 1.0),
+        "scale 0x7E; 0x7E (224), 0x40 (1)", "scale 0x7F; 0x78 (256), 0x38 (1)",
+    ),
 ]
 
 

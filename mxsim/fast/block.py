@@ -22,7 +22,9 @@ import numpy as np
 
 from ..options import QuantizeOptions
 from ..ref.block import (
+    BREVITAS_LOG2_MIN,
     FP32_MIN_NORMAL,
+    check_scale_value_min,
     given_scales_format_error,
     nan_block_element_code,
     nan_block_scale,
@@ -209,6 +211,8 @@ class _ChunkedE8M0Quantizer:
             and options.inf_policy in ("nan", "saturate")
             and options.min_scale_divisor == "scale"
             and options.scale_rule != "floor_fp32"
+            and options.scale_offset == 0
+            and options.scale_value_min == "none"
             and options.zero_block_scale == "scale_min"
             and options.element_arith == "exact"
             and options.zero_sign == "keep"
@@ -313,29 +317,43 @@ def given_exponents(scales, options: QuantizeOptions, name: str = "scales") -> n
     return exponent
 
 
-def _computed_exponents(magnitude: np.ndarray, fmt, options: QuantizeOptions, x: np.ndarray):
+def _computed_exponents(magnitude: np.ndarray, fmt, options: QuantizeOptions, x: np.ndarray, nan_blocks=None):
     """(E, overflow mask) of each block: the scale rule's E clamped to [scale_min, 127]; for
     blocks with no nonzero magnitude scale_min, or under zero_block_scale='min_normal' the rule's
     E of an amax of 2^-126; 127 for blocks holding an Inf (``x``, NaN blocks zeroed) under
     inf_policy='max_scale'. The mask marks the blocks whose E exceeds 127 under
-    scale_overflow='nan' (NaN blocks), else None."""
+    scale_overflow='nan' (NaN blocks), else None. ``nan_blocks`` (NaN blocks, whose magnitudes
+    read 0) are left out of the scale_value_min check."""
     amax = magnitude.max(axis=1, initial=0.0)
     zero = amax == 0
+    if options.scale_value_min != "none":
+        _check_scale_value_min(np.where(nan_blocks, 1.0, amax) if nan_blocks is not None else amax, options)
     if options.zero_block_scale == "min_normal":
         amax = np.where(zero, float(FP32_MIN_NORMAL), amax)
         zero = np.zeros_like(zero)
     exponent = np.full(amax.shape, options.scale_min, dtype=np.int64)
-    exponent[~zero] = _scale_exponents(amax[~zero], fmt.element, options.scale_rule)
+    exponent[~zero] = _scale_exponents(amax[~zero], fmt.element, options.scale_rule) + options.scale_offset
     if options.inf_policy == "max_scale":
         exponent[np.isinf(x).any(axis=1)] = E8M0_MAX
     overflow = exponent > E8M0_MAX if options.scale_overflow == "nan" else None
     return np.clip(exponent, options.scale_min, E8M0_MAX), overflow
 
 
+def _check_scale_value_min(amax: np.ndarray, options: QuantizeOptions) -> None:
+    """scale_value_min (see mxsim.ref.block.check_scale_value_min): the reference's ValueError for
+    the first block without an MX encoding (float32 maxima: the log2 floor decides)."""
+    bad = amax == 0
+    positive = ~bad
+    bad[positive] = fp32_log2_floor(amax[positive]) < BREVITAS_LOG2_MIN
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        check_scale_value_min(Fraction(float(amax[i])), options, f"block {i}")
+
+
 def _check_fp32_inputs(blocks: np.ndarray, options: QuantizeOptions) -> None:
     """scale_rule='floor_fp32' and element_arith='fp32_log2' emulate float32 arithmetic: float32
     values only (as the reference, ValueError naming the first other value)."""
-    if options.scale_rule != "floor_fp32" and options.element_arith != "fp32_log2":
+    if options.scale_rule != "floor_fp32" and options.element_arith != "fp32_log2" and options.scale_value_min == "none":
         return
     if blocks.dtype == np.float32:
         return
@@ -345,8 +363,8 @@ def _check_fp32_inputs(blocks: np.ndarray, options: QuantizeOptions) -> None:
         index = np.unravel_index(int(np.flatnonzero(bad)[0]), bad.shape)
         raise ValueError(
             f"value {float(blocks[index])!r} (block {index[0]}, element {index[1]}) is not a float32 value; "
-            "scale_rule='floor_fp32' and element_arith='fp32_log2' reproduce float32 arithmetic and take float32 "
-            "inputs only"
+            "scale_rule='floor_fp32', element_arith='fp32_log2' and scale_value_min reproduce float32 arithmetic and "
+            "take float32 inputs only"
         )
 
 
@@ -387,7 +405,7 @@ def quantize_blocks(
     _check_fp32_inputs(blocks, options)
     x, magnitude, nan_blocks, nan_elements = _read(blocks, options, source)
     if given is None:
-        exponent, overflow = _computed_exponents(magnitude, fmt, options, x)
+        exponent, overflow = _computed_exponents(magnitude, fmt, options, x, nan_blocks)
         if overflow is not None and overflow.any():
             nan_blocks = nan_blocks | overflow
             x[overflow] = 0.0

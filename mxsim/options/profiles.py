@@ -50,6 +50,7 @@ class Profile:
     * ``source``, ``version``: what it reproduces, and where that behaviour is read or measured;
     * ``description``: one paragraph, what differs from mxsim's defaults;
     * ``quantize``: the QuantizeOptions fields it sets (the others keep their defaults);
+      ``per_format``: further fields for one format only, by format name (Brevitas' MXINT8 scale);
     * ``dequantize``: DequantizeOptions per output type (an output type not named gets the
       defaults); ``outputs``: the output types the peer produces;
     * ``encode``: EncodeOptions fields of element casts (cast profiles);
@@ -66,6 +67,7 @@ class Profile:
     description: str
     formats: tuple[str, ...]
     quantize: Mapping = field(default_factory=dict)
+    per_format: Mapping = field(default_factory=dict)
     dequantize: Mapping = field(default_factory=dict)
     outputs: tuple[str, ...] = ()
     encode: Mapping = field(default_factory=dict)
@@ -76,6 +78,7 @@ class Profile:
         if self.kind not in ("block", "cast"):
             raise ValueError(f"kind={self.kind!r} is not allowed; expected one of: block, cast")
         object.__setattr__(self, "quantize", _frozen(self.quantize))
+        object.__setattr__(self, "per_format", _frozen({k: _frozen(v) for k, v in self.per_format.items()}))
         object.__setattr__(self, "encode", _frozen(self.encode))
         object.__setattr__(self, "dequantize", per_output(self.dequantize))
         options_from_kwargs(EncodeOptions, dict(self.encode), "encode ")  # names an unknown field
@@ -98,6 +101,7 @@ class Profile:
                 )
             if not allows_most_negative_code(fmt):
                 fields.pop("int8_allow_neg2", None)
+            fields.update(self.per_format.get(fmt.name, {}))
         return QuantizeOptions.from_kwargs(**{**fields, **overrides})
 
     def dequantize_options(self, dtype) -> DequantizeOptions:
@@ -119,6 +123,8 @@ class Profile:
         out = {"name": self.name, "kind": self.kind, "source": self.source, "version": self.version}
         if self.kind == "block":
             out["quantize"] = dict(self.quantize)
+            if self.per_format:
+                out["per_format"] = {name: dict(fields) for name, fields in self.per_format.items()}
             out["dequantize"] = {name: opts.as_dict() for name, opts in self.dequantize.items()}
         else:
             out["encode"] = dict(self.encode)
@@ -321,6 +327,35 @@ _PROFILE_LIST += [
     for library in ("microxcaling", "neural_compressor")
     for mode in _MICROXCALING_ROUNDINGS
 ]
+
+_PROFILE_LIST.append(
+    Profile(
+        name="brevitas_0_13",
+        kind="block",
+        source="brevitas.quant.mx_quant_ocp MXFloat8e4m3Act / MXInt8Act (and the same with E5M2, E3M2, E2M3, E2M1 "
+        "elements) in a QuantIdentity, eval mode",
+        version="brevitas 0.13.4 (torch 2.13 CPU)",
+        description=(
+            "E = floor(float32 log2 amax) - emax (scale_rule 'floor_fp32'); MXINT8 one binade lower (scale_offset "
+            "-1), so the block maximum saturates and codes reach -128 (int8_allow_neg2); round-to-nearest-even, "
+            "saturating. Brevitas clamps 2^floor(log2 amax) at 1e-10, so a block with amax = 0 or below 2^-33 gets "
+            "a scale that is not a power of two: not an MX encoding, and quantize raises ValueError on it "
+            "(scale_value_min '1e-10'). NaN or Inf in a block: the library's scale is NaN or +Inf and every output "
+            "NaN, which is mxsim's NaN block (scale 0xFF)."
+        ),
+        formats=_MICROXCALING_FORMATS,
+        quantize={"scale_rule": "floor_fp32", "scale_value_min": "1e-10"},
+        per_format={"mxint8": {"scale_offset": -1, "int8_allow_neg2": True}},
+        dequantize={"float32": DequantizeOptions()},
+        outputs=("float32",),
+        inputs=("float32 inputs only", _MICROXCALING_INPUTS[1]),
+        notes=(
+            _MICROXCALING_NOTES[0],
+            "blocks with amax = 0 or below 2^-33: Brevitas' scale is 1e-10 / 2^emax (MXINT8: 1e-10 / 2^7), not a power "
+            "of two; quantize raises ValueError on them (no MX encoding exists)",
+        ),
+    )
+)
 
 #: Every profile by name.
 PROFILES: Mapping[str, Profile] = MappingProxyType({p.name: p for p in _PROFILE_LIST})

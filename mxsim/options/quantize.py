@@ -61,6 +61,8 @@ _FORMAT_OPTIONS = {
     "element_arith": _is_ocp_mx,
     "zero_sign": _is_ocp_mx,
     "flush_subnormal_blocks": _is_ocp_mx,
+    "scale_offset": _is_ocp_mx,
+    "scale_value_min": _is_ocp_mx,
 }
 
 
@@ -191,6 +193,18 @@ class QuantizeOptions:
         False, Flag(),
         "a block whose amax has a float32 log2 below -126 (amax itself an fp32 subnormal, except the few that log2 "
         "rounds up to -126) becomes zeros, its scale unchanged (microxcaling `flush_fp32_subnorms`)", "6.2",
+    )
+
+    scale_offset: int = option(
+        0, IntRange(-1, 0),
+        "added to the scale rule's E before clamping (Brevitas MXINT8: -1, one binade below the OCP rule, so the block "
+        "maximum saturates)", "6.2",
+    )
+    scale_value_min: str = option(
+        "none", ("none", "1e-10"),
+        "a library's lower clamp of the scale value that is not a power of two: `1e-10` (Brevitas) clamps "
+        "2^floor(log2 amax) at float32 1e-10, in [2^-34, 2^-33), so a block with amax = 0 or a float32 log2 of amax "
+        "below -33 has no E8M0 scale there: quantize raises ValueError on it", "6.2",
     )
 
     def __post_init__(self) -> None:

@@ -50,6 +50,7 @@ __all__ = [
     "given_scales_format_error",
     "check_block",
     "check_tensor_scale",
+    "check_scale_value_min",
     "to_fp32",
     "FP32_MAX",
     "FP32_MIN_NORMAL",
@@ -108,15 +109,16 @@ def _read_inputs(values: Sequence[Number], fmt, options: QuantizeOptions) -> lis
         for i, (_, n, d) in enumerate(xs):
             if d and not is_fp32(Fraction(n, d)):
                 raise ValueError(
-                    f"value {i} of the block ({values[i]!r}) is not a float32 value; scale_rule='floor_fp32' and "
-                    "element_arith='fp32_log2' reproduce float32 arithmetic and take float32 inputs only"
+                    f"value {i} of the block ({values[i]!r}) is not a float32 value; scale_rule='floor_fp32', "
+                    "element_arith='fp32_log2' and scale_value_min reproduce float32 arithmetic and take float32 "
+                    "inputs only"
                 )
     return xs if mode == "exact" else [read_subnormal(x, mode) for x in xs]  # ('exact' leaves every value unchanged)
 
 
 def _computes_in_fp32(options: QuantizeOptions) -> bool:
     """Options that emulate a library's float32 arithmetic (contract 6.2) and so need float32 inputs."""
-    return options.scale_rule == "floor_fp32" or options.element_arith == "fp32_log2"
+    return options.scale_rule == "floor_fp32" or options.element_arith == "fp32_log2" or options.scale_value_min != "none"
 
 
 def _is_nan_block(xs: list[Ratio], options: QuantizeOptions) -> bool:
@@ -319,13 +321,32 @@ def _block_exponent(xs: list[Ratio], fmt, options: QuantizeOptions, source: str)
     if options.inf_policy == "max_scale" and any(not d and n for _, n, d in xs):
         return E8M0_MAX
     n, d = _amax(xs, options, source)
+    if options.scale_value_min != "none":
+        check_scale_value_min(Fraction(n, d), options)
     if n == 0 and options.zero_block_scale == "scale_min":
         return options.scale_min
     amax = Fraction(n, d) if n else FP32_MIN_NORMAL
-    wanted = scale_exponent(amax, fmt.element, options.scale_rule)
+    wanted = scale_exponent(amax, fmt.element, options.scale_rule) + options.scale_offset
     if wanted > E8M0_MAX and options.scale_overflow == "nan":
         return None
     return min(max(wanted, options.scale_min), E8M0_MAX)
+
+
+#: scale_value_min='1e-10' (Brevitas): the float32 log2 floor of amax below which its scale is 1e-10, not 2^E.
+BREVITAS_LOG2_MIN = -33
+
+
+def check_scale_value_min(amax: Fraction, options: QuantizeOptions, where: str = "a block") -> None:
+    """scale_value_min='1e-10' (contract 6.2, Brevitas): ValueError for a block whose library scale
+    is not a power of two: amax = 0, or a float32 log2 of amax below -33 (Brevitas clamps
+    2^floor(log2 amax) at float32 1e-10, which lies in [2^-34, 2^-33))."""
+    if amax == 0 or fp32_log2_floor(amax) < BREVITAS_LOG2_MIN:
+        raise ValueError(
+            f"{where} with largest magnitude {float(amax)!r} has no MX encoding under scale_value_min="
+            f"{options.scale_value_min!r}: the library (Brevitas) clamps its scale at 1e-10, which is not a power of "
+            f"two, for every block whose amax is 0 or below 2^-33 (float32 log2); use another profile or options "
+            f"for such blocks"
+        )
 
 
 def _flush_subnormal_block(xs: list[Ratio], options: QuantizeOptions, source: str) -> list[Ratio]:
