@@ -242,3 +242,65 @@ def test_brevitas_mxint8_scale_is_one_binade_lower():
     t = mxsim.quantize(block, "mxint8", profile="brevitas_0_13")
     assert int(np.asarray(t.scales).reshape(-1)[0]) == 0x7E
     assert [int(c) for c in np.asarray(t.codes).reshape(-1)[:2]] == [0x7F, 0x80]
+
+
+# --------------------------------------------------------------------------------------------------
+# identify: the library named from its output
+
+
+def _identify_source(seed: int) -> np.ndarray:
+    """Gaussian blocks over many binades, with FP4 ties, maxima below powers of two and -0: no
+    zero blocks (Brevitas has no MX encoding for those)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((96, 32)) * np.ldexp(1.0, rng.integers(-25, 40, size=(96, 1)))
+    x[::7, 3] = -0.0
+    x = x.astype(np.float32)
+    powers = np.ldexp(np.float32(1), rng.integers(-30, 30, size=24)).astype(np.float32)
+    x[72:, 0] = (powers.view(np.int32) - rng.integers(1, 40, size=24).astype(np.int32)).view(np.float32)
+    scale = np.ldexp(np.float32(1), rng.integers(-20, 20, size=(24, 1))).astype(np.float32)
+    x[40:64, :6] = np.array([6, 0.25, -0.75, 1.25, -2.5, 5], np.float32) * scale  # FP4 ties under a maximum of 6
+    return x
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_identify_names_microxcaling(nc_mx, mode):
+    from mxsim.golden.identify import identify, identify_lines
+
+    source = _identify_source(1)
+    scales, codes, _ = library_oracles.microxcaling(nc_mx, source, "mxfp4_e2m1", mode)
+    report = identify(source, scales, codes, "mxfp4_e2m1")
+    print("\n".join(identify_lines(report)))
+    assert {c.label for c in report.best} == {f"profile microxcaling_{mode}", f"profile neural_compressor_3_10_{mode}"}
+    assert report.best[0].explained == len(scales)
+
+
+@pytest.mark.parametrize("fmt", ["mxfp8_e4m3", "mxint8"])
+def test_identify_names_brevitas(fmt):
+    from mxsim.golden.identify import identify
+
+    module = library_oracles.brevitas_quantizer(fmt)
+    if module is None:
+        _missing("brevitas 0.13.4 is not installed (set MXSIM_ORACLES to its --target directory)")
+    source = _identify_source(2)
+    scales, codes, _, mx = library_oracles.brevitas(module, source, fmt)
+    assert mx.all()
+    report = identify(source, scales, codes, fmt)
+    assert [c.label for c in report.best] == ["profile brevitas_0_13"] and report.best[0].explained == len(scales)
+
+
+def test_identify_command_line(nc_mx, tmp_path, capsys):
+    from mxsim.cli import main
+
+    source = _identify_source(3)
+    source[0] = 0.0  # an all-zero block: microxcaling's MXINT8 scale 0x01, mxsim's default 0x00
+    scales, codes, _ = library_oracles.microxcaling(nc_mx, source, "mxint8", "even")
+    for name, array in (("x", source), ("codes", codes), ("scales", scales)):
+        np.save(tmp_path / f"{name}.npy", array)
+    assert main(["identify", str(tmp_path / "x.npy"), str(tmp_path / "codes.npy"), str(tmp_path / "scales.npy"),
+                 "--format", "mxint8"]) == 0
+    out = capsys.readouterr().out
+    first = out.split("\n")[0]
+    assert first.startswith("identified: ") and "profile microxcaling_even" in first and "defaults" not in first
+    assert first.endswith("reproduces 96 of 96 blocks (100.0 %)")  # (no MXINT8 ties here: nearest explains it too)
+    assert main(["identify", str(tmp_path / "x.npy"), str(tmp_path / "codes.npy")]) == 2
+    assert "needs SCALES.npy and --format" in capsys.readouterr().err
