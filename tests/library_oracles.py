@@ -140,3 +140,90 @@ def brevitas(module, blocks: np.ndarray, fmt: str):
     values = np.where(special[:, None] | ~np.isfinite(values), 0.0, values)
     codes = (np.rint(values).astype(np.int64) & 0xFF).astype(np.uint8) if integer else element_codes(values, fmt)
     return scales, codes, out, mx
+
+
+class _Stub:
+    """Any name of a module compressed-tensors imports for model loading only (see below)."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+
+def _stub_module(name: str):
+    import types
+
+    module = types.ModuleType(name)
+    module.__path__ = []
+    module.__getattr__ = lambda attribute: _Stub
+    return module
+
+
+class _StubFinder:
+    """Meta-path finder giving stub modules for the Hugging Face stack (transformers,
+    huggingface_hub, safetensors, accelerate) when it is not installed: compressed-tensors imports
+    it at package import for model loading, which its quantization functions never use."""
+
+    ROOTS = ("transformers", "huggingface_hub", "safetensors", "accelerate")
+
+    def find_spec(self, name, path, target=None):
+        import importlib.machinery
+
+        if name.split(".")[0] in self.ROOTS:
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        return _stub_module(spec.name)
+
+    def exec_module(self, module):
+        pass
+
+
+def compressed_tensors():
+    """The quantization functions of compressed-tensors 0.20 (preset_name_to_scheme,
+    calculate_qparams, quantize, fake_quantize), or None if it is not installed. The Hugging Face
+    stack is stubbed where missing (see :class:`_StubFinder`)."""
+    import importlib.util
+
+    if importlib.util.find_spec("compressed_tensors") is None:
+        return None
+    missing = [root for root in _StubFinder.ROOTS if importlib.util.find_spec(root) is None]
+    if missing:
+        sys.meta_path.insert(0, _StubFinder())
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from compressed_tensors.quantization import fake_quantize, preset_name_to_scheme, quantize
+        from compressed_tensors.quantization.utils import calculate_qparams
+    return {"scheme": preset_name_to_scheme, "qparams": calculate_qparams, "quantize": quantize,
+            "fake_quantize": fake_quantize}
+
+
+CT_PRESETS = {"mxfp4_e2m1": "MXFP4", "mxfp6_e2m3": "MXFP6A16", "mxfp8_e4m3": "MXFP8"}
+
+
+def compressed_tensors_mx(ct, blocks: np.ndarray, fmt: str):
+    """(scale bytes, codes, float32 output, MX mask) of compressed-tensors' MX weight scheme of
+    ``fmt`` on float32 (n, 32) blocks (one row of n * 32 values, groups of 32): calculate_qparams
+    from each group's min and max, quantize (the element values) and fake_quantize (the output).
+    A non-finite scale (an Inf in the block: every output is NaN) is given as 0xFF; the MX mask is
+    False for blocks holding a NaN (scale 2^-127, saturated elements and a NaN output: no MX
+    encoding) and where the scale is not a power of two."""
+    import torch
+
+    args = ct["scheme"](CT_PRESETS[fmt], ["Linear"]).weights
+    x = torch.from_numpy(blocks.reshape(1, -1).copy())
+    groups = x.unflatten(-1, (len(blocks), 32))
+    scale, zero = ct["qparams"](groups.amin(-1), groups.amax(-1), args)
+    q = ct["quantize"](x, scale, zero, args).numpy().reshape(blocks.shape).astype(np.float64)
+    out = ct["fake_quantize"](x, scale, zero, args).numpy().reshape(blocks.shape)
+    scale = scale.numpy().astype(np.float64).reshape(-1)
+    special = ~np.isfinite(scale)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exponent = np.log2(np.where(special, 1.0, scale))
+    mx = (special | (exponent == np.round(exponent)) & (exponent >= -127) & (exponent <= 127))
+    mx &= ~np.isnan(blocks).any(axis=1)
+    scales = np.where(special, 0xFF, np.where(mx, exponent + 127, 0)).astype(np.uint8)
+    codes = element_codes(np.where(np.isfinite(q) & ~special[:, None], q, 0.0), fmt)
+    return scales, codes, out, mx

@@ -5,6 +5,9 @@ library itself, run here, bit for bit: scale bytes, element codes and the float3
   Neural Compressor 3.10's ``mx_quant/utils.py`` (a port of microxcaling; microxcaling itself is
   not on PyPI), loaded on its own (tests/library_oracles.py); every MX format it has (MXFP8
   E4M3/E5M2, MXFP6 E3M2/E2M3, MXFP4, MXINT8), every rounding mode, and ``flush_fp32_subnorms``.
+* ``compressed_tensors_0_20``: compressed-tensors 0.20.0's MXFP4, MXFP6A16 (E2M3) and MXFP8
+  (E4M3) weight schemes (calculate_qparams, quantize, fake_quantize); blocks holding a NaN (no
+  MX encoding there) must make ``quantize`` raise, one by one.
 * ``brevitas_0_13``: Brevitas 0.13.4's MXFloat8e4m3Act (with E4M3, E5M2, E3M2, E2M3 and E2M1
   elements) and MXInt8Act in a QuantIdentity. Blocks whose Brevitas scale is not a power of two
   (amax 0 or below 2^-33: the documented exception) must make ``quantize`` raise, one by one.
@@ -244,6 +247,51 @@ def test_brevitas_mxint8_scale_is_one_binade_lower():
     assert [int(c) for c in np.asarray(t.codes).reshape(-1)[:2]] == [0x7F, 0x80]
 
 
+@pytest.fixture(scope="module")
+def ct():
+    functions = library_oracles.compressed_tensors()
+    if functions is None:
+        _missing("compressed-tensors 0.20.0 is not installed (set MXSIM_ORACLES to its --target directory)")
+    return functions
+
+
+@pytest.mark.parametrize("fmt", list(library_oracles.CT_PRESETS))
+def test_compressed_tensors_agrees_with_compressed_tensors(ct, fmt):
+    blocks = _draw(fmt, PER_CLASS)
+    want_scales, want_codes, want_out, mx = library_oracles.compressed_tensors_mx(ct, blocks, fmt)
+    for i in np.flatnonzero(~mx):  # the documented exception: NaN blocks have no MX encoding there
+        with pytest.raises(ValueError, match="holds a NaN, which has no MX encoding under nan_blocks='error'"):
+            mxsim.quantize(blocks[i], fmt, profile="compressed_tensors_0_20")
+    kept = blocks[mx]
+    t = mxsim.quantize(kept.reshape(-1), fmt, profile="compressed_tensors_0_20")
+    ok, _ = _compare(
+        (want_scales[mx], want_codes[mx], want_out[mx]), np.asarray(t.scales).reshape(-1),
+        np.asarray(t.codes).reshape(kept.shape), t.dequantize(np.float32).reshape(kept.shape), fmt,
+    )
+    print(f"compressed_tensors_0_20 {fmt}: {int(ok.sum())} / {len(ok)} blocks agree, {int((~mx).sum())} NaN blocks "
+          "refused")
+    assert ok.all(), f"first disagreeing block {kept[np.flatnonzero(~ok)[0]].tolist()}"
+    assert (~mx).any() and mx.sum() > len(blocks) // 2
+    options = get_profile("compressed_tensors_0_20").quantize_options(fmt)
+    for i in range(0, len(kept), 23):  # the reference on a sample
+        q = quantize_block([float(v) for v in kept[i]], fmt, options)
+        assert q.scale == want_scales[mx][i]
+        if q.scale != 0xFF:
+            assert q.codes == tuple(int(c) for c in want_codes[mx][i])
+
+
+def test_compressed_tensors_mxfp8_scale_rounds_at_one_bit():
+    """Contract 6.2, hand-worked: amax 1.75 * 2^8 = 448 rounds half-up at one fraction bit to 2^9,
+    so E = 9 - 8 = 1 (0x80) and 448 / 2 = 224 is code 0x76; at E4M3's three bits 448 stays in its
+    binade (E = 0, 0x7F, code 0x7E)."""
+    block = np.zeros(32, np.float32)
+    block[0] = 448.0
+    t = mxsim.quantize(block, "mxfp8_e4m3", profile="compressed_tensors_0_20")
+    assert (int(np.asarray(t.scales).reshape(-1)[0]), int(np.asarray(t.codes).reshape(-1)[0])) == (0x80, 0x76)
+    t = mxsim.quantize(block, "mxfp8_e4m3", scale_rule="even")
+    assert (int(np.asarray(t.scales).reshape(-1)[0]), int(np.asarray(t.codes).reshape(-1)[0])) == (0x7F, 0x7E)
+
+
 # --------------------------------------------------------------------------------------------------
 # identify: the library named from its output
 
@@ -271,6 +319,20 @@ def test_identify_names_microxcaling(nc_mx, mode):
     report = identify(source, scales, codes, "mxfp4_e2m1")
     print("\n".join(identify_lines(report)))
     assert {c.label for c in report.best} == {f"profile microxcaling_{mode}", f"profile neural_compressor_3_10_{mode}"}
+    assert report.best[0].explained == len(scales)
+
+
+@pytest.mark.parametrize("fmt", list(library_oracles.CT_PRESETS))
+def test_identify_names_compressed_tensors(ct, fmt):
+    from mxsim.golden.identify import identify
+
+    source = _identify_source(4)
+    source[5] = -0.0  # an all -0 block
+    source[6, :] = np.float32(448 * 2.0**-10)  # MXFP8: amax 1.75 * 2^k, the one-bit scale rounding
+    scales, codes, _, mx = library_oracles.compressed_tensors_mx(ct, source, fmt)
+    assert mx.all()
+    report = identify(source, scales, codes, fmt)
+    assert [c.label for c in report.best] == ["profile compressed_tensors_0_20"]
     assert report.best[0].explained == len(scales)
 
 

@@ -25,6 +25,7 @@ from ..ref.block import (
     BREVITAS_LOG2_MIN,
     FP32_MIN_NORMAL,
     check_scale_value_min,
+    nan_block_error,
     given_scales_format_error,
     nan_block_element_code,
     nan_block_scale,
@@ -58,8 +59,9 @@ def floor_log2(magnitude: np.ndarray) -> np.ndarray:
     return np.frexp(magnitude)[1].astype(np.int64) - 1
 
 
-def _scale_exponents(amax: np.ndarray, element, rule: str) -> np.ndarray:
-    """Unclamped scale exponents for positive finite maxima (see mxsim.ref.scale)."""
+def _scale_exponents(amax: np.ndarray, element, rule: str, round_bits: int | None = None) -> np.ndarray:
+    """Unclamped scale exponents for positive finite maxima (see mxsim.ref.scale; ``round_bits``:
+    the fraction bits of rule 'even', default the element's)."""
     e = floor_log2(amax)
     floor = e - element.emax
     if rule == "floor":
@@ -68,7 +70,8 @@ def _scale_exponents(amax: np.ndarray, element, rule: str) -> np.ndarray:
     if rule == "ceil":
         return floor + (mantissa != 0.5)
     if rule == "even":
-        return floor + (mantissa >= 1 - 2.0 ** (-fraction_bits(element) - 2))
+        bits = fraction_bits(element) if round_bits is None else round_bits
+        return floor + (mantissa >= 1 - 2.0 ** (-bits - 2))
     top = np.ldexp(amax, -floor)  # in [2^emax, 2^(emax + 1)), exact
     if rule == "rceil":
         return floor + (top > float(element.max_normal))
@@ -130,6 +133,8 @@ def _read(blocks: np.ndarray, options: QuantizeOptions, source: str):
         x = blocks.astype(np.float64)
     x = _read_subnormals(x, options.subnormal_inputs)
     nan = np.isnan(x)
+    if options.nan_blocks == "error" and nan.any():
+        raise nan_block_error(f"block {int(np.flatnonzero(nan.any(axis=1))[0])}")
     inf = np.isinf(x)
     if options.specials == "block":
         nan_blocks = nan.any(axis=1) | (inf.any(axis=1) if options.inf_policy == "nan" else False)
@@ -212,6 +217,8 @@ class _ChunkedE8M0Quantizer:
             and options.min_scale_divisor == "scale"
             and options.scale_rule != "floor_fp32"
             and options.scale_offset == 0
+            and options.scale_round_bits is None
+            and options.nan_blocks == "nan"
             and options.scale_value_min == "none"
             and options.zero_block_scale == "scale_min"
             and options.element_arith == "exact"
@@ -332,7 +339,9 @@ def _computed_exponents(magnitude: np.ndarray, fmt, options: QuantizeOptions, x:
         amax = np.where(zero, float(FP32_MIN_NORMAL), amax)
         zero = np.zeros_like(zero)
     exponent = np.full(amax.shape, options.scale_min, dtype=np.int64)
-    exponent[~zero] = _scale_exponents(amax[~zero], fmt.element, options.scale_rule) + options.scale_offset
+    exponent[~zero] = (
+        _scale_exponents(amax[~zero], fmt.element, options.scale_rule, options.scale_round_bits) + options.scale_offset
+    )
     if options.inf_policy == "max_scale":
         exponent[np.isinf(x).any(axis=1)] = E8M0_MAX
     overflow = exponent > E8M0_MAX if options.scale_overflow == "nan" else None
@@ -430,8 +439,9 @@ def quantize_blocks(
         if options.zero_sign == "keep":
             negative = np.signbit(x)
         codes = encode(np.where(negative, -magnitudes, magnitudes), fmt.element, "rne", "saturate")
-    elif options.zero_sign == "plus_input":
-        codes = _element_codes(_scaled(np.where(x == 0, 0.0, x), shift), fmt, options, rand_bits)
+    elif options.zero_sign == "plus_input":  # +0 where the float32 quotient x / 2^E is zero (|x / 2^E| <= 2^-150)
+        scaled = _scaled(x, shift)
+        codes = _element_codes(np.where(np.abs(scaled) > 2.0**-150, scaled, 0.0), fmt, options, rand_bits)
     else:
         codes = _element_codes(_scaled(x, shift), fmt, options, rand_bits)
     out_scales = scale_byte(exponent, options.scale_encoding).astype(np.uint8)

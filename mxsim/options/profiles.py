@@ -357,6 +357,35 @@ _PROFILE_LIST.append(
     )
 )
 
+_PROFILE_LIST.append(
+    Profile(
+        name="compressed_tensors_0_20",
+        kind="block",
+        source="compressed_tensors.quantization presets MXFP4, MXFP6A16, MXFP8 (weights): calculate_qparams "
+        "(generate_mx_scales), quantize, fake_quantize",
+        version="compressed-tensors 0.20.0 (torch 2.13 CPU)",
+        description=(
+            "The scale rounds amax half-up at the element's fraction bits before taking its exponent (scale_rule "
+            "'even'), with FP4's single bit for MXFP8 (scale_round_bits 1: a significand of 1.75 or more goes to "
+            "the next binade, not 1.9375); an element whose float32 quotient is zero (a -0 input, or a value below "
+            "2^-150 of the scale) gives +0 (zero_sign 'plus_input'); an Inf makes every output NaN (mxsim's NaN "
+            "block); a NaN gives no MX encoding, and quantize raises ValueError (nan_blocks 'error'). Elements "
+            "round to nearest-even, saturating."
+        ),
+        formats=("mxfp4_e2m1", "mxfp6_e2m3", "mxfp8_e4m3"),
+        quantize={"scale_rule": "even", "zero_sign": "plus_input", "nan_blocks": "error"},
+        per_format={"mxfp8_e4m3": {"scale_round_bits": 1}},
+        dequantize={"float32": DequantizeOptions()},
+        outputs=("float32",),
+        inputs=("float32 inputs (the test feeds float32 weights)",),
+        notes=(
+            "NVFP4 (its reciprocal global scale and zero-scale rule) is not part of the profile yet",
+            "a block with an Inf: the library's scale is NaN or Inf (not E8M0) and every output NaN, which is what "
+            "mxsim's NaN block (scale 0xFF) decodes to",
+        ),
+    )
+)
+
 #: Every profile by name.
 PROFILES: Mapping[str, Profile] = MappingProxyType({p.name: p for p in _PROFILE_LIST})
 

@@ -62,6 +62,8 @@ _FORMAT_OPTIONS = {
     "zero_sign": _is_ocp_mx,
     "flush_subnormal_blocks": _is_ocp_mx,
     "scale_offset": _is_ocp_mx,
+    "scale_round_bits": _is_ocp_mx,
+    "nan_blocks": _is_ocp_mx,
     "scale_value_min": _is_ocp_mx,
 }
 
@@ -185,9 +187,9 @@ class QuantizeOptions:
     )
     zero_sign: str = option(
         "keep", ("keep", "plus_input"),
-        "`keep` the sign of zeros; `plus_input`: a -0 input encodes as +0 (torch.sign(-0.0) is 0), and under "
-        "element_arith='fp32_log2' so does an x / 2^E that underflows float32 to -0; a negative value rounding to zero "
-        "keeps its -0 (microxcaling)", "6.2",
+        "`keep` the sign of zeros; `plus_input`: an element whose float32 quotient x / 2^E is zero (a -0 input, or "
+        "|x / 2^E| <= 2^-150) encodes as +0; a negative value rounding to zero from a nonzero quotient keeps its -0 "
+        "(microxcaling, compressed-tensors)", "6.2",
     )
     flush_subnormal_blocks: bool = option(
         False, Flag(),
@@ -195,6 +197,16 @@ class QuantizeOptions:
         "rounds up to -126) becomes zeros, its scale unchanged (microxcaling `flush_fp32_subnorms`)", "6.2",
     )
 
+    nan_blocks: str = option(
+        "nan", ("nan", "error"),
+        "a block holding a NaN: `nan`, the NaN block of `specials`; `error`: ValueError (compressed-tensors gives such "
+        "a block scale 2^-127, saturated elements and a NaN output where the NaN was: no MX encoding)", "6.2",
+    )
+    scale_round_bits: int | None = option(
+        None, IntRange(0, 10, "the element's fraction bits"),
+        "fraction bits at which scale_rule='even' rounds amax (compressed-tensors MXFP8: 1, FP4's, not E4M3's 3)",
+        "6.2",
+    )
     scale_offset: int = option(
         0, IntRange(-1, 0),
         "added to the scale rule's E before clamping (Brevitas MXINT8: -1, one binade below the OCP rule, so the block "
@@ -223,6 +235,11 @@ class QuantizeOptions:
                 f"min_scale_divisor={self.min_scale_divisor!r} is only allowed with scale_encoding='e8m0' (it changes "
                 "the divisor of blocks at E8M0 code 0x00); with scale_encoding="
                 f"{self.scale_encoding!r} expected min_scale_divisor='scale'"
+            )
+        if self.scale_round_bits is not None and self.scale_rule != "even":
+            raise ValueError(
+                f"scale_round_bits={self.scale_round_bits} is only allowed with scale_rule='even' (the bits it rounds amax "
+                f"at); with scale_rule={self.scale_rule!r} expected scale_round_bits=None"
             )
         if self.element_arith == "fp32_log2" and self.rounding not in FP32_STEP_ROUNDINGS:
             raise ValueError(

@@ -51,6 +51,7 @@ __all__ = [
     "check_block",
     "check_tensor_scale",
     "check_scale_value_min",
+    "nan_block_error",
     "to_fp32",
     "FP32_MAX",
     "FP32_MIN_NORMAL",
@@ -270,7 +271,9 @@ def _element_codes(
     plus_zero = options.zero_sign == "plus_input"
     codes = []
     for i, ((sign, n, d), (divisor_n, divisor_d)) in enumerate(zip(xs, divisors)):
-        negative = sign == 1 and (n or not plus_zero)  # block element formats are signed
+        # block element formats are signed; zero_sign='plus_input': +0 unless |x / divisor| > 2^-150, i.e. unless
+        # the float32 quotient is nonzero
+        negative = sign == 1 and (not plus_zero or (n * divisor_d << 150) > d * divisor_n)
         rand = None if rand_bits is None else int(rand_bits[i])
         if d:
             code = encoder(n * divisor_d, d * divisor_n, negative, element, rounding, "saturate", rand, width, neg2)
@@ -326,7 +329,7 @@ def _block_exponent(xs: list[Ratio], fmt, options: QuantizeOptions, source: str)
     if n == 0 and options.zero_block_scale == "scale_min":
         return options.scale_min
     amax = Fraction(n, d) if n else FP32_MIN_NORMAL
-    wanted = scale_exponent(amax, fmt.element, options.scale_rule) + options.scale_offset
+    wanted = scale_exponent(amax, fmt.element, options.scale_rule, options.scale_round_bits) + options.scale_offset
     if wanted > E8M0_MAX and options.scale_overflow == "nan":
         return None
     return min(max(wanted, options.scale_min), E8M0_MAX)
@@ -358,7 +361,17 @@ def _flush_subnormal_block(xs: list[Ratio], options: QuantizeOptions, source: st
     return xs
 
 
+def nan_block_error(where: str = "a block") -> ValueError:
+    """nan_blocks='error' (contract 6.2): the error for a block that holds a NaN."""
+    return ValueError(
+        f"{where} holds a NaN, which has no MX encoding under nan_blocks='error' (compressed-tensors gives such a block "
+        "scale 2^-127, saturated elements and a NaN output); remove the NaN or use nan_blocks='nan'"
+    )
+
+
 def _quantize_e8m0(xs, fmt, options, rand_bits, source: str, exponent: int | None) -> QuantizedBlock:
+    if options.nan_blocks == "error" and any(not d and not n for _, n, d in xs):
+        raise nan_block_error()
     if _is_nan_block(xs, options):
         return _nan_block(fmt, options)
     if exponent is None:

@@ -105,15 +105,17 @@ def fraction_bits(element) -> int:
     return element.mantissa_bits if element.kind == "float" else element.max_int.bit_length() - 1
 
 
-def scale_exponent(amax: Fraction, element, rule: str) -> int:
-    """The unclamped scale exponent E of a block with largest magnitude ``amax`` > 0."""
+def scale_exponent(amax: Fraction, element, rule: str, round_bits: int | None = None) -> int:
+    """The unclamped scale exponent E of a block with largest magnitude ``amax`` > 0. ``round_bits``:
+    the fraction bits of rule 'even' (default: the element's, :func:`fraction_bits`)."""
     if rule == "floor":
         return floor_log2(amax) - element.emax
     if rule == "ceil":
         return ceil_log2(amax) - element.emax
     if rule == "even":
         e = floor_log2(amax)
-        return floor_log2(amax + Fraction(2) ** (e - fraction_bits(element) - 1)) - element.emax
+        bits = fraction_bits(element) if round_bits is None else round_bits
+        return floor_log2(amax + Fraction(2) ** (e - bits - 1)) - element.emax
     if rule == "rceil":
         return ceil_log2(amax / element.max_normal)
     if rule == "tosa":
