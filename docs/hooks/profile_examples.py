@@ -158,6 +158,17 @@ EXAMPLES = [
         "brevitas_0_13", "mxfp8_e4m3", "`[256 - 2**-15, 1, 0, …]`", (256 - 2.0**-15, 1.0),
         "scale 0x7E; 0x7E (224), 0x40 (1)", "scale 0x7F; 0x78 (256), 0x38 (1)",
     ),
+    ProfileExample(
+        "compressed_tensors_0_20", "mxfp8_e4m3", "`[448, 1, 0, …]`", (448.0, 1.0),
+        "scale 0x7F; 0x7E (448), 0x38 (1)", "scale 0x80; 0x76 (448), 0x30 (1)",
+        variant={"scale_rule": "even"}, variant_output="scale 0x7F; 0x7E (448), 0x38 (1)",
+    ),
+    ProfileExample(
+        "compressed_tensors_0_20", "mxfp4_e2m1", "`[2**100, -2**-60, -2**90, -0, 0, …]`",
+        (2.0**100, -(2.0**-60), -(2.0**90), -0.0),
+        "scale 0xE1; 0x06 (1.26765e+30), 0x08 (-0), 0x08 (-0), 0x08 (-0)",
+        "scale 0xE1; 0x06 (1.26765e+30), 0x00 (0), 0x08 (-0), 0x00 (0)", shown=4,
+    ),
 ]
 
 
