@@ -70,7 +70,8 @@ def _grid(fmt: str) -> np.ndarray:
 
 
 def _draw(fmt: str, per_class: int, seed: int = 21) -> np.ndarray:
-    return np.concatenate([library_stimulus.blocks(_grid(fmt), 32, per_class, c, seed) for c in library_stimulus.CLASSES])
+    grid = _grid(fmt)
+    return np.concatenate([library_stimulus.blocks(grid, 32, per_class, c, seed) for c in library_stimulus.CLASSES])
 
 
 def _compare(expected, scales, codes, output, fmt: str):

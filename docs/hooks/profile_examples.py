@@ -127,11 +127,13 @@ EXAMPLES = [
     ProfileExample(
         "microxcaling_nearest", "mxfp8_e4m3", "`[2**-14, 0x2F7FFFFF, -0, 0, …]` (float32)",
         (2.0**-14, float(np.uint32(0x2F7FFFFF).view(np.float32)), -0.0),
-        "scale 0x69; 0x78 (6.10352e-05), 0x00 (0), 0x80 (-0)", "scale 0x69; 0x78 (6.10352e-05), 0x01 (4.65661e-10), 0x00 (0)",
+        "scale 0x69; 0x78 (6.10352e-05), 0x00 (0), 0x80 (-0)",
+        "scale 0x69; 0x78 (6.10352e-05), 0x01 (4.65661e-10), 0x00 (0)",
         shown=3, variant={"rounding": "rna"}, variant_output="scale 0x69; 0x78 (6.10352e-05), 0x00 (0), 0x80 (-0)",
     ),
     ProfileExample(
-        "microxcaling_even", "mxint8", "`[0, 0, …]`", (), "scale 0x00; 0x00 (0), 0x00 (0)", "scale 0x01; 0x00 (0), 0x00 (0)",
+        "microxcaling_even", "mxint8", "`[0, 0, …]`", (), "scale 0x00; 0x00 (0), 0x00 (0)",
+        "scale 0x01; 0x00 (0), 0x00 (0)",
     ),
     ProfileExample(
         "microxcaling_floor", "mxfp8_e4m3", "`[448, 256 - 2**-15, 0, …]`", (448.0, 256 - 2.0**-15),

@@ -362,7 +362,7 @@ def _check_scale_value_min(amax: np.ndarray, options: QuantizeOptions) -> None:
 def _check_fp32_inputs(blocks: np.ndarray, options: QuantizeOptions) -> None:
     """scale_rule='floor_fp32' and element_arith='fp32_log2' emulate float32 arithmetic: float32
     values only (as the reference, ValueError naming the first other value)."""
-    if options.scale_rule != "floor_fp32" and options.element_arith != "fp32_log2" and options.scale_value_min == "none":
+    if not options.fp32_arithmetic:
         return
     if blocks.dtype == np.float32:
         return

@@ -40,11 +40,12 @@ def fp32_log2_floor(x: np.ndarray) -> np.ndarray:
     return e + (x >= _thresholds()[e + 1 - _LOWEST])
 
 
-def fp32_log2_elements(x: np.ndarray, exponent: np.ndarray, element, rounding: str) -> np.ndarray:
-    """(magnitudes (float64), negative quotients (bool)) of microxcaling's element step for float32 values ``x`` ((n, k),
-    float32) in blocks of scale exponent ``exponent`` ((n,), int), clamped to max normal; see
-    :mod:`mxsim.ref.fp32_steps`. Zeros and NaN lanes give 0 (callers set NaN codes); an Inf gives max normal. A quotient
-    x * 2^-E that underflows float32 to zero is not negative (torch.sign gives 0: a +0 code)."""
+def fp32_log2_elements(x: np.ndarray, exponent: np.ndarray, element, rounding: str):
+    """(magnitudes (float64), negative quotients (bool)) of microxcaling's element step for float32
+    values ``x`` ((n, k), float32) in blocks of scale exponent ``exponent`` ((n,), int), clamped to
+    max normal; see :mod:`mxsim.ref.fp32_steps`. Zeros and NaN lanes give 0 (callers set NaN
+    codes); an Inf gives max normal. A quotient x * 2^-E that underflows float32 to zero is not
+    negative (torch.sign gives 0: a +0 code)."""
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         quotient = x * np.ldexp(np.float32(1), -exponent.astype(np.int32))[:, None].astype(np.float32)
     a = np.where(np.isfinite(quotient), np.abs(quotient), np.float32(0))

@@ -238,8 +238,8 @@ class QuantizeOptions:
             )
         if self.scale_round_bits is not None and self.scale_rule != "even":
             raise ValueError(
-                f"scale_round_bits={self.scale_round_bits} is only allowed with scale_rule='even' (the bits it rounds amax "
-                f"at); with scale_rule={self.scale_rule!r} expected scale_round_bits=None"
+                f"scale_round_bits={self.scale_round_bits} is only allowed with scale_rule='even' (the bits it rounds "
+                f"amax at); with scale_rule={self.scale_rule!r} expected scale_round_bits=None"
             )
         if self.element_arith == "fp32_log2" and self.rounding not in FP32_STEP_ROUNDINGS:
             raise ValueError(
@@ -311,6 +311,12 @@ class QuantizeOptions:
                 f"nan_code=0x{self.nan_code:02X} is not a NaN code of {fmt.element.name} with the sign bit clear (a NaN "
                 f"element takes the input's sign); expected None or one of: {', '.join(f'0x{c:02X}' for c in codes)}"
             )
+
+    @property
+    def fp32_arithmetic(self) -> bool:
+        """Whether the options emulate a library's float32 arithmetic (contract 6.2: scale_rule
+        'floor_fp32', element_arith 'fp32_log2', scale_value_min), which takes float32 inputs only."""
+        return self.scale_rule == "floor_fp32" or self.element_arith == "fp32_log2" or self.scale_value_min != "none"
 
     @property
     def nvfp4_scale_lowest(self) -> Fraction:

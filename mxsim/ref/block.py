@@ -106,7 +106,7 @@ def _read_inputs(values: Sequence[Number], fmt, options: QuantizeOptions) -> lis
         raise ValueError(f"a {fmt.name} block has {fmt.block_size} values, got {len(values)}")
     mode = options.subnormal_inputs
     xs = [float_ratio(v) if v.__class__ is float else ratio(v) for v in values]  # (ratio's own float case, inline)
-    if _computes_in_fp32(options):
+    if options.fp32_arithmetic:
         for i, (_, n, d) in enumerate(xs):
             if d and not is_fp32(Fraction(n, d)):
                 raise ValueError(
@@ -115,11 +115,6 @@ def _read_inputs(values: Sequence[Number], fmt, options: QuantizeOptions) -> lis
                     "inputs only"
                 )
     return xs if mode == "exact" else [read_subnormal(x, mode) for x in xs]  # ('exact' leaves every value unchanged)
-
-
-def _computes_in_fp32(options: QuantizeOptions) -> bool:
-    """Options that emulate a library's float32 arithmetic (contract 6.2) and so need float32 inputs."""
-    return options.scale_rule == "floor_fp32" or options.element_arith == "fp32_log2" or options.scale_value_min != "none"
 
 
 def _is_nan_block(xs: list[Ratio], options: QuantizeOptions) -> bool:
@@ -364,8 +359,8 @@ def _flush_subnormal_block(xs: list[Ratio], options: QuantizeOptions, source: st
 def nan_block_error(where: str = "a block") -> ValueError:
     """nan_blocks='error' (contract 6.2): the error for a block that holds a NaN."""
     return ValueError(
-        f"{where} holds a NaN, which has no MX encoding under nan_blocks='error' (compressed-tensors gives such a block "
-        "scale 2^-127, saturated elements and a NaN output); remove the NaN or use nan_blocks='nan'"
+        f"{where} holds a NaN, which has no MX encoding under nan_blocks='error' (compressed-tensors gives such a "
+        "block scale 2^-127, saturated elements and a NaN output); remove the NaN or use nan_blocks='nan'"
     )
 
 
