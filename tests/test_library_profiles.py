@@ -40,7 +40,8 @@ from mxsim.ref.block import quantize_block
 import library_oracles
 import library_stimulus
 
-PER_CLASS = 40  # blocks per class, format and mode (fast path)
+# blocks per class, format and mode (fast path); a larger campaign: MXSIM_LIBRARY_PER_CLASS=125 pytest -s this file
+PER_CLASS = int(os.environ.get("MXSIM_LIBRARY_PER_CLASS", "40"))
 REF_PER_CLASS = 2  # blocks per class, format and mode (reference)
 MODES = ("nearest", "even", "floor")
 
