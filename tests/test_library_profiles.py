@@ -368,3 +368,88 @@ def test_identify_command_line(nc_mx, tmp_path, capsys):
     assert first.endswith("reproduces 96 of 96 blocks (100.0 %)")  # (no MXINT8 ties here: nearest explains it too)
     assert main(["identify", str(tmp_path / "x.npy"), str(tmp_path / "codes.npy")]) == 2
     assert "needs SCALES.npy and --format" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------------
+# The options of 6.2: the fast path equals the reference (no library needed)
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from mxsim.options import QuantizeOptions  # noqa: E402
+
+OCP_FORMATS = ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8"]
+DIFFERENTIAL = {"blocks": 0, "errors": 0}
+
+
+@st.composite
+def _library_options(draw, name: str) -> dict:
+    o = {"scale_rule": draw(st.sampled_from(["floor", "floor_fp32", "even", "floor_fp32"])),
+         "zero_block_scale": draw(st.sampled_from(["scale_min", "min_normal"])),
+         "scale_overflow": draw(st.sampled_from(["clamp", "nan"])),
+         "element_arith": draw(st.sampled_from(["exact", "fp32_log2", "fp32_log2"])),
+         "zero_sign": draw(st.sampled_from(["keep", "plus_input"])),
+         "flush_subnormal_blocks": draw(st.booleans()),
+         "nan_blocks": draw(st.sampled_from(["nan", "error"])),
+         "scale_offset": draw(st.sampled_from([0, -1])),
+         "scale_value_min": draw(st.sampled_from(["none", "none", "1e-10"])),
+         "inf_policy": draw(st.sampled_from(["nan", "saturate"])),
+         "rounding": draw(st.sampled_from(["rne", "rna", "rtz"])),
+         "int8_allow_neg2": name == "mxint8" and draw(st.booleans())}
+    if o["scale_rule"] == "even":
+        o["scale_round_bits"] = draw(st.sampled_from([None, 0, 1, 3]))
+    return o
+
+
+def _fp32_block(draw) -> np.ndarray:
+    """32 float32 values: a maximum a few steps below or above a power of two (any binade, subnormals
+    included), others spread below it, some zeros, -0, and now and then NaN or Inf."""
+    top = draw(st.integers(-148, 127))
+    steps = draw(st.integers(-40, 3))
+    bits = int(np.float32(2.0**top).view(np.uint32)) + steps
+    amax = np.uint32(min(max(bits, 1), 0x7F7FFFFF)).view(np.float32)
+    shifts = draw(st.lists(st.integers(0, 40), min_size=31, max_size=31))
+    fractions = draw(st.lists(st.integers(0, (1 << 23) - 1), min_size=31, max_size=31))
+    signs = draw(st.lists(st.booleans(), min_size=32, max_size=32))
+    rest = [np.float32(float(amax) * (1 + f / 2**23) / 2 ** (s + 1)) for s, f in zip(shifts, fractions)]
+    x = np.array([amax] + rest, np.float32)
+    x[np.array(draw(st.lists(st.booleans(), min_size=32, max_size=32)))] *= np.float32(draw(st.sampled_from([1, 0])))
+    x = np.where(signs, -x, x).astype(np.float32)
+    special = draw(st.sampled_from([None] * 6 + [np.nan, np.inf, -np.inf]))
+    if special is not None:
+        x[draw(st.integers(0, 31))] = special
+    return x
+
+
+@pytest.mark.parametrize("name", OCP_FORMATS)
+@given(data=st.data())
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+def test_fast_path_equals_reference_on_library_options(name, data):
+    options = data.draw(_library_options(name))
+    opts = QuantizeOptions(**options)
+    blocks = np.stack([_fp32_block(data.draw) for _ in range(data.draw(st.integers(1, 3)))])
+    expected, error = [], None
+    for block in blocks:
+        try:
+            expected.append(quantize_block([float(v) for v in block], name, opts))
+        except ValueError as exc:
+            error = exc
+            break
+    if error is not None:
+        with pytest.raises(ValueError):
+            mxsim.quantize(blocks.reshape(-1), name, **options)
+        DIFFERENTIAL["errors"] += 1
+        return
+    t = mxsim.quantize(blocks.reshape(-1), name, **options)
+    for b, want in enumerate(expected):
+        assert int(np.asarray(t.scales).reshape(-1)[b]) == want.scale, (b, options, blocks[b].tolist())
+        assert tuple(int(c) for c in np.asarray(t.codes).reshape(len(blocks), 32)[b]) == want.codes, (b, options)
+    DIFFERENTIAL["blocks"] += len(blocks)
+
+
+def test_library_option_differential_counts():
+    """Runs after the test above (file order): how many blocks and errors agreed."""
+    print(f"\nfast == reference on the 6.2 options: {DIFFERENTIAL['blocks']} blocks, {DIFFERENTIAL['errors']} errors")
+    if DIFFERENTIAL["blocks"] or DIFFERENTIAL["errors"]:
+        assert DIFFERENTIAL["blocks"] > 100
