@@ -152,9 +152,14 @@ class _Stub:
 def _stub_module(name: str):
     import types
 
+    def attribute(name: str):
+        if name.startswith("__"):  # module metadata (__file__, __spec__...) stays absent, as tools expect
+            raise AttributeError(name)
+        return _Stub
+
     module = types.ModuleType(name)
     module.__path__ = []
-    module.__getattr__ = lambda attribute: _Stub
+    module.__getattr__ = attribute
     return module
 
 
