@@ -24,6 +24,7 @@ from ..options import QuantizeOptions
 from ..ref.block import (
     BREVITAS_LOG2_MIN,
     FP32_MIN_NORMAL,
+    as_normal_fp32_error,
     check_scale_value_min,
     nan_block_error,
     given_scales_format_error,
@@ -364,6 +365,12 @@ def _check_fp32_inputs(blocks: np.ndarray, options: QuantizeOptions) -> None:
     values only (as the reference, ValueError naming the first other value)."""
     if not options.fp32_arithmetic:
         return
+    if options.subnormal_inputs == "as_normal":
+        with np.errstate(invalid="ignore"):
+            magnitude = np.abs(blocks.astype(np.float64))
+        tiny = (magnitude > 0) & (magnitude < float(FP32_MIN_NORMAL))
+        if tiny.any():
+            raise as_normal_fp32_error(f"block {int(np.flatnonzero(tiny.any(axis=1))[0])}")
     if blocks.dtype == np.float32:
         return
     with np.errstate(over="ignore", invalid="ignore"):

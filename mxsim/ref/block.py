@@ -52,6 +52,7 @@ __all__ = [
     "check_tensor_scale",
     "check_scale_value_min",
     "nan_block_error",
+    "as_normal_fp32_error",
     "to_fp32",
     "FP32_MAX",
     "FP32_MIN_NORMAL",
@@ -114,7 +115,19 @@ def _read_inputs(values: Sequence[Number], fmt, options: QuantizeOptions) -> lis
                     "element_arith='fp32_log2' and scale_value_min reproduce float32 arithmetic and take float32 "
                     "inputs only"
                 )
+        if mode == "as_normal" and any(n and n << 126 < d for _, n, d in xs):
+            raise as_normal_fp32_error()
     return xs if mode == "exact" else [read_subnormal(x, mode) for x in xs]  # ('exact' leaves every value unchanged)
+
+
+def as_normal_fp32_error(where: str = "a block") -> ValueError:
+    """subnormal_inputs='as_normal' reads an fp32 subnormal as a value float32 cannot hold, which the
+    float32 arithmetic of contract 6.2 cannot take."""
+    return ValueError(
+        f"{where} holds an fp32 subnormal, which subnormal_inputs='as_normal' reads as a value float32 cannot hold; "
+        "scale_rule='floor_fp32', element_arith='fp32_log2' and scale_value_min take float32 values only (use "
+        "subnormal_inputs='exact' or 'flush' with them)"
+    )
 
 
 def _is_nan_block(xs: list[Ratio], options: QuantizeOptions) -> bool:
