@@ -293,6 +293,23 @@ def _cmd_dequantize(args) -> str:
     return f"{args.output}: {values.dtype} array of shape {values.shape} from {tensor.fmt.name}"
 
 
+def _cmd_identify(args) -> str:
+    from .golden.identify import identify, identify_lines
+
+    source = _load_array(args.source)
+    if args.tensor.endswith(".npy"):
+        if args.scales is None or args.format is None:
+            raise ValueError("identify with codes as .npy needs SCALES.npy and --format (or give an mxsim tensor file)")
+        codes, scales, fmt, axis = _load_array(args.tensor), _load_array(args.scales), args.format, args.axis
+    else:
+        if args.scales is not None:
+            raise ValueError("SCALES.npy goes with codes as .npy only; an mxsim tensor file holds its scales")
+        tensor = load(args.tensor)
+        codes, scales, fmt, axis = tensor.codes, tensor.scales, tensor.fmt, tensor.axis
+    report = identify(source, scales, codes, fmt, axis, budget=args.budget)
+    return "\n".join(identify_lines(report, args.top))
+
+
 def _save_npy(path, array: np.ndarray) -> None:
     buffer = io.BytesIO()
     np.save(buffer, array, allow_pickle=False)
@@ -653,6 +670,26 @@ def build_parser() -> argparse.ArgumentParser:
                          "records, if any; option flags override)")
     _add_option_flags(dequant, DequantizeOptions)
     dequant.set_defaults(run=_in_flags(_cmd_dequantize, (DequantizeOptions,)))
+
+    ident = commands.add_parser(
+        "identify", help="name the profile and options that reproduce a quantized tensor from its source",
+        description="Quantize SOURCE under mxsim's defaults, every block profile of the format and (if none explains "
+        "every block) every single option change, and name the configurations that reproduce the tensor's scale bytes "
+        "and element codes, with the share of blocks each explains (the candidates of golden check --explain).",
+    )
+    ident.add_argument("source", metavar="SOURCE.npy", help="the values the tensor was quantized from")
+    ident.add_argument("tensor", metavar="TENSOR", help="an mxsim tensor file, or the element codes as .npy (blocks "
+                       "along the last axis)")
+    ident.add_argument("scales", metavar="SCALES.npy", nargs="?", default=None,
+                       help="the scale bytes as .npy, with codes as .npy (one per block)")
+    ident.add_argument("--format", type=_format_name, choices=block_names, default=None, metavar="FORMAT",
+                       help="the block format, with codes as .npy")
+    ident.add_argument("--axis", type=int, default=-1, help="the source axis blocks run along, with codes as .npy "
+                       "(default: -1)")
+    ident.add_argument("--top", type=int, default=8, metavar="N", help="candidates shown (default 8)")
+    ident.add_argument("--budget", type=float, default=60.0, metavar="SECONDS",
+                       help="stop trying candidates after this long (default 60)")
+    ident.set_defaults(run=_cmd_identify)
 
     dot = commands.add_parser("dot", help="DotGeneral of two mxsim tensor files along their block axes",
                               description=DOT_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -133,7 +133,9 @@ def nan_rows(x: np.ndarray) -> np.ndarray:
 
 def test_registry_names_and_errors():
     assert list(PROFILES) == ["torchao_0_18_floor", "torchao_0_18_rceil", "gfloat_0_5", "ml_dtypes_0_6", "tosa_1_1",
-                              "idma_v0_7"]
+                              "idma_v0_7", "microxcaling_nearest", "microxcaling_even", "microxcaling_floor",
+                              "neural_compressor_3_10_nearest", "neural_compressor_3_10_even",
+                              "neural_compressor_3_10_floor", "brevitas_0_13", "compressed_tensors_0_20"]
     with pytest.raises(ValueError) as err:
         mxsim.quantize(np.zeros(32, np.float32), "mxfp8_e4m3", profile="torchao")
     assert "profile='torchao' is not allowed; expected one of: torchao_0_18_floor, torchao_0_18_rceil" in str(err.value)

@@ -120,6 +120,57 @@ EXAMPLES = [
         "scale 0xFF; 0x7E (NaN), 0x7E (NaN), 0x7E (NaN), 0x7E (NaN), 0x7E (NaN)",
         "scale 0xF2; 0x7A (3), 0x7D (NaN), 0xFB (-3.5), 0x00 (0), 0xF4 (-1)", shown=5,
     ),
+    ProfileExample(
+        "microxcaling_nearest", "mxfp8_e4m3", "`[256 - 2**-15, 1, 0, …]` (float32 0x437FFFFE)", (256 - 2.0**-15, 1.0),
+        "scale 0x7E; 0x7E (224), 0x40 (1)", "scale 0x7F; 0x78 (256), 0x38 (1)",
+    ),
+    ProfileExample(
+        "microxcaling_nearest", "mxfp8_e4m3", "`[2**-14, 0x2F7FFFFF, -0, 0, …]` (float32)",
+        (2.0**-14, float(np.uint32(0x2F7FFFFF).view(np.float32)), -0.0),
+        "scale 0x69; 0x78 (6.10352e-05), 0x00 (0), 0x80 (-0)",
+        "scale 0x69; 0x78 (6.10352e-05), 0x01 (4.65661e-10), 0x00 (0)",
+        shown=3, variant={"rounding": "rna"}, variant_output="scale 0x69; 0x78 (6.10352e-05), 0x00 (0), 0x80 (-0)",
+    ),
+    ProfileExample(
+        "microxcaling_even", "mxint8", "`[0, 0, …]`", (), "scale 0x00; 0x00 (0), 0x00 (0)",
+        "scale 0x01; 0x00 (0), 0x00 (0)",
+    ),
+    ProfileExample(
+        "microxcaling_floor", "mxfp8_e4m3", "`[448, 256 - 2**-15, 0, …]`", (448.0, 256 - 2.0**-15),
+        "scale 0x7F; 0x7E (448), 0x78 (256)", "scale 0x7F; 0x7E (448), 0x76 (224)",
+        variant={"rounding": "rtz"}, variant_output="scale 0x7F; 0x7E (448), 0x77 (240)",
+    ),
+    ProfileExample(
+        "neural_compressor_3_10_nearest", "mxfp8_e4m3", "`[256 - 2**-15, 1, 0, …]`", (256 - 2.0**-15, 1.0),
+        "scale 0x7E; 0x7E (224), 0x40 (1)", "scale 0x7F; 0x78 (256), 0x38 (1)",
+    ),
+    ProfileExample(
+        "neural_compressor_3_10_even", "mxint8", "`[0, 0, …]`", (), "scale 0x00; 0x00 (0), 0x00 (0)",
+        "scale 0x01; 0x00 (0), 0x00 (0)",
+    ),
+    ProfileExample(
+        "neural_compressor_3_10_floor", "mxfp8_e4m3", "`[448, 256 - 2**-15, 0, …]`", (448.0, 256 - 2.0**-15),
+        "scale 0x7F; 0x7E (448), 0x78 (256)", "scale 0x7F; 0x7E (448), 0x76 (224)",
+    ),
+    ProfileExample(
+        "brevitas_0_13", "mxint8", "`[1.5, -1.5, 0, …]`", (1.5, -1.5),
+        "scale 0x7F; 0x60 (1.5), 0xA0 (-1.5)", "scale 0x7E; 0x7F (0.992188), 0x80 (-1)",
+    ),
+    ProfileExample(
+        "brevitas_0_13", "mxfp8_e4m3", "`[256 - 2**-15, 1, 0, …]`", (256 - 2.0**-15, 1.0),
+        "scale 0x7E; 0x7E (224), 0x40 (1)", "scale 0x7F; 0x78 (256), 0x38 (1)",
+    ),
+    ProfileExample(
+        "compressed_tensors_0_20", "mxfp8_e4m3", "`[448, 1, 0, …]`", (448.0, 1.0),
+        "scale 0x7F; 0x7E (448), 0x38 (1)", "scale 0x80; 0x76 (448), 0x30 (1)",
+        variant={"scale_rule": "even"}, variant_output="scale 0x7F; 0x7E (448), 0x38 (1)",
+    ),
+    ProfileExample(
+        "compressed_tensors_0_20", "mxfp4_e2m1", "`[2**100, -2**-60, -2**90, -0, 0, …]`",
+        (2.0**100, -(2.0**-60), -(2.0**90), -0.0),
+        "scale 0xE1; 0x06 (1.26765e+30), 0x08 (-0), 0x08 (-0), 0x08 (-0)",
+        "scale 0xE1; 0x06 (1.26765e+30), 0x00 (0), 0x08 (-0), 0x00 (0)", shown=4,
+    ),
 ]
 
 

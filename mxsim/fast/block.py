@@ -22,7 +22,11 @@ import numpy as np
 
 from ..options import QuantizeOptions
 from ..ref.block import (
+    BREVITAS_LOG2_MIN,
     FP32_MIN_NORMAL,
+    as_normal_fp32_error,
+    check_scale_value_min,
+    nan_block_error,
     given_scales_format_error,
     nan_block_element_code,
     nan_block_scale,
@@ -44,6 +48,7 @@ from ..ref.sources import check_source_options, inf_stand_in
 from .chunks import BLOCK_CHUNK, map_chunks
 from .decode import scale_table, value_table
 from .encode import _Binary, _IntKernel, encode, fp32_rne_table, fp32_table_index
+from .fp32_steps import fp32_log2_elements, fp32_log2_floor
 
 __all__ = ["quantize_blocks", "dequantize_blocks", "dequantize_blocks_float32", "floor_log2"]
 
@@ -55,8 +60,9 @@ def floor_log2(magnitude: np.ndarray) -> np.ndarray:
     return np.frexp(magnitude)[1].astype(np.int64) - 1
 
 
-def _scale_exponents(amax: np.ndarray, element, rule: str) -> np.ndarray:
-    """Unclamped scale exponents for positive finite maxima (see mxsim.ref.scale)."""
+def _scale_exponents(amax: np.ndarray, element, rule: str, round_bits: int | None = None) -> np.ndarray:
+    """Unclamped scale exponents for positive finite maxima (see mxsim.ref.scale; ``round_bits``:
+    the fraction bits of rule 'even', default the element's)."""
     e = floor_log2(amax)
     floor = e - element.emax
     if rule == "floor":
@@ -65,7 +71,8 @@ def _scale_exponents(amax: np.ndarray, element, rule: str) -> np.ndarray:
     if rule == "ceil":
         return floor + (mantissa != 0.5)
     if rule == "even":
-        return floor + (mantissa >= 1 - 2.0 ** (-fraction_bits(element) - 2))
+        bits = fraction_bits(element) if round_bits is None else round_bits
+        return floor + (mantissa >= 1 - 2.0 ** (-bits - 2))
     top = np.ldexp(amax, -floor)  # in [2^emax, 2^(emax + 1)), exact
     if rule == "rceil":
         return floor + (top > float(element.max_normal))
@@ -74,6 +81,8 @@ def _scale_exponents(amax: np.ndarray, element, rule: str) -> np.ndarray:
         return floor + (np.rint(np.ldexp(top, -grid)) > float(element.max_normal * Fraction(2) ** -grid))
     if rule == "rceil_fp32":
         return _rceil_fp32_exponents(amax, element)
+    if rule == "floor_fp32":
+        return fp32_log2_floor(amax) - element.emax
     raise ValueError(f"scale_rule={rule!r} is not allowed")
 
 
@@ -125,6 +134,8 @@ def _read(blocks: np.ndarray, options: QuantizeOptions, source: str):
         x = blocks.astype(np.float64)
     x = _read_subnormals(x, options.subnormal_inputs)
     nan = np.isnan(x)
+    if options.nan_blocks == "error" and nan.any():
+        raise nan_block_error(f"block {int(np.flatnonzero(nan.any(axis=1))[0])}")
     inf = np.isinf(x)
     if options.specials == "block":
         nan_blocks = nan.any(axis=1) | (inf.any(axis=1) if options.inf_policy == "nan" else False)
@@ -205,6 +216,15 @@ class _ChunkedE8M0Quantizer:
             and options.scale_encoding == "e8m0"
             and options.inf_policy in ("nan", "saturate")
             and options.min_scale_divisor == "scale"
+            and options.scale_rule != "floor_fp32"
+            and options.scale_offset == 0
+            and options.scale_round_bits is None
+            and options.nan_blocks == "nan"
+            and options.scale_value_min == "none"
+            and options.zero_block_scale == "scale_min"
+            and options.element_arith == "exact"
+            and options.zero_sign == "keep"
+            and not options.flush_subnormal_blocks
             and element.emax >= 0
             and kernel_fits
         )
@@ -305,17 +325,74 @@ def given_exponents(scales, options: QuantizeOptions, name: str = "scales") -> n
     return exponent
 
 
-def _computed_exponents(magnitude: np.ndarray, fmt, options: QuantizeOptions, x: np.ndarray) -> np.ndarray:
-    """The scale rule's E of each block, clamped to [scale_min, 127]; scale_min for blocks with
-    no nonzero magnitude; 127 for blocks holding an Inf (``x``, NaN blocks zeroed) under
-    inf_policy='max_scale'."""
+def _computed_exponents(magnitude: np.ndarray, fmt, options: QuantizeOptions, x: np.ndarray, nan_blocks=None):
+    """(E, overflow mask) of each block: the scale rule's E clamped to [scale_min, 127]; for
+    blocks with no nonzero magnitude scale_min, or under zero_block_scale='min_normal' the rule's
+    E of an amax of 2^-126; 127 for blocks holding an Inf (``x``, NaN blocks zeroed) under
+    inf_policy='max_scale'. The mask marks the blocks whose E exceeds 127 under
+    scale_overflow='nan' (NaN blocks), else None. ``nan_blocks`` (NaN blocks, whose magnitudes
+    read 0) are left out of the scale_value_min check."""
     amax = magnitude.max(axis=1, initial=0.0)
-    ruled = (amax != 0) & np.isfinite(amax)  # an Inf maximum (inf_policy='max_scale') gets 127 below
+    zero = amax == 0
+    if options.scale_value_min != "none":
+        _check_scale_value_min(np.where(nan_blocks, 1.0, amax) if nan_blocks is not None else amax, options)
+    if options.zero_block_scale == "min_normal":
+        amax = np.where(zero, float(FP32_MIN_NORMAL), amax)
+        zero = np.zeros_like(zero)
+    ruled = ~zero & np.isfinite(amax)  # an Inf maximum (inf_policy='max_scale') gets 127 below
     exponent = np.full(amax.shape, options.scale_min, dtype=np.int64)
-    exponent[ruled] = _scale_exponents(amax[ruled], fmt.element, options.scale_rule)
+    exponent[ruled] = (
+        _scale_exponents(amax[ruled], fmt.element, options.scale_rule, options.scale_round_bits) + options.scale_offset
+    )
     if options.inf_policy == "max_scale":
         exponent[np.isinf(x).any(axis=1)] = E8M0_MAX
-    return np.clip(exponent, options.scale_min, E8M0_MAX)
+    overflow = exponent > E8M0_MAX if options.scale_overflow == "nan" else None
+    return np.clip(exponent, options.scale_min, E8M0_MAX), overflow
+
+
+def _check_scale_value_min(amax: np.ndarray, options: QuantizeOptions) -> None:
+    """scale_value_min (see mxsim.ref.block.check_scale_value_min): the reference's ValueError for
+    the first block without an MX encoding (float32 maxima: the log2 floor decides)."""
+    bad = amax == 0
+    positive = ~bad
+    bad[positive] = fp32_log2_floor(amax[positive]) < BREVITAS_LOG2_MIN
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        check_scale_value_min(Fraction(float(amax[i])), options, f"block {i}")
+
+
+def _check_fp32_inputs(blocks: np.ndarray, options: QuantizeOptions) -> None:
+    """scale_rule='floor_fp32' and element_arith='fp32_log2' emulate float32 arithmetic: float32
+    values only (as the reference, ValueError naming the first other value)."""
+    if not options.fp32_arithmetic:
+        return
+    if options.subnormal_inputs == "as_normal":
+        with np.errstate(invalid="ignore"):
+            magnitude = np.abs(blocks.astype(np.float64))
+        tiny = (magnitude > 0) & (magnitude < float(FP32_MIN_NORMAL))
+        if tiny.any():
+            raise as_normal_fp32_error(f"block {int(np.flatnonzero(tiny.any(axis=1))[0])}")
+    if blocks.dtype == np.float32:
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        bad = (blocks.astype(np.float32).astype(np.float64) != blocks) & np.isfinite(blocks)
+    if bad.any():
+        index = np.unravel_index(int(np.flatnonzero(bad)[0]), bad.shape)
+        raise ValueError(
+            f"value {float(blocks[index])!r} (block {index[0]}, element {index[1]}) is not a float32 value; "
+            "scale_rule='floor_fp32', element_arith='fp32_log2' and scale_value_min reproduce float32 arithmetic and "
+            "take float32 inputs only"
+        )
+
+
+def _flush_subnormal_blocks(x: np.ndarray, magnitude: np.ndarray) -> np.ndarray:
+    """flush_subnormal_blocks: zeros (of their sign) for blocks whose amax has a float32 log2
+    below -126."""
+    amax = magnitude.max(axis=1, initial=0.0)
+    flush = np.zeros(len(x), dtype=bool)
+    positive = amax > 0
+    flush[positive] = fp32_log2_floor(amax[positive]) < -126
+    return np.where(flush[:, None], np.copysign(0.0, x), x)
 
 
 def quantize_blocks(
@@ -342,8 +419,17 @@ def quantize_blocks(
     given = None if scales is None else given_exponents(scales, options).reshape(-1)
     if given is not None and given.size != len(blocks):
         raise ValueError(f"scales hold {given.size} scale bytes; expected one per block ({len(blocks)})")
+    _check_fp32_inputs(blocks, options)
     x, magnitude, nan_blocks, nan_elements = _read(blocks, options, source)
-    exponent = _computed_exponents(magnitude, fmt, options, x) if given is None else given
+    if given is None:
+        exponent, overflow = _computed_exponents(magnitude, fmt, options, x, nan_blocks)
+        if overflow is not None and overflow.any():
+            nan_blocks = nan_blocks | overflow
+            x[overflow] = 0.0
+    else:
+        exponent = given
+    if options.flush_subnormal_blocks:
+        x = _flush_subnormal_blocks(x, magnitude)
     shift = np.repeat(exponent[:, None], fmt.block_size, axis=1)
     if options.min_scale_divisor != "scale":  # blocks at E = -127 are divided by 2^-126 or by 1
         shift[exponent == E8M0_MIN] = -126 if options.min_scale_divisor == "min_normal" else 0
@@ -356,7 +442,16 @@ def quantize_blocks(
         taus[nan_blocks] = 0
         shift -= np.repeat(taus, fmt.subblock_size, axis=1)
         subscales = taus.astype(np.uint8)
-    codes = _element_codes(_scaled(x, shift), fmt, options, rand_bits)
+    if options.element_arith == "fp32_log2":
+        magnitudes, negative = fp32_log2_elements(x.astype(np.float32), exponent, fmt.element, options.rounding)
+        if options.zero_sign == "keep":
+            negative = np.signbit(x)
+        codes = encode(np.where(negative, -magnitudes, magnitudes), fmt.element, "rne", "saturate")
+    elif options.zero_sign == "plus_input":  # +0 where the float32 quotient x / 2^E is zero (|x / 2^E| <= 2^-150)
+        scaled = _scaled(x, shift)
+        codes = _element_codes(np.where(np.abs(scaled) > 2.0**-150, scaled, 0.0), fmt, options, rand_bits)
+    else:
+        codes = _element_codes(_scaled(x, shift), fmt, options, rand_bits)
     out_scales = scale_byte(exponent, options.scale_encoding).astype(np.uint8)
     _set_nan_codes(fmt, options, codes, out_scales, nan_blocks, nan_elements, np.signbit(x))
     return out_scales, subscales, codes

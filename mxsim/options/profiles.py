@@ -50,6 +50,7 @@ class Profile:
     * ``source``, ``version``: what it reproduces, and where that behaviour is read or measured;
     * ``description``: one paragraph, what differs from mxsim's defaults;
     * ``quantize``: the QuantizeOptions fields it sets (the others keep their defaults);
+      ``per_format``: further fields for one format only, by format name (Brevitas' MXINT8 scale);
     * ``dequantize``: DequantizeOptions per output type (an output type not named gets the
       defaults); ``outputs``: the output types the peer produces;
     * ``encode``: EncodeOptions fields of element casts (cast profiles);
@@ -66,6 +67,7 @@ class Profile:
     description: str
     formats: tuple[str, ...]
     quantize: Mapping = field(default_factory=dict)
+    per_format: Mapping = field(default_factory=dict)
     dequantize: Mapping = field(default_factory=dict)
     outputs: tuple[str, ...] = ()
     encode: Mapping = field(default_factory=dict)
@@ -76,6 +78,7 @@ class Profile:
         if self.kind not in ("block", "cast"):
             raise ValueError(f"kind={self.kind!r} is not allowed; expected one of: block, cast")
         object.__setattr__(self, "quantize", _frozen(self.quantize))
+        object.__setattr__(self, "per_format", _frozen({k: _frozen(v) for k, v in self.per_format.items()}))
         object.__setattr__(self, "encode", _frozen(self.encode))
         object.__setattr__(self, "dequantize", per_output(self.dequantize))
         options_from_kwargs(EncodeOptions, dict(self.encode), "encode ")  # names an unknown field
@@ -98,6 +101,7 @@ class Profile:
                 )
             if not allows_most_negative_code(fmt):
                 fields.pop("int8_allow_neg2", None)
+            fields.update(self.per_format.get(fmt.name, {}))
         return QuantizeOptions.from_kwargs(**{**fields, **overrides})
 
     def dequantize_options(self, dtype) -> DequantizeOptions:
@@ -119,6 +123,8 @@ class Profile:
         out = {"name": self.name, "kind": self.kind, "source": self.source, "version": self.version}
         if self.kind == "block":
             out["quantize"] = dict(self.quantize)
+            if self.per_format:
+                out["per_format"] = {name: dict(fields) for name, fields in self.per_format.items()}
             out["dequantize"] = {name: opts.as_dict() for name, opts in self.dequantize.items()}
         else:
             out["encode"] = dict(self.encode)
@@ -265,6 +271,120 @@ _PROFILE_LIST = [
         inputs=("FP32 or FP16 inputs (the design's two source types)",),
     ),
 ]
+
+_MICROXCALING_FORMATS = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8")
+_MICROXCALING_ROUNDINGS = {"nearest": "rna", "even": "rne", "floor": "rtz"}
+_MICROXCALING_QUANTIZE = {
+    "scale_rule": "floor_fp32", "zero_block_scale": "min_normal", "scale_overflow": "nan",
+    "element_arith": "fp32_log2", "zero_sign": "plus_input",
+}
+_MICROXCALING_INPUTS = (
+    "float32 inputs only (the library computes in the tensor's dtype; the test feeds float32)",
+    "the float32 log2 of torch's CPU kernel: measured correctly rounded within 3000 float32 steps below every power "
+    "of two (where it decides a binade) on the machine of the test; another CPU or build may differ there",
+)
+_MICROXCALING_NOTES = (
+    "MXINT8: a negative value rounding to zero gives -0 in the library's float output; MXINT8 has no -0 code, so "
+    "mxsim's code is 0 (the same code) and its dequantized output +0: the one place the float outputs differ "
+    "(an MXINT8 float output of -0 is not an MX encoding)",
+)
+
+
+def _microxcaling_profile(library: str, mode: str) -> Profile:
+    """One rounding mode of microxcaling, or of its port in Intel Neural Compressor 3.10 (identical
+    arithmetic: conventions.md 6.2)."""
+    if library == "microxcaling":
+        name, source = f"microxcaling_{mode}", "microsoft/microxcaling mx.mx_ops.quantize_mx_op (pure PyTorch path)"
+        version = "microxcaling (PyPI has none; its port neural_compressor 3.10 mx_quant/utils.py is the oracle)"
+    else:
+        name = f"neural_compressor_3_10_{mode}"
+        source = "neural_compressor.torch.algorithms.mx_quant.utils._quantize_mx (a port of microxcaling)"
+        version = "neural-compressor 3.10 (torch 2.13 CPU)"
+    return Profile(
+        name=name,
+        kind="block",
+        source=source,
+        version=version,
+        description=(
+            f"Rounding mode '{mode}' ({_MICROXCALING_ROUNDINGS[mode]}). E = floor(float32 log2 amax) - emax "
+            "(scale_rule 'floor_fp32': an amax a few float32 steps below a power of two gets the next exponent), "
+            "an all-zero block reads amax as 2^-126, E above 127 gives a NaN block; each element x / 2^E takes "
+            "its binade from float32 log2 and rounds as floor(|x| + 0.5) in float32 (element_arith 'fp32_log2'); "
+            "a -0 input gives +0. An Inf or NaN makes the block NaN. The option flush_subnormal_blocks=True is "
+            "the library's flush_fp32_subnorms."
+        ),
+        formats=_MICROXCALING_FORMATS,
+        quantize={**_MICROXCALING_QUANTIZE, "rounding": _MICROXCALING_ROUNDINGS[mode]},
+        dequantize={"float32": DequantizeOptions()},
+        outputs=("float32",),
+        inputs=_MICROXCALING_INPUTS,
+        notes=_MICROXCALING_NOTES,
+    )
+
+
+_PROFILE_LIST += [
+    _microxcaling_profile(library, mode)
+    for library in ("microxcaling", "neural_compressor")
+    for mode in _MICROXCALING_ROUNDINGS
+]
+
+_PROFILE_LIST.append(
+    Profile(
+        name="brevitas_0_13",
+        kind="block",
+        source="brevitas.quant.mx_quant_ocp MXFloat8e4m3Act / MXInt8Act (and the same with E5M2, E3M2, E2M3, E2M1 "
+        "elements) in a QuantIdentity, eval mode",
+        version="brevitas 0.13.4 (torch 2.13 CPU)",
+        description=(
+            "E = floor(float32 log2 amax) - emax (scale_rule 'floor_fp32'); MXINT8 one binade lower (scale_offset "
+            "-1), so the block maximum saturates and codes reach -128 (int8_allow_neg2); round-to-nearest-even, "
+            "saturating. Brevitas clamps 2^floor(log2 amax) at 1e-10, so a block with amax = 0 or below 2^-33 gets "
+            "a scale that is not a power of two: not an MX encoding, and quantize raises ValueError on it "
+            "(scale_value_min '1e-10'). NaN or Inf in a block: the library's scale is NaN or +Inf and every output "
+            "NaN, which is mxsim's NaN block (scale 0xFF)."
+        ),
+        formats=_MICROXCALING_FORMATS,
+        quantize={"scale_rule": "floor_fp32", "scale_value_min": "1e-10"},
+        per_format={"mxint8": {"scale_offset": -1, "int8_allow_neg2": True}},
+        dequantize={"float32": DequantizeOptions()},
+        outputs=("float32",),
+        inputs=("float32 inputs only", _MICROXCALING_INPUTS[1]),
+        notes=(
+            _MICROXCALING_NOTES[0],
+            "blocks with amax = 0 or below 2^-33: Brevitas' scale is 1e-10 / 2^emax (MXINT8: 1e-10 / 2^7), not a power "
+            "of two; quantize raises ValueError on them (no MX encoding exists)",
+        ),
+    )
+)
+
+_PROFILE_LIST.append(
+    Profile(
+        name="compressed_tensors_0_20",
+        kind="block",
+        source="compressed_tensors.quantization presets MXFP4, MXFP6A16, MXFP8 (weights): calculate_qparams "
+        "(generate_mx_scales), quantize, fake_quantize",
+        version="compressed-tensors 0.20.0 (torch 2.13 CPU)",
+        description=(
+            "The scale rounds amax half-up at the element's fraction bits before taking its exponent (scale_rule "
+            "'even'), with FP4's single bit for MXFP8 (scale_round_bits 1: a significand of 1.75 or more goes to "
+            "the next binade, not 1.9375); an element whose float32 quotient is zero (a -0 input, or a value below "
+            "2^-150 of the scale) gives +0 (zero_sign 'plus_input'); an Inf makes every output NaN (mxsim's NaN "
+            "block); a NaN gives no MX encoding, and quantize raises ValueError (nan_blocks 'error'). Elements "
+            "round to nearest-even, saturating."
+        ),
+        formats=("mxfp4_e2m1", "mxfp6_e2m3", "mxfp8_e4m3"),
+        quantize={"scale_rule": "even", "zero_sign": "plus_input", "nan_blocks": "error"},
+        per_format={"mxfp8_e4m3": {"scale_round_bits": 1}},
+        dequantize={"float32": DequantizeOptions()},
+        outputs=("float32",),
+        inputs=("float32 inputs (the test feeds float32 weights)",),
+        notes=(
+            "NVFP4 (its reciprocal global scale and zero-scale rule) is not part of the profile yet",
+            "a block with an Inf: the library's scale is NaN or Inf (not E8M0) and every output NaN, which is what "
+            "mxsim's NaN block (scale 0xFF) decodes to",
+        ),
+    )
+)
 
 #: Every profile by name.
 PROFILES: Mapping[str, Profile] = MappingProxyType({p.name: p for p in _PROFILE_LIST})

@@ -22,9 +22,12 @@ __all__ = [
     "MIN_SCALE_DIVISORS",
     "ocp_mx_format_names",
     "element_nan_codes",
+    "FP32_STEP_ROUNDINGS",
 ]
 
-SCALE_RULES = ("floor", "ceil", "even", "rceil", "tosa", "rceil_fp32")
+SCALE_RULES = ("floor", "ceil", "even", "rceil", "tosa", "rceil_fp32", "floor_fp32")
+#: The element roundings of element_arith='fp32_log2' (microxcaling's 'nearest', 'even', 'floor'; contract 6.2).
+FP32_STEP_ROUNDINGS = ("rna", "rne", "rtz")
 INF_POLICIES = ("nan", "saturate", "max_scale", "exponent_field")
 _OCP_MX_INF_POLICIES = ("max_scale", "exponent_field")  # the profiles' values (torchao, gfloat)
 MIN_SCALE_DIVISORS = ("scale", "min_normal", "one")
@@ -53,6 +56,15 @@ _FORMAT_OPTIONS = {
     "nvfp4_arith": _is_nvfp4,
     "nvfp4_tensor_scale": _is_nvfp4,
     "min_scale_divisor": _is_ocp_mx,
+    "zero_block_scale": _is_ocp_mx,
+    "scale_overflow": _is_ocp_mx,
+    "element_arith": _is_ocp_mx,
+    "zero_sign": _is_ocp_mx,
+    "flush_subnormal_blocks": _is_ocp_mx,
+    "scale_offset": _is_ocp_mx,
+    "scale_round_bits": _is_ocp_mx,
+    "nan_blocks": _is_ocp_mx,
+    "scale_value_min": _is_ocp_mx,
 }
 
 
@@ -99,7 +111,8 @@ class QuantizeOptions:
     scale_rule: str = option(
         "floor", SCALE_RULES,
         "how the block scale exponent is chosen (exact integers, never a float log2; `rceil_fp32` decides exactly "
-        "what a float32 quotient and log2 give)", "2, 6",
+        "what a float32 quotient and log2 give; `floor_fp32`: floor of the float32 log2 of amax, minus emax, as torch "
+        "computes it: microxcaling, Brevitas)", "2, 6, 6.2",
     )
     rounding: str = option(
         "rne", ROUNDING_MODES, "element rounding after scaling (element overflow always saturates)", "2, 2.1, 2.2"
@@ -159,6 +172,56 @@ class QuantizeOptions:
         "(1 + m/2^23) * 2^-127", "2.3",
     )
 
+    zero_block_scale: str = option(
+        "scale_min", ("scale_min", "min_normal"),
+        "scale of a block without a nonzero finite magnitude: `scale_min` E = scale_min; `min_normal` the scale rule "
+        "applied to an amax of 2^-126, clamped (microxcaling: E = -126 - emax, MXINT8 2^-126)", "6.2",
+    )
+    scale_overflow: str = option(
+        "clamp", ("clamp", "nan"),
+        "a scale rule's E above 127: `clamp` to 127, or `nan`: a NaN block (scale 0xFF; microxcaling)", "6.2",
+    )
+    element_arith: str = option(
+        "exact", ("exact", "fp32_log2"),
+        "`exact`, or `fp32_log2`: the element x / 2^E taken as a float32, its binade from float32 log2 (clamped at "
+        "the element's emin), `rna`/`rne` as floor(|x| + 0.5) evaluated in float32 (double rounding; `rne` minus 1 at "
+        "an exact .5 of an even integer), `rtz` as floor (microxcaling 'nearest', 'even', 'floor'); float32 inputs "
+        "only", "6.2",
+    )
+    zero_sign: str = option(
+        "keep", ("keep", "plus_input"),
+        "`keep` the sign of zeros; `plus_input`: an element whose float32 quotient x / 2^E is zero (a -0 input, or "
+        "|x / 2^E| <= 2^-150) encodes as +0; a negative value rounding to zero from a nonzero quotient keeps its -0 "
+        "(microxcaling, compressed-tensors)", "6.2",
+    )
+    flush_subnormal_blocks: bool = option(
+        False, Flag(),
+        "a block whose amax has a float32 log2 below -126 (amax itself an fp32 subnormal, except the few that log2 "
+        "rounds up to -126) becomes zeros, its scale unchanged (microxcaling `flush_fp32_subnorms`)", "6.2",
+    )
+
+    nan_blocks: str = option(
+        "nan", ("nan", "error"),
+        "a block holding a NaN: `nan`, the NaN block of `specials`; `error`: ValueError (compressed-tensors gives such "
+        "a block scale 2^-127, saturated elements and a NaN output where the NaN was: no MX encoding)", "6.2",
+    )
+    scale_round_bits: int | None = option(
+        None, IntRange(0, 10, "the element's fraction bits"),
+        "fraction bits at which scale_rule='even' rounds amax (compressed-tensors MXFP8: 1, FP4's, not E4M3's 3)",
+        "6.2",
+    )
+    scale_offset: int = option(
+        0, IntRange(-1, 0),
+        "added to the scale rule's E before clamping (Brevitas MXINT8: -1, one binade below the OCP rule, so the block "
+        "maximum saturates)", "6.2",
+    )
+    scale_value_min: str = option(
+        "none", ("none", "1e-10"),
+        "a library's lower clamp of the scale value that is not a power of two: `1e-10` (Brevitas) clamps "
+        "2^floor(log2 amax) at float32 1e-10, in [2^-34, 2^-33), so a block with amax = 0 or a float32 log2 of amax "
+        "below -33 has no E8M0 scale there: quantize raises ValueError on it", "6.2",
+    )
+
     def __post_init__(self) -> None:
         validate_fields(self)
         self._check_design_options()
@@ -175,6 +238,16 @@ class QuantizeOptions:
                 f"min_scale_divisor={self.min_scale_divisor!r} is only allowed with scale_encoding='e8m0' (it changes "
                 "the divisor of blocks at E8M0 code 0x00); with scale_encoding="
                 f"{self.scale_encoding!r} expected min_scale_divisor='scale'"
+            )
+        if self.scale_round_bits is not None and self.scale_rule != "even":
+            raise ValueError(
+                f"scale_round_bits={self.scale_round_bits} is only allowed with scale_rule='even' (the bits it rounds "
+                f"amax at); with scale_rule={self.scale_rule!r} expected scale_round_bits=None"
+            )
+        if self.element_arith == "fp32_log2" and self.rounding not in FP32_STEP_ROUNDINGS:
+            raise ValueError(
+                f"rounding={self.rounding!r} is not allowed with element_arith='fp32_log2'; expected one of: "
+                f"{', '.join(FP32_STEP_ROUNDINGS)}"
             )
         if self.specials == "per_element" and self.inf_policy != "nan":
             raise ValueError(
@@ -241,6 +314,12 @@ class QuantizeOptions:
                 f"nan_code=0x{self.nan_code:02X} is not a NaN code of {fmt.element.name} with the sign bit clear (a NaN "
                 f"element takes the input's sign); expected None or one of: {', '.join(f'0x{c:02X}' for c in codes)}"
             )
+
+    @property
+    def fp32_arithmetic(self) -> bool:
+        """Whether the options emulate a library's float32 arithmetic (contract 6.2: scale_rule
+        'floor_fp32', element_arith 'fp32_log2', scale_value_min), which takes float32 inputs only."""
+        return self.scale_rule == "floor_fp32" or self.element_arith == "fp32_log2" or self.scale_value_min != "none"
 
     @property
     def nvfp4_scale_lowest(self) -> Fraction:

@@ -33,6 +33,7 @@ from ..formats import get_format
 from .decode import decode
 from .encode import encode, encode_ratio, ratio_encoder
 from .exact import Exact, Number, as_int, float_ratio, floor_log2_ratio, ratio, to_exact
+from .fp32_steps import fp32_log2_element, fp32_log2_floor, fp32_rne, is_fp32
 from .scale import E8M0_MAX, E8M0_MIN, E8M0_NAN, byte_exponent, given_scale_error, scale_byte, scale_exponent
 from .scale_code import decode_scale
 from .sources import check_source_options, inf_stand_in, read_subnormal
@@ -49,6 +50,9 @@ __all__ = [
     "given_scales_format_error",
     "check_block",
     "check_tensor_scale",
+    "check_scale_value_min",
+    "nan_block_error",
+    "as_normal_fp32_error",
     "to_fp32",
     "FP32_MAX",
     "FP32_MIN_NORMAL",
@@ -103,7 +107,27 @@ def _read_inputs(values: Sequence[Number], fmt, options: QuantizeOptions) -> lis
         raise ValueError(f"a {fmt.name} block has {fmt.block_size} values, got {len(values)}")
     mode = options.subnormal_inputs
     xs = [float_ratio(v) if v.__class__ is float else ratio(v) for v in values]  # (ratio's own float case, inline)
+    if options.fp32_arithmetic:
+        for i, (_, n, d) in enumerate(xs):
+            if d and not is_fp32(Fraction(n, d)):
+                raise ValueError(
+                    f"value {i} of the block ({values[i]!r}) is not a float32 value; scale_rule='floor_fp32', "
+                    "element_arith='fp32_log2' and scale_value_min reproduce float32 arithmetic and take float32 "
+                    "inputs only"
+                )
+        if mode == "as_normal" and any(n and n << 126 < d for _, n, d in xs):
+            raise as_normal_fp32_error()
     return xs if mode == "exact" else [read_subnormal(x, mode) for x in xs]  # ('exact' leaves every value unchanged)
+
+
+def as_normal_fp32_error(where: str = "a block") -> ValueError:
+    """subnormal_inputs='as_normal' reads an fp32 subnormal as a value float32 cannot hold, which the
+    float32 arithmetic of contract 6.2 cannot take."""
+    return ValueError(
+        f"{where} holds an fp32 subnormal, which subnormal_inputs='as_normal' reads as a value float32 cannot hold; "
+        "scale_rule='floor_fp32', element_arith='fp32_log2' and scale_value_min take float32 values only (use "
+        "subnormal_inputs='exact' or 'flush' with them)"
+    )
 
 
 def _is_nan_block(xs: list[Ratio], options: QuantizeOptions) -> bool:
@@ -252,9 +276,12 @@ def _element_codes(
     values go straight to the encoder's integer core (:func:`mxsim.ref.encode.ratio_encoder`)."""
     encoder = ratio_encoder(element)
     rounding, width, neg2 = options.rounding, options.rand_width, options.int8_allow_neg2
+    plus_zero = options.zero_sign == "plus_input"
     codes = []
     for i, ((sign, n, d), (divisor_n, divisor_d)) in enumerate(zip(xs, divisors)):
-        negative = sign == 1  # block element formats are signed
+        # block element formats are signed; zero_sign='plus_input': +0 unless |x / divisor| > 2^-150, i.e. unless
+        # the float32 quotient is nonzero
+        negative = sign == 1 and (not plus_zero or (n * divisor_d << 150) > d * divisor_n)
         rand = None if rand_bits is None else int(rand_bits[i])
         if d:
             code = encoder(n * divisor_d, d * divisor_n, negative, element, rounding, "saturate", rand, width, neg2)
@@ -263,6 +290,25 @@ def _element_codes(
         else:  # NaN
             code = nan_element_code(element, options, negative)
         codes.append(code)
+    return tuple(codes)
+
+
+def _fp32_step_codes(xs: Sequence[Ratio], exponent: int, element, options: QuantizeOptions) -> tuple[int, ...]:
+    """element_arith='fp32_log2' (contract 6.2, microxcaling): each element x / 2^E rounded to a
+    float32 value a, then :func:`mxsim.ref.fp32_steps.fp32_log2_element`, encoded exactly (the
+    result lies on the element grid). Under zero_sign='plus_input' an a of zero (a -0 input, or
+    an x / 2^E that underflows float32) gives +0. Inf saturates; NaN never gets here (NaN blocks)."""
+    scale = Fraction(2) ** exponent
+    plus_zero = options.zero_sign == "plus_input"
+    codes = []
+    for sign, n, d in xs:
+        if not d:  # Inf (specials='block' with inf_policy other than 'nan')
+            codes.append(overflow_code(element, sign == 1, "saturate", options.rounding, True, False))
+            continue
+        quotient = fp32_rne(Fraction(n, d) / scale)  # zero where x / 2^E underflows float32
+        negative = sign == 1 and (quotient != 0 or not plus_zero)
+        magnitude = fp32_log2_element(quotient, element, options.rounding)
+        codes.append(encode_ratio(magnitude.numerator, magnitude.denominator, negative, element, "rne", "saturate"))
     return tuple(codes)
 
 
@@ -278,23 +324,73 @@ def _microexponents(xs: list[Ratio], fmt, exponent: int, options: QuantizeOption
     return taus
 
 
-def _block_exponent(xs: list[Ratio], fmt, options: QuantizeOptions, source: str) -> int:
-    """The scale rule's E, clamped to [scale_min, 127]; scale_min for a block with no nonzero
-    finite magnitude; 127 for a block with Inf under inf_policy='max_scale'."""
+def _block_exponent(xs: list[Ratio], fmt, options: QuantizeOptions, source: str) -> int | None:
+    """The scale rule's E, clamped to [scale_min, 127]; for a block with no nonzero finite
+    magnitude scale_min, or under zero_block_scale='min_normal' the rule's E of an amax of
+    2^-126; 127 for a block with Inf under inf_policy='max_scale'. None (a NaN block) for an E
+    above 127 under scale_overflow='nan'."""
     if options.inf_policy == "max_scale" and any(not d and n for _, n, d in xs):
         return E8M0_MAX
     n, d = _amax(xs, options, source)
-    if n == 0:
+    if options.scale_value_min != "none":
+        check_scale_value_min(Fraction(n, d), options)
+    if n == 0 and options.zero_block_scale == "scale_min":
         return options.scale_min
-    wanted = scale_exponent(Fraction(n, d), fmt.element, options.scale_rule)
+    amax = Fraction(n, d) if n else FP32_MIN_NORMAL
+    wanted = scale_exponent(amax, fmt.element, options.scale_rule, options.scale_round_bits) + options.scale_offset
+    if wanted > E8M0_MAX and options.scale_overflow == "nan":
+        return None
     return min(max(wanted, options.scale_min), E8M0_MAX)
 
 
+#: scale_value_min='1e-10' (Brevitas): the float32 log2 floor of amax below which its scale is 1e-10, not 2^E.
+BREVITAS_LOG2_MIN = -33
+
+
+def check_scale_value_min(amax: Fraction, options: QuantizeOptions, where: str = "a block") -> None:
+    """scale_value_min='1e-10' (contract 6.2, Brevitas): ValueError for a block whose library scale
+    is not a power of two: amax = 0, or a float32 log2 of amax below -33 (Brevitas clamps
+    2^floor(log2 amax) at float32 1e-10, which lies in [2^-34, 2^-33))."""
+    if amax == 0 or fp32_log2_floor(amax) < BREVITAS_LOG2_MIN:
+        raise ValueError(
+            f"{where} with largest magnitude {float(amax)!r} has no MX encoding under scale_value_min="
+            f"{options.scale_value_min!r}: the library (Brevitas) clamps its scale at 1e-10, which is not a power of "
+            f"two, for every block whose amax is 0 or below 2^-33 (float32 log2); use another profile or options "
+            f"for such blocks"
+        )
+
+
+def _flush_subnormal_block(xs: list[Ratio], options: QuantizeOptions, source: str) -> list[Ratio]:
+    """flush_subnormal_blocks (microxcaling flush_fp32_subnorms): every value of a block whose
+    amax has a float32 log2 below -126 becomes a zero of its sign."""
+    n, d = _amax(xs, options, source)
+    if n and fp32_log2_floor(Fraction(n, d)) < -126:
+        return [(sign, 0, 1) for sign, _, _ in xs]
+    return xs
+
+
+def nan_block_error(where: str = "a block") -> ValueError:
+    """nan_blocks='error' (contract 6.2): the error for a block that holds a NaN."""
+    return ValueError(
+        f"{where} holds a NaN, which has no MX encoding under nan_blocks='error' (compressed-tensors gives such a "
+        "block scale 2^-127, saturated elements and a NaN output); remove the NaN or use nan_blocks='nan'"
+    )
+
+
 def _quantize_e8m0(xs, fmt, options, rand_bits, source: str, exponent: int | None) -> QuantizedBlock:
+    if options.nan_blocks == "error" and any(not d and not n for _, n, d in xs):
+        raise nan_block_error()
     if _is_nan_block(xs, options):
         return _nan_block(fmt, options)
     if exponent is None:
         exponent = _block_exponent(xs, fmt, options, source)
+        if exponent is None:
+            return _nan_block(fmt, options)
+    if options.flush_subnormal_blocks:
+        xs = _flush_subnormal_block(xs, options, source)
+    if options.element_arith == "fp32_log2":
+        codes = _fp32_step_codes(xs, exponent, fmt.element, options)
+        return QuantizedBlock(scale_byte(exponent, options.scale_encoding), (), codes)
     if fmt.subblocks:  # 2^(E - tau_j) for the elements of sub-block j
         taus = _microexponents(xs, fmt, exponent, options, source)
         divisors = [_power_of_two(exponent - tau) for tau in taus for _ in range(fmt.subblock_size)]

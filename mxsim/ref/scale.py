@@ -10,6 +10,10 @@ scale exponent E (scale = 2^E) before clamping is:
 * ``rceil`` (NVIDIA): ceil(log2(amax / max_normal));
 * ``tosa``: the smallest E for which amax / 2^E, rounded to nearest-even in the element format,
   does not exceed max_normal (floor, or floor + 1 where floor's element would saturate);
+* ``floor_fp32`` (microxcaling, Brevitas; contract 6.2): floor(RN32(log2 amax)) - emax_elem, the
+  float32 log2 of torch (see :func:`mxsim.ref.fp32_steps.fp32_log2_floor`): ``floor`` except where
+  amax lies a few float32 steps below a power of two (amax 0x437FFFFE gives E = 8 - emax, not 7 -
+  emax). amax must be a float32 value;
 * ``rceil_fp32`` (torchao 0.18 RCEIL in eager mode): ceil(l), where d = amax / max_normal is
   rounded to float32 (nearest-even, subnormals kept) and l = log2(d) is rounded to the nearest
   float32. It is ``rceil`` except where d lies a few float32 steps above a power of two 2^e, so
@@ -37,6 +41,7 @@ from ..options.quantize import SCALE_ENCODINGS
 from .decode import decode
 from .encode import encode, round_to_grid
 from .exact import Exact, floor_log2
+from .fp32_steps import fp32_log2_floor
 
 __all__ = [
     "scale_exponent",
@@ -101,15 +106,17 @@ def fraction_bits(element) -> int:
     return element.mantissa_bits if element.kind == "float" else element.max_int.bit_length() - 1
 
 
-def scale_exponent(amax: Fraction, element, rule: str) -> int:
-    """The unclamped scale exponent E of a block with largest magnitude ``amax`` > 0."""
+def scale_exponent(amax: Fraction, element, rule: str, round_bits: int | None = None) -> int:
+    """The unclamped scale exponent E of a block with largest magnitude ``amax`` > 0. ``round_bits``:
+    the fraction bits of rule 'even' (default: the element's, :func:`fraction_bits`)."""
     if rule == "floor":
         return floor_log2(amax) - element.emax
     if rule == "ceil":
         return ceil_log2(amax) - element.emax
     if rule == "even":
         e = floor_log2(amax)
-        return floor_log2(amax + Fraction(2) ** (e - fraction_bits(element) - 1)) - element.emax
+        bits = fraction_bits(element) if round_bits is None else round_bits
+        return floor_log2(amax + Fraction(2) ** (e - bits - 1)) - element.emax
     if rule == "rceil":
         return ceil_log2(amax / element.max_normal)
     if rule == "tosa":
@@ -118,6 +125,8 @@ def scale_exponent(amax: Fraction, element, rule: str) -> int:
         return e + (significand * Fraction(2) ** grid > element.max_normal)
     if rule == "rceil_fp32":
         return _rceil_fp32(amax, element)
+    if rule == "floor_fp32":
+        return fp32_log2_floor(amax) - element.emax
     raise ValueError(f"scale_rule={rule!r} is not allowed")
 
 

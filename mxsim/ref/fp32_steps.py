@@ -1,0 +1,133 @@
+"""Float32 arithmetic of software quantizers, emulated exactly (conventions.md 6.2).
+
+The libraries that make MX data (microxcaling, Intel Neural Compressor) compute the scale and
+each element's binade with float32 ``torch.log2`` and round elements with ``floor(|x| + 0.5)``
+evaluated in float32. These are the exact rules (integers and Fractions only):
+
+* **float32 log2, floored** (:func:`fp32_log2_floor`): floor(RN32(log2 x)) for a positive
+  float32 value x, where RN32 is rounding to the nearest float32. It is floor(log2 x) = k - 1
+  for x in [2^(k-1), 2^k), except where x lies so close below 2^k that log2 x = k - delta rounds
+  up to the integer k: iff delta < h_k, half the float32 spacing just below k (k > 0: 2^(p-24),
+  or 2^(p-25) where k = 2^p starts its binade, p = floor(log2 k); k < 0: 2^(p-24), p =
+  floor(log2 |k|); k = 0 never: -delta is a float32 of its own). delta < 2^-j iff
+  x > 2^k * 2^(-2^-j): see :func:`log2_rounds_up_threshold`. torch 2.13's CPU ``log2`` is
+  correctly rounded at every float32 within 3000 steps below each power of two 2^-148 .. 2^128
+  (measured on the machine of the tests: x86-64, vectorized and scalar tails alike), so this
+  rule is torch's there; elsewhere in a binade no 1-ulp error can change the floor. Another CPU
+  or build may differ at those points (a profile notes it).
+* **microxcaling element rounding** (:func:`fp32_log2_element`): an element value a (a float32,
+  already divided by the block scale) has the binade pe = max(fp32_log2_floor(|a|), emin) (a
+  zero: 0; integer elements: no binade, the grid is 2^-frac_bits); v = |a| / 2^(pe - m) (exact,
+  m the mantissa bits); then ``rna`` ('nearest'): r = floor(RN32(v + 1/2)); ``rne`` ('even'):
+  the same minus 1 where v - 1/2 is an even integer (RN32(v - 1/2) is exact there); ``rtz``
+  ('floor'): floor(v). RN32(v + 1/2) double-rounds: a v just under 1/2 whose sum with 1/2 lies
+  within half a float32 step of 1 gives r = 1. The value is r * 2^(pe - m), clamped to max
+  normal (saturating).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import lru_cache
+from math import isqrt
+
+from ..options.quantize import FP32_STEP_ROUNDINGS
+from .decode import decode
+from .encode import encode_ratio
+from .exact import floor_log2
+
+__all__ = [
+    "FP32_STEP_ROUNDINGS",
+    "log2_rounds_up_threshold",
+    "log2_half_spacing_bits",
+    "fp32_log2_floor",
+    "fp32_log2_element",
+    "fp32_rne",
+    "is_fp32",
+]
+
+_PRECISION = 128  # fraction bits of the fixed-point square roots of 2
+
+
+def fp32_rne(q: Fraction) -> Fraction:
+    """q rounded to the nearest float32 (ties to even, subnormals kept; no overflow in use here)."""
+    from ..formats import get_format
+
+    n, d = q.numerator, q.denominator
+    fp32 = get_format("fp32")
+    return decode(encode_ratio(abs(n), d, n < 0, fp32, "rne", "saturate"), fp32).value
+
+
+def is_fp32(q: Fraction) -> bool:
+    """Whether q is exactly a finite float32 value."""
+    return fp32_rne(q) == q
+
+
+@lru_cache(maxsize=None)
+def log2_rounds_up_threshold(j: int, bits: int) -> int:
+    """The smallest integer S with S > 2^bits * 2^(-2^-j) (never equal: irrational for j >= 1).
+
+    j square roots of 2 taken in fixed point from below and from above (integers only); the
+    quotient's floor must agree between the two bounds."""
+    if j < 1:
+        raise ValueError(f"j={j} must be at least 1")
+    low = high = 2 << _PRECISION
+    for _ in range(j):
+        low = isqrt(low << _PRECISION)
+        high = isqrt(high << _PRECISION) + 1
+    # 2^(2^-j) * 2^P lies in [low, high]; R = 2^(bits + P) / 2^(2^-j) * 2^-P lies between:
+    numerator = 1 << (bits + _PRECISION)
+    floor_high, floor_low = numerator // low, numerator // high
+    if floor_high != floor_low:  # pragma: no cover - 128 bits leave a margin of about 2^-100
+        raise ArithmeticError(f"log2_rounds_up_threshold({j}, {bits}) needs more precision")
+    return floor_low + 1
+
+
+def log2_half_spacing_bits(k: int) -> int | None:
+    """j with 2^-j half the float32 spacing just below the integer k (None for k = 0: no
+    float32 log2 rounds up to 0). See the module docstring."""
+    if k == 0:
+        return None
+    p = abs(k).bit_length() - 1
+    return 24 - p + (k > 0 and k == 1 << p)
+
+
+def fp32_log2_floor(x: Fraction) -> int:
+    """floor(RN32(log2 x)) of a positive float32 value x (see the module docstring)."""
+    e = floor_log2(x)
+    k = e + 1
+    j = log2_half_spacing_bits(k)
+    if j is None:
+        return e
+    q = max(e - 23, -149)  # x = S * 2^q with S an integer (fp32: 24 bits, or subnormal steps 2^-149)
+    bits = k - q
+    scaled = x / Fraction(2) ** q
+    if scaled.denominator != 1:
+        raise ValueError(f"{x} is not a float32 value")
+    return k if scaled.numerator >= log2_rounds_up_threshold(j, bits) else e
+
+
+def fp32_log2_element(a: Fraction, element, rounding: str) -> Fraction:
+    """The magnitude microxcaling's element step gives for the float32 value ``a`` (its sign
+    is the caller's): see the module docstring. Clamped to the element's max normal."""
+    if rounding not in FP32_STEP_ROUNDINGS:
+        raise ValueError(
+            f"rounding={rounding!r} is not allowed with element_arith='fp32_log2'; expected one of: "
+            f"{', '.join(FP32_STEP_ROUNDINGS)}"
+        )
+    magnitude = abs(a)
+    if element.kind == "float":
+        binade = max(fp32_log2_floor(magnitude), element.emin) if magnitude else 0
+        grid = Fraction(2) ** (binade - element.mantissa_bits)
+    else:
+        grid = Fraction(1, 2**element.frac_bits)
+    v = magnitude / grid
+    if rounding == "rtz":
+        r = v.numerator // v.denominator
+    else:
+        s = fp32_rne(v + Fraction(1, 2))
+        r = s.numerator // s.denominator
+        if rounding == "rne":
+            t = fp32_rne(v - Fraction(1, 2))
+            r -= t >= 0 and t.denominator == 1 and t.numerator % 2 == 0
+    return min(r * grid, element.max_normal)
