@@ -24,6 +24,28 @@ _FNUZ_P3109_ELEMENTS = ["fp8_e4m3fnuz", "fp8_e5m2fnuz", "binary8p3", "binary8p4"
 # E4M3FNUZ elements with an E8M0 scale per 32: a custom block format (no standard names one)
 _MX_E4M3FNUZ = {"name": "mx_e4m3fnuz", "element": "fp8_e4m3fnuz", "block_size": 32, "scale": "e8m0"}
 
+
+
+def _canonical_profiles() -> list[tuple[str, str]]:
+    """(profile, its first format) of every block profile with a canonical suite: one per distinct set
+    of options (an alias such as ``neural_compressor_3_10_even`` repeats ``microxcaling_even``), and
+    only profiles that encode every block: a profile that refuses blocks without an MX encoding
+    (``QuantizeOptions.refuses_blocks``: Brevitas below 2^-33, compressed-tensors' NaN blocks) would
+    stop at the catalogue's first such block; its library tests cover it (tests/test_library_profiles.py)."""
+    chosen, seen = [], set()
+    for profile in PROFILES.values():
+        if profile.kind != "block":
+            continue
+        fmt = profile.formats[0]
+        options = profile.quantize_options(fmt)
+        key = (fmt, options, tuple(sorted((t, repr(o)) for t, o in profile.dequantize.items())))
+        if options.refuses_blocks or key in seen:
+            continue
+        seen.add(key)
+        chosen.append((profile.name, fmt))
+    return chosen
+
+
 CANONICAL_SUITES: list[tuple[str, dict]] = (
     [("decode", {"element": e}) for e in _OCP_ELEMENTS]
     + [("encode", {"element": e}) for e in _OCP_ELEMENTS]
@@ -48,7 +70,7 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
     # every element rounding mode of block quantization (conventions.md 2, 3.3)
     + [("quantize", {"block": "mxfp8_e4m3", "options": {"rounding": r}}) for r in ("rna", "rtz", "rup", "rdn")]
     # every quantizer profile (conventions.md 6), on its first format, with the full catalogue
-    + [("quantize", {"block": p.formats[0], "profile": p.name}) for p in PROFILES.values() if p.kind == "block"]
+    + [("quantize", {"block": fmt, "profile": name}) for name, fmt in _canonical_profiles()]
     + [("dot", {"block_a": b}) for b in
        ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8", "mx9", "nvfp4"]]
     + [

@@ -322,6 +322,13 @@ class QuantizeOptions:
         return self.scale_rule == "floor_fp32" or self.element_arith == "fp32_log2" or self.scale_value_min != "none"
 
     @property
+    def refuses_blocks(self) -> bool:
+        """Whether quantize raises on some blocks because they have no MX encoding under these options
+        (contract 6.2): ``nan_blocks='error'`` (blocks holding a NaN) or a ``scale_value_min`` (blocks with
+        amax 0 or below 2^-33)."""
+        return self.nan_blocks == "error" or self.scale_value_min != "none"
+
+    @property
     def nvfp4_scale_lowest(self) -> Fraction:
         """The NVFP4 block-scale lower clamp: 2^-6 ('normal', E4M3's smallest normal, torchao)
         or 2^-9 ('subnormal', its smallest subnormal)."""
