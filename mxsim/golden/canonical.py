@@ -76,6 +76,21 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         # separate accumulation with an accumulator input C
         ("dotgeneral", {"block_a": "mxfp8_e4m3", "c_input": True}),
     ]
+    + [
+        # the other units of conventions.md 6.1: the multi-format MXDOTP (FP6 steps of 11 per block, FP4
+        # of 16, INT8 as integers, a BF16 destination), Ada's two steps of 16, fp16 destinations of NVIDIA
+        # units, RTX Blackwell's plain f8f6f4 kind
+        ("dot", {"block_a": "mxfp6_e3m2", "preset": "mxdotp_fp6", "steps": True}),
+        ("dot", {"block_a": "mxfp4_e2m1", "preset": "mxdotp_fp4", "steps": True}),
+        ("dot", {"block_a": "mxint8", "preset": "mxdotp_int8", "steps": True}),
+        ("dot", {"block_a": "mxfp8_e5m2", "preset": "mxdotp_fp8_bf16", "steps": True}),
+        ("dot", {"block_a": "mxfp8_e4m3", "block_b": "mxfp8_e5m2", "preset": "ada_fp8_mma", "unit_scales": True,
+                 "steps": True}),
+        ("dot", {"block_a": "mxfp8_e4m3", "preset": "hopper_fp8_wgmma_f16", "unit_scales": True}),
+        ("dot", {"block_a": "mxfp8_e5m2", "block_b": "mxfp4_e2m1", "preset": "rtx_blackwell_f8f6f4",
+                 "unit_scales": True}),
+        ("dot", {"block_a": "mxfp8_e5m2", "preset": "rtx_blackwell_f8f6f4_f16", "unit_scales": True}),
+    ]
 )
 
 
