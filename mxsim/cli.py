@@ -108,8 +108,9 @@ def _table(rows: list[list[str]]) -> str:
 def _element_row(fmt) -> list[str]:
     if fmt.kind == "float":
         layout = f"{'S' if fmt.signed else ''}E{fmt.exponent_bits}M{fmt.mantissa_bits} bias {fmt.bias}"
-        smallest = fmt.min_subnormal
-        specials = {"ieee": "Inf+NaN", "fn": "NaN", "none": "-"}[fmt.specials]
+        smallest = fmt.min_normal if fmt.min_subnormal is None and fmt.has_zero else fmt.min_subnormal
+        specials = {"ieee": "Inf+NaN", "fn": "NaN", "none": "-", "fnuz": "NaN (no -0)", "p3109": "Inf+NaN (no -0)"}
+        specials = specials[fmt.specials]
     else:
         layout = f"int{fmt.bits} {fmt.encoding} * 2^-{fmt.frac_bits}"
         smallest = Fraction(1, 1 << fmt.frac_bits) if fmt.frac_bits >= 0 else None

@@ -12,6 +12,7 @@ from gfloat.formats import (
     format_info_ocp_e5m2,
     format_info_ocp_e8m0,
     format_info_ocp_int8,
+    format_info_p3109,
 )
 
 GFLOAT_FORMATS = {
@@ -23,6 +24,8 @@ GFLOAT_FORMATS = {
     "e8m0": format_info_ocp_e8m0,
     "int8": format_info_ocp_int8,
 }
+# IEEE P3109 binary8pP: gfloat's own definition (signed, extended: +-Inf at 0x7F / 0xFF)
+GFLOAT_P3109 = {f"binary8p{p}": format_info_p3109(8, p) for p in range(1, 8)}
 ML_DTYPES = {
     "fp8_e4m3": ml_dtypes.float8_e4m3fn,
     "fp8_e5m2": ml_dtypes.float8_e5m2,
@@ -30,6 +33,8 @@ ML_DTYPES = {
     "fp6_e2m3": ml_dtypes.float6_e2m3fn,
     "fp4_e2m1": ml_dtypes.float4_e2m1fn,
     "e8m0": ml_dtypes.float8_e8m0fnu,
+    "fp8_e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
+    "fp8_e5m2fnuz": ml_dtypes.float8_e5m2fnuz,
     "bf16": ml_dtypes.bfloat16,
     "fp16": np.float16,
 }

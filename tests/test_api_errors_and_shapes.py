@@ -132,7 +132,9 @@ def test_cli_info_lists_every_format():
     assert result.returncode == 0
     for name in mxsim.format_names():
         assert f"\n{name} " in result.stdout
-    assert "fp8_e4m3  float  8     SE4M3 bias 7" in result.stdout
+    rows = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines() if line.strip()}
+    assert rows["fp8_e4m3"][:5] == ["float", "8", "SE4M3", "bias", "7"]
+    assert rows["fp8_e4m3fnuz"][:7] == ["float", "8", "SE4M3", "bias", "8", "7", "240"]
 
 
 def test_cli_info_codes_and_details():

@@ -24,7 +24,7 @@ from gfloat.formats import (
 )
 
 import mxsim
-from oracle_formats import GFLOAT_FORMATS, ML_DTYPES
+from oracle_formats import GFLOAT_FORMATS, GFLOAT_P3109, ML_DTYPES
 from mxsim import ref
 
 # ---------------------------------------------------------------------------------------------
@@ -36,6 +36,10 @@ from mxsim import ref
 #   specials "ieee": E all ones is Inf (M = 0) or NaN (M != 0)
 #   specials "fn":   only the all-ones exponent-and-mantissa magnitude is NaN; no Inf
 #   specials "none": every code is finite
+#   specials "fnuz": the code S=1, E=0, M=0 (0x80) is the only NaN (no -0), no Inf, all else finite
+#   specials "p3109": as "fnuz", and the all-ones magnitude (0x7F / 0xFF) is +-Inf
+# FNUZ: bias 8 / 16 (ml_dtypes float8_e4m3fnuz / float8_e5m2fnuz); P3109 binary8pP: 8 - P exponent
+# bits, P - 1 mantissa bits, bias 2^(7 - P) (the P3109 interim report, gfloat's format_info_p3109).
 FLOAT_DEFINITIONS = {
     "fp8_e4m3": (4, 3, 7, True, True, "fn"),
     "fp8_e5m2": (5, 2, 15, True, True, "ieee"),
@@ -44,6 +48,15 @@ FLOAT_DEFINITIONS = {
     "fp4_e2m1": (2, 1, 1, True, True, "none"),
     "e8m0": (8, 0, 127, False, False, "fn"),  # 2^(E-127), 0xFF NaN, no sign, no zero
     "ue4m3": (4, 3, 7, False, True, "fn"),  # E4M3 without its sign bit (NVFP4 block scale)
+    "fp8_e4m3fnuz": (4, 3, 8, True, True, "fnuz"),
+    "fp8_e5m2fnuz": (5, 2, 16, True, True, "fnuz"),
+    "binary8p1": (7, 0, 64, True, True, "p3109"),
+    "binary8p2": (6, 1, 32, True, True, "p3109"),
+    "binary8p3": (5, 2, 16, True, True, "p3109"),
+    "binary8p4": (4, 3, 8, True, True, "p3109"),
+    "binary8p5": (3, 4, 4, True, True, "p3109"),
+    "binary8p6": (2, 5, 2, True, True, "p3109"),
+    "binary8p7": (1, 6, 1, True, True, "p3109"),
     "bf16": (8, 7, 127, True, True, "ieee"),
     "fp16": (5, 10, 15, True, True, "ieee"),
 }
@@ -86,6 +99,10 @@ def definition_decode(code: int, name: str):
         return ("inf", sign, Fraction(0)) if m == 0 else ("nan", sign, Fraction(0))
     if specials == "fn" and e_all_ones and m == (1 << m_bits) - 1:
         return ("nan", sign, Fraction(0))
+    if specials in ("fnuz", "p3109") and sign and e == 0 and m == 0:
+        return ("nan", 1, Fraction(0))
+    if specials == "p3109" and e_all_ones and m == (1 << m_bits) - 1:
+        return ("inf", sign, Fraction(0))
     if e == 0 and subnormals:  # zero and the subnormals: 2^(1-bias) * M / 2^m
         return ("finite", sign, Fraction(2) ** (1 - bias) * Fraction(m, 1 << m_bits))
     return ("finite", sign, Fraction(2) ** (e - bias) * (1 + Fraction(m, 1 << m_bits)))
@@ -169,9 +186,9 @@ def test_ref_decode_matches_ml_dtypes(name):
     assert got == want, mismatches(got, want)
 
 
-@pytest.mark.parametrize("name", list(GFLOAT_FORMATS))
+@pytest.mark.parametrize("name", list(GFLOAT_FORMATS) + list(GFLOAT_P3109))
 def test_ref_decode_matches_gfloat(name):
-    fi = GFLOAT_FORMATS[name]
+    fi = {**GFLOAT_FORMATS, **GFLOAT_P3109}[name]
     want = []
     for code in range(1 << WIDTHS[name]):
         fv = decode_float(fi, code)
@@ -248,7 +265,7 @@ def test_fast_decode_other_integer_code_dtypes_and_shapes(name, code_dtype):
     assert_bitwise_decode(got2.reshape(-1), want, name)
 
 
-@pytest.mark.parametrize("name", ["fp8_e4m3", "fp8_e5m2", "e8m0", "ue4m3", "bf16", "fp16"])
+@pytest.mark.parametrize("name", ["fp8_e4m3", "fp8_e5m2", "e8m0", "ue4m3", "bf16", "fp16", "fp8_e4m3fnuz", "binary8p4"])
 def test_fast_decode_nan_carries_the_code_sign_bit(name):
     codes = all_codes(name)
     got = mxsim.decode(codes, name)

@@ -24,7 +24,7 @@ from functools import lru_cache
 import ml_dtypes
 import numpy as np
 import pytest
-from gfloat import RoundMode, round_float
+from gfloat import RoundMode, encode_float, round_float
 from gfloat.formats import (
     format_info_ocp_int8,
 )
@@ -32,6 +32,7 @@ from gfloat.formats import (
 import mxsim
 from oracle_formats import GFLOAT_MODES
 from oracle_formats import GFLOAT_FORMATS as ORACLE_GFLOAT
+from oracle_formats import GFLOAT_P3109
 from mxsim import ref
 
 F = Fraction
@@ -53,8 +54,8 @@ def _float_rows(e_bits: int, m_bits: int, bias: int, specials: str):
         top = e == (1 << e_bits) - 1
         if specials == "ieee" and top:
             continue  # Inf and NaN
-        if specials == "fn" and top and m == (1 << m_bits) - 1:
-            continue  # the one NaN magnitude
+        if specials in ("fn", "p3109") and top and m == (1 << m_bits) - 1:
+            continue  # the one NaN magnitude ("fn"), the Inf magnitude ("p3109")
         if e == 0:
             value = F(2) ** (1 - bias) * F(m, 1 << m_bits)
         else:
@@ -95,9 +96,14 @@ def _float_spec(name, e_bits, m_bits, bias, specials, next_value, next_even, nan
     values = [v for v, _ in rows]
     codes = [c for _, c in rows]
     even = [c & 1 == 0 for c in codes]  # the code's last mantissa bit is the significand's LSB
+    if m_bits == 0:  # no mantissa: a tie's upper neighbour on the lower binade's grid has
+        # significand 2 (even), except 2^emin above 0 (significands 0 and 1: 0 is even)
+        even = [True] + [False] + [True] * (len(codes) - 2)
     sign = 1 << (e_bits + m_bits)
     positive = Side(values, codes, even, next_value, next_even)
-    negative = Side(values, [c | sign for c in codes], even, next_value, next_even)
+    # 'fnuz' and 'p3109' have no -0: a negative value rounding to zero is +0 (code 0)
+    no_negative_zero = specials in ("fnuz", "p3109")
+    negative = Side(values, [0 if no_negative_zero and c == 0 else c | sign for c in codes], even, next_value, next_even)
     return Spec(
         name,
         1 + e_bits + m_bits,
@@ -129,10 +135,24 @@ SPECS = {
     "fp6_e2m3": _float_spec("fp6_e2m3", 2, 3, 1, "none", F(8), True, None, None),
     "fp4_e2m1": _float_spec("fp4_e2m1", 2, 1, 1, "none", F(8), True, None, None),
     "int8": _int8_spec(),
+    # FNUZ (no Inf, NaN 0x80 for both signs): the next value above the all-ones magnitude is the
+    # next binade's 1.000b: even. E4M3FNUZ: 240 = 1.111b * 2^7, next 256; E5M2FNUZ: 57344, next 2^16.
+    "fp8_e4m3fnuz": _float_spec("fp8_e4m3fnuz", 4, 3, 8, "fnuz", F(256), True, 0x80, None),
+    "fp8_e5m2fnuz": _float_spec("fp8_e5m2fnuz", 5, 2, 16, "fnuz", F(2**16), True, 0x80, None),
+    # P3109 binary8pP (bias 2^(7-P), NaN 0x80, Inf 0x7F): the next value above max is the Inf
+    # magnitude's, all mantissa ones: odd. P = 1 has no mantissa: max 2^62, next 2^63 (even).
+    "binary8p1": _float_spec("binary8p1", 7, 0, 64, "p3109", F(2) ** 63, True, 0x80, 0x7F),
+    "binary8p2": _float_spec("binary8p2", 6, 1, 32, "p3109", F(3) * 2**30, False, 0x80, 0x7F),
+    "binary8p3": _float_spec("binary8p3", 5, 2, 16, "p3109", F(57344), False, 0x80, 0x7F),
+    "binary8p4": _float_spec("binary8p4", 4, 3, 8, "p3109", F(240), False, 0x80, 0x7F),
+    "binary8p5": _float_spec("binary8p5", 3, 4, 4, "p3109", F(31, 2), False, 0x80, 0x7F),
+    "binary8p6": _float_spec("binary8p6", 2, 5, 2, "p3109", F(63, 16), False, 0x80, 0x7F),
+    "binary8p7": _float_spec("binary8p7", 1, 6, 1, "p3109", F(127, 64), False, 0x80, 0x7F),
     "bf16": _float_spec("bf16", 8, 7, 127, "ieee", F(2) ** 128, True, 0x7FC0, 0x7F80),
     "fp16": _float_spec("fp16", 5, 10, 15, "ieee", F(2) ** 16, True, 0x7E00, 0x7C00),
 }
-SMALL = ["fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8"]
+FNUZ_P3109 = ["fp8_e4m3fnuz", "fp8_e5m2fnuz"] + [f"binary8p{p}" for p in range(1, 8)]
+SMALL = ["fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8"] + FNUZ_P3109
 WIDE = ["bf16", "fp16"]  # sampled pairs
 ALL = SMALL + WIDE
 
@@ -763,6 +783,8 @@ ML_CASTS = {
     "fp6_e3m2": (ml_dtypes.float6_e3m2fn, "saturate"),
     "fp6_e2m3": (ml_dtypes.float6_e2m3fn, "saturate"),
     "fp4_e2m1": (ml_dtypes.float4_e2m1fn, "saturate"),
+    "fp8_e4m3fnuz": (ml_dtypes.float8_e4m3fnuz, "ieee"),  # overflow -> NaN (0x80)
+    "fp8_e5m2fnuz": (ml_dtypes.float8_e5m2fnuz, "ieee"),
 }
 
 
@@ -831,7 +853,7 @@ def test_ml_dtypes_on_boundaries(name, dtype_key):
         assert kept.size > xs64.size // 2
         xs64 = kept
     xs = xs64.astype(INPUT_DTYPES[dtype_key])
-    if ML_CASTS[name][0] in (ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn):
+    if SPECS[name].nan_code is not None:
         xs = np.concatenate([xs, np.array([np.nan, -np.nan], xs.dtype)])
     _compare_with_ml_dtypes(name, xs)
 
@@ -950,3 +972,79 @@ def test_every_input_dtype_gives_the_same_codes(name, rounding):
     results = [mxsim.encode(xs64.astype(INPUT_DTYPES[k]), name, rounding, "ieee") for k in INPUT_DTYPES]
     for other in results[1:]:
         assert np.array_equal(results[0], other)
+
+
+# ---------------------------------------------------------------------------------------------
+# IEEE P3109 binary8pP against gfloat's own P3109 rounding and encoder (round_float, then
+# encode_float): sat=True is mxsim overflow='saturate', sat=False is overflow='ieee' (Inf, and
+# +-max where the direction is toward zero). Every code gfloat gives is compared.
+# ---------------------------------------------------------------------------------------------
+
+
+def _p3109_inputs(name: str, seed: int) -> np.ndarray:
+    """float32 boundary inputs of the format (every value, midpoint and its float32 neighbours),
+    random float32 over the format's binades, +-inf and +-NaN (float32 only: see the note in
+    test_gfloat_round_float_saturating on gfloat's float64 ties)."""
+    rng = np.random.default_rng(seed)
+    spec = SPECS[name]
+    lo = math.log2(float(spec.positive.values[1])) - 2
+    hi = math.log2(float(spec.max_value)) + 1.5
+    randoms = np.exp2(rng.uniform(lo, hi, 1000)) * rng.choice([-1.0, 1.0], 1000)
+    special = np.array([np.inf, -np.inf, np.nan, -np.nan])
+    return np.concatenate([boundary_inputs(name)["float32"], randoms, special]).astype(np.float32)
+
+
+def _gfloat_codes(fi, xs, mode, sat, bits=None, width=0) -> np.ndarray:
+    if bits is None:
+        return np.array([encode_float(fi, round_float(fi, float(x), mode, sat)) for x in xs])
+    return np.array([encode_float(fi, round_float(fi, float(x), mode, sat, int(r), width)) for x, r in zip(xs, bits)])
+
+
+def _p1_rne_ties(xs: np.ndarray, got: np.ndarray, gf: np.ndarray) -> np.ndarray:
+    """Where binary8p1 rne differs from gfloat: the ties 1.5 * 2^e between 2^e, whose exponent
+    field is even, and 2^(e+1). mxsim's rne rounds the magnitude to an even significand on the grid
+    2^e (1.5 -> 2, up: mxsim.options.encode); gfloat's P3109 rounding picks the even code (down)."""
+    differ = got != gf
+    for x, g, want in zip(xs[differ].tolist(), got[differ].tolist(), gf[differ].tolist()):
+        mantissa, exponent = math.frexp(abs(x))  # |x| = 0.75 * 2^exponent = 1.5 * 2^(exponent - 1)
+        assert mantissa == 0.75 and exponent - 1 >= -63, x
+        assert want & 0x7F == exponent - 1 + 64 and want & 1 == 0 and g == want + 1, (x, hex(g), hex(want))
+    return differ
+
+
+@pytest.mark.parametrize("sat", [True, False], ids=["saturate", "ieee"])
+@pytest.mark.parametrize("rounding", ROUNDINGS)
+@pytest.mark.parametrize("name", list(GFLOAT_P3109))
+def test_gfloat_p3109_encoder(name, rounding, sat):
+    fi, mode, overflow = GFLOAT_P3109[name], GFLOAT_MODES[rounding], "saturate" if sat else "ieee"
+    xs = _p3109_inputs(name, seed=5)
+    gf = _gfloat_codes(fi, xs, mode, sat)
+    got = mxsim.encode(xs, name, rounding, overflow).astype(np.int64)
+    differ = got != gf
+    if name == "binary8p1" and rounding == "rne":
+        differ = _p1_rne_ties(xs, got, gf)
+        assert 0 < differ.sum() < 130  # one tie per even exponent field, both signs (mxsim's side of
+        # each tie is checked against the definition by test_fast_encode_boundaries)
+    else:
+        assert not differ.any(), _show(xs[differ], got[differ], gf[differ])
+    sample = np.random.default_rng(6).choice(xs.size, 300, replace=False)
+    for i in sample:
+        assert ref.encode(float(xs[i]), name, rounding, overflow) == got[i], float(xs[i])
+
+
+@pytest.mark.parametrize("rand_width", [3, 16])
+@pytest.mark.parametrize("sat", [True, False], ids=["saturate", "ieee"])
+@pytest.mark.parametrize("name", list(GFLOAT_P3109))
+def test_gfloat_p3109_stochastic(name, sat, rand_width):
+    """gfloat's StochasticFastest rounds away iff delta + r / 2^R >= 1 (delta: the fraction of an
+    ulp above the lower value): floor(|x| / ulp + r / 2^R), mxsim's stochastic rounding. Exact in
+    float64 for float32 inputs and R <= 16."""
+    fi, overflow = GFLOAT_P3109[name], "saturate" if sat else "ieee"
+    xs = _p3109_inputs(name, seed=7)
+    rng = np.random.default_rng(rand_width)
+    bits = rng.integers(0, 1 << rand_width, xs.size)
+    bits[::4] = (1 << rand_width) - 1
+    bits[1::4] = 0
+    gf = _gfloat_codes(fi, xs, RoundMode.StochasticFastest, sat, bits, rand_width)
+    got = mxsim.encode(xs, name, "stochastic", overflow, rand_bits=bits, rand_width=rand_width).astype(np.int64)
+    assert np.array_equal(got, gf), _show(xs[got != gf], got[got != gf], gf[got != gf])

@@ -277,7 +277,7 @@ def float_spec_column(fmt: FloatFormat) -> dict[str, str]:
         col["NaN"] = code_list(codes_where(fmt, lambda v: v.is_nan), w)
         if fmt.has_nan:
             col["NaN"] += f"; encode gives {hexcode(fmt.nan_code(), w)}" + (
-                f" / {hexcode(fmt.nan_code(True), w)}" if fmt.signed else ""
+                f" / {hexcode(fmt.nan_code(True), w)}" if fmt.signed and fmt.nan_code(True) != fmt.nan_code() else ""
             )
         finite = {value_of(c, fmt).value for c in range(1 << w) if value_of(c, fmt).is_finite}
         col["distinct finite values"] = str(len(finite))
@@ -498,6 +498,8 @@ def parse_value(token: str):
     token = token.strip()
     if token.lower() in ("inf", "+inf", "-inf", "nan", "-nan", "-0", "-0.0"):
         return float(token)
+    if token.startswith("-") and "^" in token:  # -2^k, -a*2^k (the sign was lost before)
+        return -parse_value(token[1:])
     if "^" in token:
         head, _, exponent = token.partition("^")
         base = head[:-1].rsplit("*", 1) if head.endswith("2") else None

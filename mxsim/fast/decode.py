@@ -85,8 +85,11 @@ def value_table(fmt) -> np.ndarray:
     all_ones = (1 << fmt.exponent_bits) - 1
     if fmt.specials == "ieee":
         values = np.where(field == all_ones, np.where(mantissa == 0, np.inf, np.nan), values)
-    elif fmt.specials == "fn":
-        values = np.where((field == all_ones) & (mantissa == (1 << m) - 1), np.nan, values)
+    elif fmt.specials in ("fn", "p3109"):  # the all-ones magnitude: NaN ('fn') or Inf ('p3109')
+        top = np.nan if fmt.specials == "fn" else np.inf
+        values = np.where((field == all_ones) & (mantissa == (1 << m) - 1), top, values)
+    if fmt.nan_at_negative_zero:  # 'fnuz', 'p3109': the code of -0 is the one NaN (sign bit set)
+        values = np.where(codes == fmt.sign_mask, np.nan, values)
     return np.copysign(values, np.where(negative, -1.0, 1.0))
 
 

@@ -127,6 +127,12 @@ def _grid_table(fmt, dtype_name: str) -> np.ndarray:
     IEEE 754, which is the contract's rule for specials)."""
     t = _terms(fmt.element)
     shift = t.exponent - ref_dot._min_exponent(fmt.element)
+    if np.dtype(dtype_name).kind == "i" and ref_dot.largest_grid_value(fmt).bit_length() > 62:
+        # elements spanning more than int64 on the fixed grid (P3109 binary8p1: 2^-63 .. 2^62):
+        # Python ints, for the Python-int routes
+        values = np.array([(-1 if n else 1) * (int(m) << int(e)) for n, m, e in zip(t.negative, t.significand, shift)]
+                          + [None], dtype=object)[:-1]
+        return values
     values = t.significand << shift
     values = np.where(t.negative, -values, values).astype(dtype_name)
     if np.dtype(dtype_name).kind == "f":
@@ -136,13 +142,15 @@ def _grid_table(fmt, dtype_name: str) -> np.ndarray:
 
 
 @lru_cache(maxsize=None)
-def _anchor_table(fmt) -> tuple[np.ndarray, int]:
+def _anchor_table(fmt, wide: bool = False) -> tuple[np.ndarray, int]:
     """(table, sentinel): E of every element code (tau = 0), with zero, Inf and NaN codes at
     ``sentinel``, so low that no product with them can be the anchor. int8 when the
-    exponents are small (faster lookups), else int32."""
+    exponents are small (faster lookups) and ``wide`` is False, else int32 (a pair whose other
+    format is not small needs the int32 sentinel on both sides: P3109 binary8p1's exponents
+    reach 62, more than the int8 sentinel's margin)."""
     t = _terms(fmt.element)
     finite_nonzero = t.significand != 0
-    small = int(np.abs(t.exponent[finite_nonzero]).max(initial=0)) + _DotKernel._taumax(fmt) <= 15
+    small = not wide and int(np.abs(t.exponent[finite_nonzero]).max(initial=0)) + _DotKernel._taumax(fmt) <= 15
     sentinel = -64 if small else _NO_EXPONENT
     table = np.where(finite_nonzero, t.exponent, sentinel).astype(np.int8 if small else np.int32)
     return table, sentinel
@@ -281,6 +289,8 @@ class _DotKernel:
         """Largest Ea + Eb over products of two finite nonzero elements, 0 if none; and the
         per-product exponents (int64)."""
         (table_a, sentinel_a), (table_b, sentinel_b) = _anchor_table(self.fmt_a), _anchor_table(self.fmt_b)
+        if sentinel_a != sentinel_b:
+            (table_a, sentinel_a), (table_b, sentinel_b) = _anchor_table(self.fmt_a, True), _anchor_table(self.fmt_b, True)
         ea, eb = np.take(table_a, codes_a), np.take(table_b, codes_b)
         if ea.dtype != eb.dtype:
             ea, eb = ea.astype(np.int32), eb.astype(np.int32)

@@ -102,7 +102,9 @@ class _RneSaturateKernel:
             and fmt.kind == "float"
             and fmt.signed
             and fmt.subnormals
-            and fmt.mantissa_bits < binary.mantissa_bits
+            # with no mantissa bit, ties to even on the bit pattern would pick the even exponent
+            # field; mxsim's rne takes the even significand (2, the upper value): the generic kernel
+            and 1 <= fmt.mantissa_bits < binary.mantissa_bits
             and fmt.emin + binary.bias >= 1
             and fmt.bias <= binary.bias
             and fmt.emax <= binary.bias
@@ -126,6 +128,7 @@ class _RneSaturateKernel:
         self.sign_shift = u(binary.bits - fmt.width)
         self.sign_mask = u(fmt.sign_mask)
         self.nan_code = u(fmt.nan_code(False)) if fmt.has_nan else None
+        self.unsigned_zero = not fmt.has_negative_zero  # 'fnuz', 'p3109': no -0, their 0x80 is NaN
         self._local = threading.local()
 
     def _scratch(self, size: int):
@@ -169,6 +172,9 @@ class _RneSaturateKernel:
             code[nan] = self.nan_code
         np.right_shift(bits, self.sign_shift, out=scratch)
         scratch &= self.sign_mask
+        if self.unsigned_zero:  # a zero result stays +0 whatever the sign (the NaN code has it already)
+            np.minimum(code, self.one, out=select)
+            scratch *= select
         code |= scratch
         out[...] = code
 
@@ -303,6 +309,8 @@ def _assemble_float(fmt, rounded, grid, negative, floor_log2, is_zero):
     code = np.where(rounded < (1 << m), rounded, normal_code)
     if not fmt.subnormals:  # no zero and nothing below the smallest normal (e8m0)
         code = np.where((floor_log2 < fmt.emin) & ~is_zero, 0, code)
+    if fmt.has_zero and not fmt.has_negative_zero:  # 'fnuz', 'p3109': a zero is +0 whatever its sign
+        negative = negative & (code != 0)
     return code | np.where(negative, fmt.sign_mask, 0), overflows
 
 

@@ -22,7 +22,15 @@ Float bit layout, most significant bit first::
   NaN (FP8 E5M2, fp16, bf16, fp32, fp64);
 * ``"fn"``: only the all-ones magnitude (exponent and mantissa all ones) is NaN; there is no Inf
   (FP8 E4M3 "fn", UE4M3, E8M0);
-* ``"none"``: every code is finite (FP6, FP4).
+* ``"none"``: every code is finite (FP6, FP4);
+* ``"fnuz"``: the code with only the sign bit set (0x80 in 8 bits: the place of -0) is the one
+  NaN; there is no -0 and no Inf, and every other code is finite (AMD CDNA3 / MI300 FP8,
+  ml_dtypes ``float8_e4m3fnuz`` / ``float8_e5m2fnuz``, Graphcore);
+* ``"p3109"``: as ``"fnuz"`` (one NaN in the place of -0, no -0), and the all-ones magnitude
+  (0x7F / 0xFF in 8 bits) is +-Inf (IEEE P3109 binary8pP; gfloat's ``format_info_p3109``).
+
+``fnuz`` and ``p3109`` formats are signed and have subnormals (their NaN takes the code of -0);
+a negative value that rounds to zero encodes as +0 there (contract section 1).
 
 Integer layout: ``bits`` bits holding an integer q, either two's complement or sign-magnitude
 (sign in the top bit), with value q * 2^-frac_bits.
@@ -37,7 +45,11 @@ from typing import Literal, Union
 
 __all__ = ["FloatFormat", "IntFormat", "ElementFormat", "FLOAT_SPECIALS", "INT_ENCODINGS", "negated_code"]
 
-FLOAT_SPECIALS = ("ieee", "fn", "none")
+FLOAT_SPECIALS = ("ieee", "fn", "none", "fnuz", "p3109")
+# layouts whose one NaN is the code with only the sign bit set (the place of -0)
+_NAN_AT_NEGATIVE_ZERO = ("fnuz", "p3109")
+# layouts whose top magnitude code (all ones) is not finite
+_TOP_MAGNITUDE_SPECIAL = ("fn", "p3109")
 INT_ENCODINGS = ("twos_complement", "sign_magnitude")
 MAX_CODE_BITS = 64
 
@@ -74,7 +86,7 @@ class FloatFormat:
     bias: int
     signed: bool = True
     subnormals: bool = True
-    specials: Literal["ieee", "fn", "none"] = "ieee"
+    specials: Literal["ieee", "fn", "none", "fnuz", "p3109"] = "ieee"
     kind: str = field(default="float", init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -92,6 +104,10 @@ class FloatFormat:
         _require(
             not (self.specials == "ieee" and self.mantissa_bits == 0),
             f"{owner}: specials='ieee' needs mantissa_bits >= 1 (NaN needs a nonzero mantissa)",
+        )
+        _require(
+            self.specials not in _NAN_AT_NEGATIVE_ZERO or (self.signed and self.subnormals),
+            f"{owner}: specials={self.specials!r} needs signed=True and subnormals=True (its NaN is the code of -0)",
         )
         _require(
             self.width <= MAX_CODE_BITS,
@@ -119,7 +135,7 @@ class FloatFormat:
 
     @property
     def has_inf(self) -> bool:
-        return self.specials == "ieee"
+        return self.specials in ("ieee", "p3109")
 
     @property
     def has_zero(self) -> bool:
@@ -127,7 +143,18 @@ class FloatFormat:
 
     @property
     def has_negative_zero(self) -> bool:
-        return self.signed and self.subnormals
+        return self.signed and self.subnormals and not self.nan_at_negative_zero
+
+    @property
+    def nan_at_negative_zero(self) -> bool:
+        """Whether the code with only the sign bit set is the format's one NaN instead of -0
+        ('fnuz', 'p3109')."""
+        return self.specials in _NAN_AT_NEGATIVE_ZERO
+
+    def zero_code(self, negative: bool = False) -> int:
+        """The code of a zero of the given sign: -0 where the format has it, else +0 (a negative
+        value that rounds to zero in an 'fnuz' or 'p3109' format, or in an unsigned format)."""
+        return self.sign_mask if negative and self.has_negative_zero else 0
 
     @cached_property
     def _all_ones_field(self) -> int:
@@ -136,7 +163,7 @@ class FloatFormat:
     @cached_property
     def _top_normal_field(self) -> int:
         """The largest exponent field that holds finite normal values."""
-        if self.specials == "ieee" or (self.specials == "fn" and self.mantissa_bits == 0):
+        if self.specials == "ieee" or (self.specials in _TOP_MAGNITUDE_SPECIAL and self.mantissa_bits == 0):
             return self._all_ones_field - 1
         return self._all_ones_field
 
@@ -153,9 +180,10 @@ class FloatFormat:
 
     @cached_property
     def max_code(self) -> int:
-        """Code of +max_normal (all-ones magnitude, less the NaN code of 'fn' formats)."""
+        """Code of +max_normal: the all-ones magnitude, less one where that is special (the NaN of
+        'fn', the Inf of 'p3109'; with 0 mantissa bits the top exponent field is dropped instead)."""
         top = (self._top_normal_field << self.mantissa_bits) | ((1 << self.mantissa_bits) - 1)
-        if self.specials == "fn" and self.mantissa_bits > 0:
+        if self.specials in _TOP_MAGNITUDE_SPECIAL and self.mantissa_bits > 0:
             top -= 1
         return top
 
@@ -183,9 +211,12 @@ class FloatFormat:
 
     def nan_code(self, negative: bool = False) -> int:
         """The canonical NaN code: all-ones magnitude ('fn'), or exponent all ones with only the
-        top mantissa bit set ('ieee', the quiet NaN). The sign bit follows ``negative`` where the
-        format is signed. Raises ValueError for formats without NaN."""
+        top mantissa bit set ('ieee', the quiet NaN); the sign bit follows ``negative`` where the
+        format is signed. 'fnuz' and 'p3109' have one NaN, the sign bit alone (0x80), whatever
+        ``negative`` says. Raises ValueError for formats without NaN."""
         _require(self.has_nan, f"format {self.name!r} has no NaN encoding")
+        if self.nan_at_negative_zero:
+            return self.sign_mask
         if self.specials == "fn":
             magnitude = (self._all_ones_field << self.mantissa_bits) | ((1 << self.mantissa_bits) - 1)
         else:
@@ -193,8 +224,13 @@ class FloatFormat:
         return magnitude | (self.sign_mask if negative else 0)
 
     def inf_code(self, negative: bool = False) -> int:
+        """The code of +-Inf: exponent all ones and mantissa 0 ('ieee'), or the all-ones
+        magnitude ('p3109': 0x7F, 0xFF). Raises ValueError for formats without Inf."""
         _require(self.has_inf, f"format {self.name!r} has no Inf encoding")
-        return (self._all_ones_field << self.mantissa_bits) | (self.sign_mask if negative else 0)
+        magnitude = self._all_ones_field << self.mantissa_bits
+        if self.specials == "p3109":
+            magnitude |= (1 << self.mantissa_bits) - 1
+        return magnitude | (self.sign_mask if negative else 0)
 
     def describe(self) -> dict:
         """The parameters and derived properties, as plain values (for tables and manifests)."""
@@ -314,7 +350,10 @@ ElementFormat = Union[FloatFormat, IntFormat]
 def negated_code(code: int, fmt: ElementFormat) -> int:
     """The code of -value for a code of ``fmt``: the sign bit flipped (float and sign-magnitude
     formats; NaN and Inf keep their kind), or the two's-complement negation modulo 2^width, which
-    maps the most negative code (MXINT8 0x80) to itself."""
+    maps the most negative code (MXINT8 0x80) to itself. In 'fnuz' and 'p3109' formats +0 and the
+    NaN (the codes with magnitude 0) are their own negation."""
     if fmt.kind == "int" and fmt.encoding == "twos_complement":
         return -code % (1 << fmt.width)
+    if fmt.kind == "float" and fmt.nan_at_negative_zero and not code & ~fmt.sign_mask:
+        return code
     return code ^ fmt.sign_mask

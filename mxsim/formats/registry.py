@@ -18,6 +18,10 @@ fp6_e3m2 = FloatFormat("fp6_e3m2", 3, 2, 3, specials="none")
 fp6_e2m3 = FloatFormat("fp6_e2m3", 2, 3, 1, specials="none")
 fp4_e2m1 = FloatFormat("fp4_e2m1", 2, 1, 1, specials="none")
 int8 = IntFormat("int8", bits=8, frac_bits=6, encoding="twos_complement")
+# FP8 "FNUZ" (AMD CDNA3 / MI300 fp8 and bf8, ml_dtypes float8_e4m3fnuz / float8_e5m2fnuz): 0x80 is
+# the one NaN, no -0, no Inf; the bias is one more than OCP's (contract section 1).
+fp8_e4m3fnuz = FloatFormat("fp8_e4m3fnuz", 4, 3, 8, specials="fnuz")
+fp8_e5m2fnuz = FloatFormat("fp8_e5m2fnuz", 5, 2, 16, specials="fnuz")
 e8m0 = FloatFormat("e8m0", 8, 0, 127, signed=False, subnormals=False, specials="fn")
 ue4m3 = FloatFormat("ue4m3", 4, 3, 7, signed=False, specials="fn")
 bf16 = FloatFormat("bf16", 8, 7, 127)
@@ -38,7 +42,18 @@ int5_sm = IntFormat("int5_sm", bits=5, frac_bits=3, encoding="sign_magnitude")
 int4_sm = IntFormat("int4_sm", bits=4, frac_bits=2, encoding="sign_magnitude")
 int3_sm = IntFormat("int3_sm", bits=3, frac_bits=1, encoding="sign_magnitude")
 
-_ELEMENTS = [fp8_e4m3, fp8_e5m2, fp6_e3m2, fp6_e2m3, fp4_e2m1, int8, int8_sm, int5_sm, int4_sm, int3_sm]
+
+def _p3109_binary8(precision: int) -> FloatFormat:
+    """IEEE P3109 binary8pP (interim report; gfloat's ``format_info_p3109(8, P)``, signed,
+    extended): P significand bits (P - 1 stored), 8 - P exponent bits, bias 2^(8 - P - 1);
+    0x80 NaN, 0x7F / 0xFF +-Inf, no -0, subnormals (with P = 1 the exponent field 0 is zero
+    alone: there is no mantissa to hold a subnormal)."""
+    return FloatFormat(f"binary8p{precision}", 8 - precision, precision - 1, 2 ** (8 - precision - 1), specials="p3109")
+
+
+_P3109 = [_p3109_binary8(precision) for precision in range(1, 8)]
+_ELEMENTS = [fp8_e4m3, fp8_e5m2, fp6_e3m2, fp6_e2m3, fp4_e2m1, int8, int8_sm, int5_sm, int4_sm, int3_sm,
+             fp8_e4m3fnuz, fp8_e5m2fnuz, *_P3109]
 _SCALES = [e8m0, ue4m3]
 _INTERCHANGE = [bf16, fp16, fp32, fp64]
 
@@ -73,6 +88,8 @@ ALIASES = {
     "mxfp4": "mxfp4_e2m1",
     "float8_e4m3fn": "fp8_e4m3",
     "float8_e5m2": "fp8_e5m2",
+    "float8_e4m3fnuz": "fp8_e4m3fnuz",
+    "float8_e5m2fnuz": "fp8_e5m2fnuz",
     "float6_e3m2fn": "fp6_e3m2",
     "float6_e2m3fn": "fp6_e2m3",
     "float4_e2m1fn": "fp4_e2m1",

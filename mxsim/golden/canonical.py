@@ -19,6 +19,9 @@ _IDMA_FP16 = IDMA_DEQUANTIZE["float16"].as_dict()
 _INT8_SCALES = {"scale_encoding": "int8_exponent"}
 # FP4 with an E8M0 scale per 16 elements: a custom block format (Blackwell kind::mxf4nvf4's UE8M0 x 16)
 _MXFP4_K16 = {"name": "mxfp4_k16", "element": "fp4_e2m1", "block_size": 16, "scale": "e8m0"}
+_FNUZ_P3109_ELEMENTS = ["fp8_e4m3fnuz", "fp8_e5m2fnuz", "binary8p3", "binary8p4"]
+# E4M3FNUZ elements with an E8M0 scale per 32: a custom block format (no standard names one)
+_MX_E4M3FNUZ = {"name": "mx_e4m3fnuz", "element": "fp8_e4m3fnuz", "block_size": 32, "scale": "e8m0"}
 
 CANONICAL_SUITES: list[tuple[str, dict]] = (
     [("decode", {"element": e}) for e in _OCP_ELEMENTS]
@@ -28,6 +31,9 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("encode", {"element": "fp8_e5m2", "overflow": "ieee"}),
         ("encode", {"element": "fp4_e2m1", "rounding": "rna"}),
     ]
+    # the FNUZ (AMD CDNA3) and IEEE P3109 layouts of contract section 1, and an MX block of FNUZ elements
+    + [(kind, {"element": e}) for kind in ("decode", "encode") for e in _FNUZ_P3109_ELEMENTS]
+    + [("encode", {"element": "fp8_e4m3fnuz", "overflow": "ieee"}), ("quantize", {"block": _MX_E4M3FNUZ})]
     + [("quantize", {"block": b}) for b in
        ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8", "mx9", "mx6", "mx4", "nvfp4"]]
     + [

@@ -17,6 +17,7 @@ from .accumulator_classes import c_classes
 from .batch import FloatBits, bit, pack_items
 from .dot_suite import DotSuite
 from .fields import Field
+from ..formats.element import negated_code
 from .suite import fp32_value, is_subnormal_code, pack_word, unpack_word
 
 
@@ -69,7 +70,10 @@ class DotGeneralSuite(DotSuite):
         for _ in range(8):  # cancellation across blocks: block 1 is block 0 with a negated b side
             first = dict(rng.choice(singles))
             other = dict(first)
-            other["b_elems"] = pack_word([c ^ self.fb.element.sign_mask for c in unpack_word(first["b_elems"], self.fb.element.width, self.fb.block_size)], self.fb.element.width) if self.fb.element.kind == "float" else first["b_elems"]
+            element = self.fb.element
+            if element.kind == "float":  # negated_code: a FNUZ/P3109 zero stays +0 (its 0x80 is the NaN)
+                codes = unpack_word(first["b_elems"], element.width, self.fb.block_size)
+                other["b_elems"] = pack_word([negated_code(c, element) for c in codes], element.width)
             rows.append((self._join([first, other] + [rng.choice(singles) for _ in range(n - 2)]), "directed"))
         yield from rows[: 60 * level + 8] if level == 1 else rows
 

@@ -26,6 +26,8 @@ DTYPE_NAMES = {
     "e8m0": ("float8_e8m0fnu", "float8_e8m0fnu"),
     "ue4m3": ("float8_e4m3fn", "float8_e4m3fn"),
     "int8": ("int8", "int8"),  # MXINT8: the two's complement byte q (value q / 64)
+    "fp8_e4m3fnuz": ("float8_e4m3fnuz", "float8_e4m3fnuz"),  # AMD CDNA3 fp8: 0x80 NaN, no -0
+    "fp8_e5m2fnuz": ("float8_e5m2fnuz", "float8_e5m2fnuz"),  # AMD CDNA3 bf8
 }
 
 

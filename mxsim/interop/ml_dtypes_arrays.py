@@ -23,7 +23,8 @@ def to_ml_dtypes(codes, fmt) -> np.ndarray:
     ``fmt``: fp8_e4m3 -> float8_e4m3fn, fp8_e5m2 -> float8_e5m2, fp6_e3m2 -> float6_e3m2fn,
     fp6_e2m3 -> float6_e2m3fn, fp4_e2m1 -> float4_e2m1fn (one code per byte, unpacked),
     e8m0 -> float8_e8m0fnu, ue4m3 -> float8_e4m3fn (its 7-bit codes have the sign bit 0, so
-    E4M3 gives the same values), int8 (MXINT8) -> numpy int8 (the integer q; the value is q/64).
+    E4M3 gives the same values), int8 (MXINT8) -> numpy int8 (the integer q; the value is q/64),
+    fp8_e4m3fnuz -> float8_e4m3fnuz, fp8_e5m2fnuz -> float8_e5m2fnuz (0x80 NaN, no -0).
 
     Same shape. No copy when ``codes`` is uint8 (the result is a view of it: writing one writes
     the other); other integer dtypes are converted (a copy). ValueError for a format without an

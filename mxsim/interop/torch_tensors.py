@@ -26,7 +26,8 @@ def to_torch(codes, fmt):
     """Codes of ``fmt`` as a CPU torch tensor of the matching dtype.
 
     * fp8_e4m3, ue4m3 -> ``torch.float8_e4m3fn``; fp8_e5m2 -> ``float8_e5m2``; e8m0 ->
-      ``float8_e8m0fnu``; int8 (MXINT8) -> ``torch.int8`` (q; value q/64): same shape, a view of
+      ``float8_e8m0fnu``; fp8_e4m3fnuz, fp8_e5m2fnuz -> ``float8_e4m3fnuz``, ``float8_e5m2fnuz``;
+      int8 (MXINT8) -> ``torch.int8`` (q; value q/64): same shape, a view of
       ``codes`` when it is a uint8 array (no copy; ``data_ptr()`` is the numpy buffer). A
       read-only array gives torch's not-writable warning; negative strides are copied first.
     * fp6_e3m2, fp6_e2m3 -> ``torch.uint8`` (torch has no FP6 dtype), code in the low 6 bits of

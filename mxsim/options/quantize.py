@@ -64,9 +64,12 @@ def ocp_mx_format_names() -> list[str]:
 def element_nan_codes(element) -> list[int]:
     """The NaN codes of an element format with the sign bit clear (empty for formats without NaN):
     'fn' formats have one (all-ones magnitude), 'ieee' formats every nonzero mantissa under the
-    all-ones exponent field."""
+    all-ones exponent field. 'fnuz' and 'p3109' formats have a single NaN, the sign bit alone
+    (0x80), which is the one code listed for them."""
     if not element.has_nan:
         return []
+    if element.nan_at_negative_zero:
+        return [element.nan_code()]
     field = ((1 << element.exponent_bits) - 1) << element.mantissa_bits
     mantissas = range(1, 1 << element.mantissa_bits)
     if element.specials == "fn":

@@ -37,7 +37,9 @@ def decode(code: int, fmt) -> Exact:
     :class:`Exact`.
 
     Float formats: NaN codes give NaN and Inf codes give +-Inf, each keeping the code's sign bit;
-    the negative-zero code gives -0. Integer formats: q * 2^-frac_bits, where two's-complement
+    the negative-zero code gives -0 ('ieee', 'fn', 'none'); in 'fnuz' and 'p3109' formats that
+    code (0x80) is the one NaN, with its sign bit set (as ml_dtypes reads it), and 'p3109' reads
+    the all-ones magnitudes 0x7F / 0xFF as +-Inf (contract section 1). Integer formats: q * 2^-frac_bits, where two's-complement
     codes at or above 2^(bits-1) are negative (MXINT8 0x80 is -2.0, always) and the
     sign-magnitude code with only the sign bit set is -0.
     """
@@ -80,8 +82,13 @@ def _decode_float(code: int, fmt) -> Exact:
     all_ones = (1 << fmt.exponent_bits) - 1
     if fmt.specials == "ieee" and field == all_ones:
         return Exact.nan(sign) if mantissa else Exact.inf(sign)
-    if fmt.specials == "fn" and field == all_ones and mantissa == (1 << m) - 1:
+    top_magnitude = field == all_ones and mantissa == (1 << m) - 1
+    if fmt.specials == "fn" and top_magnitude:
         return Exact.nan(sign)
+    if fmt.specials == "p3109" and top_magnitude:
+        return Exact.inf(sign)
+    if fmt.nan_at_negative_zero and code == fmt.sign_mask:  # 'fnuz', 'p3109': the one NaN (sign bit set)
+        return Exact.nan(1)
     if field == 0 and fmt.subnormals:
         significand, exponent = mantissa, fmt.emin
     else:

@@ -41,7 +41,8 @@ def encode(
       without NaN (FP6, FP4, integers, unless a block rule handles it first).
     * +-Inf and finite overflow: per ``overflow`` (saturate / ieee / error, see mxsim.options.encode).
     * -0 and negative values that round to zero: -0 in float formats and sign-magnitude
-      integers; 0 in two's-complement integers (they have no -0).
+      integers; +0 in two's-complement integers and in 'fnuz' / 'p3109' floats (no -0 there:
+      their 0x80 is the NaN; contract section 1). NaN input gives 0x80 there, whatever its sign.
     * Unsigned formats (e8m0, ue4m3): ValueError for negative input; -0 encodes as +0.
     * Formats without subnormals (e8m0) have no zero: zero raises ValueError, and a magnitude below
       the smallest normal encodes as the smallest normal.
@@ -146,7 +147,7 @@ def _encode_float(
     if n == 0:
         if not fmt.subnormals:
             raise ValueError(f"zero cannot be encoded: format {fmt.name!r} has no zero")
-        return sign_bits
+        return fmt.zero_code(negative)
     exponent = floor_log2_ratio(n, d)
     if exponent < fmt.emin:
         if not fmt.subnormals:
@@ -163,7 +164,7 @@ def _encode_float(
         text = _overflow_text(n, d, negative) if overflow == "error" else ""
         return overflow_code(fmt, negative, overflow, rounding, value_text=text)
     if significand == 0:
-        return sign_bits
+        return fmt.zero_code(negative)
     if significand == 1 << (m + 1):  # rounding carried into the next binade
         significand, grid = significand >> 1, grid + 1
     if significand < 1 << m:  # subnormal: exponent field 0
