@@ -443,9 +443,15 @@ def test_cdna3_on_fnuz_formats():
         for eb in FNUZ_BLOCKS:
             fmt_a = BlockFormat(f"mx_{ea}", get_format(ea), 32, get_format("e8m0"))
             fmt_b = BlockFormat(f"mx_{eb}", get_format(eb), 32, get_format("e8m0"))
-            codes_a = rng.integers(0, 256, size=(3, 64)).astype(np.uint8)
-            codes_b = rng.integers(0, 256, size=(3, 64)).astype(np.uint8)
-            scales = np.full((3, 2), 127, np.uint8)
-            a = MXTensor.from_codes(scales, codes_a, fmt_a)
-            b = MXTensor.from_codes(scales, codes_b, fmt_b)
-            check_against_reference(a, b, PRESETS["cdna3_fp8_mfma"], random_c(rng, 3, 0.5))
+            codes = []
+            for _ in range(2):  # every code; zeros and the one NaN (0x80) rarer / more frequent as drawn
+                c = rng.integers(0, 256, size=(4, 64))
+                c = np.where((c == 0x80) & (rng.random(c.shape) < 0.9), 0x01, c)
+                c = np.where(rng.random(c.shape) < 0.3, 0, c)
+                codes.append(c.astype(np.uint8))
+            scales = np.full((4, 2), 127, np.uint8)
+            a = MXTensor.from_codes(scales, codes[0], fmt_a)
+            b = MXTensor.from_codes(scales, codes[1], fmt_b)
+            c = random_c(rng, 4, 0.5)
+            check_against_reference(a, b, PRESETS["cdna3_fp8_mfma"], c)
+            check_against_oracle(a, b, PRESETS["cdna3_fp8_mfma"], c)

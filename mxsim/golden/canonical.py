@@ -22,6 +22,7 @@ _MXFP4_K16 = {"name": "mxfp4_k16", "element": "fp4_e2m1", "block_size": 16, "sca
 _FNUZ_P3109_ELEMENTS = ["fp8_e4m3fnuz", "fp8_e5m2fnuz", "binary8p3", "binary8p4"]
 # E4M3FNUZ elements with an E8M0 scale per 32: a custom block format (no standard names one)
 _MX_E4M3FNUZ = {"name": "mx_e4m3fnuz", "element": "fp8_e4m3fnuz", "block_size": 32, "scale": "e8m0"}
+_MX_E5M2FNUZ = {"name": "mx_e5m2fnuz", "element": "fp8_e5m2fnuz", "block_size": 32, "scale": "e8m0"}
 
 CANONICAL_SUITES: list[tuple[str, dict]] = (
     [("decode", {"element": e}) for e in _OCP_ELEMENTS]
@@ -96,6 +97,9 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("dot", {"block_a": "mxfp8_e5m2", "block_b": "mxfp4_e2m1", "preset": "rtx_blackwell_f8f6f4",
                  "unit_scales": True}),
         ("dot", {"block_a": "mxfp8_e5m2", "preset": "rtx_blackwell_f8f6f4_f16", "unit_scales": True}),
+        # AMD CDNA3 FP8 MFMA on its FNUZ elements (fp8 x bf8): two steps of 16 per vector
+        ("dot", {"block_a": _MX_E4M3FNUZ, "block_b": _MX_E5M2FNUZ, "preset": "cdna3_fp8_mfma", "unit_scales": True,
+                 "steps": True}),
     ]
 )
 
