@@ -51,6 +51,7 @@ exactly zero step sum V gives +0, whatever the signs of C and the products.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from functools import cache
 
@@ -131,6 +132,9 @@ class _Element:
         """True where a code is Inf or NaN."""
         threshold = self.special_threshold
         if threshold is None:
+            special = np.flatnonzero(self.nan | self.inf)
+            if special.size == 1:  # FNUZ and P3109 NaN 0x80: one comparison instead of a lookup
+                return codes == special[0]
             return np.take(self.nan | self.inf, codes)
         return (codes & self.magnitude_mask) >= threshold
 
@@ -238,6 +242,14 @@ class _Layout:
         """A (rows, n_blocks, k) array of a product property reduced per step: (rows, n_steps)."""
         padded = self.pad_blocks(per_product, fill)
         return reduce(padded.reshape(padded.shape[0], self.n_steps, self.step), axis=2)
+
+
+def _counts(anchor: np.ndarray) -> np.ndarray:
+    """Where an anchor exponent of :meth:`_FusedKernel._anchor_fields` counts: above its sentinel
+    (int8/int16: the type's minimum; int32/int64: COUNTS)."""
+    if anchor.dtype in (np.int8, np.int16):
+        return anchor > np.iinfo(anchor.dtype).min
+    return anchor > COUNTS
 
 
 def _sum(x: np.ndarray, axis: int) -> np.ndarray:
@@ -508,12 +520,16 @@ class _FusedKernel:
         return (value,)
 
     def _anchor_fields(self, ca, cb, tau):
-        """(anchor exponent Ea + Eb - tau,): below COUNTS unless both elements are finite and
-        nonzero; int8 (sentinel -128) for a table whose exponents fit, else int32."""
+        """(anchor exponent Ea + Eb - tau,): not counting (:func:`_counts`) unless both elements
+        are finite and nonzero (or ``zero_exponent`` is set); int8 or int16 (sentinel: the type's
+        minimum) for a table whose exponents fit, else int32."""
         anchor = np.take(self.ea.anchor, ca) + np.take(self.eb.anchor, cb) - tau
         counts = anchor > COUNTS
-        if np.isscalar(tau) and np.abs(anchor[counts]).max(initial=0) < 128:
-            return (np.where(counts, anchor, -128).astype(np.int8),)
+        if np.isscalar(tau):
+            largest = np.abs(anchor[counts]).max(initial=0)
+            for small in (np.int8, np.int16):
+                if largest < np.iinfo(small).max:
+                    return (np.where(counts, anchor, np.iinfo(small).min).astype(small),)
         return (anchor,)
 
     def _fixed_fields(self, ca, cb, tau):
@@ -585,7 +601,7 @@ class _FusedKernel:
         (anchor,) = self._per_product(self._anchor_fields, ca, cb, sub_a, sub_b, index)
         part = min(layout.step, layout.k)
         largest = anchor.reshape(*ca.shape[:2], layout.k // part, part).max(axis=3)
-        counts = largest > (COUNTS if anchor.dtype != np.int8 else -128)
+        counts = _counts(largest)
         base = largest.astype(np.int64) if self.acc.step_terms == "product" else 0
         anchors = np.where(counts, base + exponent[:, :, None], NO_ANCHOR)
         if layout.step <= layout.k:
@@ -738,45 +754,79 @@ class _FusedKernel:
         index = self._pair_index(ca, cb)
         value, exponent, scale_nan = self._terms(ca, cb, sub_a, sub_b, scales_a, scales_b, index)
         (anchor,) = self._per_product(self._anchor_fields, ca, cb, sub_a, sub_b, index)
-        counts = anchor > (COUNTS if anchor.dtype != np.int8 else -128)
-        anchors = np.where(counts, anchor.astype(np.int64) + exponent[:, :, None], NO_ANCHOR)
+        extra = (-step) % n  # deal the step's products into n interleaved partial sums
+        if layout.padded_blocks != ca.shape[1] or extra:
+            return self._late_terms_padded(value, anchor, exponent, scale_nan, ca, cb, layout)
+        # (rows, n_steps, step): partial sum h holds the products h, h + n, ... of the step (strided views)
+        values = value.reshape(rows, layout.n_steps, step)
+        anchors = anchor.reshape(rows, layout.n_steps, step)
+        scale_exponent = layout.per_step(exponent.astype(np.int64), 0, np.max)
+        e_h, has = [], []
+        for h in range(n):
+            largest = anchors[:, :, h::n].max(axis=2)  # in the table's small type
+            has.append(_counts(largest))
+            e_h.append(np.where(has[-1], largest.astype(np.int64) + scale_exponent, NO_ANCHOR))
+        return (*self._late_sums(values, e_h, has), self._specials(ca, cb, scale_nan))
+
+    def _late_terms_padded(self, value, anchor, exponent, scale_nan, ca, cb, layout):
+        """:meth:`_late_terms` where steps are padded (a partial last step, or a step that is not
+        a multiple of ``partial_sums``): per-product anchors, padded with non-counting zeros."""
+        n, rows, step = self.acc.partial_sums, ca.shape[0], layout.step
+        anchors = np.where(_counts(anchor), anchor.astype(np.int64) + exponent[:, :, None], NO_ANCHOR)
         values = layout.pad_blocks(value, 0.0).reshape(rows, layout.n_steps, step)
         anchors = layout.pad_blocks(anchors, NO_ANCHOR).reshape(rows, layout.n_steps, step)
-        extra = (-step) % n  # deal the step's products into n interleaved partial sums
+        extra = (-step) % n
         if extra:
             values = np.pad(values, ((0, 0), (0, 0), (0, extra)))
             anchors = np.pad(anchors, ((0, 0), (0, 0), (0, extra)), constant_values=NO_ANCHOR)
-        values = values.reshape(rows, layout.n_steps, -1, n)
-        e_h = anchors.reshape(rows, layout.n_steps, -1, n).max(axis=2)
-        has = e_h > COUNTS
-        unit = np.ldexp(1.0, np.minimum(np.maximum(acc.frac_bits - e_h, -1000), 1000).astype(np.int32))
-        q = FLOAT_CUTS[acc.shift_rounding](values * unit[:, :, None, :]).sum(axis=2)  # units 2^(e_h - F)
-        e = e_h.max(axis=2)
-        regrid = np.ldexp(1.0, np.maximum(np.where(has, e_h - e[:, :, None], 0), -1000).astype(np.int32))
-        total = np.where(has, FLOAT_CUTS[acc.sum_rounding](q * regrid), 0.0).sum(axis=2)  # units 2^(E - F)
-        return total, np.where(has.any(axis=2), e, NO_ANCHOR), self._specials(ca, cb, scale_nan)
+        e_h = [anchors[:, :, h::n].max(axis=2) for h in range(n)]
+        return (*self._late_sums(values, e_h, [e > COUNTS for e in e_h]), self._specials(ca, cb, scale_nan))
+
+    def _late_sums(self, values, e_h, has):
+        """(S, E) from the products (rows, n_steps, step; partial sum h holds products h, h + n,
+        ...) and each partial sum's anchor e_h and ``has`` (some product counts; lists of n arrays
+        (rows, n_steps)): each product cut to 2^(e_h - F) by ``shift_rounding`` (in place), each
+        partial sum to 2^(E - F) by ``sum_rounding``, added. Strided views per partial sum: NumPy
+        is several times faster on them than on a (..., m, n) array with a short last axis."""
+        acc, n = self.acc, self.acc.partial_sums
+        sums = []
+        for h in range(n):
+            part = values[:, :, h::n]
+            unit = np.ldexp(1.0, np.minimum(np.maximum(acc.frac_bits - e_h[h], -1000), 1000).astype(np.int32))
+            np.multiply(part, unit[:, :, None], out=part)
+            FLOAT_CUTS[acc.shift_rounding](part, out=part)
+            sums.append(np.einsum("rsi->rs", part))  # units 2^(e_h - F), exact
+        e = functools.reduce(np.maximum, e_h)
+        total = np.zeros(e.shape)
+        for q, e_part, counts in zip(sums, e_h, has):
+            regrid = np.ldexp(q, np.maximum(np.where(counts, e_part - e, 0), -1000).astype(np.int32))
+            total += np.where(counts, FLOAT_CUTS[acc.sum_rounding](regrid), 0.0)  # units 2^(E - F)
+        return total, np.where(functools.reduce(np.logical_or, has), e, NO_ANCHOR)
 
     def _late_step(self, c: _C, total, e, specials):
         """One step of the late join (step 3 of :func:`mxsim.ref.fused._late_join`): E' =
         max(E, e_C); S cut to 2^(E' - sum_frac_bits), C to 2^(E' - c_frac_bits) (or dropped),
-        added exactly on the grid 2^(E' - G) and rounded once."""
+        added exactly on the grid 2^(E' - G) and rounded once. (E is NO_ANCHOR, below every e_C,
+        where no product counts; S is 0 there.) The exponents are clipped to +-1000, where every
+        cut is already decided: |S| and |C| are integers of at most 64 bits times those powers."""
         acc = self.acc
-        has = e > COUNTS
-        joint = np.where(has, np.maximum(e, c.anchor), c.anchor).astype(np.int64)
+        joint = np.maximum(e, c.anchor)
         widest = max(acc.sum_frac_bits, acc.c_frac_bits)
         cut = FLOAT_CUTS[acc.sum_rounding]
-
-        def power(exponent):
-            return np.ldexp(1.0, np.minimum(np.maximum(exponent, -1000), 1000).astype(np.int32))
-
-        s_cut = cut(total * power(np.where(has, e - acc.frac_bits - joint + acc.sum_frac_bits, 0)))
-        c_cut = cut(c.signed() * power(c.exponent - joint + acc.c_frac_bits))
+        s_shift = np.maximum(e - joint, -1000) + (acc.sum_frac_bits - acc.frac_bits)
+        s_cut = cut(np.ldexp(total, s_shift.astype(np.int32)))
+        c_shift = np.minimum(np.maximum(c.exponent - joint + acc.c_frac_bits, -1000), 1000)
+        c_cut = cut(np.ldexp(c.signed().astype(np.float64), c_shift.astype(np.int32)))
         if acc.c_drop is not None:
-            c_cut = np.where(c.anchor < joint - acc.c_drop, 0.0, c_cut)
-        exact = s_cut * 2.0 ** (widest - acc.sum_frac_bits) + c_cut * 2.0 ** (widest - acc.c_frac_bits)
+            c_cut[c.anchor < joint - acc.c_drop] = 0.0
+        if widest != acc.sum_frac_bits:
+            s_cut *= 2.0 ** (widest - acc.sum_frac_bits)
+        if widest != acc.c_frac_bits:
+            c_cut *= 2.0 ** (widest - acc.c_frac_bits)
+        s_cut += c_cut
         special = _combine(specials, c.special)
-        code = round_output(exact < 0, np.abs(exact).astype(np.int64), joint - widest, special, acc)
-        return self._pass_c(code, c, total == 0, special), np.zeros(exact.shape, dtype=bool)
+        code = round_output(s_cut < 0, np.abs(s_cut).astype(np.int64), joint - widest, special, acc)
+        return self._pass_c(code, c, total == 0, special), np.zeros(s_cut.shape, dtype=bool)
 
     def _fixed_step(self, c: _C, high, low, grid, specials):
         """One step of anchor="fixed": V = C + P * 2^g exactly (or D = C under bypass)."""
