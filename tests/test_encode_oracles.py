@@ -103,7 +103,8 @@ def _float_spec(name, e_bits, m_bits, bias, specials, next_value, next_even, nan
     positive = Side(values, codes, even, next_value, next_even)
     # 'fnuz' and 'p3109' have no -0: a negative value rounding to zero is +0 (code 0)
     no_negative_zero = specials in ("fnuz", "p3109")
-    negative = Side(values, [0 if no_negative_zero and c == 0 else c | sign for c in codes], even, next_value, next_even)
+    negative_codes = [0 if no_negative_zero and c == 0 else c | sign for c in codes]
+    negative = Side(values, negative_codes, even, next_value, next_even)
     return Spec(
         name,
         1 + e_bits + m_bits,

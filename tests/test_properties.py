@@ -17,8 +17,11 @@ from hypothesis import strategies as st
 import mxsim
 from mxsim import ref
 
-SMALL_FORMATS = ["fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8", "int8_sm", "int5_sm", "int3_sm"]
-ALL_FAST_FORMATS = SMALL_FORMATS + ["int4_sm", "e8m0", "ue4m3", "bf16", "fp16"]
+SMALL_FORMATS = ["fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8", "int8_sm", "int5_sm", "int3_sm",
+                 "fp8_e4m3fnuz", "binary8p4"]
+# binary8p1 (no mantissa bit) is left out of the ties-to-even-code property: its rne ties go to the
+# even significand, whose code may be odd (test_encode_oracles checks them against the definition)
+ALL_FAST_FORMATS = SMALL_FORMATS + ["binary8p1", "int4_sm", "e8m0", "ue4m3", "bf16", "fp16"]
 NEAREST = ["rne", "rna"]
 DIRECTED = ["rtz", "rup", "rdn"]
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

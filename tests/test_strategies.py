@@ -86,7 +86,8 @@ def floor_log2(q: Fraction) -> int:
 @dataclass(frozen=True)
 class FloatDef:
     """[S] E..E M..M; specials: 'ieee' (all-ones exponent: Inf/NaN), 'fn' (all-ones magnitude is
-    NaN, no Inf), 'none'. Without subnormals, exponent field 0 is a normal binade (E8M0)."""
+    NaN, no Inf), 'none', 'fnuz' (0x80 is the one NaN, no -0, no Inf), 'p3109' ('fnuz' plus +-Inf
+    at the all-ones magnitude). Without subnormals, exponent field 0 is a normal binade (E8M0)."""
 
     e: int
     m: int
@@ -112,6 +113,10 @@ class FloatDef:
         if self.specials == "ieee" and top:
             return ("inf" if mant == 0 else "nan"), sign, None
         if self.specials == "fn" and top and mant == (1 << self.m) - 1:
+            return "nan", sign, None
+        if self.specials == "p3109" and top and mant == (1 << self.m) - 1:
+            return "inf", sign, None
+        if self.specials in ("fnuz", "p3109") and sign and mag == 0:  # the one NaN, in place of -0
             return "nan", sign, None
         if field == 0 and self.subnormals:
             return "finite", sign, TWO ** (1 - self.bias - self.m) * mant
@@ -161,6 +166,11 @@ DEFS = {
     "fp4_e2m1": FloatDef(2, 1, 1, specials="none"),
     "e8m0": FloatDef(8, 0, 127, signed=False, subnormals=False, specials="fn"),
     "ue4m3": FloatDef(4, 3, 7, signed=False, specials="fn"),
+    # AMD CDNA3 FP8 (ml_dtypes float8_e4m3fnuz / e5m2fnuz); IEEE P3109 binary8p4 and binary8p1
+    "fp8_e4m3fnuz": FloatDef(4, 3, 8, specials="fnuz"),
+    "fp8_e5m2fnuz": FloatDef(5, 2, 16, specials="fnuz"),
+    "binary8p4": FloatDef(4, 3, 8, specials="p3109"),
+    "binary8p1": FloatDef(7, 0, 64, specials="p3109"),
     # MXINT8 (two's complement, q/64); the shared-exponent formats' sign-magnitude elements
     "int8": IntDef(8, 6, twos=True),
     "int8_sm": IntDef(8, 6, twos=False),
@@ -173,7 +183,8 @@ DEFS = {
     "fp32": FloatDef(8, 23, 127),
     "fp64": FloatDef(11, 52, 1023),
 }
-ELEMENT_FORMATS = ["fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8", "int8_sm", "int5_sm", "int4_sm", "int3_sm", "e8m0", "ue4m3"]
+ELEMENT_FORMATS = ["fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8", "int8_sm", "int5_sm", "int4_sm",
+                   "int3_sm", "e8m0", "ue4m3", "fp8_e4m3fnuz", "binary8p4", "binary8p1"]
 SIXTEEN_BIT = ["bf16", "fp16"]
 
 # block format -> (element, scale, block size, sub-blocks, sub-scale bits): OCP MX v1.0 table 1,

@@ -130,9 +130,8 @@ def _grid_table(fmt, dtype_name: str) -> np.ndarray:
     if np.dtype(dtype_name).kind == "i" and ref_dot.largest_grid_value(fmt).bit_length() > 62:
         # elements spanning more than int64 on the fixed grid (P3109 binary8p1: 2^-63 .. 2^62):
         # Python ints, for the Python-int routes
-        values = np.array([(-1 if n else 1) * (int(m) << int(e)) for n, m, e in zip(t.negative, t.significand, shift)]
-                          + [None], dtype=object)[:-1]
-        return values
+        return np.array([(-1 if n else 1) * (int(m) << int(e)) for n, m, e in zip(t.negative, t.significand, shift)],
+                        dtype=object)
     values = t.significand << shift
     values = np.where(t.negative, -values, values).astype(dtype_name)
     if np.dtype(dtype_name).kind == "f":
@@ -290,7 +289,7 @@ class _DotKernel:
         per-product exponents (int64)."""
         (table_a, sentinel_a), (table_b, sentinel_b) = _anchor_table(self.fmt_a), _anchor_table(self.fmt_b)
         if sentinel_a != sentinel_b:
-            (table_a, sentinel_a), (table_b, sentinel_b) = _anchor_table(self.fmt_a, True), _anchor_table(self.fmt_b, True)
+            (table_a, sentinel_a), (table_b, sentinel_b) = (_anchor_table(f, True) for f in (self.fmt_a, self.fmt_b))
         ea, eb = np.take(table_a, codes_a), np.take(table_b, codes_b)
         if ea.dtype != eb.dtype:
             ea, eb = ea.astype(np.int32), eb.astype(np.int32)

@@ -39,9 +39,9 @@ def decode(code: int, fmt) -> Exact:
     Float formats: NaN codes give NaN and Inf codes give +-Inf, each keeping the code's sign bit;
     the negative-zero code gives -0 ('ieee', 'fn', 'none'); in 'fnuz' and 'p3109' formats that
     code (0x80) is the one NaN, with its sign bit set (as ml_dtypes reads it), and 'p3109' reads
-    the all-ones magnitudes 0x7F / 0xFF as +-Inf (contract section 1). Integer formats: q * 2^-frac_bits, where two's-complement
-    codes at or above 2^(bits-1) are negative (MXINT8 0x80 is -2.0, always) and the
-    sign-magnitude code with only the sign bit set is -0.
+    the all-ones magnitudes 0x7F / 0xFF as +-Inf (contract section 1). Integer formats:
+    q * 2^-frac_bits, where two's-complement codes at or above 2^(bits-1) are negative (MXINT8
+    0x80 is -2.0, always) and the sign-magnitude code with only the sign bit set is -0.
     """
     fmt = get_format(fmt, kind="element")
     code = _check_code(code, fmt)
