@@ -41,8 +41,7 @@ def tensor(values, block: str, scale: int = 127, k: int = 32) -> MXTensor:
     """One row of one block: element codes of the exact ``values`` (padded with +0), E8M0 ``scale``."""
     fmt = get_format(block)
     codes = [int(mxsim.encode(np.float64(v), fmt.element)) for v in values] + [0] * (k - len(values))
-    dtype = np.uint8
-    return MXTensor.from_codes(np.array([[scale]], np.uint8), np.array([codes], dtype), fmt)
+    return MXTensor.from_codes(np.array([[scale]], np.uint8), np.array([codes], np.uint8), fmt)
 
 
 def word(a, b, acc, c_word: int = 0, details: bool = False):
@@ -295,7 +294,8 @@ def test_rtx_blackwell_names():
     assert PRESETS["rtx_blackwell_mxf8f6f4"] is PRESETS["blackwell_mxf8f6f4"]
     assert PRESETS["rtx_blackwell_mxf4nvf4"] is PRESETS["blackwell_mxf4nvf4"]
     plain = PRESETS["rtx_blackwell_f8f6f4"]
-    assert dataclasses.replace(plain, elements=None) == dataclasses.replace(PRESETS["blackwell_mxf8f6f4"], elements=None)
+    unscaled = dataclasses.replace(PRESETS["blackwell_mxf8f6f4"], elements=None)
+    assert dataclasses.replace(plain, elements=None) == unscaled
     with pytest.raises(ValueError, match="fp6_e3m2"):
         mxsim.dot(tensor([1.0], "mxfp6_e3m2"), tensor([1.0], "mxfp6_e3m2"), "rtx_blackwell_f8f6f4")
 
@@ -332,7 +332,8 @@ def test_mxdotp_fp4_steps_of_16_and_int8_integers():
     a = tensor([Fraction(100, 64)], "mxint8", scale=125)
     b = tensor([Fraction(-3, 64)], "mxint8", scale=127)
     assert word(a, b, PRESETS["mxdotp_int8"]) == f32(-75)
-    assert word(a, b, dataclasses.replace(PRESETS["mxdotp_int8"], int_elements="scaled")) == f32(Fraction(-300, 4096 * 4))
+    scaled = dataclasses.replace(PRESETS["mxdotp_int8"], int_elements="scaled")
+    assert word(a, b, scaled) == f32(Fraction(-300, 4096 * 4))
 
 
 @pytest.mark.parametrize("rounding", ["rne", "rtz", "rup"])

@@ -290,7 +290,9 @@ class Accumulator:
             if self.partial_sums != 1:
                 raise ValueError(f"partial_sums={self.partial_sums!r} is only used with anchor='max', not 'fixed'")
         if self.c_drop is not None and not late:
-            raise ValueError(f"c_drop={self.c_drop!r} is only used when C joins late (sum_frac_bits and c_frac_bits set)")
+            raise ValueError(
+                f"c_drop={self.c_drop!r} is only used when C joins late (sum_frac_bits and c_frac_bits set)"
+            )
         if self.partial_sums != 1:
             if not late:
                 raise ValueError(

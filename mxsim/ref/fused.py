@@ -268,7 +268,8 @@ def _late_join(terms, c: Exact, e_c: int, acc: Accumulator) -> tuple[int, int, F
         exponents = [exponent for _, exponent, counts in part if counts]
         if exponents:
             e_h = max(exponents)
-            sums.append((_cut_sum([value for value, _, _ in part], e_h - f, acc.shift_rounding) * TWO ** (e_h - f), e_h))
+            cut = _cut_sum([value for value, _, _ in part], e_h - f, acc.shift_rounding)
+            sums.append((cut * TWO ** (e_h - f), e_h))
     if sums:
         e = max(e_h for _, e_h in sums)
         products = _cut_sum([value for value, _ in sums], e - f, acc.sum_rounding) * TWO ** (e - f)

@@ -11,7 +11,6 @@ X = 8: the code shifted left by 23 - Y, its low bits 0).
 
 from __future__ import annotations
 
-from functools import lru_cache
 
 from ..options import Accumulator
 from ..options.accumulate import output_float_format
