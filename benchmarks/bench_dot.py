@@ -21,6 +21,7 @@ Figures are medians of --repeat runs.
 from __future__ import annotations
 
 import argparse
+import time
 
 import numpy as np
 
@@ -37,6 +38,10 @@ CASES = [
 ]
 
 
+# a custom MX block of FNUZ E4M3 elements (CDNA3 has no block scales: its tensors carry scales of 1 and
+# quantize's scales do no harm to the timing)
+FNUZ_E4M3 = {"name": "mx_fp8_e4m3fnuz", "element": "fp8_e4m3fnuz"}
+
 GEMM_CASES = [
     ("mxfp8_e4m3", "aligned F=13 W=24", "hopper_fp8_like"),
     ("mxfp8_e4m3", "aligned F=25 W=36", "blackwell_fp8_like"),
@@ -45,6 +50,20 @@ GEMM_CASES = [
     ("mxfp8_e4m3", "fused mxdotp_fp8", "mxdotp_fp8"),
     ("mxfp4_e2m1", "aligned F=13 W=24", "hopper_fp8_like"),
     ("mxfp4_e2m1", "fused blackwell_mxf4nvf4", "blackwell_mxf4nvf4"),
+    # the other units of conventions.md 6.1
+    ("mxfp8_e4m3", "fused hopper_fp8_wgmma_f16", "hopper_fp8_wgmma_f16"),
+    ("mxfp8_e4m3", "fused ada_fp8_mma", "ada_fp8_mma"),
+    ("mxfp8_e4m3", "fused ada_fp8_mma_f16", "ada_fp8_mma_f16"),
+    ("mxfp8_e4m3", "fused rtx_blackwell_f8f6f4", "rtx_blackwell_f8f6f4"),
+    ("mxfp8_e4m3", "fused rtx_blackwell_f8f6f4_f16", "rtx_blackwell_f8f6f4_f16"),
+    ("mxfp8_e4m3", "fused mxdotp_fp8_bf16", "mxdotp_fp8_bf16"),
+    ("mxfp6_e3m2", "fused mxdotp_fp6", "mxdotp_fp6"),
+    ("mxfp6_e3m2", "fused mxdotp_fp6_bf16", "mxdotp_fp6_bf16"),
+    ("mxfp4_e2m1", "fused mxdotp_fp4", "mxdotp_fp4"),
+    ("mxfp4_e2m1", "fused mxdotp_fp4_bf16", "mxdotp_fp4_bf16"),
+    ("mxint8", "fused mxdotp_int8", "mxdotp_int8"),
+    ("mxint8", "fused mxdotp_int8_bf16", "mxdotp_int8_bf16"),
+    ("fnuz_e4m3", "fused cdna3_fp8_mfma", "cdna3_fp8_mfma"),
 ]
 
 
@@ -52,24 +71,44 @@ def gemm(args) -> None:
     m = n = args.gemm_mn
     k = args.gemm_k
     products = m * n * k
+    clock = time.process_time if args.cpu_time else time.perf_counter
     rng = np.random.default_rng(1)
     x = rng.standard_normal((m, 1, k)).astype(np.float32)
     y = rng.standard_normal((n, k)).astype(np.float32)
     print(f"\nGEMM M = N = {m}, K = {k} ({products / 1e6:.1f} M products); medians of {args.repeat} runs")
-    print(f"{'operation':48} {'M prod/s':>10} {'matmul / x':>11} {'x / aligned':>12}")
+    print(f"{'operation':48} {'M prod/s':>10} {'matmul / x':>11} {'x / aligned':>12} {'x / bw_mxf8f6f4':>16}")
     aligned = {}
     baseline = None
-    for name, label, preset in GEMM_CASES:
-        a, b = mxsim.quantize(x, name), mxsim.quantize(y, name)
+    cases = [case for case in GEMM_CASES if args.cases is None or case[2] in args.cases.split(",")]
+    for name, label, preset in cases:
+        fmt = _block_format(name)
+        if fmt is None:
+            print(f"{'mxsim.dot ' + name + ' ' + label:48} skipped: the FNUZ formats are not in this build")
+            continue
+        a, b = mxsim.quantize(x, fmt), mxsim.quantize(y, fmt)
         if baseline is None:
             da, db = a.dequantize()[:, 0, :], b.dequantize()
-            baseline = median_rate(lambda da=da, db=db: da @ db.T, products, args.repeat)
+            baseline = median_rate(lambda da=da, db=db: da @ db.T, products, args.repeat, clock)
             print(f"{'float32 matmul (dequantized ' + name + ')':48} {baseline / 1e6:10.1f} {1.0:11.1f}")
         acc = mxsim.Accumulator.preset(preset)
-        rate = median_rate(lambda a=a, b=b, acc=acc: mxsim.dot(a, b, acc), products, args.repeat)
+        rate = median_rate(lambda a=a, b=b, acc=acc: mxsim.dot(a, b, acc), products, args.repeat, clock)
         aligned.setdefault(name, rate)
-        ratios = f"{baseline / rate:11.1f} {rate / aligned[name]:12.3f}"
+        if preset == "blackwell_mxf8f6f4":
+            aligned["blackwell_mxf8f6f4"] = rate
+        versus = rate / aligned["blackwell_mxf8f6f4"] if "blackwell_mxf8f6f4" in aligned else float("nan")
+        ratios = f"{baseline / rate:11.1f} {rate / aligned[name]:12.3f} {versus:16.3f}"
         print(f"{'mxsim.dot ' + name + ' ' + label:48} {rate / 1e6:10.1f} {ratios}")
+
+
+def _block_format(name: str):
+    """A catalogue block format, or the FNUZ E4M3 MX block (None where this build lacks FNUZ)."""
+    if name != "fnuz_e4m3":
+        return mxsim.get_format(name)
+    try:
+        element = mxsim.get_format(FNUZ_E4M3["element"])
+    except ValueError:
+        return None
+    return mxsim.formats.BlockFormat(FNUZ_E4M3["name"], element, 32, mxsim.get_format("e8m0"))
 
 
 def main() -> None:
@@ -80,6 +119,9 @@ def main() -> None:
     parser.add_argument("--gemm-mn", type=int, default=128, help="M = N of the GEMM part")
     parser.add_argument("--gemm-k", type=int, default=1024, help="K of the GEMM part")
     parser.add_argument("--part", choices=("all", "vector", "gemm"), default="all")
+    parser.add_argument("--cpu-time", action="store_true", help="GEMM part: time in CPU seconds (default: wall)")
+    parser.add_argument("--cases", default=None, help="GEMM part: only these presets (comma-separated; the "
+                        "x / bw_mxf8f6f4 column needs blackwell_mxf8f6f4 among them, first)")
     args = parser.parse_args()
     if args.part != "gemm":
         vector(args)

@@ -20,8 +20,14 @@ Prints, in one run:
   of a ``--verify-count`` (default 20,000) vector suite of each kind, and ``golden check`` of the N
   dot results (a device that gives exactly the expected outputs).
 
+* ``--presets N`` (default 2,000; 0 skips): ``golden generate --count N`` (in this process,
+  ``mxsim.golden.generate``) of a dot suite of every fused preset of a real unit (conventions.md
+  6.1) on the formats it takes, beside ``blackwell_mxf8f6f4``: vectors per CPU second, and the
+  ratio to blackwell_mxf8f6f4 (medians of ``--repeat`` runs, each into a fresh directory).
+
     python benchmarks/bench_golden.py [--vectors 400] [--repeat 5] [--million 1000000] [--chunk 65536]
                                       [--pipeline 1000000] [--verify-count 20000] [--workdir /tmp/bench_golden]
+                                      [--presets 2000]
 
 Run it with PYTHONPATH pointing at an older checkout to measure that version's reference (the
 rows of a version without ``compute_batch`` say so).
@@ -47,6 +53,27 @@ from mxsim.golden.suites import suite_from_spec
 from mxsim.ref.block import quantize_block
 from mxsim.ref.encode import encode
 from mxsim.ref.exact import Exact
+
+# the dot suite of each fused preset of a real unit, on formats it takes (params of ``golden generate``)
+_FNUZ_BLOCK = {"name": "mx_fp8_e4m3fnuz", "element": "fp8_e4m3fnuz", "block_size": 32, "scale": "e8m0"}
+PRESET_SUITES = [
+    {"block_a": "mxfp8_e4m3", "block_b": "mxfp4_e2m1", "preset": "blackwell_mxf8f6f4", "steps": True},
+    {"block_a": "mxfp8_e4m3", "preset": "hopper_fp8_wgmma", "unit_scales": True},
+    {"block_a": "mxfp8_e4m3", "preset": "hopper_fp8_wgmma_f16", "unit_scales": True},
+    {"block_a": "mxfp8_e4m3", "block_b": "mxfp8_e5m2", "preset": "ada_fp8_mma", "unit_scales": True, "steps": True},
+    {"block_a": "mxfp8_e4m3", "preset": "ada_fp8_mma_f16", "unit_scales": True, "steps": True},
+    {"block_a": "mxfp8_e5m2", "block_b": "mxfp4_e2m1", "preset": "rtx_blackwell_f8f6f4", "unit_scales": True},
+    {"block_a": "mxfp8_e5m2", "preset": "rtx_blackwell_f8f6f4_f16", "unit_scales": True},
+    {"block_a": "mxfp8_e4m3", "preset": "mxdotp_fp8", "steps": True},
+    {"block_a": "mxfp8_e5m2", "preset": "mxdotp_fp8_bf16", "steps": True},
+    {"block_a": "mxfp6_e3m2", "preset": "mxdotp_fp6", "steps": True},
+    {"block_a": "mxfp6_e2m3", "preset": "mxdotp_fp6_bf16", "steps": True},
+    {"block_a": "mxfp4_e2m1", "preset": "mxdotp_fp4", "steps": True},
+    {"block_a": "mxfp4_e2m1", "preset": "mxdotp_fp4_bf16", "steps": True},
+    {"block_a": "mxint8", "preset": "mxdotp_int8", "steps": True},
+    {"block_a": "mxint8", "preset": "mxdotp_int8_bf16", "steps": True},
+    {"block_a": _FNUZ_BLOCK, "preset": "cdna3_fp8_mfma", "unit_scales": True, "steps": True},
+]
 
 SUITES = {
     "dot": ("dot", {"block_a": "mxfp8_e4m3", "accumulator": {"mode": "aligned", "frac_bits": 13, "width": 24}}),
@@ -165,6 +192,8 @@ def main() -> None:
     parser.add_argument("--pipeline", type=int, default=1_000_000, help="vectors of the generate/verify/check runs (0: skip)")
     parser.add_argument("--verify-count", type=int, default=20_000, help="vectors of the suites verified in full")
     parser.add_argument("--workdir", default="/tmp/bench_golden", help="where the pipeline runs write (removed after)")
+    parser.add_argument("--presets", type=int, default=2000, help="vectors per preset suite generated (0: skip)")
+    parser.add_argument("--preset-only", action="store_true", help="only the preset part")
     parser.add_argument("--child", choices=sorted(SUITES), help=argparse.SUPPRESS)
     parser.add_argument("--cli-child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -173,6 +202,10 @@ def main() -> None:
         return
     if args.cli_child is not None:
         cli_child(args.cli_child)
+        return
+    if args.presets:
+        preset_runs(args.presets, args.repeat, Path(args.workdir))
+    if args.preset_only:
         return
     print(f"medians of {args.repeat} runs, each on unseen inputs; rates per CPU second")
     for label, rate in element_rates(args.elements, args.repeat):
@@ -194,6 +227,34 @@ def main() -> None:
 
     if args.pipeline and has_batch:
         pipeline_runs(args.pipeline, args.verify_count, Path(args.workdir))
+
+
+# --- fused presets of real units --------------------------------------------------------------------
+def preset_runs(count: int, repeat: int, workdir: Path) -> None:
+    """``golden generate --count`` of each preset's dot suite: vectors per CPU second (median of
+    ``repeat`` generations into fresh directories) and the ratio to blackwell_mxf8f6f4 (the first)."""
+    from mxsim.golden.files import generate
+
+    print(f"golden generate --count {count} of each fused preset's dot suite; medians of {repeat} runs, CPU time")
+    print(f"{'suite':64} {'vectors/s':>10} {'x / blackwell_mxf8f6f4':>24}")
+    first = None
+    for params in PRESET_SUITES:
+        try:
+            suite = suite_from_spec("dot", **params)
+        except ValueError as error:  # e.g. a format this build lacks
+            print(f"{params['preset']:64} skipped: {error}")
+            continue
+        runs = iter(range(repeat + 1))
+
+        def run(_, suite=suite):
+            root = workdir / f"presets-{next(runs)}"
+            shutil.rmtree(root, ignore_errors=True)
+            generate(suite, root, count=count)
+            shutil.rmtree(root, ignore_errors=True)
+
+        rate = count / _median_time(run, repeat, lambda i: i)
+        first = first or rate
+        print(f"{'dot/' + suite.name:64} {rate:10,.0f} {rate / first:24.2f}")
 
 
 # --- the commands as a user runs them -------------------------------------------------------------

@@ -51,12 +51,13 @@ from . import ref
 from ._version import __version__
 from .options import DequantizeOptions, LayoutOptions, QuantizeOptions
 from .options.profiles import PROFILES, get_profile
-from .options.spec import Choice, Flag, options_of
+from .options.spec import Choice, Flag, NameOrPattern, options_of
 from .fileformat import atomic_write, load, read, save
 from .reading import check_allocation, loads_json, shorten
 from .ref.sources import SOURCE_TYPES
 from .formats import ALIASES, FORMATS, format_names, get_format
 from .options import PRESETS, Accumulator
+from .options.accumulate import presets_text
 from .golden import canonical as golden_canonical
 from .golden import generate_suites, suite_from_spec
 from .golden.crosscheck import ReferenceDisagreement
@@ -540,6 +541,9 @@ def _add_option_flags(parser, options_class) -> None:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
         elif isinstance(definition.allowed, Choice):
             parser.add_argument(flag, choices=definition.allowed.values, default=None, help=help_text)
+        elif isinstance(definition.allowed, NameOrPattern):  # checked by the options class, naming the allowed ones
+            allowed = definition.allowed.text().replace("%", "%%")
+            parser.add_argument(flag, default=None, metavar="NAME", help=f"{help_text}; {allowed}")
         else:
             parser.add_argument(flag, type=_integer, default=None, metavar="N", help=help_text)
 
@@ -626,6 +630,14 @@ def _add_cluster_flags(parser) -> None:
                         help="run on a local Dask cluster of N worker processes (needs pip install 'mxsim[dist]')")
 
 
+def _presets_epilog() -> str:
+    """The accumulator presets (the "preset" key of dot and dotgeneral suites, --preset of dot), one
+    per line with its source: generated from mxsim.options.PRESETS."""
+    lines = presets_text().replace("%", "%%").splitlines()
+    return "accumulator presets (name: source):\n" + "\n".join(
+        textwrap.fill(line, 110, initial_indent="  ", subsequent_indent="      ") for line in lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="mxsim", description="Bit-accurate MX number format simulator.")
     parser.add_argument("--version", action="version", version=f"mxsim {__version__}")
@@ -692,15 +704,17 @@ def build_parser() -> argparse.ArgumentParser:
     ident.set_defaults(run=_cmd_identify)
 
     dot = commands.add_parser("dot", help="DotGeneral of two mxsim tensor files along their block axes",
-                              description=DOT_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+                              description=DOT_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+                              epilog=_presets_epilog())
     dot.add_argument("a", metavar="A", help="mxsim tensor file")
     dot.add_argument("b", metavar="B", help="mxsim tensor file (same block-axis length and block size)")
     dot.add_argument("out_path", metavar="OUT.npy", help=".npy file of the results (float32; float16 for --output fp16)")
     dot.add_argument("--outer", action="store_true",
                      help="every row of A against every row of B: A's non-block axes followed by B's, "
                           "(M,K) x (N,K) -> (M,N) = A @ B^T (default: broadcast, see above)")
-    dot.add_argument("--preset", choices=tuple(PRESETS), default=None,
-                     help="start from a named accumulator (default: the contract's defaults); flags override fields")
+    dot.add_argument("--preset", choices=tuple(PRESETS), default=None, metavar="PRESET",
+                     help="start from a named accumulator (default: the contract's defaults; the list below); flags "
+                          "override fields; a preset of a real unit refuses element formats the unit does not take")
     dot.add_argument("--c", metavar="C.npy", default=None,
                      help="accumulator input C: a float32 .npy array that broadcasts to the result shape "
                           "(fused steps start from C, separate accumulation adds it first; default: none / +0)")
@@ -720,7 +734,7 @@ def build_parser() -> argparse.ArgumentParser:
                            for line in keys_text(KINDS).splitlines())
                + "\n\n" + _named_sets_text()
                + f"\n\nElement formats of at most {MAX_ENUMERATED_BITS} bits (fp16, bf16 and narrower); "
-                 "docs/golden-vectors.md has the details.",
+                 "docs/golden-vectors.md has the details.\n\n" + _presets_epilog(),
     )
     gen.add_argument("out", metavar="DIR", help=f"root directory (suites go to DIR/<kind>/<suite>/, the list of them "
                                                 f"to DIR/{INDEX})")

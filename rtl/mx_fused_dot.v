@@ -16,10 +16,12 @@
 //   CZE        the exponent e_C of a zero C (MXDOTP reads exponent field 0: -127; fp32's -126)
 //   RM         output rounding, RISC-V frm encoding: 0 RNE, 1 RTZ, 2 RDN, 3 RUP, 4 RNA (RMM)
 //   NAN_BITS   the NaN result (MXDOTP: 32'h7FC00000)
+//   PASS_C     1: a step whose product sum is exactly zero gives D = C, -0 included (MXDOTP;
+//              zero_product_sum="pass_c"); 0: C + 0, so a zero C gives +0 ("add")
 // Behaviour
 //   NaN if C is NaN, a scale is 0xFF, or an element is NaN (E4M3 S.1111.111); else +-Inf if C is
-//   +-Inf (E4M3 has no Inf); else the bypass; else the exact sum C + products: exactly zero gives
-//   +0, otherwise it is rounded with RM, subnormals kept, a value below the smallest subnormal
+//   +-Inf (E4M3 has no Inf); else the bypass; else, with PASS_C and a zero product sum, C; else the
+//   exact sum C + products: exactly zero gives +0, otherwise it is rounded with RM, subnormals kept, a value below the smallest subnormal
 //   gives a zero of its sign, IEEE overflow: +-Inf, or +-max finite where RM rounds toward zero
 //   for that sign (RTZ; RDN of a positive; RUP of a negative).
 // Mutations for testbench teeth (each flips exactly one behaviour):
@@ -31,7 +33,7 @@
 // placed on the finer grid U = 2^(XA + XB - F - GB) (GB = 27 guard bits): exactly when its LSB is
 // on or above U, else truncated toward -inf with a sticky bit (C is then below 2^(grid - 4), so its
 // lost bits lie below the round bit of any result with S != 0); T = S * 2^GB + C; sign-magnitude,
-// leading-one search, one rounding. S = 0 gives C itself (+0 for a zero C).
+// leading-one search, one rounding. S = 0 gives C itself (with PASS_C = 0, +0 for a zero C).
 //
 // Combinational, Verilog-2005 (constant-bound loops only).
 `default_nettype none
@@ -42,7 +44,8 @@ module mx_fused_dot #(
     parameter BYPASS     = 70,
     parameter CZE        = -127,
     parameter RM         = 0,
-    parameter [31:0] NAN_BITS = 32'h7FC0_0000
+    parameter [31:0] NAN_BITS = 32'h7FC0_0000,
+    parameter PASS_C     = 1
 ) (
     input  wire [8*N-1:0] a_elems,
     input  wire [8*N-1:0] b_elems,
@@ -204,7 +207,7 @@ module mx_fused_dot #(
         else if (BYP != 0 && lc - g > BYPASS)
             d = c;                                               // the bypass: D = C unchanged
         else if (s == {SW{1'b0}})
-            d = c_zero ? 32'h0000_0000 : c;                      // an exactly-zero sum is +0
+            d = (c_zero && PASS_C == 0) ? 32'h0000_0000 : c;    // D = C (pass_c), or C + 0
         else begin
 `ifdef MUTATE_NO_FUSION
             // the product sum rounded to fp32 first, then added to C as a 24-bit significand

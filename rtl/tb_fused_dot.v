@@ -23,6 +23,7 @@ module tb_fused_dot;
     parameter CZE        = -127;
     parameter RM         = 0;       // 0 RNE, 1 RTZ, 2 RDN, 3 RUP, 4 RNA
     parameter [31:0] NAN_BITS = 32'h7FC0_0000;
+    parameter PASS_C     = 1;       // 1: a zero product sum gives D = C (zero_product_sum="pass_c")
     parameter STEPS      = 1;       // 1: the suite has steps.hex
     parameter MAXN       = 65536;   // capacity of the vector memories (>= +count)
     parameter MAXSHOW    = 10;
@@ -45,7 +46,7 @@ module tb_fused_dot;
     reg  [32*NSTEP-1:0] d;              // D of step j at [32*j +: 32]
 
     mx_fused_dot #(.N(N), .F(F), .USE_BYPASS(USE_BYPASS), .BYPASS(BYPASS), .CZE(CZE), .RM(RM),
-                   .NAN_BITS(NAN_BITS)) unit (
+                   .NAN_BITS(NAN_BITS), .PASS_C(PASS_C)) unit (
         .a_elems(a_step), .b_elems(b_step), .a_scale(a_scale), .b_scale(b_scale), .c(c), .d(d_step)
     );
 

@@ -198,11 +198,30 @@ def test_nvfp4_tensor_scales_reach_the_result():
     assert mxsim.dot(a, a) == np.float32(4.0)
 
 
+def block_format_of(element: str):
+    """A block format (E8M0 scales per 32) of an element format: the catalogue's, else a custom one."""
+    found = [f for f in mxsim.formats.FORMATS.values() if f.kind == "block" and f.element.name == element
+             and f.block_size == 32 and f.scale.name == "e8m0" and not f.subblocks]
+    if found:
+        return found[0]
+    return mxsim.formats.BlockFormat(f"mx_{element}", mxsim.get_format(element), 32, mxsim.get_format("e8m0"))
+
+
+def preset_formats(acc) -> tuple:
+    """The block formats a preset's unit takes: the E4M3 x E5M2 pair for presets that take any, else
+    its first element format and (when it mixes) its last."""
+    if acc.elements is None:
+        return mxsim.get_format("mxfp8_e4m3"), mxsim.get_format("mxfp8_e5m2")
+    first = block_format_of(acc.elements[0])
+    return first, (block_format_of(acc.elements[-1]) if acc.mixed_elements else first)
+
+
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_presets_by_name_and_as_objects(name):
     x, y = gaussian((2, 1, 64), 9, spread=3), gaussian((3, 64), 10, spread=3)
-    a, b = mxsim.quantize(x, "mxfp8_e4m3"), mxsim.quantize(y, "mxfp8_e5m2")
     acc = Accumulator.preset(name)
+    fmt_a, fmt_b = preset_formats(acc)
+    a, b = mxsim.quantize(x, fmt_a), mxsim.quantize(y, fmt_b)
     by_name = assert_matches_reference(a, b, acc, name)
     by_object = mxsim.dot(a, b, acc, details=True)
     for field in mxsim.DotResult._fields:

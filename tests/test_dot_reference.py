@@ -1385,7 +1385,7 @@ BAD_ACCUMULATORS = [
     ({"frac_bits": 13}, ["frac_bits", "aligned", "'exact'"]),
     ({"width": 24}, ["width", "aligned", "'exact'"]),
     ({"mode": "fp32_sequential", "frac_bits": 13}, ["frac_bits", "aligned", "fp32_sequential"]),
-    ({"shift_rounding": "floor"}, ["shift_rounding", "'floor'", "truncate", "rne"]),
+    ({"shift_rounding": "ceil"}, ["shift_rounding", "'ceil'", "truncate", "rne", "floor"]),
     ({"overflow": "clamp"}, ["overflow", "'clamp'", "saturate", "wrap"]),
     ({"output": "fp64"}, ["output", "'fp64'", "fp32", "bf16", "fp16"]),
     ({"output_rounding": "stochastic"}, ["output_rounding", "stochastic", "rne", "rna", "rtz", "rup", "rdn"]),

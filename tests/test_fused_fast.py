@@ -158,8 +158,10 @@ def element_exponent(value: Fraction, element) -> int:
     return max(floor_log2(abs(value)), element.emin)
 
 
-def oracle_products(fmt, codes_a, codes_b, fmt_b, scales_a, scales_b):
-    """Per product: (kind, negative, value incl. scales, anchor exponent, counts, block)."""
+def oracle_products(fmt, codes_a, codes_b, fmt_b, scales_a, scales_b, acc=None):
+    """Per product: (kind, negative, value incl. scales, anchor exponent, counts, block). With
+    ``acc``: integer elements read as their plain code (int_elements="integer": value q, exponent
+    E + f) and a zero element reading with ``zero_exponent`` (then every finite product counts)."""
     k = fmt.block_size
     out = []
     for p, (ca, cb) in enumerate(zip(codes_a, codes_b)):
@@ -167,17 +169,22 @@ def oracle_products(fmt, codes_a, codes_b, fmt_b, scales_a, scales_b):
         sa, sb = scales_a[p // k], scales_b[p // k]
         negative = bool(xa.sign ^ xb.sign)
         zero = (xa.is_finite and xa.magnitude == 0) or (xb.is_finite and xb.magnitude == 0)
+        raise_a = raise_b = 0
+        if acc is not None and acc.int_elements == "integer":
+            raise_a = fmt.element.frac_bits if fmt.element.kind == "int" else 0
+            raise_b = fmt_b.element.frac_bits if fmt_b.element.kind == "int" else 0
         if xa.is_nan or xb.is_nan or ((xa.is_inf or xb.is_inf) and zero):
             out.append(("nan", negative, Fraction(0), 0, False, p // k))
             continue
         if xa.is_inf or xb.is_inf:
             out.append(("inf", negative, Fraction(0), 0, False, p // k))
             continue
-        value = xa.magnitude * xb.magnitude * sa[1] * sb[1] * (-1 if negative else 1)
-        exponent = (
-            element_exponent(xa.magnitude, fmt.element) + element_exponent(xb.magnitude, fmt_b.element) + sa[2] + sb[2]
-        )
-        out.append(("finite", negative, value, exponent, not zero, p // k))
+        value = xa.magnitude * xb.magnitude * sa[1] * sb[1] * (-1 if negative else 1) * TWO ** (raise_a + raise_b)
+        zero_read = None if acc is None else acc.zero_exponent
+        ea = element_exponent(xa.magnitude, fmt.element) if zero_read is None or xa.magnitude else zero_read
+        eb = element_exponent(xb.magnitude, fmt_b.element) if zero_read is None or xb.magnitude else zero_read
+        exponent = ea + eb + raise_a + raise_b + sa[2] + sb[2]
+        out.append(("finite", negative, value, exponent, not zero or zero_read is not None, p // k))
     return out
 
 
@@ -189,14 +196,27 @@ def oracle_scale(code: int, scale_fmt):
     return False, x.magnitude, max(floor_log2(x.magnitude), scale_fmt.emin) if x.magnitude else scale_fmt.emin
 
 
-def cut(value: Fraction, lsb: int, acc: Accumulator) -> int:
-    """sign * shift_rounding(|value| / 2^lsb)."""
-    units = abs(value) / TWO**lsb
+def cut(value: Fraction, lsb: int, acc: Accumulator, rounding: str | None = None) -> int:
+    """The value in units of 2^lsb cut by ``rounding`` (default shift_rounding): truncate toward
+    zero, rne, floor toward minus infinity."""
+    rounding = rounding or acc.shift_rounding
+    units = value / TWO**lsb
+    if rounding == "floor":
+        return units.numerator // units.denominator
+    units = abs(units)
     n = units.numerator // units.denominator
     rem = units - n
-    if acc.shift_rounding == "rne" and (rem > Fraction(1, 2) or (rem == Fraction(1, 2) and n % 2)):
+    if rounding == "rne" and (rem > Fraction(1, 2) or (rem == Fraction(1, 2) and n % 2)):
         n += 1
     return -n if value < 0 else n
+
+
+def oracle_step_ranges(k: int, n_products: int, step: int) -> list[tuple[int, int]]:
+    """Steps of ``step`` products in order; a step that does not divide the block (and is smaller)
+    restarts at every block, its last step partial (MXDOTP FP6: 11 + 11 + 10 of 32)."""
+    if step >= k or k % step == 0:
+        return [(f, min(f + step, n_products)) for f in range(0, n_products, step)]
+    return [(j + f, j + min(f + step, k)) for j in range(0, n_products, k) for f in range(0, k, step)]
 
 
 def fused_oracle(fmt_a, fmt_b, codes_a, scales_a, codes_b, scales_b, acc: Accumulator, c_word: int) -> list[int]:
@@ -204,13 +224,13 @@ def fused_oracle(fmt_a, fmt_b, codes_a, scales_a, codes_b, scales_b, acc: Accumu
     k = fmt_a.block_size
     sa = [oracle_scale(s, fmt_a.scale) for s in scales_a]
     sb = [oracle_scale(s, fmt_b.scale) for s in scales_b]
-    products = oracle_products(fmt_a, codes_a, codes_b, fmt_b, sa, sb)
+    products = oracle_products(fmt_a, codes_a, codes_b, fmt_b, sa, sb, acc)
     step = acc.effective_step(k)
     size = acc.effective_term_size(k) if acc.step_terms == "block" else 1
     c = value_parts(np.array([c_word], np.uint32).view(np.float32)[0])
     words = []
-    for first in range(0, len(products), step):
-        part = products[first : first + step]
+    for first, last in oracle_step_ranges(k, len(products), step):
+        part = products[first:last]
         blocks = {p[5] for p in part}
         kinds = [(p[0], p[1]) for p in part] + [(c[0], c[1])]
         inf_signs = {neg for kind, neg in kinds if kind == "inf"}
@@ -232,16 +252,43 @@ def finite_step(part, sa, sb, size, c, acc: Accumulator) -> int:
         terms = [(sum(p[2] for p in g), sa[g[0][5]][2] + sb[g[0][5]][2], any(p[4] for p in g)) for g in groups]
     else:
         terms = [(p[2], p[3], p[4]) for p in part]
-    if acc.anchor == "max":
+    if acc.sum_frac_bits is not None:
+        products, total = late_join(terms, c_value, e_c, acc)
+    elif acc.anchor == "max":
         lsb = max([e_c] + [e for _, e, counts in terms if counts]) - acc.frac_bits
-        total = (sum(cut(v, lsb, acc) for v, _, _ in terms) + cut(c_value, lsb, acc)) * TWO**lsb
+        products = sum(cut(v, lsb, acc) for v, _, _ in terms) * TWO**lsb
+        total = products + cut(c_value, lsb, acc) * TWO**lsb
     else:
         block = part[0][5]
         lsb = sa[block][2] + sb[block][2] - acc.frac_bits
         if acc.bypass is not None and (e_c - 23) - lsb > acc.bypass:
             return round_word(c[1], c[2], acc)  # D = C, -0 included
-        total = c_value + sum(cut(v, lsb, acc) for v, _, _ in terms) * TWO**lsb
+        products = sum(cut(v, lsb, acc) for v, _, _ in terms) * TWO**lsb
+        total = c_value + products
+    if acc.zero_product_sum == "pass_c" and products == 0:
+        return round_word(c[1], c[2], acc)  # D = C, -0 included
     return round_word(total < 0, abs(total), acc)
+
+
+def late_join(terms, c_value: Fraction, e_c: int, acc: Accumulator) -> tuple[Fraction, Fraction]:
+    """(product sum S, exact total) when C joins after the products (contract 6.1, CDNA3): the
+    terms dealt into ``partial_sums`` interleaved sums, each cut on its own largest exponent e_h,
+    the sums cut to 2^(E - F) with ``sum_rounding``; E' = max(E, e_C); S cut to 2^(E' - sum_frac_bits)
+    and C to 2^(E' - c_frac_bits) with ``sum_rounding``, C dropped below E' - c_drop."""
+    n, f = acc.partial_sums, acc.frac_bits
+    halves = [(h, [e for _, e, counts in terms[h::n] if counts]) for h in range(n)]
+    halves = [(sum(cut(v, max(es) - f, acc) for v, _, _ in terms[h::n]) * TWO ** (max(es) - f), max(es))
+              for h, es in halves if es]
+    if halves:
+        e = max(e_h for _, e_h in halves)
+        s = sum(cut(v, e - f, acc, acc.sum_rounding) for v, _ in halves) * TWO ** (e - f)
+        joint = max(e, e_c)
+    else:
+        s, joint = Fraction(0), e_c
+    total = cut(s, joint - acc.sum_frac_bits, acc, acc.sum_rounding) * TWO ** (joint - acc.sum_frac_bits)
+    if acc.c_drop is None or e_c >= joint - acc.c_drop:
+        total += cut(c_value, joint - acc.c_frac_bits, acc, acc.sum_rounding) * TWO ** (joint - acc.c_frac_bits)
+    return s, total
 
 
 # --- data and runners ------------------------------------------------------------------------------
@@ -416,14 +463,15 @@ def test_c_dominates_under_anchor_max():
 def test_c_that_cancels_the_products_gives_plus_zero(preset):
     """The first step's products 1 * 1.5 sum to 1.5 * step (exact on every grid here); C =
     -1.5 * step cancels them: +0, not -0 (the integer adder has no sign of zero). With C = -0
-    and zero products: +0 too."""
+    and zero products: +0 too, except for MXDOTP, whose zero product sum passes C through (-0 stays
+    -0; contract 4.1 zero_product_sum="pass_c", 6.1)."""
     acc = Accumulator.preset(preset)
     step = acc.effective_step(32)  # the first step's products cancel C; later steps add zeros
     a = e4m3_tensor(ones_and_zeros(step), [127])
     b = e4m3_tensor(ones_and_zeros(step, value=1.5), [127])
     assert result_word(a, b, acc, int(np.float32(-1.5 * step).view(np.uint32))) == 0
     zero = e4m3_tensor(ones_and_zeros(0), [127])
-    assert result_word(zero, zero, acc, 0x80000000) == 0
+    assert result_word(zero, zero, acc, 0x80000000) == (0x80000000 if preset == "mxdotp_fp8" else 0)
 
 
 def test_fused_truncation_differs_from_separate_fp32_add():
@@ -679,7 +727,7 @@ def test_fast_equals_reference_presets(preset, pair):
         Accumulator.preset("blackwell_mxf8f6f4", step=8),  # 8 of 32
         Accumulator.preset("blackwell_mxf8f6f4", step=64),  # 64 over 2 blocks, partial last step
         Accumulator.preset("blackwell_mxf8f6f4", step=128),  # over 4 blocks
-        Accumulator.preset("blackwell_mxf4nvf4", term_size=16, step=32),  # terms of 16 in a 32-block
+        Accumulator.preset("blackwell_mxf4nvf4", term_size=16, step=32, elements=None),  # terms of 16 in a 32-block
         Accumulator.preset("mxdotp_fp8", step=32, bypass=None),
         Accumulator.preset("hopper_fp8_wgmma", shift_rounding="rne", output="fp16", ftz=True, nan_bits=0x7E01),
     ],

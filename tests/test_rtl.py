@@ -494,6 +494,7 @@ def fused_params(suite: Path, info: dict) -> dict:
         "N": step, "NSTEP": 32 // step, "F": acc.frac_bits, "USE_BYPASS": int(acc.bypass is not None),
         "BYPASS": acc.bypass or 0, "CZE": acc.effective_c_zero_exponent, "RM": RM_CODES[acc.output_rounding],
         "NAN_BITS": FP32_QNAN if acc.nan_bits is None else acc.nan_bits, "STEPS": int("steps" in fields),
+        "PASS_C": int(acc.zero_product_sum == "pass_c"),
         "MAXN": info["count"],
     }
 
@@ -597,6 +598,7 @@ def test_fused_parameters_against_reference(icarus, build, tmp_path, case):
     write_suite(tmp_path, [("a_scale", 8), ("a_elems", 8 * k), ("b_scale", 8), ("b_elems", 8 * k), ("c", 32),
                            ("result", 32), ("steps", 32 * nstep)], rows)
     params = {"N": step, "NSTEP": nstep, "F": f_bits, "USE_BYPASS": int(bypass is not None), "BYPASS": bypass or 0,
-              "CZE": c_zero, "RM": RM_CODES[rounding], "STEPS": 1, "MAXN": len(rows)}
+              "CZE": c_zero, "RM": RM_CODES[rounding], "STEPS": 1, "MAXN": len(rows),
+              "PASS_C": int(acc.zero_product_sum == "pass_c")}
     passed, failed, output = run_tb(icarus, build("tb_fused_dot", FUSED_SOURCES, params), tmp_path, len(rows))
     assert (passed, failed) == (len(rows), 0), output

@@ -37,6 +37,7 @@ from ..options import Accumulator
 from ..formats import get_format
 from ..ref import dot as ref_dot
 from ..ref.block import QuantizedBlock, check_tensor_scale
+from ..ref.round import CUT_ROUNDING
 from .chunks import BLOCK_CHUNK, map_chunks
 from .output import FINITE, NAN, NEG_INF, POS_INF, output_values, round_output
 from .round import round_shifted
@@ -46,6 +47,9 @@ __all__ = [
 ]
 
 _INT64_LIMIT = 1 << 62
+#: A cut to the grid of exact float64 values in units of the grid's LSB (``shift_rounding``): truncate
+#: toward zero, rne nearest-even, floor toward minus infinity (as CUT_ROUNDING of the reference)
+FLOAT_CUTS = {"truncate": np.trunc, "rne": np.rint, "floor": np.floor}
 _NO_EXPONENT = -(1 << 20)  # below any anchor: sums of two stay far from int32 limits
 
 
@@ -385,7 +389,7 @@ class _DotKernel:
         with np.errstate(invalid="ignore"):
             products *= self._grid_values(self.fmt_b, codes_b, sub_b, "float64")
             products *= np.ldexp(1.0, self.lsb - lsb)[:, None]
-            (np.trunc if acc.shift_rounding == "truncate" else np.rint)(products, out=products)
+            FLOAT_CUTS[acc.shift_rounding](products, out=products)
             total = products @ self.ones
         # IEEE specials in the sum flag exactly the blocks with an Inf or NaN element; their
         # registers count the finite products only
@@ -407,8 +411,7 @@ class _DotKernel:
         anchor, e = self._anchor(codes_a, codes_b, sub_a, sub_b)
         lsb = anchor - acc.frac_bits
         negative = np.take(self.ta.negative, codes_a) ^ np.take(self.tb.negative, codes_b)
-        rounding = "rtz" if acc.shift_rounding == "truncate" else "rne"
-        q = round_shifted(magnitude, (lsb + self.frac)[:, None] - e, rounding, negative)
+        q = round_shifted(magnitude, (lsb + self.frac)[:, None] - e, CUT_ROUNDING[acc.shift_rounding], negative)
         return self._sum(np.where(negative, -q, q), lsb, anchor, self._specials(codes_a, codes_b))
 
     def _sum(self, q, lsb, anchor, special):
@@ -579,7 +582,7 @@ class _BlockDotter:
         limit = self.kernel.register_limit * self.scales.largest_factor
         self.wide = self.kernel.register_dtype is object or limit >= _INT64_LIMIT
         self.chunk = max(1, BLOCK_CHUNK // fmt_a.block_size)
-        self.code_dtype = np.uint32 if get_format(acc.output_storage).width == 32 else np.uint16
+        self.code_dtype = np.uint32 if acc.output_storage == "fp32" else np.uint16
 
     def empty(self, n: int, fields=None) -> BlockDots:
         """Results for ``n`` blocks: every field, or only ``fields`` (the others None)."""

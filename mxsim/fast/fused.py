@@ -51,6 +51,7 @@ exactly zero step sum V gives +0, whatever the signs of C and the products.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from functools import cache
 
@@ -58,9 +59,11 @@ import numpy as np
 
 from ..options import Accumulator
 from ..ref import dot as ref_dot
+from ..ref.fused import integer_offset
 from ..ref.output import fp32_bits
+from ..ref.round import CUT_ROUNDING
 from .chunks import map_chunks
-from .dot import Operand, _check_operands, _rows_of, _terms, float32_parts
+from .dot import FLOAT_CUTS, Operand, _check_operands, _rows_of, _terms, float32_parts
 from .encode import floor_log2_int64
 from .output import FINITE, FLOAT32_ROUNDINGS, NAN, NEG_INF, POS_INF, fp32_round, fp32_words, round_output
 from .round import round_shifted
@@ -129,6 +132,9 @@ class _Element:
         """True where a code is Inf or NaN."""
         threshold = self.special_threshold
         if threshold is None:
+            special = np.flatnonzero(self.nan | self.inf)
+            if special.size == 1:  # FNUZ and P3109 NaN 0x80: one comparison instead of a lookup
+                return codes == special[0]
             return np.take(self.nan | self.inf, codes)
         return (codes & self.magnitude_mask) >= threshold
 
@@ -143,6 +149,19 @@ def _element(element) -> _Element:
     anchor = np.where(counts, t.exponent, NO_ANCHOR).astype(np.int32)
     magnitude_mask = ((1 << element.width) - 1) & ~element.sign_mask
     return _Element(value, anchor, t.significand, t.exponent, t.nan, t.inf, t.zero, t.negative, f, magnitude_mask)
+
+
+def _read(e: _Element, offset: int, zero_exponent: int | None) -> _Element:
+    """An element table as fused products read it: exponents raised by ``offset`` (an integer
+    element read as its plain code, ``int_elements="integer"``) and, with ``zero_exponent``, a zero
+    code's anchor that exponent (it counts for the anchor; CDNA3)."""
+    if not offset and zero_exponent is None:
+        return e
+    anchor = np.where(e.anchor != NO_ANCHOR, e.anchor + offset, NO_ANCHOR)
+    if zero_exponent is not None:
+        anchor = np.where(e.zero, zero_exponent + offset, anchor)
+    value = e.value * 2.0**offset
+    return replace(e, value=value, anchor=anchor.astype(np.int32), exponent=e.exponent + offset)
 
 
 @dataclass(frozen=True)
@@ -223,6 +242,14 @@ class _Layout:
         """A (rows, n_blocks, k) array of a product property reduced per step: (rows, n_steps)."""
         padded = self.pad_blocks(per_product, fill)
         return reduce(padded.reshape(padded.shape[0], self.n_steps, self.step), axis=2)
+
+
+def _counts(anchor: np.ndarray) -> np.ndarray:
+    """Where an anchor exponent of :meth:`_FusedKernel._anchor_fields` counts: above its sentinel
+    (int8/int16: the type's minimum; int32/int64: COUNTS)."""
+    if anchor.dtype in (np.int8, np.int16):
+        return anchor > np.iinfo(anchor.dtype).min
+    return anchor > COUNTS
 
 
 def _sum(x: np.ndarray, axis: int) -> np.ndarray:
@@ -322,6 +349,7 @@ class _FloatLanes:
             # or every nonzero C (subnormals included) when that is 2^-126 or less
             least = grid + 24 + acc.bypass
             self.bound = np.ldexp(1.0, np.where(least > -126, least, -149).astype(np.int32)).T.copy()
+        self.pass_c = acc.zero_product_sum == "pass_c"
         self.special = (specials != FINITE).T
         zero_bypass = acc.bypass is not None and acc.effective_c_zero_exponent - 23 - grid > acc.bypass
         self.zero_bypass = np.broadcast_to(zero_bypass, grid.shape).T
@@ -342,6 +370,8 @@ class _FloatLanes:
             bits = total.view(np.int64)
             toward = np.where((error > 0) == (total > 0), 1, -1)
             bits += np.where(inexact & ((bits & 1) == 0), toward, 0)
+        if self.pass_c:  # D = C where the product sum is exactly zero (C + 0 would turn -0 into +0)
+            total = np.where(p == 0, c, total)
         fast = (np.abs(c) < self.bound[s]) & (np.abs(total) < 2.0**127)
         if self.check[s]:
             fast &= ~(self.special[s] | (self.zero_bypass[s] & (c == 0)))
@@ -355,10 +385,14 @@ class _FusedKernel:
 
     def __init__(self, fmt_a, fmt_b, acc: Accumulator, n_blocks: int):
         self.fmt_a, self.fmt_b, self.acc = fmt_a, fmt_b, acc
-        k = fmt_a.block_size
+        k, step = fmt_a.block_size, acc.effective_step(fmt_a.block_size)
         term_size = acc.effective_term_size(k) if acc.step_terms == "block" else 1
-        self.layout = _Layout(k, acc.effective_step(k), n_blocks, term_size)
-        self.ea, self.eb = _element(fmt_a.element), _element(fmt_b.element)
+        # a step that does not divide the block restarts at every block: each block is padded with
+        # zero products to whole steps (contract 4.1 as Accumulator.step_ranges reads it)
+        self.pad = (-k) % step if step < k else 0
+        self.layout = _Layout(k + self.pad, step, n_blocks, term_size)
+        self.ea = _read(_element(fmt_a.element), integer_offset(fmt_a.element, acc), acc.zero_exponent)
+        self.eb = _read(_element(fmt_b.element), integer_offset(fmt_b.element, acc), acc.zero_exponent)
         self.sa, self.sb = _scale(fmt_a.scale), _scale(fmt_b.scale)
         self.route = self._choose_route()
         self.narrow_sums = self._fixed_bits() <= 62
@@ -368,6 +402,10 @@ class _FusedKernel:
 
     def _choose_route(self) -> str:
         exact, ratio = self._float_terms()
+        if self.pad and (self.fmt_a.subblocks or self.fmt_b.subblocks):
+            return "reference"
+        if self.acc.sum_frac_bits is not None:
+            return "late" if exact and self.acc.step_terms == "product" and self._late_bound(ratio) else "reference"
         if self.acc.anchor == "max":
             fits = exact and (self.layout.terms_per_step * ratio + 2) * 2.0**self.acc.frac_bits < FLOAT_EXACT
         elif self.acc.step_terms == "block":
@@ -394,6 +432,16 @@ class _FusedKernel:
         grid = ref_dot.largest_grid_value(self.fmt_a) * ref_dot.largest_grid_value(self.fmt_b)
         bits = (layout.term_size * grid).bit_length() + self.sa.significand_bits + self.sb.significand_bits
         return bits <= 53, layout.term_size * largest * 4
+
+    def _late_bound(self, ratio: float) -> bool:
+        """Whether the late-join steps are exact in float64: each partial sum of at most
+        ceil(step / n) products below ratio * 2^F units, the product sum S below n times that,
+        and the total on the grid 2^(E' - G), G = max(sum_frac_bits, c_frac_bits), below
+        S * 2^(G - F) + 2^(G + 1) (C below 2^(e_C + 1) <= 2^(E' + 1)); all under 2^53."""
+        acc, n = self.acc, self.acc.partial_sums
+        half = -(-self.layout.step // n) * ratio * 2.0**acc.frac_bits
+        widest = max(acc.sum_frac_bits, acc.c_frac_bits)
+        return n * half * 2.0 ** max(widest - acc.frac_bits, 0) + 2.0 ** (widest + 2) < FLOAT_EXACT
 
     def _fixed_bits(self) -> int:
         """An upper bound on the bits of a step's product sum on the fixed grid: each product is
@@ -472,12 +520,16 @@ class _FusedKernel:
         return (value,)
 
     def _anchor_fields(self, ca, cb, tau):
-        """(anchor exponent Ea + Eb - tau,): below COUNTS unless both elements are finite and
-        nonzero; int8 (sentinel -128) for a table whose exponents fit, else int32."""
+        """(anchor exponent Ea + Eb - tau,): not counting (:func:`_counts`) unless both elements
+        are finite and nonzero (or ``zero_exponent`` is set); int8 or int16 (sentinel: the type's
+        minimum) for a table whose exponents fit, else int32."""
         anchor = np.take(self.ea.anchor, ca) + np.take(self.eb.anchor, cb) - tau
         counts = anchor > COUNTS
-        if np.isscalar(tau) and np.abs(anchor[counts]).max(initial=0) < 128:
-            return (np.where(counts, anchor, -128).astype(np.int8),)
+        if np.isscalar(tau):
+            largest = np.abs(anchor[counts]).max(initial=0)
+            for small in (np.int8, np.int16):
+                if largest < np.iinfo(small).max:
+                    return (np.where(counts, anchor, np.iinfo(small).min).astype(small),)
         return (anchor,)
 
     def _fixed_fields(self, ca, cb, tau):
@@ -489,7 +541,7 @@ class _FusedKernel:
         shift = np.take(ea.exponent, ca) + np.take(eb.exponent, cb) - tau
         shift += acc.frac_bits - ea.frac_bits - eb.frac_bits
         negative = np.take(ea.negative, ca) ^ np.take(eb.negative, cb)
-        rounding = "rtz" if acc.shift_rounding == "truncate" else "rne"
+        rounding = CUT_ROUNDING[acc.shift_rounding]
         magnitude = np.where(shift < 0, round_shifted(magnitude, -shift, rounding, negative), magnitude)
         if self.narrow_sums:
             q = magnitude << np.maximum(shift, 0)
@@ -549,7 +601,7 @@ class _FusedKernel:
         (anchor,) = self._per_product(self._anchor_fields, ca, cb, sub_a, sub_b, index)
         part = min(layout.step, layout.k)
         largest = anchor.reshape(*ca.shape[:2], layout.k // part, part).max(axis=3)
-        counts = largest > (COUNTS if anchor.dtype != np.int8 else -128)
+        counts = _counts(largest)
         base = largest.astype(np.int64) if self.acc.step_terms == "product" else 0
         anchors = np.where(counts, base + exponent[:, :, None], NO_ANCHOR)
         if layout.step <= layout.k:
@@ -574,7 +626,7 @@ class _FusedKernel:
         layout = self.layout.tile(ca.shape[1])
         if self.acc.step_terms == "block":
             value, exponent, scale_nan = self._terms(ca, cb, sub_a, sub_b, scales_a, scales_b, self._pair_index(ca, cb))
-            cut = np.trunc if self.acc.shift_rounding == "truncate" else np.rint
+            cut = FLOAT_CUTS[self.acc.shift_rounding]
             q = cut(value * np.ldexp(1.0, self.acc.frac_bits - exponent)[:, :, None]).astype(np.int64)
             sums = [_sum(q.reshape(ca.shape[0], layout.n_steps, layout.terms_per_step), axis=2)]
         else:
@@ -594,6 +646,8 @@ class _FusedKernel:
         ...)); a tile of whole steps (about CHUNK_PRODUCTS products) is fetched at a time, so the
         temporaries do not grow with K."""
         rows = words.shape[0]
+        if self.pad:
+            fetch = self._padded(fetch)
         unit = max(1, self.layout.step // self.layout.k)  # blocks per tile are whole steps
         tile = max(unit, CHUNK_PRODUCTS // max(1, rows * self.layout.k) // unit * unit)
         if self.grid_integers is not None:
@@ -607,11 +661,23 @@ class _FusedKernel:
             kept.extend(codes if keep_steps else codes[-1:])
         return kept[-1], (np.stack(kept, axis=1) if keep_steps else None), refer
 
+    def _padded(self, fetch):
+        """``fetch`` with every block's codes padded with zero codes (code 0 is +0) to whole steps."""
+        def padded(j0, j1):
+            ca, cb, *rest = fetch(j0, j1)
+            width = ((0, 0), (0, 0), (0, self.pad))
+            return (np.pad(ca, width), np.pad(cb, width), *rest)
+        return padded
+
     def _integer_tile(self, arrays, words, refer):
         """(fp32 words of the last D, each step's codes) of a tile by the integer steps of either
         anchor; ``refer`` gathers the rows the reference must recompute."""
-        parts = (self._max_terms if self.route == "max" else self._fixed_terms)(*arrays)
-        step = self._max_step if self.route == "max" else self._fixed_step
+        terms, step = {
+            "max": (self._max_terms, self._max_step),
+            "fixed": (self._fixed_terms, self._fixed_step),
+            "late": (self._late_terms, self._late_step),
+        }[self.route]
+        parts = terms(*arrays)
         codes = []
         for s in range(parts[-1].shape[1]):
             c = _C.from_words(words, self.acc.effective_c_zero_exponent)
@@ -653,7 +719,7 @@ class _FusedKernel:
         """One step of anchor="max": S = the terms and C cut to the grid 2^(A - F), A =
         max(anchors, e_C), summed exactly in float64 (see the module docstring)."""
         acc = self.acc
-        cut = np.trunc if acc.shift_rounding == "truncate" else np.rint
+        cut = FLOAT_CUTS[acc.shift_rounding]
         lsb = np.maximum(anchors, c.anchor).astype(np.int64) - acc.frac_bits
         # beyond +-1000 every term is 0 (no counting term) or C is far below the grid: the clip
         # changes no cut value and keeps the power of two finite
@@ -661,23 +727,122 @@ class _FusedKernel:
         terms = values * unit[:, None]
         cut(terms, out=terms)
         total = terms @ self.ones
+        products_zero = total == 0
         c_exponent = np.minimum(np.maximum(c.exponent - lsb, -1000), 1000).astype(np.int32)
         total += cut(np.ldexp(c.signed().astype(np.float64), c_exponent))
         special = _combine(specials, c.special)
         magnitude = np.abs(total).astype(np.int64)
-        return round_output(total < 0, magnitude, lsb, special, acc), np.zeros(total.shape, dtype=bool)
+        code = round_output(total < 0, magnitude, lsb, special, acc)
+        return self._pass_c(code, c, products_zero, special), np.zeros(total.shape, dtype=bool)
+
+    def _pass_c(self, code, c: _C, products_zero, special):
+        """``zero_product_sum="pass_c"``: D = C (rounded to the output, its sign kept) where the
+        step's cut product sum is exactly zero; the codes unchanged otherwise."""
+        if self.acc.zero_product_sum != "pass_c" or not products_zero.any():
+            return code
+        return np.where(products_zero, round_output(c.negative, c.significand, c.exponent, special, self.acc), code)
+
+    # --- the late join (CDNA3: partial sums, C after the products) -------------------------------
+    def _late_terms(self, ca, cb, sub_a, sub_b, scales_a, scales_b):
+        """(S, E, specials), each (rows, n_steps): the product sum S of every step in units of
+        2^(E - F) and E (NO_ANCHOR when no product counts), by steps 1 and 2 of
+        :func:`mxsim.ref.fused._late_join` (they do not depend on C). Exact in float64 (see
+        :meth:`_late_bound`): the cuts are np.trunc/np.rint/np.floor of exact values."""
+        acc, n = self.acc, self.acc.partial_sums
+        layout = self.layout.tile(ca.shape[1])
+        rows, step = ca.shape[0], layout.step
+        index = self._pair_index(ca, cb)
+        value, exponent, scale_nan = self._terms(ca, cb, sub_a, sub_b, scales_a, scales_b, index)
+        (anchor,) = self._per_product(self._anchor_fields, ca, cb, sub_a, sub_b, index)
+        extra = (-step) % n  # deal the step's products into n interleaved partial sums
+        if layout.padded_blocks != ca.shape[1] or extra:
+            return self._late_terms_padded(value, anchor, exponent, scale_nan, ca, cb, layout)
+        # (rows, n_steps, step): partial sum h holds the products h, h + n, ... of the step (strided views)
+        values = value.reshape(rows, layout.n_steps, step)
+        anchors = anchor.reshape(rows, layout.n_steps, step)
+        scale_exponent = layout.per_step(exponent.astype(np.int64), 0, np.max)
+        e_h, has = [], []
+        for h in range(n):
+            largest = anchors[:, :, h::n].max(axis=2)  # in the table's small type
+            has.append(_counts(largest))
+            e_h.append(np.where(has[-1], largest.astype(np.int64) + scale_exponent, NO_ANCHOR))
+        return (*self._late_sums(values, e_h, has), self._specials(ca, cb, scale_nan))
+
+    def _late_terms_padded(self, value, anchor, exponent, scale_nan, ca, cb, layout):
+        """:meth:`_late_terms` where steps are padded (a partial last step, or a step that is not
+        a multiple of ``partial_sums``): per-product anchors, padded with non-counting zeros."""
+        n, rows, step = self.acc.partial_sums, ca.shape[0], layout.step
+        anchors = np.where(_counts(anchor), anchor.astype(np.int64) + exponent[:, :, None], NO_ANCHOR)
+        values = layout.pad_blocks(value, 0.0).reshape(rows, layout.n_steps, step)
+        anchors = layout.pad_blocks(anchors, NO_ANCHOR).reshape(rows, layout.n_steps, step)
+        extra = (-step) % n
+        if extra:
+            values = np.pad(values, ((0, 0), (0, 0), (0, extra)))
+            anchors = np.pad(anchors, ((0, 0), (0, 0), (0, extra)), constant_values=NO_ANCHOR)
+        e_h = [anchors[:, :, h::n].max(axis=2) for h in range(n)]
+        return (*self._late_sums(values, e_h, [e > COUNTS for e in e_h]), self._specials(ca, cb, scale_nan))
+
+    def _late_sums(self, values, e_h, has):
+        """(S, E) from the products (rows, n_steps, step; partial sum h holds products h, h + n,
+        ...) and each partial sum's anchor e_h and ``has`` (some product counts; lists of n arrays
+        (rows, n_steps)): each product cut to 2^(e_h - F) by ``shift_rounding`` (in place), each
+        partial sum to 2^(E - F) by ``sum_rounding``, added. Strided views per partial sum: NumPy
+        is several times faster on them than on a (..., m, n) array with a short last axis."""
+        acc, n = self.acc, self.acc.partial_sums
+        sums = []
+        for h in range(n):
+            part = values[:, :, h::n]
+            unit = np.ldexp(1.0, np.minimum(np.maximum(acc.frac_bits - e_h[h], -1000), 1000).astype(np.int32))
+            np.multiply(part, unit[:, :, None], out=part)
+            FLOAT_CUTS[acc.shift_rounding](part, out=part)
+            sums.append(np.einsum("rsi->rs", part))  # units 2^(e_h - F), exact
+        e = functools.reduce(np.maximum, e_h)
+        total = np.zeros(e.shape)
+        for q, e_part, counts in zip(sums, e_h, has):
+            regrid = np.ldexp(q, np.maximum(np.where(counts, e_part - e, 0), -1000).astype(np.int32))
+            total += np.where(counts, FLOAT_CUTS[acc.sum_rounding](regrid), 0.0)  # units 2^(E - F)
+        return total, np.where(functools.reduce(np.logical_or, has), e, NO_ANCHOR)
+
+    def _late_step(self, c: _C, total, e, specials):
+        """One step of the late join (step 3 of :func:`mxsim.ref.fused._late_join`): E' =
+        max(E, e_C); S cut to 2^(E' - sum_frac_bits), C to 2^(E' - c_frac_bits) (or dropped),
+        added exactly on the grid 2^(E' - G) and rounded once. (E is NO_ANCHOR, below every e_C,
+        where no product counts; S is 0 there.) The exponents are clipped to +-1000, where every
+        cut is already decided: |S| and |C| are integers of at most 64 bits times those powers."""
+        acc = self.acc
+        joint = np.maximum(e, c.anchor)
+        widest = max(acc.sum_frac_bits, acc.c_frac_bits)
+        cut = FLOAT_CUTS[acc.sum_rounding]
+        s_shift = np.maximum(e - joint, -1000) + (acc.sum_frac_bits - acc.frac_bits)
+        s_cut = cut(np.ldexp(total, s_shift.astype(np.int32)))
+        c_shift = np.minimum(np.maximum(c.exponent - joint + acc.c_frac_bits, -1000), 1000)
+        c_cut = cut(np.ldexp(c.signed().astype(np.float64), c_shift.astype(np.int32)))
+        if acc.c_drop is not None:
+            c_cut[c.anchor < joint - acc.c_drop] = 0.0
+        if widest != acc.sum_frac_bits:
+            s_cut *= 2.0 ** (widest - acc.sum_frac_bits)
+        if widest != acc.c_frac_bits:
+            c_cut *= 2.0 ** (widest - acc.c_frac_bits)
+        s_cut += c_cut
+        special = _combine(specials, c.special)
+        code = round_output(s_cut < 0, np.abs(s_cut).astype(np.int64), joint - widest, special, acc)
+        return self._pass_c(code, c, total == 0, special), np.zeros(s_cut.shape, dtype=bool)
 
     def _fixed_step(self, c: _C, high, low, grid, specials):
         """One step of anchor="fixed": V = C + P * 2^g exactly (or D = C under bypass)."""
         acc = self.acc
         negative, magnitude, exponent, fits = self._fixed_sum(c, high, low, grid)
         special = _combine(specials, c.special)
+        keep_c = np.zeros(grid.shape, dtype=bool)
         if acc.bypass is not None:
-            bypass = (c.special == FINITE) & (c.anchor - 23 - grid > acc.bypass)
-            negative = np.where(bypass, c.negative, negative)
-            magnitude = np.where(bypass, c.significand, magnitude)
-            exponent = np.where(bypass, c.exponent, exponent)
-            fits |= bypass
+            keep_c |= (c.special == FINITE) & (c.anchor - 23 - grid > acc.bypass)
+        if acc.zero_product_sum == "pass_c":  # D = C where the product sum is exactly zero
+            keep_c |= (high == 0) & (low == 0)
+        if keep_c.any():
+            negative = np.where(keep_c, c.negative, negative)
+            magnitude = np.where(keep_c, c.significand, magnitude)
+            exponent = np.where(keep_c, c.exponent, exponent)
+            fits |= keep_c
         return round_output(negative, magnitude, exponent, special, acc), ~fits & (special == FINITE)
 
     @staticmethod
@@ -750,7 +915,7 @@ def _run_chunks(kernel: _FusedKernel, take_a, take_b, rows: int, n: int, words, 
     """Run the kernel over chunks of rows (on up to two threads), filling ``codes``, ``steps``
     (if not None) and ``refer``; each chunk fetches its tiles of blocks from ``take_a`` and
     ``take_b`` (see :func:`mxsim.fast.dot._rows_of`)."""
-    k = kernel.layout.k
+    k = kernel.fmt_a.block_size
 
     def fetch(start, stop, j0, j1):
         arrays = []

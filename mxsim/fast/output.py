@@ -3,9 +3,10 @@ output format, bit-identical to :func:`mxsim.ref.output.round_output` (conventio
 and 4.1), and output codes read back as numbers or as fp32 words.
 
 Output codes are stored in ``accumulator.output_storage``: fp32 as uint32 words, bf16 and fp16 as
-uint16 words. ``fp32_e8m13`` results are rounded to :data:`mxsim.formats.FP32_E8M13` (8 exponent
-bits, bias 127, emin -126, smallest subnormal 2^-139; 13 fraction bits; IEEE specials) and stored
-as the fp32 word whose low 10 bits are 0: its code shifted left by 10.
+uint16 words. ``fp32_eXmY`` results are rounded to the float with X exponent bits (bias 2^(X-1) - 1)
+and Y fraction bits (:func:`mxsim.options.accumulate.output_float_format`; ``fp32_e8m13``: 8
+exponent bits, bias 127, emin -126, smallest subnormal 2^-139; 13 fraction bits; IEEE specials)
+and stored as the fp32 word of that value: for X = 8 the code shifted left by 23 - Y.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from functools import cache
 import numpy as np
 
 from ..options import Accumulator
-from ..formats import FP32_E8M13, get_format
+from ..options.accumulate import output_float_format
 from ..options.encode import overflow_code
 from .encode import encode_dyadic, floor_log2_int64
 
@@ -29,14 +30,13 @@ FINITE, POS_INF, NEG_INF, NAN = 0, 1, 2, 3
 
 @cache
 def output_format(acc: Accumulator):
-    """The float format results are rounded to: ``output``, or the 8-exponent-bit, 13-fraction-bit
-    format of ``fp32_e8m13``."""
-    return FP32_E8M13 if acc.output == "fp32_e8m13" else get_format(acc.output, kind="float")
+    """The float format results are rounded to: ``output`` (``fp32_eXmY``: that float)."""
+    return output_float_format(acc.output)
 
 
 @cache
 def _storage_format(acc: Accumulator):
-    return get_format(acc.output_storage, kind="float")
+    return output_float_format(acc.output_storage)
 
 
 def _code_dtype(acc: Accumulator):
@@ -72,9 +72,9 @@ def round_output(negative, magnitude, exponent, special, acc: Accumulator) -> np
     or uint16 (bf16, fp16) codes.
     """
     out = output_format(acc)
-    if (out.name, acc.output_rounding) in _BY_FLOAT32:
+    if _by_float32(out, acc.output_rounding):
         code, overflows = _round_by_float32(negative, magnitude, exponent, acc.output_rounding)
-        code >>= FP32_MANTISSA_BITS - out.mantissa_bits  # fp32_e8m13 (rtz only): its 13 fraction bits
+        code >>= FP32_MANTISSA_BITS - out.mantissa_bits  # fp32_e8mY (rtz only): its Y fraction bits
     else:
         code, overflows = encode_dyadic(magnitude, exponent, negative, out, acc.output_rounding)
     if overflows.any():
@@ -82,7 +82,7 @@ def round_output(negative, magnitude, exponent, special, acc: Accumulator) -> np
     if acc.ftz:
         code = np.where((code & ~out.sign_mask) < (1 << out.mantissa_bits), code & out.sign_mask, code)
     storage = _storage_format(acc)
-    code = code << (storage.mantissa_bits - out.mantissa_bits)
+    code = _widen(code, out, storage)
     if special.any():
         code = np.where(special == POS_INF, storage.inf_code(False), code)
         code = np.where(special == NEG_INF, storage.inf_code(True), code)
@@ -90,12 +90,34 @@ def round_output(negative, magnitude, exponent, special, acc: Accumulator) -> np
     return code.astype(_code_dtype(acc))
 
 
-# Outputs rounded by the float32 hardware: fp32 with rne, rtz, rup, rdn; fp32_e8m13 with rtz
-# (truncating an fp32 truncation to 13 fraction bits truncates the value: the fp32 grid contains
-# the e8m13 grid, subnormals included, and both overflow at 2^128).
+# Outputs rounded by the float32 hardware: fp32 with rne, rtz, rup, rdn; fp32_e8mY with rtz
+# (truncating an fp32 truncation to Y fraction bits truncates the value: the fp32 grid contains
+# the e8mY grid, subnormals included, and both overflow at 2^128).
 FLOAT32_ROUNDINGS = ("rne", "rtz", "rup", "rdn")  # the roundings :func:`fp32_round` makes
-_BY_FLOAT32 = {("fp32", rounding) for rounding in FLOAT32_ROUNDINGS} | {("fp32_e8m13", "rtz")}
 FP32_MANTISSA_BITS = 23
+
+
+def _by_float32(out, rounding: str) -> bool:
+    """Whether :func:`_round_by_float32` rounds to ``out`` with ``rounding``."""
+    if out.name == "fp32":
+        return rounding in FLOAT32_ROUNDINGS
+    return out.name.startswith("fp32_") and out.exponent_bits == 8 and rounding == "rtz"
+
+
+def _widen(code: np.ndarray, out, storage) -> np.ndarray:
+    """Storage words of output codes (as :func:`mxsim.ref.output.round_output`): with the same
+    exponent field, the fraction padded with zeros below; else (fp32_eXmY, X < 8) the fp32 word of
+    the same value, built from the fields (exact in float64, then float32; Inf stays Inf)."""
+    if out.exponent_bits == storage.exponent_bits:
+        return code << (storage.mantissa_bits - out.mantissa_bits)
+    m, top = out.mantissa_bits, (1 << out.exponent_bits) - 1
+    field = (code >> m) & top
+    fraction = code & ((1 << m) - 1)
+    significand = np.where(field > 0, fraction | (1 << m), fraction).astype(np.float64)
+    value = np.ldexp(significand, (np.maximum(field, 1) - out.bias - m).astype(np.int32))
+    value = np.where(field == top, np.inf, value)  # only Inf reaches here (NaN is written later)
+    words = value.astype(np.float32).view(np.uint32).astype(np.int64)
+    return np.where(code & out.sign_mask, words | storage.sign_mask, words)
 _TOWARD = {"rtz": 0.0, "rup": np.inf, "rdn": -np.inf}
 
 

@@ -23,6 +23,7 @@ _MXFP4_K16 = {"name": "mxfp4_k16", "element": "fp4_e2m1", "block_size": 16, "sca
 _FNUZ_P3109_ELEMENTS = ["fp8_e4m3fnuz", "fp8_e5m2fnuz", "binary8p3", "binary8p4"]
 # E4M3FNUZ elements with an E8M0 scale per 32: a custom block format (no standard names one)
 _MX_E4M3FNUZ = {"name": "mx_e4m3fnuz", "element": "fp8_e4m3fnuz", "block_size": 32, "scale": "e8m0"}
+_MX_E5M2FNUZ = {"name": "mx_e5m2fnuz", "element": "fp8_e5m2fnuz", "block_size": 32, "scale": "e8m0"}
 
 
 
@@ -123,6 +124,24 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("dotgeneral", {"block_a": _MXFP4_K16, "preset": "blackwell_mxf4nvf4", "n_blocks": 4}),
         # separate accumulation with an accumulator input C
         ("dotgeneral", {"block_a": "mxfp8_e4m3", "c_input": True}),
+    ]
+    + [
+        # the other units of conventions.md 6.1: the multi-format MXDOTP (FP6 steps of 11 per block, FP4
+        # of 16, INT8 as integers, a BF16 destination), Ada's two steps of 16, fp16 destinations of NVIDIA
+        # units, RTX Blackwell's plain f8f6f4 kind
+        ("dot", {"block_a": "mxfp6_e3m2", "preset": "mxdotp_fp6", "steps": True}),
+        ("dot", {"block_a": "mxfp4_e2m1", "preset": "mxdotp_fp4", "steps": True}),
+        ("dot", {"block_a": "mxint8", "preset": "mxdotp_int8", "steps": True}),
+        ("dot", {"block_a": "mxfp8_e5m2", "preset": "mxdotp_fp8_bf16", "steps": True}),
+        ("dot", {"block_a": "mxfp8_e4m3", "block_b": "mxfp8_e5m2", "preset": "ada_fp8_mma", "unit_scales": True,
+                 "steps": True}),
+        ("dot", {"block_a": "mxfp8_e4m3", "preset": "hopper_fp8_wgmma_f16", "unit_scales": True}),
+        ("dot", {"block_a": "mxfp8_e5m2", "block_b": "mxfp4_e2m1", "preset": "rtx_blackwell_f8f6f4",
+                 "unit_scales": True}),
+        ("dot", {"block_a": "mxfp8_e5m2", "preset": "rtx_blackwell_f8f6f4_f16", "unit_scales": True}),
+        # AMD CDNA3 FP8 MFMA on its FNUZ elements (fp8 x bf8): two steps of 16 per vector
+        ("dot", {"block_a": _MX_E4M3FNUZ, "block_b": _MX_E5M2FNUZ, "preset": "cdna3_fp8_mfma", "unit_scales": True,
+                 "steps": True}),
     ]
 )
 

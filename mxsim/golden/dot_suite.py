@@ -164,8 +164,7 @@ class DotSuite(Suite):
     @property
     def step_count(self) -> int:
         """Fused steps per vector (a last partial step counts)."""
-        products = self.vector_blocks * self.fa.block_size
-        return -(-products // self.acc.effective_step(self.fa.block_size))
+        return self.acc.step_count(self.fa.block_size, self.vector_blocks)
 
     def _add_steps_field(self) -> None:
         if self.steps:

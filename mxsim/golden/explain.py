@@ -49,7 +49,7 @@ from tqdm import tqdm
 
 from ..options import PRESETS, EncodeOptions, QuantizeOptions
 from ..options.profiles import PROFILES
-from ..options.spec import Choice, Flag, IntRange, options_of
+from ..options.spec import Choice, Flag, IntRange, NameOrPattern, options_of
 from .check import CHUNK, CheckError, CheckReport, _Device
 from .classes import ORIGIN_MASK, class_names
 from .columns import RecordReader
@@ -159,6 +159,8 @@ def _values(definition, current) -> list:
         return [not current]
     if isinstance(allowed, Choice):
         return [v for v in allowed.values if v != current] + ([None] if allowed.none and current is not None else [])
+    if isinstance(allowed, NameOrPattern):  # the named values (an output's fp32_eXmY family is not enumerated)
+        return [v for v in allowed.values if v != current]
     if isinstance(allowed, IntRange):
         if current is None:
             span = allowed.high - allowed.low + 1

@@ -57,18 +57,43 @@ Fused multiply-accumulate steps (contract section 4.1; ``accumulate="fused"``, w
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 
-from ..formats import get_format
-from .spec import Flag, IntRange, check_choice, option, options_from_kwargs, options_of, validate_fields
+from ..formats import FloatFormat, get_format
+from .spec import (
+    Flag, IntRange, NameOrPattern, Names, check_choice, option, options_from_kwargs, options_of, validate_fields,
+)
 
-__all__ = ["Accumulator", "PRESETS", "OUTPUT_ROUNDING_MODES", "FP32_EMIN", "MAX_FRAC_BITS", "MAX_WIDTH"]
+__all__ = [
+    "Accumulator", "PRESETS", "PRESET_SOURCES", "OUTPUT_ROUNDING_MODES", "FP32_EMIN", "MAX_FRAC_BITS", "MAX_WIDTH",
+    "output_float_format", "presets_text",
+]
 
 OUTPUT_ROUNDING_MODES = ("rne", "rna", "rtz", "rup", "rdn")
 MAX_FRAC_BITS = 4096
 MAX_WIDTH = 8192
 FP32_EMIN = -126  # the exponent fp32's encoding gives its zeros and subnormals
 MAX_STEP = 1 << 20
+MAX_PARTIAL_SUMS = 64
+SHIFT_ROUNDINGS = ("truncate", "rne", "floor")
+# output="fp32_eXmY": the values of the IEEE-style float with X exponent bits (bias 2^(X-1) - 1) and Y
+# fraction bits, subnormals included, stored as the fp32 words of those values (every one is an fp32 value)
+_CUSTOM_OUTPUT = r"fp32_e([2-8])m([1-9]|1[0-9]|2[0-3])"
+
+
+@lru_cache(maxsize=None)
+def output_float_format(name: str) -> FloatFormat:
+    """The float format an ``output`` name rounds to: fp32, bf16, fp16 from the catalogue, or for
+    ``fp32_eXmY`` the IEEE-style format with X exponent bits (bias 2^(X-1) - 1, emin 2 - 2^(X-1)),
+    Y fraction bits, subnormals and IEEE specials (``fp32_e8m13`` is Hopper's: emin -126, smallest
+    subnormal 2^-139). Its values are all fp32 values (X <= 8, Y <= 23)."""
+    found = re.fullmatch(_CUSTOM_OUTPUT, name)
+    if found is None:
+        return get_format(name, kind="float")
+    exponent_bits, mantissa_bits = int(found.group(1)), int(found.group(2))
+    return FloatFormat(name, exponent_bits, mantissa_bits, (1 << (exponent_bits - 1)) - 1)
 
 
 @dataclass(frozen=True)
@@ -87,14 +112,20 @@ class Accumulator:
         None, IntRange(2, MAX_WIDTH, "unbounded"), "W: register bits, sign included (`aligned` only; `None` = unbounded)", "4"
     )
     shift_rounding: str = option(
-        "truncate", ("truncate", "rne"), "product bits below the register LSB: `truncate` (toward zero) or `rne`", "4"
+        "truncate", SHIFT_ROUNDINGS,
+        "bits below the grid: `truncate` (toward zero), `rne`, or `floor` (toward -inf: an arithmetic right shift)",
+        "4, 4.1",
     )
     overflow: str = option(
         "saturate", ("saturate", "wrap"), "register overflow: `saturate` after each addition, or `wrap` modulo 2^W", "4"
     )
     output: str = option(
-        "fp32", ("fp32", "bf16", "fp16", "fp32_e8m13"),
-        "result format; `fp32_e8m13`: an fp32 word whose value is cut to 13 fraction bits", "4, 4.1",
+        "fp32", NameOrPattern(
+            ("fp32", "bf16", "fp16", "fp32_e8m13"), _CUSTOM_OUTPUT,
+            "fp32_eXmY (X = 2..8 exponent bits, Y = 1..23 fraction bits: that float's values as fp32 words)",
+        ),
+        "result format; `fp32_eXmY`: an fp32 word holding a value of the float with X exponent and Y fraction bits "
+        "(`fp32_e8m13`: Hopper's); without subnormals: add ftz=True", "4, 4.1",
     )
     output_rounding: str = option(
         "rne", OUTPUT_ROUNDING_MODES, "rounding of the block (and DotGeneral) result to the output format", "4"
@@ -141,8 +172,55 @@ class Accumulator:
         None, IntRange(-MAX_FRAC_BITS, MAX_FRAC_BITS, "-126, fp32's"),
         "the exponent a zero C counts with (anchor, bypass); MXDOTP reads field 0 as -127", "4.1",
     )
+    zero_product_sum: str = option(
+        "add", ("add", "pass_c"),
+        "a step whose product sum is exactly zero: `add` (C + 0; an exact zero is +0) or `pass_c` (D = C, -0 kept)",
+        "4.1",
+    )
+    partial_sums: int = option(
+        1, IntRange(1, MAX_PARTIAL_SUMS),
+        "`anchor='max'`: products summed in this many interleaved partial sums (product i of a step into sum "
+        "i mod n), each on its own anchor, then brought to the largest anchor with `sum_rounding` (CDNA3: 2)",
+        "6.1",
+    )
+    sum_rounding: str = option(
+        "truncate", SHIFT_ROUNDINGS,
+        "how the partial sums, and the product sum and C when C joins late, are cut to their grids (CDNA3: floor)",
+        "6.1",
+    )
+    sum_frac_bits: int | None = option(
+        None, IntRange(0, MAX_FRAC_BITS, "C is a term of the adder"),
+        "C joins after the products: E' = max(E, e_C), the product sum cut to 2^(E' - this) (CDNA3: 31)", "6.1",
+    )
+    c_frac_bits: int | None = option(
+        None, IntRange(0, MAX_FRAC_BITS, "C is a term of the adder"),
+        "C joining late is cut to the grid 2^(E' - this) (CDNA3: 24)", "6.1",
+    )
+    c_drop: int | None = option(
+        None, IntRange(0, MAX_FRAC_BITS, "never"),
+        "C joining late counts as zero when e_C < E' - this (CDNA3: 25)", "6.1",
+    )
+    zero_exponent: int | None = option(
+        None, IntRange(-MAX_FRAC_BITS, MAX_FRAC_BITS, "a product with a zero element does not count for the anchor"),
+        "`anchor='max'`: a zero element reads with this exponent and its products count for the anchor (CDNA3: -126)",
+        "6.1",
+    )
+    int_elements: str = option(
+        "scaled", ("scaled", "integer"),
+        "integer elements (MXINT8) in fused products: `scaled` q * 2^-6 (OCP), `integer` q itself (MXDOTP's INT8)",
+        "6.1",
+    )
+    elements: tuple | None = option(
+        None, Names("element format names", "any"),
+        "the element formats the unit takes (the operands are refused otherwise)", "6.1", cli=False,
+    )
+    mixed_elements: bool = option(
+        True, Flag(), "with `elements`: a and b may have different element formats", "6.1", cli=False,
+    )
 
     def __post_init__(self) -> None:
+        if isinstance(self.elements, list):  # as a manifest's JSON gives it
+            object.__setattr__(self, "elements", tuple(self.elements))
         validate_fields(self)
         if self.mode == "aligned":
             if self.frac_bits is None:
@@ -161,7 +239,7 @@ class Accumulator:
     def _check_nan_bits(self) -> None:
         if self.nan_bits is None:
             return
-        out = get_format(self.output_storage, kind="float")
+        out = output_float_format(self.output_storage)
         bits = self.nan_bits
         if not (bits < 1 << out.width and bits & ~out.sign_mask > out.inf_code()):
             raise ValueError(
@@ -195,6 +273,39 @@ class Accumulator:
         if self.bypass is not None:
             if self.anchor != "fixed":
                 raise ValueError(f"bypass={self.bypass!r} is only used with anchor='fixed', not anchor={self.anchor!r}")
+        self._check_late_join()
+
+    def _check_late_join(self) -> None:
+        """The CDNA3 structure (contract 6.1): partial sums, C joining after the products."""
+        late = self.sum_frac_bits is not None
+        if (self.c_frac_bits is not None) != late:
+            raise ValueError(
+                f"sum_frac_bits={self.sum_frac_bits!r} and c_frac_bits={self.c_frac_bits!r}: give both (C joins after "
+                "the products on its own grid) or neither (C is a term of the adder)"
+            )
+        if self.anchor != "max":
+            for name in ("sum_frac_bits", "zero_exponent"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name}={getattr(self, name)!r} is only used with anchor='max', not 'fixed'")
+            if self.partial_sums != 1:
+                raise ValueError(f"partial_sums={self.partial_sums!r} is only used with anchor='max', not 'fixed'")
+        if self.c_drop is not None and not late:
+            raise ValueError(
+                f"c_drop={self.c_drop!r} is only used when C joins late (sum_frac_bits and c_frac_bits set)"
+            )
+        if self.partial_sums != 1:
+            if not late:
+                raise ValueError(
+                    f"partial_sums={self.partial_sums!r} needs C to join after the products (sum_frac_bits and "
+                    "c_frac_bits set), as in CDNA3"
+                )
+            if self.step_terms != "product":
+                raise ValueError(f"partial_sums={self.partial_sums!r} needs step_terms='product'")
+        if self.sum_rounding != "truncate" and self.partial_sums == 1 and not late:
+            raise ValueError(
+                f"sum_rounding={self.sum_rounding!r} is only used with partial_sums > 1 or when C joins late "
+                "(sum_frac_bits set)"
+            )
 
     @classmethod
     def from_kwargs(cls, **kwargs) -> "Accumulator":
@@ -214,10 +325,13 @@ class Accumulator:
         scale blocks, product terms with scales that carry a significand (UE4M3)."""
         if self.accumulate != "fused":
             return
+        self._check_elements(fmt_a, fmt_b)
         k = fmt_a.block_size
         step = self.effective_step(k)
-        if step % k and k % step:
-            raise ValueError(f"step={step} is not allowed for block size {k}: it must divide {k} or be a multiple of it")
+        if step > k and step % k:
+            raise ValueError(
+                f"step={step} is not allowed for block size {k}: a step larger than a block must be a multiple of it"
+            )
         if self.anchor == "fixed" and step > k:
             raise ValueError(
                 f"step={step} is not allowed with anchor='fixed' and block size {k}: the fixed grid 2^(XA+XB-F) "
@@ -236,6 +350,41 @@ class Accumulator:
                         f"step_terms='product' is not allowed for {fmt.name!r}: its {fmt.scale.name} scales carry a "
                         "significand; use step_terms='block'"
                     )
+
+    def _check_elements(self, fmt_a, fmt_b) -> None:
+        """Refuse element formats the unit does not take (``elements``, ``mixed_elements``)."""
+        if self.elements is None:
+            return
+        names = (fmt_a.element.name, fmt_b.element.name)
+        for side, name in zip("ab", names):
+            if name not in self.elements:
+                raise ValueError(
+                    f"operand {side} has {name!r} elements, which this unit does not take; it accepts element formats: "
+                    f"{', '.join(self.elements)}" + ("" if self.mixed_elements else " (a and b of the same format)")
+                )
+        if not self.mixed_elements and names[0] != names[1]:
+            raise ValueError(
+                f"operands with {names[0]!r} and {names[1]!r} elements are not allowed: this unit takes a and b of "
+                f"the same element format (one of: {', '.join(self.elements)})"
+            )
+
+    def step_ranges(self, block_size: int, n_blocks: int) -> list[tuple[int, int]]:
+        """The products [first, last) of every fused step of ``n_blocks`` blocks (contract 4.1):
+        steps of ``step`` products in order; a step that does not divide the block size (and is
+        smaller) restarts at every block, whose last step is partial (MXDOTP's FP6 steps of 11 in
+        a block of 32: 11, 11, 10), since one instruction takes one scale per operand."""
+        k, total = block_size, n_blocks * block_size
+        step = self.effective_step(k)
+        if step >= k or k % step == 0:
+            return [(first, min(first + step, total)) for first in range(0, total, step)]
+        return [(j * k + first, j * k + min(first + step, k)) for j in range(n_blocks) for first in range(0, k, step)]
+
+    def step_count(self, block_size: int, n_blocks: int) -> int:
+        """Fused steps of ``n_blocks`` blocks (partial steps count)."""
+        step = self.effective_step(block_size)
+        if step >= block_size or block_size % step == 0:
+            return -(-n_blocks * block_size // step)
+        return n_blocks * -(-block_size // step)
 
     def as_separate(self) -> "Accumulator":
         """This configuration with separate accumulation: the fused-only fields at their defaults
@@ -257,8 +406,8 @@ class Accumulator:
 
     @property
     def output_storage(self) -> str:
-        """The IEEE format results are stored in: ``output``, with fp32_e8m13 stored as fp32."""
-        return "fp32" if self.output == "fp32_e8m13" else self.output
+        """The IEEE format results are stored in: ``output``, with every ``fp32_eXmY`` stored as fp32."""
+        return "fp32" if self.output.startswith("fp32_") else self.output
 
     @property
     def register_bound(self) -> int | None:
@@ -269,53 +418,122 @@ class Accumulator:
         return asdict(self)
 
 
-_FUSED_ONLY = {o.name: o.default for o in options_of(Accumulator) if o.name in ("step", "step_terms", "term_size", "anchor", "bypass", "c_zero_exponent")}
-
-
-PRESETS: dict[str, Accumulator] = {
-    # The contract's defaults: exact block sums, rounded to fp32 and added in fp32 in block order
-    # (OCP MX v1.0 section 6.2 DotGeneral with sequential order; conventions.md section 4).
-    "fp32_per_block": Accumulator(),
-    # The mathematical OCP Dot/DotGeneral (section 6.1/6.2), rounded once at the end.
-    "exact": Accumulator(across_blocks="exact"),
-    # A chain of fp32 FMAs over the exact products (TOSA 1.1 pseudocode), fp32 across blocks.
-    "fp32_fma": Accumulator(mode="fp32_sequential"),
-    # Hopper FP8 tensor cores as publicly described: products aligned to the largest exponent,
-    # about 13 fraction bits kept, the rest truncated (DeepSeek-V3 report section 3.3;
-    # SageAttention2, "FP22"); promoted to fp32 across blocks. An approximation from published
-    # descriptions, not a measured model of any chip.
-    "hopper_fp8_like": Accumulator(mode="aligned", frac_bits=13, width=24),
-    # Blackwell f8f6f4 MMA as reported by the DeepGEMM community (issue #176): about 25 bits.
-    # Same caveat as above.
-    "blackwell_fp8_like": Accumulator(mode="aligned", frac_bits=25, width=36),
-    # Measured models of real units (conventions.md section 6.1), fused steps with C inside.
-    # NVIDIA Hopper FP8 wgmma: 32 products per instruction, anchor at the largest exponent,
-    # 13 fraction bits, truncation, the sum cut to fp32 with 13 fraction bits toward zero, NaN
-    # 0x7FFFFFFF (MMA-Sim, validated on H100/H800, arXiv:2511.10909). Hopper has no block scales:
-    # use block scales of 1 (E8M0 code 127).
-    "hopper_fp8_wgmma": Accumulator(
-        mode="aligned", frac_bits=13, accumulate="fused", step=32, output="fp32_e8m13", output_rounding="rtz",
-        nan_bits=0x7FFFFFFF,
-    ),
-    # NVIDIA Blackwell tcgen05.mma kind::mxf8f6f4 (same source, validated on B200): 32 products of
-    # E4M3/E5M2/E3M2/E2M3/E2M1 (mixed allowed) with E8M0 scales per 32, F = 25, truncation, fp32
-    # toward zero, overflow to Inf, NaN 0x7FFFFFFF, a zero C with exponent -126.
-    "blackwell_mxf8f6f4": Accumulator(
-        mode="aligned", frac_bits=25, accumulate="fused", step=32, output_rounding="rtz", nan_bits=0x7FFFFFFF,
-        c_zero_exponent=-126,
-    ),
-    # kind::mxf4nvf4: 64 E2M1 products per instruction; each group of 16 products times its two
-    # scale significands (UE8M0 or UE4M3) is one term; F = 35; otherwise as mxf8f6f4.
-    "blackwell_mxf4nvf4": Accumulator(
-        mode="aligned", frac_bits=35, accumulate="fused", step=64, step_terms="block", term_size=16,
-        output_rounding="rtz", nan_bits=0x7FFFFFFF, c_zero_exponent=-126,
-    ),
-    # MXDOTP (pulp cvfpu fpnew_mxdotp_multi, FP8; arXiv:2505.13159): 8 products per step sharing
-    # one E8M0 scale per operand, exact on the fixed grid 2^(XA+XB-34), C aligned exactly, bypass
-    # beyond 70 bits (a zero C reads exponent field 0: -127), one rounding to fp32 with the
-    # instruction's rounding mode (override output_rounding: rne, rtz, rdn, rup, rna), IEEE overflow.
-    "mxdotp_fp8": Accumulator(
-        mode="aligned", frac_bits=34, accumulate="fused", step=8, anchor="fixed", bypass=70,
-        c_zero_exponent=-127, output_overflow="ieee",
-    ),
+_FUSED_ONLY = {
+    o.name: o.default for o in options_of(Accumulator) if o.name in (
+        "step", "step_terms", "term_size", "anchor", "bypass", "c_zero_exponent", "zero_product_sum", "partial_sums",
+        "sum_rounding", "sum_frac_bits", "c_frac_bits", "c_drop", "zero_exponent", "int_elements", "elements",
+        "mixed_elements",
+    )
 }
+
+
+_OCP_FP8 = ("fp8_e4m3", "fp8_e5m2")
+_FNUZ_FP8 = ("fp8_e4m3fnuz", "fp8_e5m2fnuz")
+_NVIDIA_FP8 = {
+    "mode": "aligned", "frac_bits": 13, "accumulate": "fused", "step": 32, "output": "fp32_e8m13",
+    "output_rounding": "rtz", "nan_bits": 0x7FFFFFFF, "elements": _OCP_FP8,
+}
+_FP16_D = {"output": "fp16", "output_rounding": "rne", "nan_bits": 0x7FFF}  # NVIDIA's fp16 D: RNE, NaN 0x7FFF
+_BLACKWELL = {
+    "mode": "aligned", "frac_bits": 25, "accumulate": "fused", "step": 32, "output_rounding": "rtz",
+    "nan_bits": 0x7FFFFFFF, "c_zero_exponent": -126,
+}
+_MXDOTP = {
+    "mode": "aligned", "frac_bits": 34, "accumulate": "fused", "anchor": "fixed", "bypass": 70,
+    "c_zero_exponent": -127, "output_overflow": "ieee", "zero_product_sum": "pass_c", "mixed_elements": False,
+}
+_BF16_D = {"output": "bf16"}  # MXDOTP's BF16 destination: the instruction's rounding, NaN 0x7FC0 (bf16's quiet NaN)
+
+# Every preset: (name, configuration, source). A preset fixes the unit's output type: a unit with two D
+# types has one preset per type (suffix _f16 / _bf16), which sets the rounding and NaN pattern of that D
+# (an `output` override alone would keep the other type's); aliases name the same configuration.
+_PRESET_LIST: list[tuple[str, Accumulator, str]] = [
+    ("fp32_per_block", Accumulator(),
+     "the contract's defaults: exact block sums rounded to fp32, added in fp32 in block order (OCP MX v1.0 6.2 "
+     "DotGeneral with sequential order; conventions.md 4)"),
+    ("exact", Accumulator(across_blocks="exact"), "the mathematical OCP Dot/DotGeneral (6.1/6.2), rounded once"),
+    ("fp32_fma", Accumulator(mode="fp32_sequential"),
+     "a chain of fp32 FMAs over the exact products (TOSA 1.1 pseudocode), fp32 across blocks"),
+    ("hopper_fp8_like", Accumulator(mode="aligned", frac_bits=13, width=24),
+     "approximation from published descriptions of Hopper FP8 (DeepSeek-V3 report 3.3; SageAttention2 'FP22'): "
+     "aligned to the largest exponent, 13 fraction bits, truncated; not a measured model"),
+    ("blackwell_fp8_like", Accumulator(mode="aligned", frac_bits=25, width=36),
+     "approximation of Blackwell f8f6f4 from DeepGEMM issue #176 (about 25 bits); not a measured model"),
+    ("hopper_fp8_wgmma", Accumulator(**_NVIDIA_FP8),
+     "NVIDIA Hopper FP8 wgmma, fp32 D: one fused step of 32 E4M3/E5M2 products, F = 13, truncate, fp32_e8m13 toward "
+     "zero, NaN 0x7FFFFFFF (MMA-Sim, validated on H100/H800, arXiv:2511.10909; contract 6.1); no block scales: use "
+     "scales of 1"),
+    ("hopper_fp8_wgmma_f16", Accumulator(**{**_NVIDIA_FP8, **_FP16_D}),
+     "NVIDIA Hopper FP8 wgmma with an fp16 D: as hopper_fp8_wgmma, the step sum rounded to fp16 nearest-even, NaN "
+     "0x7FFF, overflow to Inf (contract 6.1)"),
+    ("ada_fp8_mma", Accumulator(**{**_NVIDIA_FP8, "step": 16}),
+     "NVIDIA Ada Lovelace FP8 mma.sync m16n8k32 (sm_89), fp32 D: two fused steps of 16 (split-k), F = 13, truncate, "
+     "fp32_e8m13 toward zero, NaN 0x7FFFFFFF (contract 6.1); no block scales: use scales of 1"),
+    ("ada_fp8_mma_f16", Accumulator(**{**_NVIDIA_FP8, "step": 16, **_FP16_D}),
+     "NVIDIA Ada Lovelace FP8 mma.sync with an fp16 D: two fused steps of 16, F = 13, fp16 nearest-even, NaN 0x7FFF, "
+     "overflow to Inf (contract 6.1)"),
+    ("blackwell_mxf8f6f4", Accumulator(**_BLACKWELL, elements=_OCP_FP8 + ("fp6_e3m2", "fp6_e2m3", "fp4_e2m1")),
+     "NVIDIA Blackwell tcgen05.mma kind::mxf8f6f4 (MMA-Sim, validated on B200): 32 E4M3/E5M2/E3M2/E2M3/E2M1 products "
+     "(mixed allowed) with E8M0 scales per 32, F = 25, truncate, fp32 toward zero, NaN 0x7FFFFFFF, zero C at -126"),
+    ("blackwell_mxf4nvf4", Accumulator(**{**_BLACKWELL, "frac_bits": 35, "step": 64}, step_terms="block",
+                                       term_size=16, elements=("fp4_e2m1",)),
+     "NVIDIA Blackwell kind::mxf4nvf4: 64 E2M1 products, each group of 16 times its two scale significands (UE8M0 "
+     "per 32 or 16, or UE4M3 per 16) one term, F = 35, otherwise as blackwell_mxf8f6f4"),
+    ("rtx_blackwell_f8f6f4", Accumulator(**_BLACKWELL, elements=_OCP_FP8 + ("fp4_e2m1",)),
+     "NVIDIA RTX Blackwell (sm_120a) mma.sync kind f8f6f4 without scales, fp32 D: one fused step of 32 "
+     "E4M3/E5M2/E2M1 products, F = 25, truncate, fp32 toward zero, NaN 0x7FFFFFFF (contract 6.1); use scales of 1"),
+    ("rtx_blackwell_f8f6f4_f16", Accumulator(**{**_BLACKWELL, **_FP16_D}, elements=_OCP_FP8 + ("fp4_e2m1",)),
+     "NVIDIA RTX Blackwell mma.sync kind f8f6f4 with an fp16 D: as rtx_blackwell_f8f6f4, fp16 nearest-even, NaN "
+     "0x7FFF, overflow to Inf (contract 6.1)"),
+    ("mxdotp_fp8", Accumulator(**_MXDOTP, step=8, elements=_OCP_FP8),
+     "MXDOTP (pulp cvfpu fpnew_mxdotp_multi; arXiv:2505.13159), FP8, fp32 destination: 8 products per step sharing "
+     "one E8M0 scale per operand, exact on the grid 2^(XA+XB-34), C aligned exactly, bypass beyond 70 bits (a zero C "
+     "reads exponent field 0: -127), one rounding with the instruction's mode (override output_rounding: rne, rtz, "
+     "rdn, rup, rna), IEEE overflow, D = C when the product sum is exactly zero (contract 4.1, 6.1)"),
+    ("mxdotp_fp8_bf16", Accumulator(**_MXDOTP, step=8, elements=_OCP_FP8, **_BF16_D),
+     "MXDOTP multi-format (cvfpu fpnew_mxdotp_multi_modules), FP8 with a BF16 destination: as mxdotp_fp8, one "
+     "rounding to bf16, NaN 0x7FC0 (contract 6.1)"),
+    ("mxdotp_fp6", Accumulator(**_MXDOTP, step=11, elements=("fp6_e3m2", "fp6_e2m3")),
+     "MXDOTP multi-format, FP6 (E3M2 or E2M3), fp32 destination: steps of 11 products (66 operand bits), each block "
+     "of 32 as 11 + 11 + 10, otherwise as mxdotp_fp8 (contract 6.1)"),
+    ("mxdotp_fp6_bf16", Accumulator(**_MXDOTP, step=11, elements=("fp6_e3m2", "fp6_e2m3"), **_BF16_D),
+     "MXDOTP multi-format, FP6 with a BF16 destination (contract 6.1)"),
+    ("mxdotp_fp4", Accumulator(**_MXDOTP, step=16, elements=("fp4_e2m1",)),
+     "MXDOTP multi-format, FP4 (E2M1), fp32 destination: steps of 16 products, otherwise as mxdotp_fp8 (contract 6.1)"),
+    ("mxdotp_fp4_bf16", Accumulator(**_MXDOTP, step=16, elements=("fp4_e2m1",), **_BF16_D),
+     "MXDOTP multi-format, FP4 with a BF16 destination (contract 6.1)"),
+    ("mxdotp_int8", Accumulator(**_MXDOTP, step=8, elements=("int8",), int_elements="integer"),
+     "MXDOTP multi-format, INT8, fp32 destination: steps of 8 whose elements are plain integers (the product of two "
+     "codes, times 2^(XA+XB), with no 2^-6 per element), otherwise as mxdotp_fp8 (contract 6.1)"),
+    ("mxdotp_int8_bf16", Accumulator(**_MXDOTP, step=8, elements=("int8",), int_elements="integer", **_BF16_D),
+     "MXDOTP multi-format, INT8 with a BF16 destination (contract 6.1)"),
+    ("cdna3_fp8_mfma", Accumulator(
+        mode="aligned", frac_bits=24, accumulate="fused", step=16, partial_sums=2, sum_rounding="floor",
+        sum_frac_bits=31, c_frac_bits=24, c_drop=25, zero_exponent=-126, c_zero_exponent=-126, elements=_FNUZ_FP8),
+     "AMD CDNA3 (MI300) v_mfma_f32_{16x16x32,32x32x16}_{fp8,bf8}_{fp8,bf8}: steps of 16 FNUZ E4M3/E5M2 products "
+     "(any pair), even- and odd-indexed products summed apart (each cut toward zero to 2^(e_h - 24)), the halves "
+     "cut to 2^(E - 24) with floor, C joins: E' = max(E, e_C), the sum cut to 2^(E' - 31) and C to 2^(E' - 24) with "
+     "floor, C dropped below E' - 25, fp32 nearest-even (MMA-Sim amd_fused_dot_rd_add, validated on MI300; "
+     "contract 6.1); a zero element reads exponent -126; no block scales: use scales of 1"),
+]
+_ALIASES = {
+    # RTX Blackwell's mma.sync block_scale kinds behave exactly as Blackwell's (contract 6.1)
+    "rtx_blackwell_mxf8f6f4": "blackwell_mxf8f6f4",
+    "rtx_blackwell_mxf4nvf4": "blackwell_mxf4nvf4",
+}
+
+#: Every named configuration (aliases included: the same Accumulator object).
+PRESETS: dict[str, Accumulator] = {name: acc for name, acc, _ in _PRESET_LIST}
+#: The source of every preset: the real design or library it reproduces, and where that is measured.
+PRESET_SOURCES: dict[str, str] = {name: source for name, _, source in _PRESET_LIST}
+for _alias, _name in _ALIASES.items():
+    PRESETS[_alias] = PRESETS[_name]
+    PRESET_SOURCES[_alias] = (
+        f"alias of {_name}: NVIDIA RTX Blackwell (sm_120a) mma.sync block_scale kind, which behaves exactly as "
+        "Blackwell's (contract 6.1)"
+    )
+
+
+def presets_text() -> str:
+    """One line per preset, for ``--help``: the name and its source (generated from PRESETS)."""
+    return "\n".join(f"{name}: {PRESET_SOURCES[name]}" for name in PRESETS)

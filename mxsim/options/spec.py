@@ -12,6 +12,7 @@ recorded in one place and forgotten in another.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -19,6 +20,8 @@ from typing import Any
 __all__ = [
     "Option",
     "Choice",
+    "NameOrPattern",
+    "Names",
     "Flag",
     "IntRange",
     "Data",
@@ -51,6 +54,38 @@ class Choice:
     def text(self) -> str:
         choices = f"one of: {', '.join(self.values)}"
         return f"{choices}, or None ({self.none})" if self.none else choices
+
+
+@dataclass(frozen=True)
+class NameOrPattern:
+    """One of a fixed set of names, or a name matching ``pattern`` (a regular expression, matched
+    whole); ``pattern_text`` says what such names mean."""
+
+    values: tuple[str, ...]
+    pattern: str
+    pattern_text: str
+
+    def accepts(self, value) -> bool:
+        return isinstance(value, str) and (value in self.values or re.fullmatch(self.pattern, value) is not None)
+
+    def text(self) -> str:
+        return f"one of: {', '.join(self.values)}, or {self.pattern_text}"
+
+
+@dataclass(frozen=True)
+class Names:
+    """A tuple of names (a list is read as a tuple), or None where ``none`` says what None means."""
+
+    what: str
+    none: str
+
+    def accepts(self, value) -> bool:
+        if value is None:
+            return True
+        return isinstance(value, tuple) and bool(value) and all(isinstance(v, str) and v for v in value)
+
+    def text(self) -> str:
+        return f"a non-empty tuple of {self.what}, or None ({self.none})"
 
 
 @dataclass(frozen=True)
@@ -103,7 +138,7 @@ class Option:
 
     name: str
     default: Any
-    allowed: Choice | Flag | IntRange | Data
+    allowed: Choice | NameOrPattern | Names | Flag | IntRange | Data
     description: str
     section: str
     cli: bool = True

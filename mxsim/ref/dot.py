@@ -40,7 +40,7 @@ from .decode import decode
 from .exact import Exact, Number, dyadic, floor_log2
 from .fused import check_tensor_scales, fused_steps
 from .output import fp32_add, fp32_bits, fp32_input, output_value, round_output
-from .round import round_shift
+from .round import CUT_ROUNDING, round_shift
 from .terms import Term, block_products, block_terms, element_term, frac_bits, min_exponent, special
 
 __all__ = [
@@ -164,7 +164,7 @@ def _aligned_register(products, frac: int, anchor: int, accumulator: Accumulator
     """The W-bit register: each product placed on the grid 2^(anchor - F) by ``shift_rounding``,
     added in index order, with ``overflow`` applied after each addition."""
     lsb = anchor - accumulator.frac_bits
-    rounding = "rtz" if accumulator.shift_rounding == "truncate" else "rne"
+    rounding = CUT_ROUNDING[accumulator.shift_rounding]
     bound = accumulator.register_bound
     saturate = accumulator.overflow == "saturate"
     total, base = 0, lsb + frac

@@ -43,8 +43,8 @@ from .block import QuantizedBlock
 from .decode import decode
 from .exact import Exact, floor_log2, to_exact
 from .output import output_value, round_output
-from .round import round_magnitude
-from .terms import block_products, frac_bits, special
+from .round import CUT_ROUNDING, round_magnitude
+from .terms import block_products, block_terms, frac_bits, special
 
 __all__ = ["FusedStep", "ScaleParts", "check_tensor_scales", "fused_step_details", "fused_steps", "scale_parts"]
 
@@ -132,34 +132,57 @@ def fused_step_details(
     """Every step of :func:`fused_steps` as a :class:`FusedStep`."""
     accumulator.check_block_format(fmt_a, fmt_b)
     k = fmt_a.block_size
-    prods = []
+    offset = integer_offset(fmt_a.element, accumulator) + integer_offset(fmt_b.element, accumulator)
+    prods, anchors = [], []
     for a, b in zip(blocks_a, blocks_b):
-        prods += block_products(a.codes, a.subscales, fmt_a, b.codes, b.subscales, fmt_b)
+        block = block_products(a.codes, a.subscales, fmt_a, b.codes, b.subscales, fmt_b)
+        prods += [(s, m, e + offset, kind) for s, m, e, kind in block]
+        if accumulator.zero_exponent is not None:
+            anchors += _zero_read_exponents(a, b, fmt_a, fmt_b, accumulator.zero_exponent, offset)
     ops = _Operands(
         prods,
         [scale_parts(a.scale, fmt_a.scale) for a in blocks_a],
         [scale_parts(b.scale, fmt_b.scale) for b in blocks_b],
         k,
         frac_bits(fmt_a.element) + frac_bits(fmt_b.element),
+        anchors or None,
     )
-    step = accumulator.effective_step(k)
     details = []
-    for first in range(0, len(prods), step):
-        details.append(_step(ops, first, min(first + step, len(prods)), c, accumulator))
+    for first, last in accumulator.step_ranges(k, len(blocks_a)):
+        details.append(_step(ops, first, last, c, accumulator))
         c = output_value(details[-1].code, accumulator)
     return tuple(details)
 
 
+def integer_offset(element, accumulator: Accumulator) -> int:
+    """What an element's exponent is raised by in fused products: f for an integer element read as
+    its plain code (``int_elements="integer"``: value q = M * 2^(E + f - f), MXDOTP's INT8), else 0."""
+    return frac_bits(element) if element.kind == "int" and accumulator.int_elements == "integer" else 0
+
+
+def _zero_read_exponents(a, b, fmt_a, fmt_b, zero_exponent: int, offset: int) -> list[int]:
+    """The anchor exponent of every product of a block pair with ``zero_exponent`` set: Ea + Eb
+    (+ ``offset``), a zero element reading with exponent ``zero_exponent`` (CDNA3: -126)."""
+    terms_a = block_terms(a.codes, a.subscales, fmt_a)
+    terms_b = block_terms(b.codes, b.subscales, fmt_b)
+    return [
+        (ta.exponent if ta.significand else zero_exponent) + (tb.exponent if tb.significand else zero_exponent) + offset
+        for ta, tb in zip(terms_a, terms_b)
+    ]
+
+
 @dataclass(frozen=True)
 class _Operands:
-    """The products of a DotGeneral in order, each block pair's scales, the block size ``k`` and
-    ``frac`` = fa + fb (a product's value is (-1)^sign * magnitude * 2^(exponent - frac))."""
+    """The products of a DotGeneral in order, each block pair's scales, the block size ``k``,
+    ``frac`` = fa + fb (a product's value is (-1)^sign * magnitude * 2^(exponent - frac)) and, with
+    ``zero_exponent`` set, every product's anchor exponent (``anchors``; else None)."""
 
     products: list[tuple[int, int, int, str]]
     scales_a: list[ScaleParts]
     scales_b: list[ScaleParts]
     k: int
     frac: int
+    anchors: list[int] | None = None
 
 
 def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> FusedStep:
@@ -175,19 +198,30 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
     values = [value for value, _, _ in terms]
     found = {"c": c, "nonzero": any(counts for _, _, counts in terms), "products": sum(values, Fraction(0)),
              "c_exponent": e_c}
+    if acc.sum_frac_bits is not None:
+        anchor, grid, products, cut, total = _late_join(terms, c, e_c, acc)
+        if acc.zero_product_sum == "pass_c" and products == 0:
+            return FusedStep(round_output(c, acc), anchor=anchor, grid=grid, **found)
+        found.update(anchor=anchor)
+        code = round_output(Exact(int(total < 0), abs(total)), acc)
+        return FusedStep(code, grid=grid, cut_products=cut, total=total, **found)
     if acc.anchor == "max":
         anchor = max([e_c] + [exponent for _, exponent, counts in terms if counts])
         grid = anchor - acc.frac_bits
-        cut = _cut_sum(values, grid, acc) * TWO**grid
-        total = _cut_sum([c.value], grid, acc) * TWO**grid + cut
+        cut = _cut_sum(values, grid, acc.shift_rounding) * TWO**grid
+        if acc.zero_product_sum == "pass_c" and cut == 0:  # D = C, its sign included
+            return FusedStep(round_output(c, acc), anchor=anchor, grid=grid, **found)
+        total = _cut_sum([c.value], grid, acc.shift_rounding) * TWO**grid + cut
         found.update(anchor=anchor)
     else:
         block = first // ops.k
         grid = ops.scales_a[block].exponent + ops.scales_b[block].exponent - acc.frac_bits
-        cut = _cut_sum(values, grid, acc) * TWO**grid
+        cut = _cut_sum(values, grid, acc.shift_rounding) * TWO**grid
         if acc.bypass is not None and (e_c - FP32_FRACTION_BITS) - grid > acc.bypass:
             # D = C unchanged (C itself for an fp32 output, -0 included)
             return FusedStep(round_output(c, acc), grid=grid, cut_products=cut, bypass=True, **found)
+        if acc.zero_product_sum == "pass_c" and cut == 0:  # D = C, its sign included
+            return FusedStep(round_output(c, acc), grid=grid, **found)
         total = c.value + cut
     # an exactly-zero sum is +0
     code = round_output(Exact(int(total < 0), abs(total)), acc)
@@ -206,9 +240,48 @@ def _terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> list[tupl
         total = sum(((-m if s else m) * TWO ** (e - ops.frac) for s, m, e, _ in group), Fraction(0))
         scale_exponent = sa.exponent + sb.exponent
         exponent = scale_exponent if per_block else scale_exponent + group[0][2]
+        counts = any(m for _, m, _, _ in group)
+        if ops.anchors is not None and not per_block:  # zero_exponent: every product counts
+            exponent, counts = scale_exponent + ops.anchors[start], True
         value = total * sa.significand * sb.significand * TWO**scale_exponent
-        terms.append((value, exponent, any(m for _, m, _, _ in group)))
+        terms.append((value, exponent, counts))
     return terms
+
+
+def _late_join(terms, c: Exact, e_c: int, acc: Accumulator) -> tuple[int, int, Fraction, Fraction, Fraction]:
+    """The step sum when C joins after the products (``sum_frac_bits`` set; AMD CDNA3, contract 6.1).
+
+    1. The terms are dealt into ``partial_sums`` interleaved sums (term i of the step into sum
+       i mod n); in each, with e_h its largest counting exponent, every term is cut to the grid
+       2^(e_h - F) by ``shift_rounding`` and the cut terms are added exactly (a sum without a
+       counting term is 0 and has no exponent).
+    2. E = the largest e_h; each partial sum is cut to the grid 2^(E - F) by ``sum_rounding``, and
+       the cut sums are added exactly: the product sum S.
+    3. E' = max(E, e_C) (e_C alone when no term counts); S is cut to the grid 2^(E' - sum_frac_bits)
+       and C to 2^(E' - c_frac_bits), both by ``sum_rounding``; C counts as zero when
+       e_C < E' - c_drop.
+    Returns (E', the exponent of the sum's grid, S, S after its cut, the exact total)."""
+    n, f = acc.partial_sums, acc.frac_bits
+    sums = []
+    for h in range(n):
+        part = terms[h::n]
+        exponents = [exponent for _, exponent, counts in part if counts]
+        if exponents:
+            e_h = max(exponents)
+            cut = _cut_sum([value for value, _, _ in part], e_h - f, acc.shift_rounding)
+            sums.append((cut * TWO ** (e_h - f), e_h))
+    if sums:
+        e = max(e_h for _, e_h in sums)
+        products = _cut_sum([value for value, _ in sums], e - f, acc.sum_rounding) * TWO ** (e - f)
+        joint = max(e, e_c)
+    else:
+        products, joint = Fraction(0), e_c
+    grid = joint - acc.sum_frac_bits
+    cut = _cut_sum([products], grid, acc.sum_rounding) * TWO**grid
+    dropped = acc.c_drop is not None and e_c < joint - acc.c_drop
+    c_grid = joint - acc.c_frac_bits
+    c_cut = Fraction(0) if dropped else _cut_sum([c.value], c_grid, acc.sum_rounding) * TWO**c_grid
+    return joint, grid, products, cut, cut + c_cut
 
 
 def _c_exponent(c: Exact, acc: Accumulator) -> int:
@@ -216,10 +289,11 @@ def _c_exponent(c: Exact, acc: Accumulator) -> int:
     return max(floor_log2(c.magnitude), FP32_EMIN) if c.magnitude else acc.effective_c_zero_exponent
 
 
-def _cut_sum(values: list[Fraction], grid: int, acc: Accumulator) -> int:
-    """The exact integer sum of the values cut to the grid 2^grid: each is sign * shift_rounding(
-    |value| / 2^grid) (truncate: toward zero; rne: nearest, ties to even)."""
-    rounding = "rtz" if acc.shift_rounding == "truncate" else "rne"
+def _cut_sum(values: list[Fraction], grid: int, cut: str) -> int:
+    """The exact integer sum of the values cut to the grid 2^grid: each is sign * |value| / 2^grid
+    rounded by ``cut`` (truncate: toward zero; rne: nearest, ties to even; floor: toward minus
+    infinity, as an arithmetic right shift of the two's-complement value)."""
+    rounding = CUT_ROUNDING[cut]
     total = 0
     for value in values:
         units = abs(value) / TWO**grid

@@ -3,16 +3,17 @@ that rounds a result to the accumulator's output format, the fp32 addition of se
 accumulation, and the accumulator input C. Integers and Fractions only.
 
 Output codes are stored in ``accumulator.output_storage``: fp32 (32-bit word), bf16 or fp16
-(16-bit words); ``fp32_e8m13`` results are rounded to :data:`mxsim.formats.FP32_E8M13` (8 exponent
-bits, 13 fraction bits) and stored as the fp32 word with its low 10 bits 0.
+(16-bit words); ``fp32_eXmY`` results are rounded to the float with X exponent bits (bias
+2^(X-1) - 1) and Y fraction bits (:func:`mxsim.options.accumulate.output_float_format`;
+``fp32_e8m13`` is :data:`mxsim.formats.FP32_E8M13`) and stored as the fp32 word of that value (for
+X = 8: the code shifted left by 23 - Y, its low bits 0).
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
 
 from ..options import Accumulator
-from ..formats import FP32_E8M13, get_format
+from ..options.accumulate import output_float_format
 from .block import to_fp32
 from .decode import decode
 from .encode import encode_ratio
@@ -22,19 +23,13 @@ __all__ = ["output_format", "storage_format", "round_output", "output_value", "f
 
 
 def output_format(accumulator: Accumulator):
-    """The float format results are rounded to: ``output``, or FP32_E8M13 for ``fp32_e8m13``."""
-    return _float_format(accumulator.output)
+    """The float format results are rounded to: ``output`` (``fp32_eXmY``: that float)."""
+    return output_float_format(accumulator.output)
 
 
 def storage_format(accumulator: Accumulator):
-    """The IEEE format output codes are stored in (fp32 for ``fp32_e8m13``)."""
-    return _float_format(accumulator.output_storage)
-
-
-@lru_cache(maxsize=None)
-def _float_format(name: str):
-    """The float format of an accumulator's ``output`` or ``output_storage`` name."""
-    return FP32_E8M13 if name == "fp32_e8m13" else get_format(name, kind="float")
+    """The IEEE format output codes are stored in (fp32 for ``fp32_eXmY``)."""
+    return output_float_format(accumulator.output_storage)
 
 
 def round_output(x: Exact, accumulator: Accumulator) -> int:
@@ -68,9 +63,15 @@ def round_output(x: Exact, accumulator: Accumulator) -> int:
 
 
 def _widen(code: int, out, storage) -> int:
-    """The storage word of an output code: the same sign and exponent fields, the fraction field
-    padded with zeros below (fp32_e8m13 -> fp32: shift left by 10). Identity when out is storage."""
-    return code << (storage.mantissa_bits - out.mantissa_bits)
+    """The storage word of an output code (its value is a storage value): with the same exponent
+    field, the fraction field padded with zeros below (fp32_e8m13 -> fp32: shift left by 10;
+    identity when out is storage); else the storage code of the same value (Inf included)."""
+    if out.exponent_bits == storage.exponent_bits:
+        return code << (storage.mantissa_bits - out.mantissa_bits)
+    x = decode(code, out)
+    if x.is_inf:
+        return storage.inf_code(bool(x.sign))
+    return encode_ratio(x.magnitude.numerator, x.magnitude.denominator, bool(x.sign), storage, "rne", "error")
 
 
 def output_value(code: int, accumulator: Accumulator) -> Exact:

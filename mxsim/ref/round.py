@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from .exact import as_int
 
-__all__ = ["round_magnitude", "round_shift"]
+__all__ = ["CUT_ROUNDING", "round_magnitude", "round_shift"]
+
+#: A cut of a datapath value to a grid (``shift_rounding``, ``sum_rounding``) as a rounding of
+#: :func:`round_magnitude`: truncate is toward zero, floor toward minus infinity (an arithmetic right
+#: shift of the two's-complement value: a negative magnitude rounds up).
+CUT_ROUNDING = {"truncate": "rtz", "rne": "rne", "floor": "rdn"}
 
 
 def round_magnitude(
