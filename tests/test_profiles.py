@@ -807,7 +807,12 @@ def _load_profile_examples():
     )
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("profile_examples", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
+    hooks = str(Path(spec.origin).parent)
+    sys.path.insert(0, hooks)  # it imports its neighbour comparison_examples, whichever test file ran first
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(hooks)
     return module
 
 
