@@ -37,6 +37,7 @@ from ..formats.element import negated_code
 from ..ref.dot import product_lsb
 from ..ref.encode import encode
 from ..ref.exact import Exact, floor_log2
+from ..ref.fused import integer_offset
 from ..ref.output import output_format
 from ..ref.terms import element_term
 from .stimulus import accumulator_values
@@ -97,6 +98,26 @@ def _pair_for(element_a, element_b) -> dict[int, tuple[int, int]]:
         for jb in sorted(pb):
             out.setdefault(ja + jb, (pa[ja], pb[jb]))
     return out
+
+
+def _product_shift(suite) -> int:
+    """How many binades a fused product sits above its decoded value: f_a + f_b for integer
+    elements read as plain codes (``int_elements="integer"``, MXDOTP's INT8: q, not q * 2^-6), else 0."""
+    if not suite.fused:
+        return 0
+    return integer_offset(suite.fa.element, suite.acc) + integer_offset(suite.fb.element, suite.acc)
+
+
+def _table(suite) -> dict[int, tuple[int, int]]:
+    """s -> (code a, code b) of two positive powers of two whose product, as the datapath sees it
+    (:func:`_product_shift`), is 2^s."""
+    shift = _product_shift(suite)
+    return {s + shift: pair for s, pair in _pair_for(suite.fa.element, suite.fb.element).items()}
+
+
+def _late(acc) -> bool:
+    """Whether C joins after the products (``sum_frac_bits`` set: CDNA3, contract 6.1)."""
+    return acc.sum_frac_bits is not None
 
 
 def _scale_pair(suite, x: int) -> tuple[int, int] | None:
@@ -161,9 +182,14 @@ def _plan_route(suite, route: str, copies: int, pattern: str, band: str, variant
     acc, fa, fb = suite.acc, suite.fa, suite.fb
     out = output_format(acc)
     pa, pb = _powers(fa.element), _powers(fb.element)
-    table = _pair_for(fa.element, fb.element)
+    table = _table(suite)
+    shift = _product_shift(suite)
     subnormal = band == "subnormal"
-    if route == "c_top":  # C = 2^t; x puts the guard bit on the largest product
+    if route == "c_top" and suite.unit_scales:  # scales of 1 (x = 0): t puts the guard bit on the largest product
+        x = 0
+        t = out.emin - 2 - variant % 3 if subnormal else max(table) + out.mantissa_bits + 1 - variant % 3
+        top, top_e = (), None
+    elif route == "c_top":  # C = 2^t; x puts the guard bit on the largest product
         t = out.emin - 2 - variant % 3 if subnormal else 3 * (variant % 3)
         top, top_e = (), None
         x = max(t, out.emin) - out.mantissa_bits - 1 - max(table)
@@ -173,13 +199,13 @@ def _plan_route(suite, route: str, copies: int, pattern: str, band: str, variant
         if ja not in pa:
             return None
         top = ((pa[ja], pb[jb]),) * (1 << copies)
-        top_e = element_term(pa[ja], fa.element).exponent + element_term(pb[jb], fb.element).exponent
+        top_e = element_term(pa[ja], fa.element).exponent + element_term(pb[jb], fb.element).exponent + shift
         if subnormal:
-            x = out.emin - 3 - variant % 3 - (ja + jb) - copies
+            x = out.emin - 3 - variant % 3 - (ja + jb + shift) - copies
         else:
             x = 0 if suite.unit_scales else _SCALE_SHIFTS[variant]
-        t = ja + jb + x + copies
-    if (t < out.emin) != subnormal or not -149 <= t <= 127:
+        t = ja + jb + shift + x + copies
+    if (t < out.emin) != subnormal or not -149 <= t <= 127 or t > out.emax:
         return None
     scales = _scale_pair(suite, x)
     if scales is None:
@@ -218,6 +244,14 @@ def _assemble(suite, route, pattern, u, t, x, top, top_e, table):
         low = x - acc.frac_bits if e_c is None else min(x - acc.frac_bits, e_c - 23)
         if e_c is not None and acc.bypass is not None and (e_c - 23) - (x - acc.frac_bits) > acc.bypass:
             return None
+    elif _late(acc):
+        # C joins after the products (ref.fused._late_join): E = the largest product exponent (the
+        # 2^t products, or the remainder's top bit on route c_top), E' = max(E, e_C); the adder's
+        # lowest bit is 2^(E' - sum_frac_bits). The stimulus never pairs a zero element with a
+        # nonzero one, so zero_exponent's reads (at most 2 * zero_exponent) never raise E.
+        e_products = top_e + x if top else u - (2 if pattern in ("below", "near_below") else 1)
+        joint = max(e_products, acc.effective_c_zero_exponent if e_c is None else e_c)
+        low = joint - acc.sum_frac_bits
     else:
         top_term = [] if not top else [x if acc.step_terms == "block" else top_e + x]
         low = max(top_term + [acc.effective_c_zero_exponent if e_c is None else e_c]) - acc.frac_bits
@@ -227,6 +261,8 @@ def _assemble(suite, route, pattern, u, t, x, top, top_e, table):
     for off in PATTERNS[pattern]:
         bits += [low] if off == "low" else list(range(u - 2, low - 1, -1)) if off == "below" else [u + off]
     if min(bits) < low:
+        return None
+    if suite.fused and _late(acc) and not _late_keeps(acc, route, bits, e_products, joint, e_c):
         return None
     if route == "c":
         if not _fp32_holds(bits):
@@ -238,6 +274,16 @@ def _assemble(suite, route, pattern, u, t, x, top, top_e, table):
         return None
     c = Fraction(2) ** t if route == "c_top" else Fraction(0)
     return top + tuple(table[q - x] for q in bits), c
+
+
+def _late_keeps(acc, route: str, bits: list[int], e_products: int, joint: int, e_c: int | None) -> bool:
+    """Whether a late C join (:func:`_late`) keeps every remainder bit: bits carried by products
+    lie on each partial sum's grid and on 2^(E - F) (the cut of the partial sums); bits carried by C
+    lie on C's grid 2^(E' - c_frac_bits), and C is not dropped (e_C >= E' - c_drop)."""
+    if route == "c":
+        dropped = acc.c_drop is not None and e_c < joint - acc.c_drop
+        return not dropped and min(bits) >= joint - acc.c_frac_bits
+    return min(bits) >= e_products - acc.frac_bits
 
 
 def _increments(acc, pattern: str, sign: int, subnormal: bool) -> bool:
@@ -279,14 +325,23 @@ def _make_plans(suite) -> tuple[_Plan, ...]:
 
 
 # --- C distances ---------------------------------------------------------------------------------------
+def _grid_bits(acc) -> int:
+    """The step grid's distance below the anchor: ``sum_frac_bits`` when C joins late (the sum is
+    cut to 2^(E' - sum_frac_bits)), else ``frac_bits``."""
+    return acc.sum_frac_bits if _late(acc) else acc.frac_bits
+
+
 def c_distances(acc) -> list[int]:
     """Distances d of C's leading bit 2^(grid + d) from a fused step's grid LSB 2^grid: far and
     just below it (C's bits only below the kept window), around it, around F (C at the products)
-    and C's 24 bits above, and around the bypass threshold (anchor='fixed')."""
-    f = acc.frac_bits
+    and C's 24 bits above, around the bypass threshold (anchor='fixed') and around C's drop
+    threshold (a late C join). F: the bits of the grid below the anchor (:func:`_grid_bits`)."""
+    f = _grid_bits(acc)
     out = [-60, -48, -40, -32, -25, -24, -23, -12, -2, -1, 0, 1, 2, f - 24, f - 23, f - 1, f, f + 1, f + 24]
     if acc.anchor == "fixed" and acc.bypass is not None:
         out += [acc.bypass + 22, acc.bypass + 23, acc.bypass + 24, acc.bypass + 25]
+    if _late(acc) and acc.c_drop is not None:  # around C's drop threshold e_C = E' - c_drop
+        out += [f - acc.c_drop - 1, f - acc.c_drop, f - acc.c_drop + 1]
     return list(dict.fromkeys(out))
 
 
@@ -305,8 +360,8 @@ def _make_distance_plans(suite) -> tuple[tuple[int, int, tuple], ...]:
     if scales is None:
         return ()
     top_e = element_term(pa[ja], suite.fa.element).exponent + element_term(pb[jb], suite.fb.element).exponent
-    anchor_e = 0 if acc.step_terms == "block" else top_e
-    grid = (0 if acc.anchor == "fixed" else anchor_e) - acc.frac_bits
+    anchor_e = 0 if acc.step_terms == "block" else top_e + _product_shift(suite)
+    grid = (0 if acc.anchor == "fixed" else anchor_e) - _grid_bits(acc)
     plans = []
     for i, d in enumerate(c_distances(acc)):
         # C's leading bit 2^(grid + d): its last bit d - 23 from the grid (stimulus.accumulator_values)
@@ -398,18 +453,21 @@ def _make_underflow_plans(suite) -> tuple:
         return ()
     out = output_format(acc)
     q = out.emin - out.mantissa_bits - 2
-    table = _pair_for(suite.fa.element, suite.fb.element)
+    table = _table(suite)
     plans = []
     for s in sorted(table, reverse=True)[:UNDERFLOWS]:
         x, (ca, cb) = q - s, table[s]
         scales = _scale_pair(suite, x)
         e = element_term(ca, suite.fa.element).exponent + element_term(cb, suite.fb.element).exponent
+        e += _product_shift(suite)
         if not suite.fused:
             low = (product_lsb(suite.fa, suite.fb) if acc.mode == "exact" else e - acc.frac_bits) + x
         elif acc.anchor == "fixed":
             low = x - acc.frac_bits
             if acc.bypass is not None and (acc.effective_c_zero_exponent - 23) - low > acc.bypass:
                 continue
+        elif _late(acc):  # the product alone is exact on its partial sum's grid; S is cut to 2^(E' - sum_frac_bits)
+            low = max(e + x, acc.effective_c_zero_exponent) - acc.sum_frac_bits
         else:
             low = max(x if acc.step_terms == "block" else e + x, acc.effective_c_zero_exponent) - acc.frac_bits
         if scales is not None and q >= low:
@@ -436,7 +494,7 @@ def _zeros(suite, rng: random.Random, index: int) -> dict:
         neg_zero = ea.sign_mask if decode(ea.sign_mask, ea).is_zero else 0
         return _vector(suite, [neg_zero, 0, neg_zero], [top_b, top_b, 0], scales, c)
     if kind >= 2 and suite.fused:  # C cancels the product exactly
-        value = decode(top_a, ea).magnitude * decode(top_b, eb).magnitude
+        value = decode(top_a, ea).magnitude * decode(top_b, eb).magnitude * Fraction(2) ** _product_shift(suite)
         return _vector(suite, [top_a], [top_b], scales, fp32_bits(Exact(1, value)))
     if kind >= 2:  # x, y, -x, -y
         other = pa[rng.choice(sorted(pa))]
