@@ -26,6 +26,7 @@ from .accumulator_classes import c_classes, element_classes, fused_classes
 from .batch import FloatBits, bit, code_table, compute_each, fast_dot_models, pack_items, unpack_items
 from .fields import Field
 from .format_spec import block_format, format_param
+from .fused_batch import compute_fused_batch
 from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, jsonable, pack_word, unpack_word
 
 
@@ -476,19 +477,25 @@ class DotSuite(Suite):
     # expected values of many vectors at once (mxsim.golden.batch) ---------------------------
     @property
     def fast_path_applies(self) -> bool:
-        """Whether the fast path models this suite: its accumulator
+        """Whether the fast path models this suite: fused accumulation (every preset and setting,
+        :mod:`.fused_batch`), or separate accumulation with an accumulator the fast path models
         (:func:`~mxsim.golden.batch.fast_dot_models`) and no accumulator input C (the fast path
-        computes the blocks' Dot alone)."""
+        computes the blocks' Dot alone; a C of separate accumulation goes through the reference)."""
+        if self.fused:
+            return True
         return fast_dot_models(self.acc) and not self.has_c
 
     def compute_batch(self, inputs: dict):
         """``compute`` of N vectors with the fast path: (outputs, flags), see
         :mod:`mxsim.golden.batch`. The configurations the fast path does not model
-        (:attr:`fast_path_applies` false: fused accumulation, an accumulator input C, output_overflow
-        other than inf, nan_bits, fp32_e8m13) and any batch with an invalid vector (the reference
-        then raises its own error) go vector by vector through ``compute``."""
+        (:attr:`fast_path_applies` false: separate accumulation with an accumulator input C,
+        output_overflow other than inf, nan_bits, fp32_e8m13) and any batch with an invalid vector
+        (the reference then raises its own error) go vector by vector through ``compute``. Fused
+        suites: :func:`.fused_batch.compute_fused_batch`."""
         if not self.fast_path_applies:
             return compute_each(self, inputs)
+        if self.fused:
+            return compute_fused_batch(self, inputs)
         try:
             return self._batch(inputs)
         except ValueError:

@@ -163,7 +163,9 @@ class _Operands:
 
 
 def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> FusedStep:
-    """The step over products [first, last) with accumulator input ``c``."""
+    """The step over products [first, last) with accumulator input ``c``. Terms and cuts are exact
+    dyadic integers (n, x) = n * 2^x (:func:`_terms`, :func:`_cut_sum`); the step's Fractions are
+    made once from their sums."""
     blocks = range(first // ops.k, (last - 1) // ops.k + 1)
     nan_scale = any(ops.scales_a[i].nan or ops.scales_b[i].nan for i in blocks)
     kinds = chain(((sign, kind) for sign, _, _, kind in ops.products[first:last]), [(c.sign, c.kind)])
@@ -172,19 +174,20 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
         return FusedStep(round_output(outcome, acc), c, special=True)
     terms = _terms(ops, first, last, acc)
     e_c = _c_exponent(c, acc)
-    values = [value for value, _, _ in terms]
-    found = {"c": c, "nonzero": any(counts for _, _, counts in terms), "products": sum(values, Fraction(0)),
+    values = [(n, x) for n, x, _, _ in terms]
+    found = {"c": c, "nonzero": any(counts for _, _, _, counts in terms), "products": _dyadic_sum(values),
              "c_exponent": e_c}
     if acc.anchor == "max":
-        anchor = max([e_c] + [exponent for _, exponent, counts in terms if counts])
+        anchor = max([e_c] + [exponent for _, _, exponent, counts in terms if counts])
         grid = anchor - acc.frac_bits
-        cut = _cut_sum(values, grid, acc) * TWO**grid
-        total = _cut_sum([c.value], grid, acc) * TWO**grid + cut
+        cut_units = _cut_sum(values, grid, acc)
+        cut = _fraction(cut_units, grid)
+        total = _fraction(_cut_sum([_dyadic(c.value)], grid, acc) + cut_units, grid)
         found.update(anchor=anchor)
     else:
         block = first // ops.k
         grid = ops.scales_a[block].exponent + ops.scales_b[block].exponent - acc.frac_bits
-        cut = _cut_sum(values, grid, acc) * TWO**grid
+        cut = _fraction(_cut_sum(values, grid, acc), grid)
         if acc.bypass is not None and (e_c - FP32_FRACTION_BITS) - grid > acc.bypass:
             # D = C unchanged (C itself for an fp32 output, -0 included)
             return FusedStep(round_output(c, acc), grid=grid, cut_products=cut, bypass=True, **found)
@@ -194,21 +197,43 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
     return FusedStep(code, grid=grid, cut_products=cut, total=total, **found)
 
 
-def _terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> list[tuple[Fraction, int, bool]]:
-    """(signed exact value, exponent, counts for the anchor) of every product term, or of every
-    block term (``term_size`` products of one scale block), of the finite products [first, last)."""
+def _terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> list[tuple[int, int, int, bool]]:
+    """(n, x, exponent, counts for the anchor) of every product term, or of every block term
+    (``term_size`` products of one scale block), of the finite products [first, last): the term's
+    signed exact value is n * 2^x (integers)."""
     per_block = acc.step_terms == "block"
     size = acc.effective_term_size(ops.k) if per_block else 1
     terms = []
     for start in range(first, last, size):
-        sa, sb = ops.scales_a[start // ops.k], ops.scales_b[start // ops.k]
-        group = ops.products[start : min(start + size, last)]
-        total = sum(((-m if s else m) * TWO ** (e - ops.frac) for s, m, e, _ in group), Fraction(0))
+        block = start // ops.k
+        sa, sb = ops.scales_a[block], ops.scales_b[block]
+        (na, xa), (nb, xb) = _dyadic(sa.significand), _dyadic(sb.significand)
         scale_exponent = sa.exponent + sb.exponent
+        group = ops.products[start : min(start + size, last)]
+        base = min(e for _, _, e, _ in group)  # the group's sum on the grid 2^(base - frac)
+        total = sum((-m if s else m) << (e - base) for s, m, e, _ in group)
         exponent = scale_exponent if per_block else scale_exponent + group[0][2]
-        value = total * sa.significand * sb.significand * TWO**scale_exponent
-        terms.append((value, exponent, any(m for _, m, _, _ in group)))
+        terms.append((total * na * nb, base - ops.frac + xa + xb + scale_exponent, exponent, any(m for _, m, _, _ in group)))
     return terms
+
+
+def _dyadic(q: Fraction) -> tuple[int, int]:
+    """(n, x) with q = n * 2^x exactly, for a Fraction whose denominator is a power of two (every
+    element, scale and fp32 value is one)."""
+    return q.numerator, 1 - q.denominator.bit_length()
+
+
+def _fraction(n: int, x: int) -> Fraction:
+    """n * 2^x as a Fraction."""
+    return Fraction(n << x) if x >= 0 else Fraction(n, 1 << -x)
+
+
+def _dyadic_sum(values: list[tuple[int, int]]) -> Fraction:
+    """The exact sum of the dyadic values (n, x) = n * 2^x, as a Fraction."""
+    if not values:
+        return Fraction(0)
+    base = min(x for _, x in values)
+    return _fraction(sum(n << (x - base) for n, x in values), base)
 
 
 def _c_exponent(c: Exact, acc: Accumulator) -> int:
@@ -216,13 +241,17 @@ def _c_exponent(c: Exact, acc: Accumulator) -> int:
     return max(floor_log2(c.magnitude), FP32_EMIN) if c.magnitude else acc.effective_c_zero_exponent
 
 
-def _cut_sum(values: list[Fraction], grid: int, acc: Accumulator) -> int:
-    """The exact integer sum of the values cut to the grid 2^grid: each is sign * shift_rounding(
-    |value| / 2^grid) (truncate: toward zero; rne: nearest, ties to even)."""
+def _cut_sum(values: list[tuple[int, int]], grid: int, acc: Accumulator) -> int:
+    """The exact integer sum of the dyadic values (n, x) = n * 2^x cut to the grid 2^grid: each is
+    sign * shift_rounding(|n| * 2^(x - grid)) (truncate: toward zero; rne: nearest, ties to even),
+    in units of 2^grid."""
     rounding = "rtz" if acc.shift_rounding == "truncate" else "rne"
     total = 0
-    for value in values:
-        units = abs(value) / TWO**grid
-        q = round_magnitude(units.numerator, units.denominator, rounding, value < 0)
-        total += -q if value < 0 else q
+    for n, x in values:
+        shift = x - grid
+        if shift >= 0 or not n:
+            total += n << max(shift, 0)
+            continue
+        q = round_magnitude(abs(n), 1 << -shift, rounding, n < 0)
+        total += -q if n < 0 else q
     return total
