@@ -201,20 +201,31 @@ def _terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> list[tupl
     """(n, x, exponent, counts for the anchor) of every product term, or of every block term
     (``term_size`` products of one scale block), of the finite products [first, last): the term's
     signed exact value is n * 2^x (integers)."""
-    per_block = acc.step_terms == "block"
-    size = acc.effective_term_size(ops.k) if per_block else 1
+    if acc.step_terms != "block":
+        terms = []
+        for block in range(first // ops.k, (last - 1) // ops.k + 1):
+            scale, scale_exponent, shift = _block_scale(ops, block)
+            products = ops.products[max(first, block * ops.k) : min(last, (block + 1) * ops.k)]
+            terms += [((-m if s else m) * scale, e + shift, e + scale_exponent, m != 0) for s, m, e, _ in products]
+        return terms
+    size = acc.effective_term_size(ops.k)
     terms = []
     for start in range(first, last, size):
-        block = start // ops.k
-        sa, sb = ops.scales_a[block], ops.scales_b[block]
-        (na, xa), (nb, xb) = _dyadic(sa.significand), _dyadic(sb.significand)
-        scale_exponent = sa.exponent + sb.exponent
+        scale, scale_exponent, shift = _block_scale(ops, start // ops.k)
         group = ops.products[start : min(start + size, last)]
         base = min(e for _, _, e, _ in group)  # the group's sum on the grid 2^(base - frac)
         total = sum((-m if s else m) << (e - base) for s, m, e, _ in group)
-        exponent = scale_exponent if per_block else scale_exponent + group[0][2]
-        terms.append((total * na * nb, base - ops.frac + xa + xb + scale_exponent, exponent, any(m for _, m, _, _ in group)))
+        terms.append((total * scale, base + shift, scale_exponent, any(m for _, m, _, _ in group)))
     return terms
+
+
+def _block_scale(ops: _Operands, block: int) -> tuple[int, int, int]:
+    """(sigA * sigB as an integer n, XA + XB, x) of a block pair: a product of element exponent e
+    (value m * 2^(e - frac)) is m * n * 2^(e + x) with its scales."""
+    sa, sb = ops.scales_a[block], ops.scales_b[block]
+    (na, xa), (nb, xb) = _dyadic(sa.significand), _dyadic(sb.significand)
+    scale_exponent = sa.exponent + sb.exponent
+    return na * nb, scale_exponent, xa + xb + scale_exponent - ops.frac
 
 
 def _dyadic(q: Fraction) -> tuple[int, int]:
