@@ -149,7 +149,8 @@ def _fused_batch(suite, inputs: dict):
     (scales_a, subs_a, codes_a), (scales_b, subs_b, codes_b) = sides
     op_a = Operand(fa, scales_a, subs_a, codes_a, None)
     op_b = Operand(fb, scales_b, subs_b, codes_b, None)
-    result, steps = dot_general_steps(op_a, op_b, acc, (count,), (count,), n, c=c_words, keep_steps=True)
+    with np.errstate(invalid="ignore"):  # a signalling-NaN C is an input like any other
+        result, steps = dot_general_steps(op_a, op_b, acc, (count,), (count,), n, c=c_words, keep_steps=True)
     steps = steps.astype(np.int64)
     storage = storage_format(acc)
     outputs = {"result": result.astype(np.int64).tolist()}
@@ -310,7 +311,8 @@ class _StepClasses:
         maybe = finite & (p_n != 0) & (significand != 0) & (negative != (p_n < 0)) & (np.abs(top_c - top_p) <= 1)
         out = np.zeros(maybe.shape, dtype=bool)
         for r, s in zip(*np.nonzero(maybe)):
-            c = Fraction(-int(significand[r, s]) if negative[r, s] else int(significand[r, s])) * Fraction(2) ** int(lsb[r, s])
+            c = Fraction(int(significand[r, s])) * Fraction(2) ** int(lsb[r, s])
+            c = -c if negative[r, s] else c
             p = Fraction(int(p_n[r, s])) * Fraction(2) ** int(p_x[r, s])
             out[r, s] = abs(c + p) * 2**CANCELLATION_BITS <= abs(c)
         return out
