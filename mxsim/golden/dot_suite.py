@@ -57,6 +57,12 @@ def _code_pairs(e) -> tuple[list, list]:
     return [p for p, ok in zip(pairs, both) if ok], [p for p, ok in zip(pairs, both) if not ok]
 
 
+@lru_cache(maxsize=8)
+def _finite_codes(fmt) -> list[int]:
+    """The finite codes of a (scale) format, in code order (the same list every call: kept)."""
+    return [c for c in range(1 << fmt.width) if decode(c, fmt).is_finite]
+
+
 @dataclass
 class DotSuite(Suite):
     """Two blocks (scales, sub-scales, elements; NVFP4 tensor scales) -> the register, its LSB
@@ -228,7 +234,7 @@ class DotSuite(Suite):
         if self.unit_scales:
             return encode(1, s)
         if s.name != "e8m0":
-            return rng.choice([c for c in range(1 << s.width) if decode(c, s).is_finite])
+            return rng.choice(_finite_codes(s))
         if kind == "low":  # with a 0x00 partner: results in fp32's subnormal range
             return 127 + rng.randint(-12, 6)
         return {"min": 0, "max": 0xFE, "nan": 0xFF}.get(kind, 127 + rng.randint(-8, 8))

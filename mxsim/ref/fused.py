@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from itertools import chain
 
 from ..options.accumulate import FP32_EMIN, Accumulator
@@ -61,6 +62,7 @@ class ScaleParts:
     exponent: int
 
 
+@lru_cache(maxsize=4096)
 def scale_parts(code: int, scale_format) -> ScaleParts:
     """Split a scale code: exponent X = max(floor(log2 value), emin) (emin of the scale format:
     E8M0 -127, UE4M3 -6; a zero scale has X = emin), significand = value / 2^X (E8M0: 1; UE4M3:
