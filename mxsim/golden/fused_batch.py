@@ -149,8 +149,7 @@ def _fused_batch(suite, inputs: dict):
     (scales_a, subs_a, codes_a), (scales_b, subs_b, codes_b) = sides
     op_a = Operand(fa, scales_a, subs_a, codes_a, None)
     op_b = Operand(fb, scales_b, subs_b, codes_b, None)
-    with np.errstate(invalid="ignore"):  # a signalling-NaN C is an input like any other
-        result, steps = dot_general_steps(op_a, op_b, acc, (count,), (count,), n, c=c_words, keep_steps=True)
+    result, steps = dot_general_steps(op_a, op_b, acc, (count,), (count,), n, c=c_words, keep_steps=True)
     steps = steps.astype(np.int64)
     storage = storage_format(acc)
     outputs = {"result": result.astype(np.int64).tolist()}
