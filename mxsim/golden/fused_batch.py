@@ -43,7 +43,7 @@ from ..ref.fused import scale_parts
 from ..ref.output import storage_format
 from ..ref.terms import element_term, frac_bits
 from .accumulator_classes import CANCELLATION_BITS
-from .batch import FloatBits, bit, code_table, compute_each, pack_items
+from .batch import FloatBits, bit, code_table, compute_each, dyadic_differ, pack_items
 
 __all__ = ["compute_fused_batch", "element_flags"]
 
@@ -325,7 +325,6 @@ def _bits(x: np.ndarray) -> np.ndarray:
 
 def _dyadic_differ(a, a_exponent, b, b_exponent) -> np.ndarray:
     """a * 2^a_exponent != b * 2^b_exponent element-wise (int64 arrays of any shape)."""
-    from .dot_suite import dyadic_differ
     shape = a.shape
     return dyadic_differ(a.reshape(-1), a_exponent.reshape(-1), b.reshape(-1), b_exponent.reshape(-1)).reshape(shape)
 
