@@ -45,7 +45,7 @@ from ..ref.terms import element_term, frac_bits
 from .accumulator_classes import CANCELLATION_BITS
 from .batch import FloatBits, bit, code_table, compute_each, dyadic_differ, pack_items
 
-__all__ = ["compute_fused_batch", "element_flags"]
+__all__ = ["compute_fused_batch", "element_flags", "models"]
 
 _FP32_EMIN = -126  # e_C of a subnormal C
 _LIMIT = 61  # |every intermediate| < 2^_LIMIT + a few terms: far from int64's 2^63
@@ -125,7 +125,10 @@ def element_flags(fmt_a, fmt_b, scales_a, codes_a, scales_b, codes_b) -> np.ndar
 def compute_fused_batch(suite, inputs: dict):
     """``compute`` of N vectors of a fused suite (a :class:`.dot_suite.DotSuite` with
     ``suite.fused``): (outputs, flags), see :mod:`mxsim.golden.batch` and the module docstring.
-    A batch with a vector the fast path refuses goes vector by vector through ``compute``."""
+    A batch with a vector the fast path refuses goes vector by vector through ``compute``, and so
+    does a configuration whose classes this module does not rebuild (:func:`models`)."""
+    if not models(suite.acc):
+        return compute_each(suite, inputs)
     try:
         outputs, flags, refer = _fused_batch(suite, inputs)
     except ValueError:
@@ -139,6 +142,13 @@ def compute_fused_batch(suite, inputs: dict):
                 outputs[name][r] = column[j]
             flags[r] = ref_flags[j]
     return outputs, flags
+
+
+def models(acc) -> bool:
+    """Whether the classes of this accumulator's steps are rebuilt here: ``shift_rounding``
+    truncate or rne, and output codes stored as fp32, bf16 or fp16 (an option added later goes to
+    the reference until it is taught here)."""
+    return acc.shift_rounding in ("truncate", "rne") and acc.output_storage in ("fp32", "bf16", "fp16")
 
 
 def _fused_batch(suite, inputs: dict):
