@@ -24,10 +24,17 @@ Prints, in one run:
   ``mxsim.golden.generate``) of a dot suite of every fused preset of a real unit (conventions.md
   6.1) on the formats it takes, beside ``blackwell_mxf8f6f4``: vectors per CPU second, and the
   ratio to blackwell_mxf8f6f4 (medians of ``--repeat`` runs, each into a fresh directory).
+* ``--fused N`` (default 20,000; 0 skips): ``golden generate --count N`` of each fused preset's
+  suite (hopper_fp8_wgmma, blackwell_mxf8f6f4, blackwell_mxf4nvf4, mxdotp_fp8) beside the aligned
+  dot suite above, in turn, ``--fused-repeat`` times: median CPU seconds and the ratio of vectors
+  per CPU second to the aligned suite's;
+* ``--explain N`` (default 100,000; 0 skips): ``golden check --explain`` with its default budget
+  of an N-vector blackwell_mxf8f6f4 suite against a device computed with ``output_rounding=rne``.
 
     python benchmarks/bench_golden.py [--vectors 400] [--repeat 5] [--million 1000000] [--chunk 65536]
                                       [--pipeline 1000000] [--verify-count 20000] [--workdir /tmp/bench_golden]
-                                      [--presets 2000]
+                                      [--presets 2000] [--preset-only] [--fused 20000] [--fused-repeat 3]
+                                      [--explain 100000] [--only-fused]
 
 Run it with PYTHONPATH pointing at an older checkout to measure that version's reference (the
 rows of a version without ``compute_batch`` say so).
@@ -74,6 +81,15 @@ PRESET_SUITES = [
     {"block_a": "mxint8", "preset": "mxdotp_int8_bf16", "steps": True},
     {"block_a": _FNUZ_BLOCK, "preset": "cdna3_fp8_mfma", "unit_scales": True, "steps": True},
 ]
+# the fused presets' suites beside the aligned dot suite (--fused): as a hardware team generates them
+FUSED_SUITES = {
+    "hopper_fp8_wgmma": ("dot", {"block_a": "mxfp8_e4m3", "preset": "hopper_fp8_wgmma", "unit_scales": True}),
+    "blackwell_mxf8f6f4": ("dotgeneral", {"block_a": "mxfp8_e4m3", "block_b": "mxfp4_e2m1",
+                                          "preset": "blackwell_mxf8f6f4", "n_blocks": 2}),
+    "blackwell_mxf4nvf4": ("dotgeneral", {"block_a": "nvfp4", "preset": "blackwell_mxf4nvf4", "n_blocks": 4}),
+    "mxdotp_fp8": ("dot", {"block_a": "mxfp8_e4m3", "preset": "mxdotp_fp8", "steps": True}),
+}
+EXPLAIN_PLANT = {"output_rounding": "rne"}  # the device's one planted option (the preset rounds toward zero)
 
 SUITES = {
     "dot": ("dot", {"block_a": "mxfp8_e4m3", "accumulator": {"mode": "aligned", "frac_bits": 13, "width": 24}}),
@@ -194,6 +210,13 @@ def main() -> None:
     parser.add_argument("--workdir", default="/tmp/bench_golden", help="where the pipeline runs write (removed after)")
     parser.add_argument("--presets", type=int, default=2000, help="vectors per preset suite generated (0: skip)")
     parser.add_argument("--preset-only", action="store_true", help="only the preset part")
+    parser.add_argument("--fused", type=int, default=20_000,
+                        help="vectors of the fused preset suites generated beside the aligned dot suite (0: skip)")
+    parser.add_argument("--fused-repeat", type=int, default=3, help="runs of each fused/aligned generation (median)")
+    parser.add_argument("--explain", type=int, default=100_000,
+                        help="vectors of the blackwell_mxf8f6f4 suite checked with --explain against a planted "
+                             "device (0: skip)")
+    parser.add_argument("--only-fused", action="store_true", help="run the --fused and --explain parts only")
     parser.add_argument("--child", choices=sorted(SUITES), help=argparse.SUPPRESS)
     parser.add_argument("--cli-child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -205,7 +228,11 @@ def main() -> None:
         return
     if args.presets:
         preset_runs(args.presets, args.repeat, Path(args.workdir))
-    if args.preset_only:
+    if args.fused:
+        fused_runs(args.fused, args.fused_repeat, Path(args.workdir))
+    if args.explain:
+        explain_run(args.explain, Path(args.workdir))
+    if args.preset_only or args.only_fused:
         return
     print(f"medians of {args.repeat} runs, each on unseen inputs; rates per CPU second")
     for label, rate in element_rates(args.elements, args.repeat):
@@ -279,6 +306,70 @@ def run_cli(argv: list[str]) -> dict:
 def _row(label: str, vectors: int, r: dict, unit: str = "vectors") -> None:
     print(f"{label:58} {vectors:>10,} {unit:8} {r['wall']:7.1f} s wall {r['cpu']:7.1f} s CPU "
           f"{vectors / r['cpu']:>10,.0f}/CPU s  peak {r['peak'] / 2**20:5.0f} MiB  exit {r['code']}")
+
+
+def _generate_argv(root: Path, kind: str, params: dict, count: int) -> list[str]:
+    return ["golden", "generate", str(root), "--suite", kind, "--params", json.dumps(params), "--count", str(count),
+            "--no-progress"]
+
+
+def fused_runs(count: int, repeat: int, workdir: Path) -> None:
+    """``golden generate --count N`` of the aligned dot suite and of each fused preset's suite, in
+    turn, ``repeat`` times (a fresh process each): median CPU seconds, vectors per CPU second and
+    the ratio to the aligned suite's rate."""
+    suites = {"aligned (dot)": SUITES["dot"], **FUSED_SUITES}
+    cpu: dict[str, list[float]] = {name: [] for name in suites}
+    shutil.rmtree(workdir, ignore_errors=True)
+    try:
+        for _ in range(repeat):
+            for name, (kind, params) in suites.items():
+                r = run_cli(_generate_argv(workdir / "fused", kind, params, count))
+                cpu[name].append(r["cpu"])
+                shutil.rmtree(workdir / "fused", ignore_errors=True)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    aligned = count / statistics.median(cpu["aligned (dot)"])
+    print(f"\ngenerate --count {count:,}, each a fresh process, median of {repeat} runs (CPU seconds)")
+    for name, (kind, params) in suites.items():
+        median = statistics.median(cpu[name])
+        label = f"{name}: {kind}/{suite_from_spec(kind, **params).name}"
+        rate = count / median
+        print(f"{label:70} {median:7.2f} s CPU {rate:>9,.0f} vectors/CPU s  {rate / aligned:5.2f}x aligned")
+
+
+def explain_run(count: int, workdir: Path) -> None:
+    """``golden check --explain`` (default budget) of a ``count``-vector blackwell_mxf8f6f4 suite
+    against a device computed with one planted option (:data:`EXPLAIN_PLANT`)."""
+    from mxsim.golden import pipeline
+
+    kind, params = FUSED_SUITES["blackwell_mxf8f6f4"]
+    suite = suite_from_spec(kind, **params)
+    shutil.rmtree(workdir, ignore_errors=True)
+    try:
+        run_cli(_generate_argv(workdir / "explain", kind, params, count))
+        suite_dir = workdir / "explain" / kind / suite.name
+        planted = suite_from_spec(kind, **{**params, "accumulator": EXPLAIN_PLANT})
+        columns = {f.name: [int(line, 16) for line in (suite_dir / f.file).read_text().split()] for f in suite.inputs}
+        device = workdir / "device"
+        device.mkdir()
+        outputs = {f.name: [] for f in planted.outputs}
+        for start in range(0, count, pipeline.CHUNK):
+            values, _ = pipeline.expected(planted, {name: column[start : start + pipeline.CHUNK]
+                                                    for name, column in columns.items()})
+            for name, column in values.items():
+                outputs[name] += column
+        for f in planted.outputs:
+            (device / f.file).write_text("".join(f.to_hex(v) + "\n" for v in outputs[f.name]))
+        argv = ["--cli-child", "golden", "check", str(suite_dir), str(device), "--explain"]
+        result = subprocess.run([sys.executable, __file__, *argv], capture_output=True, text=True)
+        r = json.loads(result.stdout.splitlines()[-1])
+        lines = [line for line in result.stdout.splitlines() if line.startswith(("explain:", "best:", "  1."))]
+        print(f"\ncheck --explain (default budget) of a {count:,}-vector {kind}/{suite.name} suite, device "
+              f"planted with {EXPLAIN_PLANT}: {r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU")
+        for line in lines:
+            print(f"    {line}")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def pipeline_runs(count: int, verify_count: int, workdir: Path) -> None:

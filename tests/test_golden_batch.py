@@ -182,6 +182,29 @@ def test_what_the_fast_path_does_not_model_goes_through_the_reference(kind, para
     _assert_batch_matches(suite, _stimulus(suite)[-60:], suite.compute_batch)
 
 
+# the fused units of conventions.md 6.1: the first 300 vectors of their level-2 stimulus (the directed
+# rows: aimed roundings, C distances, zeros, Inf positions) through compute_batch, which takes them
+# on the fast path (mxsim.golden.fused_batch) or hands them to the reference (configurations it does
+# not model: steps of 11, INT8 as integers, CDNA3's partial sums and late C join)
+_FNUZ = {"name": "mx_e4m3fnuz", "element": "fp8_e4m3fnuz", "block_size": 32, "scale": "e8m0"}
+FUSED_PRESETS = [
+    {"block_a": "mxfp8_e5m2", "preset": "mxdotp_fp8_bf16", "steps": True},
+    {"block_a": "mxfp6_e3m2", "preset": "mxdotp_fp6", "steps": True},
+    {"block_a": "mxfp4_e2m1", "preset": "mxdotp_fp4_bf16", "steps": True},
+    {"block_a": "mxint8", "preset": "mxdotp_int8", "steps": True},
+    {"block_a": "mxfp8_e4m3", "block_b": "mxfp8_e5m2", "preset": "ada_fp8_mma_f16", "unit_scales": True,
+     "steps": True},
+    {"block_a": "mxfp8_e5m2", "block_b": "mxfp4_e2m1", "preset": "rtx_blackwell_f8f6f4", "unit_scales": True},
+    {"block_a": _FNUZ, "preset": "cdna3_fp8_mfma", "unit_scales": True, "steps": True},
+]
+
+
+@pytest.mark.parametrize("params", FUSED_PRESETS, ids=lambda p: p["preset"])
+def test_fused_preset_batch_is_compute(params):
+    suite = suite_from_spec("dot", exhaustive_pairs=False, **params)
+    _assert_batch_matches(suite, _stimulus(suite)[:300], suite.compute_batch)
+
+
 @pytest.mark.parametrize("kind, params, field, bad", [
     ("dot", {"block_a": "nvfp4"}, "a_scale", 0x80),  # not a UE4M3 code
     ("quantize", {"block": "nvfp4"}, "tensor_scale", 0),  # a zero tensor scale (for a block that is not NaN)

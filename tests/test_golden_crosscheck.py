@@ -193,7 +193,8 @@ def test_a_huge_suite_samples_per_run_like_a_stream():
 
 @pytest.mark.parametrize("kind, params, fast", [
     ("dotgeneral", {"block_a": "mxfp8_e4m3", "n_blocks": 2,
-                    "accumulator": {"mode": "aligned", "frac_bits": 25, "accumulate": "fused", "step": 16}}, False),
+                    "accumulator": {"mode": "aligned", "frac_bits": 25, "accumulate": "fused", "step": 16}}, True),
+    ("dotgeneral", {"block_a": "mxfp8_e4m3", "n_blocks": 2, "c_input": True}, False),
     ("dot", {"block_a": "mxint8", "accumulator": {"output": "fp16", "output_overflow": "saturate"}}, False),
     ("dot", {"block_a": "mxint8", "accumulator": {"output": "fp16"}}, True),
 ])

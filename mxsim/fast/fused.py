@@ -359,7 +359,8 @@ class _FloatLanes:
         """(D float32, fast): D = C + P * 2^g rounded once, right wherever ``fast``. The float sum
         s and its exact error e (TwoSum) give V = s + e; s rounded to odd at 53 bits (one ulp
         toward e when e != 0 and s is even) keeps every rounding decision of fp32."""
-        c = previous.astype(np.float64)
+        with np.errstate(invalid="ignore"):  # a signalling NaN C (fp32 0x7F800001) signals in the cast
+            c = previous.astype(np.float64)
         p = self.products[s]
         total = p + c
         with np.errstate(invalid="ignore"):  # Inf and NaN C: their lanes are not fast

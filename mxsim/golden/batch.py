@@ -22,7 +22,8 @@ import numpy as np
 from .classes import flag_bits
 from .suite import code_sets
 
-__all__ = ["unpack_items", "pack_items", "CodeTable", "code_table", "FloatBits", "bit", "compute_each", "fast_dot_models"]
+__all__ = ["unpack_items", "pack_items", "CodeTable", "code_table", "FloatBits", "bit", "compute_each", "fast_dot_models",
+           "dyadic_differ"]
 
 
 def fast_dot_models(acc) -> bool:
@@ -148,3 +149,24 @@ class FloatBits:
             (codes & fmt.sign_mask) != 0,
             (magnitude > 0) & (magnitude < (1 << fmt.mantissa_bits)),
         )
+
+
+def dyadic_differ(a, a_exponent, b, b_exponent) -> np.ndarray:
+    """Element-wise a * 2^a_exponent != b * 2^b_exponent for integer arrays (int64, or Python ints
+    in object arrays), exactly. int64: the side with the larger exponent is compared after
+    shifting the other right (equal iff the bits shifted out are 0 and the rest match); a shift of
+    more than 62 bits can only match zeros (|values| < 2^62)."""
+    if a.dtype == object or b.dtype == object:
+        low = np.minimum(a_exponent, b_exponent)
+        return np.array([int(x) << int(ex - lo) != int(y) << int(ey - lo)
+                         for x, ex, y, ey, lo in zip(a, a_exponent, b, b_exponent, low)], dtype=bool)
+    a, b = a.astype(np.int64), b.astype(np.int64)
+    d = a_exponent.astype(np.int64) - b_exponent.astype(np.int64)
+
+    def matches(small, big, shift):  # big * 2^shift == small, shift >= 0
+        s = np.minimum(shift, 62)
+        fits = ((small >> s) == big) & ((small & ((np.int64(1) << s) - 1)) == 0)
+        return np.where(shift > 62, (small == 0) & (big == 0), fits)
+
+    equal = np.where(d >= 0, matches(b, a, np.maximum(d, 0)), matches(a, b, np.maximum(-d, 0)))
+    return ~equal

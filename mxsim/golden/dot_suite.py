@@ -23,10 +23,11 @@ from ..ref.fused import fused_step_details
 from ..ref.output import storage_format
 from . import accumulator_input, dot_stimulus
 from .accumulator_classes import block_low, block_rounding_classes, c_classes, element_classes, fused_classes
-from .batch import FloatBits, bit, code_table, compute_each, fast_dot_models, pack_items, unpack_items
+from .batch import FloatBits, bit, code_table, compute_each, dyadic_differ, fast_dot_models, pack_items, unpack_items
 from .classes import flag_bits as bit_word
 from .fields import Field
 from .format_spec import block_format, format_param
+from .fused_batch import compute_fused_batch
 from .suite import Suite, decode, fp32_bits, fp32_value, is_subnormal_code, jsonable, pack_word, unpack_word
 
 
@@ -55,6 +56,12 @@ def _code_pairs(e) -> tuple[list, list]:
     pairs = [(ca, cb) for ca in range(1 << e.width) for cb in range(1 << e.width)]
     both = [is_finite[ca] and is_finite[cb] for ca, cb in pairs]
     return [p for p, ok in zip(pairs, both) if ok], [p for p, ok in zip(pairs, both) if not ok]
+
+
+@lru_cache(maxsize=8)
+def _finite_codes(fmt) -> list[int]:
+    """The finite codes of a (scale) format, in code order (the same list every call: kept)."""
+    return [c for c in range(1 << fmt.width) if decode(c, fmt).is_finite]
 
 
 @dataclass
@@ -234,7 +241,7 @@ class DotSuite(Suite):
         if self.unit_scales:
             return encode(1, s)
         if s.name != "e8m0":
-            return rng.choice([c for c in range(1 << s.width) if decode(c, s).is_finite])
+            return rng.choice(_finite_codes(s))
         if kind == "low":  # with a 0x00 partner: results in fp32's subnormal range
             return 127 + rng.randint(-12, 6)
         return {"min": 0, "max": 0xFE, "nan": 0xFF}.get(kind, 127 + rng.randint(-8, 8))
@@ -497,19 +504,25 @@ class DotSuite(Suite):
     # expected values of many vectors at once (mxsim.golden.batch) ---------------------------
     @property
     def fast_path_applies(self) -> bool:
-        """Whether the fast path models this suite: its accumulator
+        """Whether the fast path models this suite: fused accumulation (every preset and setting,
+        :mod:`.fused_batch`), or separate accumulation with an accumulator the fast path models
         (:func:`~mxsim.golden.batch.fast_dot_models`) and no accumulator input C (the fast path
-        computes the blocks' Dot alone)."""
+        computes the blocks' Dot alone; a C of separate accumulation goes through the reference)."""
+        if self.fused:
+            return True
         return fast_dot_models(self.acc) and not self.has_c
 
     def compute_batch(self, inputs: dict):
         """``compute`` of N vectors with the fast path: (outputs, flags), see
         :mod:`mxsim.golden.batch`. The configurations the fast path does not model
-        (:attr:`fast_path_applies` false: fused accumulation, an accumulator input C, output_overflow
-        other than inf, nan_bits, fp32_e8m13) and any batch with an invalid vector (the reference
-        then raises its own error) go vector by vector through ``compute``."""
+        (:attr:`fast_path_applies` false: separate accumulation with an accumulator input C,
+        output_overflow other than inf, nan_bits, fp32_e8m13) and any batch with an invalid vector
+        (the reference then raises its own error) go vector by vector through ``compute``. Fused
+        suites: :func:`.fused_batch.compute_fused_batch`."""
         if not self.fast_path_applies:
             return compute_each(self, inputs)
+        if self.fused:
+            return compute_fused_batch(self, inputs)
         try:
             return self._batch(inputs)
         except ValueError:
@@ -640,23 +653,3 @@ def rounding_flags(suite, scales_a, scales_b, r: BlockDots) -> np.ndarray:
             flags[i] = bit_word(names)
     return flags
 
-
-def dyadic_differ(a, a_exponent, b, b_exponent) -> np.ndarray:
-    """Element-wise a * 2^a_exponent != b * 2^b_exponent for integer arrays (int64, or Python ints
-    in object arrays), exactly. int64: the side with the larger exponent is compared after
-    shifting the other right (equal iff the bits shifted out are 0 and the rest match); a shift of
-    more than 62 bits can only match zeros (|values| < 2^62)."""
-    if a.dtype == object or b.dtype == object:
-        low = np.minimum(a_exponent, b_exponent)
-        return np.array([int(x) << int(ex - lo) != int(y) << int(ey - lo)
-                         for x, ex, y, ey, lo in zip(a, a_exponent, b, b_exponent, low)], dtype=bool)
-    a, b = a.astype(np.int64), b.astype(np.int64)
-    d = a_exponent.astype(np.int64) - b_exponent.astype(np.int64)
-
-    def matches(small, big, shift):  # big * 2^shift == small, shift >= 0
-        s = np.minimum(shift, 62)
-        fits = ((small >> s) == big) & ((small & ((np.int64(1) << s) - 1)) == 0)
-        return np.where(shift > 62, (small == 0) & (big == 0), fits)
-
-    equal = np.where(d >= 0, matches(b, a, np.maximum(d, 0)), matches(a, b, np.maximum(-d, 0)))
-    return ~equal

@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from itertools import chain
 
 from ..options.accumulate import FP32_EMIN, Accumulator
@@ -61,6 +62,7 @@ class ScaleParts:
     exponent: int
 
 
+@lru_cache(maxsize=4096)
 def scale_parts(code: int, scale_format) -> ScaleParts:
     """Split a scale code: exponent X = max(floor(log2 value), emin) (emin of the scale format:
     E8M0 -127, UE4M3 -6; a zero scale has X = emin), significand = value / 2^X (E8M0: 1; UE4M3:
@@ -186,7 +188,9 @@ class _Operands:
 
 
 def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> FusedStep:
-    """The step over products [first, last) with accumulator input ``c``."""
+    """The step over products [first, last) with accumulator input ``c``. Terms and cuts are exact
+    dyadic integers (n, x) = n * 2^x (:func:`_terms`, :func:`_cut_sum`); the step's Fractions are
+    made once from their sums."""
     blocks = range(first // ops.k, (last - 1) // ops.k + 1)
     nan_scale = any(ops.scales_a[i].nan or ops.scales_b[i].nan for i in blocks)
     kinds = chain(((sign, kind) for sign, _, _, kind in ops.products[first:last]), [(c.sign, c.kind)])
@@ -195,8 +199,8 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
         return FusedStep(round_output(outcome, acc), c, special=True)
     terms = _terms(ops, first, last, acc)
     e_c = _c_exponent(c, acc)
-    values = [value for value, _, _ in terms]
-    found = {"c": c, "nonzero": any(counts for _, _, counts in terms), "products": sum(values, Fraction(0)),
+    values = [(n, x) for n, x, _, _ in terms]
+    found = {"c": c, "nonzero": any(counts for _, _, _, counts in terms), "products": _dyadic_sum(values),
              "c_exponent": e_c}
     if acc.sum_frac_bits is not None:
         anchor, grid, products, cut, total = _late_join(terms, c, e_c, acc)
@@ -206,17 +210,18 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
         code = round_output(Exact(int(total < 0), abs(total)), acc)
         return FusedStep(code, grid=grid, cut_products=cut, total=total, **found)
     if acc.anchor == "max":
-        anchor = max([e_c] + [exponent for _, exponent, counts in terms if counts])
+        anchor = max([e_c] + [exponent for _, _, exponent, counts in terms if counts])
         grid = anchor - acc.frac_bits
-        cut = _cut_sum(values, grid, acc.shift_rounding) * TWO**grid
+        cut_units = _cut_sum(values, grid, acc.shift_rounding)
+        cut = _fraction(cut_units, grid)
         if acc.zero_product_sum == "pass_c" and cut == 0:  # D = C, its sign included
             return FusedStep(round_output(c, acc), anchor=anchor, grid=grid, **found)
-        total = _cut_sum([c.value], grid, acc.shift_rounding) * TWO**grid + cut
+        total = _fraction(_cut_sum([_dyadic(c.value)], grid, acc.shift_rounding) + cut_units, grid)
         found.update(anchor=anchor)
     else:
         block = first // ops.k
         grid = ops.scales_a[block].exponent + ops.scales_b[block].exponent - acc.frac_bits
-        cut = _cut_sum(values, grid, acc.shift_rounding) * TWO**grid
+        cut = _fraction(_cut_sum(values, grid, acc.shift_rounding), grid)
         if acc.bypass is not None and (e_c - FP32_FRACTION_BITS) - grid > acc.bypass:
             # D = C unchanged (C itself for an fp32 output, -0 included)
             return FusedStep(round_output(c, acc), grid=grid, cut_products=cut, bypass=True, **found)
@@ -228,23 +233,30 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
     return FusedStep(code, grid=grid, cut_products=cut, total=total, **found)
 
 
-def _terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> list[tuple[Fraction, int, bool]]:
-    """(signed exact value, exponent, counts for the anchor) of every product term, or of every
-    block term (``term_size`` products of one scale block), of the finite products [first, last)."""
-    per_block = acc.step_terms == "block"
-    size = acc.effective_term_size(ops.k) if per_block else 1
+def _terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> list[tuple[int, int, int, bool]]:
+    """(n, x, exponent, counts for the anchor) of every product term, or of every block term
+    (``term_size`` products of one scale block), of the finite products [first, last): the term's
+    signed exact value is n * 2^x (integers)."""
+    if acc.step_terms != "block":
+        terms = []
+        for block in range(first // ops.k, (last - 1) // ops.k + 1):
+            scale, scale_exponent, shift = _block_scale(ops, block)
+            start = max(first, block * ops.k)
+            products = ops.products[start : min(last, (block + 1) * ops.k)]
+            if ops.anchors is not None:  # zero_exponent: every product counts, a zero element at zero_exponent
+                terms += [((-m if s else m) * scale, e + shift, scale_exponent + ops.anchors[start + i], True)
+                          for i, (s, m, e, _) in enumerate(products)]
+            else:
+                terms += [((-m if s else m) * scale, e + shift, e + scale_exponent, m != 0) for s, m, e, _ in products]
+        return terms
+    size = acc.effective_term_size(ops.k)
     terms = []
     for start in range(first, last, size):
-        sa, sb = ops.scales_a[start // ops.k], ops.scales_b[start // ops.k]
+        scale, scale_exponent, shift = _block_scale(ops, start // ops.k)
         group = ops.products[start : min(start + size, last)]
-        total = sum(((-m if s else m) * TWO ** (e - ops.frac) for s, m, e, _ in group), Fraction(0))
-        scale_exponent = sa.exponent + sb.exponent
-        exponent = scale_exponent if per_block else scale_exponent + group[0][2]
-        counts = any(m for _, m, _, _ in group)
-        if ops.anchors is not None and not per_block:  # zero_exponent: every product counts
-            exponent, counts = scale_exponent + ops.anchors[start], True
-        value = total * sa.significand * sb.significand * TWO**scale_exponent
-        terms.append((value, exponent, counts))
+        base = min(e for _, _, e, _ in group)  # the group's sum on the grid 2^(base - frac)
+        total = sum((-m if s else m) << (e - base) for s, m, e, _ in group)
+        terms.append((total * scale, base + shift, scale_exponent, any(m for _, m, _, _ in group)))
     return terms
 
 
@@ -260,28 +272,57 @@ def _late_join(terms, c: Exact, e_c: int, acc: Accumulator) -> tuple[int, int, F
     3. E' = max(E, e_C) (e_C alone when no term counts); S is cut to the grid 2^(E' - sum_frac_bits)
        and C to 2^(E' - c_frac_bits), both by ``sum_rounding``; C counts as zero when
        e_C < E' - c_drop.
-    Returns (E', the exponent of the sum's grid, S, S after its cut, the exact total)."""
+    Returns (E', the exponent of the sum's grid, S, S after its cut, the exact total). The terms
+    are dyadic (n, x, exponent, counts) as :func:`_terms` gives them; every cut is in integers."""
     n, f = acc.partial_sums, acc.frac_bits
-    sums = []
+    sums = []  # (units, grid exponent, e_h) of every partial sum with a counting term
     for h in range(n):
         part = terms[h::n]
-        exponents = [exponent for _, exponent, counts in part if counts]
+        exponents = [exponent for _, _, exponent, counts in part if counts]
         if exponents:
             e_h = max(exponents)
-            cut = _cut_sum([value for value, _, _ in part], e_h - f, acc.shift_rounding)
-            sums.append((cut * TWO ** (e_h - f), e_h))
+            sums.append((_cut_sum([(v, x) for v, x, _, _ in part], e_h - f, acc.shift_rounding), e_h - f, e_h))
     if sums:
-        e = max(e_h for _, e_h in sums)
-        products = _cut_sum([value for value, _ in sums], e - f, acc.sum_rounding) * TWO ** (e - f)
+        e = max(e_h for _, _, e_h in sums)
+        units, base = _cut_sum([(v, x) for v, x, _ in sums], e - f, acc.sum_rounding), e - f
         joint = max(e, e_c)
     else:
-        products, joint = Fraction(0), e_c
+        units, base, joint = 0, 0, e_c
     grid = joint - acc.sum_frac_bits
-    cut = _cut_sum([products], grid, acc.sum_rounding) * TWO**grid
+    cut_units = _cut_sum([(units, base)], grid, acc.sum_rounding)
     dropped = acc.c_drop is not None and e_c < joint - acc.c_drop
     c_grid = joint - acc.c_frac_bits
-    c_cut = Fraction(0) if dropped else _cut_sum([c.value], c_grid, acc.sum_rounding) * TWO**c_grid
-    return joint, grid, products, cut, cut + c_cut
+    c_units = 0 if dropped else _cut_sum([_dyadic(c.value)], c_grid, acc.sum_rounding)
+    cut = _fraction(cut_units, grid)
+    return joint, grid, _fraction(units, base), cut, cut + _fraction(c_units, c_grid)
+
+
+def _block_scale(ops: _Operands, block: int) -> tuple[int, int, int]:
+    """(sigA * sigB as an integer n, XA + XB, x) of a block pair: a product of element exponent e
+    (value m * 2^(e - frac)) is m * n * 2^(e + x) with its scales."""
+    sa, sb = ops.scales_a[block], ops.scales_b[block]
+    (na, xa), (nb, xb) = _dyadic(sa.significand), _dyadic(sb.significand)
+    scale_exponent = sa.exponent + sb.exponent
+    return na * nb, scale_exponent, xa + xb + scale_exponent - ops.frac
+
+
+def _dyadic(q: Fraction) -> tuple[int, int]:
+    """(n, x) with q = n * 2^x exactly, for a Fraction whose denominator is a power of two (every
+    element, scale and fp32 value is one)."""
+    return q.numerator, 1 - q.denominator.bit_length()
+
+
+def _fraction(n: int, x: int) -> Fraction:
+    """n * 2^x as a Fraction."""
+    return Fraction(n << x) if x >= 0 else Fraction(n, 1 << -x)
+
+
+def _dyadic_sum(values: list[tuple[int, int]]) -> Fraction:
+    """The exact sum of the dyadic values (n, x) = n * 2^x, as a Fraction."""
+    if not values:
+        return Fraction(0)
+    base = min(x for _, x in values)
+    return _fraction(sum(n << (x - base) for n, x in values), base)
 
 
 def _c_exponent(c: Exact, acc: Accumulator) -> int:
@@ -289,14 +330,18 @@ def _c_exponent(c: Exact, acc: Accumulator) -> int:
     return max(floor_log2(c.magnitude), FP32_EMIN) if c.magnitude else acc.effective_c_zero_exponent
 
 
-def _cut_sum(values: list[Fraction], grid: int, cut: str) -> int:
-    """The exact integer sum of the values cut to the grid 2^grid: each is sign * |value| / 2^grid
-    rounded by ``cut`` (truncate: toward zero; rne: nearest, ties to even; floor: toward minus
-    infinity, as an arithmetic right shift of the two's-complement value)."""
+def _cut_sum(values: list[tuple[int, int]], grid: int, cut: str) -> int:
+    """The exact integer sum of the dyadic values (n, x) = n * 2^x cut to the grid 2^grid, in
+    units of 2^grid: each is sign * |n| * 2^(x - grid) rounded by ``cut`` (truncate: toward zero;
+    rne: nearest, ties to even; floor: toward minus infinity, as an arithmetic right shift of the
+    two's-complement value)."""
     rounding = CUT_ROUNDING[cut]
     total = 0
-    for value in values:
-        units = abs(value) / TWO**grid
-        q = round_magnitude(units.numerator, units.denominator, rounding, value < 0)
-        total += -q if value < 0 else q
+    for n, x in values:
+        shift = x - grid
+        if shift >= 0 or not n:
+            total += n << max(shift, 0)
+            continue
+        q = round_magnitude(abs(n), 1 << -shift, rounding, n < 0)
+        total += -q if n < 0 else q
     return total
