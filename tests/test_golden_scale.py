@@ -331,9 +331,7 @@ def test_check_names_missing_short_long_and_malformed_files(quantize_suite, dut,
     cases.append(("codes.hex: ends after 125 vector line(s), the suite has 148 (short: line 126 onward missing)", None))
     scale = (dut / "scale.hex").read_text()
     for content, message in [
-        (scale + "7f
-7f
-",
+        (scale + "7f\n7f\n",
          "scale.hex: more than the suite's 148 vector line(s) (long: line 149 onward is extra; not read further)"),
         (scale.replace("\n", "\r\n"), "scale.hex: line 1: CRLF line ending"),
         (_replace_line(scale, 12, "zz"), "scale.hex: line 12: field 'scale': 'zz' is not hex"),
