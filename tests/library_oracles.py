@@ -200,9 +200,9 @@ def compressed_tensors():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from compressed_tensors.quantization import fake_quantize, preset_name_to_scheme, quantize
-        from compressed_tensors.quantization.utils import calculate_qparams
+        from compressed_tensors.quantization.utils import calculate_qparams, generate_gparam
     return {"scheme": preset_name_to_scheme, "qparams": calculate_qparams, "quantize": quantize,
-            "fake_quantize": fake_quantize}
+            "fake_quantize": fake_quantize, "gparam": generate_gparam}
 
 
 CT_PRESETS = {"mxfp4_e2m1": "MXFP4", "mxfp6_e2m3": "MXFP6A16", "mxfp8_e4m3": "MXFP8"}
@@ -232,3 +232,24 @@ def compressed_tensors_mx(ct, blocks: np.ndarray, fmt: str):
     scales = np.where(special, 0xFF, np.where(mx, exponent + 127, 0)).astype(np.uint8)
     codes = element_codes(np.where(np.isfinite(q) & ~special[:, None], q, 0.0), fmt)
     return scales, codes, out, mx
+
+
+def compressed_tensors_nvfp4(ct, tensor: np.ndarray):
+    """(global scale gs, scale codes, element codes, float32 output) of compressed-tensors' NVFP4
+    weight scheme on one float32 tensor of (n, 16) blocks (one row, groups of 16): generate_gparam
+    from the tensor's min and max, calculate_qparams with it (UE4M3 block scales, as float32),
+    quantize (the element values) and fake_quantize (the output). Scale codes: the float32 scales
+    encoded by ml_dtypes float8_e4m3fn (exact values); element codes: the quantized values
+    (exact E2M1 values) encoded by ml_dtypes float4_e2m1fn."""
+    import torch
+
+    args = ct["scheme"]("NVFP4", ["Linear"]).weights
+    x = torch.from_numpy(tensor.reshape(1, -1).copy())
+    gs = ct["gparam"](x.amin(), x.amax())
+    groups = x.unflatten(-1, (len(tensor), 16))
+    scale, zero = ct["qparams"](groups.amin(-1), groups.amax(-1), args, global_scale=gs)
+    q = ct["quantize"](x, scale, zero, args, global_scale=gs).numpy().reshape(tensor.shape)
+    out = ct["fake_quantize"](x, scale, zero, args, global_scale=gs).numpy().reshape(tensor.shape)
+    scales = scale.numpy().astype(np.float32).reshape(-1).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    codes = q.astype(ml_dtypes.float4_e2m1fn).view(np.uint8)
+    return float(gs.numpy()[0]), scales, codes, out

@@ -282,6 +282,76 @@ def test_compressed_tensors_agrees_with_compressed_tensors(ct, fmt):
             assert q.codes == tuple(int(c) for c in want_codes[mx][i])
 
 
+def _nvfp4_output(codes: np.ndarray, scales: np.ndarray, gs: float) -> np.ndarray:
+    """compressed-tensors' NVFP4 output from codes (contract 6.2): fp32(element * fp32(scale / gs)),
+    element and scale values decoded by ml_dtypes, the arithmetic in numpy float32."""
+    import ml_dtypes
+
+    elements = codes.astype(np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float32)
+    scale = scales.astype(np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+    step = scale / np.float32(gs)
+    return (elements * step[:, None]).astype(np.float32)
+
+
+NVFP4_PER_TENSOR = 2  # blocks of 16 per tensor (gs is the tensor's): consecutive blocks of one class
+
+
+@pytest.mark.parametrize("path", ["fast", "reference"])
+def test_compressed_tensors_nvfp4_agrees_with_compressed_tensors(ct, path):
+    """NVFP4 preset: global scale, scale codes, element codes and the float32 output (from mxsim's
+    codes by the library's formula) agree on every tensor of finite blocks; tensors holding NaN or
+    Inf (NaN outputs, gs 1 or 0: no NVFP4 encoding) make quantize raise."""
+    per_class = PER_CLASS if path == "fast" else 2 * NVFP4_PER_TENSOR
+    grid = _grid("nvfp4")
+    blocks = np.concatenate([library_stimulus.blocks(grid, 16, per_class, c, 21) for c in library_stimulus.CLASSES])
+    options = get_profile("compressed_tensors_0_20").quantize_options("nvfp4")
+    agree = refused = 0
+    for tensor in blocks.reshape(-1, NVFP4_PER_TENSOR, 16):
+        gs, want_scales, want_codes, want_out = library_oracles.compressed_tensors_nvfp4(ct, tensor)
+        if not np.isfinite(tensor).all():
+            assert np.isnan(want_out).any()
+            with pytest.raises(ValueError, match="no NVFP4 encoding under nvfp4_arith='fp32_reciprocal'"):
+                mxsim.quantize(tensor.reshape(-1), "nvfp4", profile="compressed_tensors_0_20")
+            refused += 1
+            continue
+        t = mxsim.quantize(tensor.reshape(-1), "nvfp4", profile="compressed_tensors_0_20")
+        assert t.tensor_scale == Fraction(gs)
+        if path == "fast":
+            scales, codes = np.asarray(t.scales).reshape(-1), np.asarray(t.codes).reshape(tensor.shape)
+        else:
+            results = [quantize_block([float(v) for v in b], "nvfp4", options, tensor_scale=Fraction(gs)) for b in tensor]
+            scales = np.array([r.scale for r in results])
+            codes = np.array([r.codes for r in results])
+        out = _nvfp4_output(codes, scales, gs)
+        ok = (scales == want_scales) & np.all(codes == want_codes, axis=1)
+        ok &= np.all(out.view(np.uint32) == want_out.view(np.uint32), axis=1)
+        assert ok.all(), f"first disagreeing block {tensor[np.flatnonzero(~ok)[0]].tolist()} (gs {gs})"
+        agree += len(tensor)
+    print(f"compressed_tensors_0_20 nvfp4 ({path}): {agree} / {len(blocks)} blocks agree, {refused} tensors of "
+          f"{NVFP4_PER_TENSOR} blocks with NaN/Inf refused")
+    # every tensor of the specials class is refused (large draws of the wide class overflow to Inf too)
+    assert refused >= per_class // NVFP4_PER_TENSOR and agree == len(blocks) - refused * NVFP4_PER_TENSOR
+
+
+def test_compressed_tensors_nvfp4_hand_worked():
+    """Contract 6.2, hand-worked: amax 6 gives gs = 448 exactly, block scale fp32(448 * 1) = 448 (0x7E),
+    step 448 / 448 = 1; an all-zero block in that tensor gets scale 0.125 (0x20); a tensor of fp32
+    subnormals gets gs = 1 (2688 / 2^-126 overflows fp32), scale UE4M3(amax / 6) = 0, so 0.125, and
+    every element flushes to zero (|x| / 0.125 rounds to 0): a negative one to -0 (code 0x8, its quotient is
+    nonzero), while a -0 input gives +0 (code 0x0, zero_sign 'plus_input'). -0.75 ties to even: -1.0 (0xA)."""
+    tensor = np.zeros(32, np.float32)
+    tensor[0], tensor[1], tensor[2] = 6.0, -0.75, -0.0
+    t = mxsim.quantize(tensor, "nvfp4", profile="compressed_tensors_0_20")
+    assert t.tensor_scale == 448
+    assert np.asarray(t.scales).reshape(-1).tolist() == [0x7E, 0x20]
+    assert np.asarray(t.codes).reshape(-1)[:3].tolist() == [0x7, 0xA, 0x0]
+    tiny = -np.full(16, 2.0**-140, np.float32)
+    t = mxsim.quantize(tiny, "nvfp4", profile="compressed_tensors_0_20")
+    assert t.tensor_scale == 1
+    assert np.asarray(t.scales).reshape(-1).tolist() == [0x20]
+    assert np.asarray(t.codes).reshape(-1).tolist() == [0x8] * 16
+
+
 def test_compressed_tensors_mxfp8_scale_rounds_at_one_bit():
     """Contract 6.2, hand-worked: amax 1.75 * 2^8 = 448 rounds half-up at one fraction bit to 2^9,
     so E = 9 - 8 = 1 (0x80) and 448 / 2 = 224 is code 0x76; at E4M3's three bits 448 stays in its

@@ -379,7 +379,7 @@ def _check_fp32_inputs(blocks: np.ndarray, options: QuantizeOptions) -> None:
         index = np.unravel_index(int(np.flatnonzero(bad)[0]), bad.shape)
         raise ValueError(
             f"value {float(blocks[index])!r} (block {index[0]}, element {index[1]}) is not a float32 value; "
-            "scale_rule='floor_fp32', element_arith='fp32_log2' and scale_value_min reproduce float32 arithmetic and "
+            "scale_rule='floor_fp32', element_arith='fp32_log2', scale_value_min and nvfp4_arith='fp32_reciprocal' reproduce float32 arithmetic and "
             "take float32 inputs only"
         )
 
@@ -466,6 +466,8 @@ def _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits, source: str):
     s_t = 1.0 if tensor_scale is None else float(tensor_scale)
     if options.rounding == "stochastic" or not _fp32_exact(blocks):
         return _nvfp4_by_reference(blocks, fmt, options, tensor_scale, rand_bits, source)
+    if options.nvfp4_arith == "fp32_reciprocal":
+        return _quantize_nvfp4_reciprocal(blocks, fmt, options, s_t, rand_bits)
     x, magnitude, nan_blocks, _ = _read(blocks, options, source)
     amax = magnitude.max(axis=1, initial=0.0)
     lowest = float(options.nvfp4_scale_lowest)
@@ -485,9 +487,39 @@ def _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits, source: str):
         scaled = np.where(np.isinf(x) | (x == 0), x, scaled)  # zeros stay zero even when factor is Inf
     else:
         scaled = x / (s_t * scale)[:, None]
-    codes = _element_codes(scaled, fmt, options, rand_bits)
+    codes = _nvfp4_element_codes(scaled, fmt, options, rand_bits)
     _set_nan_codes(fmt, options, codes, scale_codes, nan_blocks, None, None)
     return scale_codes, None, codes
+
+
+def _nvfp4_element_codes(scaled: np.ndarray, fmt, options: QuantizeOptions, rand_bits) -> np.ndarray:
+    """Codes of NVFP4 quotients; zero_sign='plus_input': a quotient of magnitude <= 2^-150 (one
+    whose float32 value is zero) encodes as +0, as the reference."""
+    if options.zero_sign == "plus_input":
+        scaled = np.where(np.abs(scaled) > 2.0**-150, scaled, 0.0)
+    return _element_codes(scaled, fmt, options, rand_bits)
+
+
+def _quantize_nvfp4_reciprocal(blocks, fmt, options, global_scale: float, rand_bits):
+    """nvfp4_arith='fp32_reciprocal' (compressed-tensors 0.20, contract 6.2) in numpy float32
+    (IEEE, nearest-even at every step), as :func:`mxsim.ref.block._quantize_nvfp4_reciprocal`."""
+    x = blocks.astype(np.float32)
+    if not np.isfinite(x).all():
+        raise ValueError(
+            "a block holding NaN or Inf has no NVFP4 encoding under nvfp4_arith='fp32_reciprocal' (compressed-tensors "
+            "gives NaN outputs there and a global scale of 1 or 0 for the tensor); expected finite inputs"
+        )
+    gs = np.float32(global_scale)
+    amax = np.abs(x).max(axis=1, initial=np.float32(0))
+    with np.errstate(over="ignore"):
+        product = gs * (amax / np.float32(6))
+    wanted = np.minimum(product.astype(np.float64), float(fmt.scale.max_normal))
+    scale_codes = encode(wanted, fmt.scale)
+    scale_codes = np.where(scale_codes == 0, encode(np.array([0.125]), fmt.scale)[0], scale_codes).astype(np.uint8)
+    step = value_table(fmt.scale)[scale_codes].astype(np.float32) / gs
+    with np.errstate(over="ignore"):
+        scaled = (x / step[:, None]).astype(np.float64)
+    return scale_codes, None, _nvfp4_element_codes(scaled, fmt, options, rand_bits)
 
 
 def _nvfp4_by_reference(blocks, fmt, options, tensor_scale, rand_bits, source: str):

@@ -31,7 +31,7 @@ from typing import Mapping
 from ..formats import get_format
 from .dequantize import IDMA_DEQUANTIZE, DequantizeOptions, output_name, per_output
 from .encode import EncodeOptions, allows_most_negative_code
-from .quantize import QuantizeOptions
+from .quantize import QuantizeOptions, option_applies
 from .spec import options_from_kwargs
 
 __all__ = ["Profile", "PROFILES", "get_profile", "profile_names", "resolve_quantize"]
@@ -89,7 +89,8 @@ class Profile:
         With a block format ``fmt`` (a name or format): ValueError unless the peer has it, and a
         field the profile sets that does not apply to ``fmt`` is left at its default there
         (gfloat's ``int8_allow_neg2=True`` holds for MXINT8, the only format with a most
-        negative code); ``overrides`` are checked against ``fmt`` as given."""
+        negative code; compressed-tensors' OCP MX ``scale_rule`` not for its NVFP4); ``overrides``
+        are checked against ``fmt`` as given."""
         self._check_kind("block", "quantize")
         fields = dict(self.quantize)
         if fmt is not None:
@@ -101,6 +102,8 @@ class Profile:
                 )
             if not allows_most_negative_code(fmt):
                 fields.pop("int8_allow_neg2", None)
+            for name in [name for name in fields if not option_applies(name, fmt)]:
+                fields.pop(name)  # e.g. compressed-tensors' OCP MX scale_rule for its NVFP4
             fields.update(self.per_format.get(fmt.name, {}))
         return QuantizeOptions.from_kwargs(**{**fields, **overrides})
 
@@ -370,16 +373,24 @@ _PROFILE_LIST.append(
             "the next binade, not 1.9375); an element whose float32 quotient is zero (a -0 input, or a value below "
             "2^-150 of the scale) gives +0 (zero_sign 'plus_input'); an Inf makes every output NaN (mxsim's NaN "
             "block); a NaN gives no MX encoding, and quantize raises ValueError (nan_blocks 'error'). Elements "
-            "round to nearest-even, saturating."
+            "round to nearest-even, saturating. NVFP4: gs = fp32(fp32(1 / amax) * 2688) (1 when that overflows), block scale "
+            "UE4M3(fp32(gs * fp32(amax_b / 6))), 0 replaced by 0.125, elements fp32(x / fp32(scale / gs))."
         ),
-        formats=("mxfp4_e2m1", "mxfp6_e2m3", "mxfp8_e4m3"),
+        formats=("mxfp4_e2m1", "mxfp6_e2m3", "mxfp8_e4m3", "nvfp4"),
         quantize={"scale_rule": "even", "zero_sign": "plus_input", "nan_blocks": "error"},
-        per_format={"mxfp8_e4m3": {"scale_round_bits": 1}},
+        per_format={
+            "mxfp8_e4m3": {"scale_round_bits": 1},
+            # NVFP4 (preset NVFP4): the reciprocal global scale (NaN and Inf are refused by fp32_reciprocal itself)
+            "nvfp4": {"nvfp4_arith": "fp32_reciprocal"},
+        },
         dequantize={"float32": DequantizeOptions()},
         outputs=("float32",),
         inputs=("float32 inputs (the test feeds float32 weights)",),
         notes=(
-            "NVFP4 (its reciprocal global scale and zero-scale rule) is not part of the profile yet",
+            "NVFP4 (nvfp4_arith 'fp32_reciprocal'): the tensor's tensor_scale is the library's global scale gs, a "
+            "divisor; scale and element codes are reproduced, but mxsim's dequantize refuses such a tensor (the "
+            "library's output is fp32(code * fp32(scale / gs)), which the test checks from mxsim's codes); a tensor "
+            "holding NaN or Inf is refused (the library gives NaN outputs there and gs 1 or 0 to the tensor)",
             "a block with an Inf: the library's scale is NaN or Inf (not E8M0) and every output NaN, which is what "
             "mxsim's NaN block (scale 0xFF) decodes to",
         ),

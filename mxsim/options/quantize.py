@@ -21,6 +21,7 @@ __all__ = [
     "INF_POLICIES",
     "MIN_SCALE_DIVISORS",
     "ocp_mx_format_names",
+    "option_applies",
     "element_nan_codes",
     "FP32_STEP_ROUNDINGS",
 ]
@@ -59,13 +60,20 @@ _FORMAT_OPTIONS = {
     "zero_block_scale": _is_ocp_mx,
     "scale_overflow": _is_ocp_mx,
     "element_arith": _is_ocp_mx,
-    "zero_sign": _is_ocp_mx,
+    "zero_sign": lambda fmt: _is_ocp_mx(fmt) or _is_nvfp4(fmt),  # NVFP4: compressed-tensors' +0
     "flush_subnormal_blocks": _is_ocp_mx,
     "scale_offset": _is_ocp_mx,
     "scale_round_bits": _is_ocp_mx,
     "nan_blocks": _is_ocp_mx,
     "scale_value_min": _is_ocp_mx,
 }
+
+
+def option_applies(name: str, fmt) -> bool:
+    """Whether block option ``name`` applies to block format ``fmt`` (options without a format
+    restriction apply everywhere; int8_allow_neg2 is checked in mxsim.options.encode)."""
+    applies = _FORMAT_OPTIONS.get(name)
+    return applies is None or applies(fmt)
 
 
 def ocp_mx_format_names() -> list[str]:
@@ -140,8 +148,11 @@ class QuantizeOptions:
         "NVFP4 block-scale lower clamp: `normal` 2^-6 (torchao) or `subnormal` 2^-9", "2.2",
     )
     nvfp4_arith: str = option(
-        "exact", ("exact", "fp32_steps"),
-        "`exact`, or `fp32_steps`: every intermediate rounded to fp32 in torchao's order", "2.2",
+        "exact", ("exact", "fp32_steps", "fp32_reciprocal"),
+        "`exact`; `fp32_steps`: every intermediate rounded to fp32 in torchao's order; `fp32_reciprocal`: "
+        "compressed-tensors' order: the tensor scale is a divisor gs = fp32(fp32(1 / amax) * 448 * 6) (torch's scalar / tensor; 1 if it overflows), "
+        "the block scale UE4M3(fp32(gs * fp32(amax_b / 6))) with no lower clamp and 0 replaced by 0.125, each element "
+        "fp32(x / fp32(scale / gs)); NaN or Inf raise ValueError; float32 inputs only", "2.2, 6.2",
     )
     nvfp4_tensor_scale: str = option(
         "amax", ("amax", "none"), "`amax`: s_t = fp32(amax / (6 × 448)); `none`: s_t = 1", "2.2"
@@ -189,7 +200,7 @@ class QuantizeOptions:
         "keep", ("keep", "plus_input"),
         "`keep` the sign of zeros; `plus_input`: an element whose float32 quotient x / 2^E is zero (a -0 input, or "
         "|x / 2^E| <= 2^-150) encodes as +0; a negative value rounding to zero from a nonzero quotient keeps its -0 "
-        "(microxcaling, compressed-tensors)", "6.2",
+        "(microxcaling, compressed-tensors; NVFP4: the quotient of its `nvfp4_arith`)", "6.2",
     )
     flush_subnormal_blocks: bool = option(
         False, Flag(),
@@ -315,8 +326,11 @@ class QuantizeOptions:
     @property
     def fp32_arithmetic(self) -> bool:
         """Whether the options emulate a library's float32 arithmetic (contract 6.2: scale_rule
-        'floor_fp32', element_arith 'fp32_log2', scale_value_min), which takes float32 inputs only."""
-        return self.scale_rule == "floor_fp32" or self.element_arith == "fp32_log2" or self.scale_value_min != "none"
+        'floor_fp32', element_arith 'fp32_log2', scale_value_min, nvfp4_arith 'fp32_reciprocal'), which takes float32 inputs only."""
+        return (
+            self.scale_rule == "floor_fp32" or self.element_arith == "fp32_log2" or self.scale_value_min != "none"
+            or self.nvfp4_arith == "fp32_reciprocal"
+        )
 
     @property
     def nvfp4_scale_lowest(self) -> Fraction:
