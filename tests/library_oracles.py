@@ -253,3 +253,64 @@ def compressed_tensors_nvfp4(ct, tensor: np.ndarray):
     scales = scale.numpy().astype(np.float32).reshape(-1).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
     codes = q.astype(ml_dtypes.float4_e2m1fn).view(np.uint8)
     return float(gs.numpy()[0]), scales, codes, out
+
+
+QUARK_ELEMENTS = {
+    "mxfp8_e4m3": "fp8_e4m3", "mxfp8_e5m2": "fp8_e5m2", "mxfp6_e3m2": "fp6_e3m2", "mxfp6_e2m3": "fp6_e2m3",
+    "mxfp4_e2m1": "fp4", "mxint8": "int8",
+}
+
+
+def quark():
+    """AMD Quark 0.13's fake-quantize op (``torch.ops.quark.non_scaled_fake_quantize``) and its scale
+    helpers, or None if Quark is not installed. Only ``quark.torch.kernel`` is imported: the
+    ``quark.torch`` package's own __init__ (export, ONNX, model loading) is bypassed by a bare
+    package module on the real directory, and the Hugging Face stack is stubbed where missing.
+    Its C++ extension JIT-builds on first import into TORCH_EXTENSIONS_DIR (.ci/run keeps it in a
+    fixed directory, so the build happens once)."""
+    import importlib.util
+    import types
+
+    if importlib.util.find_spec("quark") is None:
+        return None
+    missing = [root for root in _StubFinder.ROOTS if importlib.util.find_spec(root) is None]
+    if missing:
+        sys.meta_path.insert(0, _StubFinder())
+    import quark as package
+
+    if "quark.torch" not in sys.modules:
+        bare = types.ModuleType("quark.torch")
+        bare.__path__ = [str(Path(package.__path__[0]) / "torch")]
+        sys.modules["quark.torch"] = bare
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import quark.torch.kernel  # noqa: F401  (registers torch.ops.quark)
+        from quark.torch.quantization.utils import even_round, get_dtype_params
+    import torch
+
+    return {"op": torch.ops.quark.non_scaled_fake_quantize, "even_round": even_round, "params": get_dtype_params}
+
+
+def quark_mx(q, blocks: np.ndarray, fmt: str, mode: str):
+    """(scale exponents E as float64 (NaN for a NaN scale), float32 output) of Quark's MX fake
+    quantization of float32 (n, 32) blocks: the output from the op, E from the library's own
+    scale steps (fake_quantize_mx: even_round, or 2^(floor/ceil(float32 log2 amax) - emax), a
+    zero scale replaced by float32 eps 2^-23), as log2 of the scale value."""
+    import torch
+
+    name = QUARK_ELEMENTS[fmt]
+    x = torch.from_numpy(blocks.copy())
+    out = q["op"](x, "mx", name, -1, 32, mode).numpy()
+    amax = x.abs().amax(dim=-1, keepdim=True)
+    _, _, emax = q["params"](name)
+    if mode == "floor":
+        scale = torch.pow(2, torch.floor(torch.log2(amax)) - emax)
+    elif mode == "ceil":
+        scale = torch.pow(2, torch.ceil(torch.log2(amax)) - emax)
+    else:
+        scale = q["even_round"](amax, name)
+    scale = scale.masked_fill(scale == 0.0, torch.finfo(torch.float32).eps).numpy()[:, 0].astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log2(scale), out

@@ -554,12 +554,12 @@ def test_unknown_option_lists_known():
     "option,value,allowed",
     [
         ("scale_rule", "nearest", ["floor", "ceil", "even", "rceil", "tosa", "rceil_fp32"]),
-        ("inf_policy", "error", ["nan", "saturate", "max_scale", "exponent_field"]),
+        ("inf_policy", "raise", ["nan", "saturate", "max_scale", "exponent_field", "error"]),
         ("min_scale_divisor", "two", ["scale", "min_normal", "one"]),
         ("partial_block", "truncate", ["pad", "error"]),
         ("rounding", "banker", ["rne", "rna", "rtz", "rup", "rdn", "stochastic"]),
         ("nvfp4_scale_min", "zero", ["normal", "subnormal"]),
-        ("nvfp4_arith", "fp16", ["exact", "fp32_steps"]),
+        ("nvfp4_arith", "fp16", ["exact", "fp32_steps", "fp32_reciprocal"]),
         ("nvfp4_tensor_scale", "max", ["amax", "none"]),
     ],
 )

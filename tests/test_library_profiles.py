@@ -8,6 +8,12 @@ library itself, run here, bit for bit: scale bytes, element codes and the float3
 * ``compressed_tensors_0_20``: compressed-tensors 0.20.0's MXFP4, MXFP6A16 (E2M3) and MXFP8
   (E4M3) weight schemes (calculate_qparams, quantize, fake_quantize); blocks holding a NaN (no
   MX encoding there) must make ``quantize`` raise, one by one.
+* ``compressed_tensors_0_20`` NVFP4 (preset NVFP4): tensors of two blocks of 16, global scale,
+  scale and element codes, and the float32 output by the library's formula from mxsim's codes;
+  tensors holding NaN or Inf must make ``quantize`` raise.
+* ``quark_0_13``: AMD Quark 0.13's ``non_scaled_fake_quantize`` in mode 'even' for MXFP8
+  E4M3/E5M2, MXFP6 E3M2/E2M3, MXFP4 and MXINT8; FP4/FP6 blocks holding an Inf must make
+  ``quantize`` raise.
 * ``brevitas_0_13``: Brevitas 0.13.4's MXFloat8e4m3Act (with E4M3, E5M2, E3M2, E2M3 and E2M1
   elements) and MXInt8Act in a QuantIdentity. Blocks whose Brevitas scale is not a power of two
   (amax 0 or below 2^-33: the documented exception) must make ``quantize`` raise, one by one.
@@ -319,7 +325,8 @@ def test_compressed_tensors_nvfp4_agrees_with_compressed_tensors(ct, path):
         if path == "fast":
             scales, codes = np.asarray(t.scales).reshape(-1), np.asarray(t.codes).reshape(tensor.shape)
         else:
-            results = [quantize_block([float(v) for v in b], "nvfp4", options, tensor_scale=Fraction(gs)) for b in tensor]
+            gs_exact = Fraction(gs)
+            results = [quantize_block([float(v) for v in b], "nvfp4", options, tensor_scale=gs_exact) for b in tensor]
             scales = np.array([r.scale for r in results])
             codes = np.array([r.codes for r in results])
         out = _nvfp4_output(codes, scales, gs)
@@ -364,6 +371,80 @@ def test_compressed_tensors_mxfp8_scale_rounds_at_one_bit():
     assert (int(np.asarray(t.scales).reshape(-1)[0]), int(np.asarray(t.codes).reshape(-1)[0])) == (0x7F, 0x7E)
 
 
+@pytest.fixture(scope="module")
+def quark():
+    functions = library_oracles.quark()
+    if functions is None:
+        _missing("amd-quark 0.13 is not installed (set MXSIM_ORACLES to its --target directory)")
+    return functions
+
+
+def _quark_codes(exponent: np.ndarray, out: np.ndarray, fmt: str):
+    """(scale bytes, codes, output) of Quark's E and float32 output: NaN E is the NaN block 0xFF
+    (codes 0); MXINT8 E below -120 is -120 (its step clamp, the documented encoding); codes are
+    output / 2^E (MXINT8: / 2^(E - 6)), encoded by ml_dtypes (MXINT8: the integer)."""
+    nan = np.isnan(exponent)
+    if fmt == "mxint8":
+        exponent = np.maximum(exponent, -120)
+    exponent = np.where(nan, 0, exponent)
+    scales = np.where(nan, 0xFF, exponent + 127).astype(np.uint8)
+    shift = (exponent - (6 if fmt == "mxint8" else 0)).astype(np.int64)
+    with np.errstate(invalid="ignore"):
+        values = np.where(nan[:, None], 0.0, np.ldexp(out.astype(np.float64), -shift[:, None]))
+    if fmt == "mxint8":
+        codes = (np.rint(np.nan_to_num(values)).astype(np.int64) & 0xFF).astype(np.uint8)
+    else:
+        codes = library_oracles.element_codes(values, fmt)
+    return scales, codes, out
+
+
+@pytest.mark.parametrize("fmt", list(library_oracles.QUARK_ELEMENTS))
+def test_quark_agrees_with_quark(quark, fmt):
+    """quark_0_13 (mode 'even') against Quark's fake-quantize op: scale byte (Quark's own scale
+    steps; MXINT8 below 2^-120: E = -120, the documented step clamp), element codes (Quark's output
+    / scale, encoded by ml_dtypes / as integers; not where the output is Inf) and the float32
+    output, every block; FP4/FP6 blocks holding an Inf (Quark's output keeps the Inf: no MX
+    encoding) make quantize raise."""
+    blocks = _draw(fmt, PER_CLASS)
+    exponent, out = library_oracles.quark_mx(quark, blocks, fmt, "even")
+    refuse = np.isinf(blocks).any(axis=1) & (fmt in ("mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1"))
+    for i in np.flatnonzero(refuse):
+        assert np.isinf(out[i]).any()
+        with pytest.raises(ValueError, match="holds an Inf, which has no MX encoding under inf_policy='error'"):
+            mxsim.quantize(blocks[i], fmt, profile="quark_0_13")
+    kept = blocks[~refuse]
+    want_scales, want_codes, out = _quark_codes(exponent[~refuse], out[~refuse], fmt)
+    t = mxsim.quantize(kept.reshape(-1), fmt, profile="quark_0_13")
+    scales, codes = np.asarray(t.scales).reshape(-1), np.asarray(t.codes).reshape(kept.shape)
+    # an Inf output (FP8: an Inf saturates to max x 2^127, which overflows float32) shows no code: output only
+    unseen = np.isinf(out)
+    want_codes = np.where(unseen, codes, want_codes)
+    ok, _ = _compare((want_scales, want_codes, out), scales, codes, t.dequantize(np.float32).reshape(kept.shape), fmt)
+    print(f"quark_0_13 {fmt}: {int(ok.sum())} / {len(ok)} blocks agree, {int(refuse.sum())} Inf blocks refused")
+    assert ok.all(), f"first disagreeing block {kept[np.flatnonzero(~ok)[0]].tolist()}"
+    options = get_profile("quark_0_13").quantize_options(fmt)
+    for i in range(0, len(kept), 23):  # the reference on a sample
+        q = quantize_block([float(v) for v in kept[i]], fmt, options)
+        assert q.scale == scales[i] and q.codes == tuple(int(c) for c in codes[i])
+
+
+def test_quark_hand_worked():
+    """Contract 6.2, hand-worked. MXFP4: -0.2 under E = 0 (amax 6: 6 rounds at 1 bit to 6, binade 2, E = 2 - 2)
+    rounds to zero, code +0 (0x0), not -0. MXINT8: amax 2 - 2^-7 is kept at Quark's 8 fraction bits (E = 0)
+    where 6 bits round it up to 2 (E = 1); an all-zero block and a block of 2^-140 get E = -120 (byte 0x07)."""
+    block = np.zeros(32, np.float32)
+    block[0], block[1] = 6.0, -0.2
+    t = mxsim.quantize(block, "mxfp4_e2m1", profile="quark_0_13")
+    assert int(t.scales[0]) == 127 and np.asarray(t.codes)[:2].tolist() == [0x7, 0x0]
+    assert mxsim.quantize(block, "mxfp4_e2m1", scale_rule="even").codes[1] == 0x8  # mxsim's default keeps -0
+    block = np.zeros(32, np.float32)
+    block[0] = 255 / 128  # 1.9921875 = 2 - 2^-7: kept at 8 fraction bits (E = 0), half-up at 6 gives 2.0 (E = 1)
+    assert int(mxsim.quantize(block, "mxint8", profile="quark_0_13").scales[0]) == 127
+    assert int(mxsim.quantize(block, "mxint8", scale_rule="even").scales[0]) == 128
+    assert int(mxsim.quantize(np.zeros(32, np.float32), "mxint8", profile="quark_0_13").scales[0]) == 7
+    assert int(mxsim.quantize(np.full(32, 2.0**-140, np.float32), "mxint8", profile="quark_0_13").scales[0]) == 7
+
+
 # --------------------------------------------------------------------------------------------------
 # identify: the library named from its output
 
@@ -405,6 +486,19 @@ def test_identify_names_compressed_tensors(ct, fmt):
     assert mx.all()
     report = identify(source, scales, codes, fmt)
     assert [c.label for c in report.best] == ["profile compressed_tensors_0_20"]
+    assert report.best[0].explained == len(scales)
+
+
+@pytest.mark.parametrize("fmt", ["mxfp4_e2m1", "mxint8"])
+def test_identify_names_quark(quark, fmt):
+    from mxsim.golden.identify import identify
+
+    source = _identify_source(5)
+    source[7] = 0.0  # an all-zero block (amax read as 2^-126)
+    exponent, out = library_oracles.quark_mx(quark, source, fmt, "even")
+    scales, codes, _ = _quark_codes(exponent, out, fmt)
+    report = identify(source, scales, codes, fmt)
+    assert [c.label for c in report.best] == ["profile quark_0_13"]
     assert report.best[0].explained == len(scales)
 
 

@@ -27,6 +27,7 @@ from ..ref.block import (
     as_normal_fp32_error,
     check_scale_value_min,
     nan_block_error,
+    inf_block_error,
     given_scales_format_error,
     nan_block_element_code,
     nan_block_scale,
@@ -137,6 +138,8 @@ def _read(blocks: np.ndarray, options: QuantizeOptions, source: str):
     if options.nan_blocks == "error" and nan.any():
         raise nan_block_error(f"block {int(np.flatnonzero(nan.any(axis=1))[0])}")
     inf = np.isinf(x)
+    if options.inf_policy == "error" and inf.any():
+        raise inf_block_error(f"block {int(np.flatnonzero(inf.any(axis=1))[0])}")
     if options.specials == "block":
         nan_blocks = nan.any(axis=1) | (inf.any(axis=1) if options.inf_policy == "nan" else False)
         stand_in = 2.0**128 if options.inf_policy == "exponent_field" else float(inf_stand_in(source))
@@ -222,6 +225,7 @@ class _ChunkedE8M0Quantizer:
             and options.nan_blocks == "nan"
             and options.scale_value_min == "none"
             and options.zero_block_scale == "scale_min"
+            and options.scale_min == E8M0_MIN
             and options.element_arith == "exact"
             and options.zero_sign == "keep"
             and not options.flush_subnormal_blocks
@@ -379,7 +383,8 @@ def _check_fp32_inputs(blocks: np.ndarray, options: QuantizeOptions) -> None:
         index = np.unravel_index(int(np.flatnonzero(bad)[0]), bad.shape)
         raise ValueError(
             f"value {float(blocks[index])!r} (block {index[0]}, element {index[1]}) is not a float32 value; "
-            "scale_rule='floor_fp32', element_arith='fp32_log2', scale_value_min and nvfp4_arith='fp32_reciprocal' reproduce float32 arithmetic and "
+            "scale_rule='floor_fp32', element_arith='fp32_log2', scale_value_min and nvfp4_arith='fp32_reciprocal' "
+                    "reproduce float32 arithmetic and "
             "take float32 inputs only"
         )
 
@@ -451,6 +456,7 @@ def quantize_blocks(
         codes = _element_codes(np.where(np.abs(scaled) > 2.0**-150, scaled, 0.0), fmt, options, rand_bits)
     else:
         codes = _element_codes(_scaled(x, shift), fmt, options, rand_bits)
+    codes = _plus_zeros(codes, fmt.element, options)
     out_scales = scale_byte(exponent, options.scale_encoding).astype(np.uint8)
     _set_nan_codes(fmt, options, codes, out_scales, nan_blocks, nan_elements, np.signbit(x))
     return out_scales, subscales, codes
@@ -497,7 +503,14 @@ def _nvfp4_element_codes(scaled: np.ndarray, fmt, options: QuantizeOptions, rand
     whose float32 value is zero) encodes as +0, as the reference."""
     if options.zero_sign == "plus_input":
         scaled = np.where(np.abs(scaled) > 2.0**-150, scaled, 0.0)
-    return _element_codes(scaled, fmt, options, rand_bits)
+    return _plus_zeros(_element_codes(scaled, fmt, options, rand_bits), fmt.element, options)
+
+
+def _plus_zeros(codes: np.ndarray, element, options: QuantizeOptions) -> np.ndarray:
+    """zero_sign='plus' (contract 6.2, Quark FP4/FP6): every -0 code of a float element becomes +0."""
+    if options.zero_sign == "plus" and element.kind == "float":
+        return np.where(codes == element.sign_mask, 0, codes).astype(codes.dtype)
+    return codes
 
 
 def _quantize_nvfp4_reciprocal(blocks, fmt, options, global_scale: float, rand_bits):

@@ -35,9 +35,14 @@ def _thresholds() -> np.ndarray:
 
 
 def fp32_log2_floor(x: np.ndarray) -> np.ndarray:
-    """floor(RN32(log2 x)) (int64) of positive float32 values held in a float64 array."""
+    """floor(RN32(log2 x)) (int64) of positive float32 values held in a float64 array; 2^128 (an
+    Inf read as the fp32 all-ones exponent field, inf_policy='exponent_field') gives 128, as the
+    reference."""
     e = np.frexp(x)[1].astype(np.int64) - 1
-    return e + (x >= _thresholds()[e + 1 - _LOWEST])
+    thresholds = _thresholds()
+    index = e + 1 - _LOWEST
+    inside = index < len(thresholds)
+    return e + (inside & (x >= thresholds[np.minimum(index, len(thresholds) - 1)]))
 
 
 def fp32_log2_elements(x: np.ndarray, exponent: np.ndarray, element, rounding: str):

@@ -373,7 +373,8 @@ _PROFILE_LIST.append(
             "the next binade, not 1.9375); an element whose float32 quotient is zero (a -0 input, or a value below "
             "2^-150 of the scale) gives +0 (zero_sign 'plus_input'); an Inf makes every output NaN (mxsim's NaN "
             "block); a NaN gives no MX encoding, and quantize raises ValueError (nan_blocks 'error'). Elements "
-            "round to nearest-even, saturating. NVFP4: gs = fp32(fp32(1 / amax) * 2688) (1 when that overflows), block scale "
+            "round to nearest-even, saturating. NVFP4: gs = fp32(fp32(1 / amax) * 2688) (1 when that overflows), "
+            "block scale "
             "UE4M3(fp32(gs * fp32(amax_b / 6))), 0 replaced by 0.125, elements fp32(x / fp32(scale / gs))."
         ),
         formats=("mxfp4_e2m1", "mxfp6_e2m3", "mxfp8_e4m3", "nvfp4"),
@@ -393,6 +394,42 @@ _PROFILE_LIST.append(
             "holding NaN or Inf is refused (the library gives NaN outputs there and gs 1 or 0 to the tensor)",
             "a block with an Inf: the library's scale is NaN or Inf (not E8M0) and every output NaN, which is what "
             "mxsim's NaN block (scale 0xFF) decodes to",
+        ),
+    )
+)
+
+_PROFILE_LIST.append(
+    Profile(
+        name="quark_0_13",
+        kind="block",
+        source="quark.torch.kernel: torch.ops.quark.non_scaled_fake_quantize(x, 'mx', element, axis, 32, 'even') "
+        "(fake_quantize_mx: even_round, the C++ fake_quantize_to_low_precision_fp / fp8 kernels, "
+        "fake_quantize_int_per_group_affine)",
+        version="amd-quark 0.13 (torch 2.13 CPU, its JIT-built C++ extension)",
+        description=(
+            "Quark's default MX mode 'even': amax rounded half-up at the element's fraction bits before taking its "
+            "exponent (scale_rule 'even'; MXINT8 at 8 bits, not 6), an Inf counting as the largest scale "
+            "(inf_policy 'max_scale'), an all-zero block read as amax 2^-126 (zero_block_scale 'min_normal'). "
+            "MXINT8's integer step scale / 64 is clamped at 2^-126, which is the MX encoding with E >= -120 "
+            "(scale_min -120). FP4 and FP6 elements go through a C++ kernel that returns +0 for every element "
+            "rounding to zero (zero_sign 'plus') and passes an Inf through to the output (no MX encoding: "
+            "inf_policy 'error' raises). Elements round to nearest-even, saturating; FP8 keeps -0."
+        ),
+        formats=("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8"),
+        quantize={"scale_rule": "even", "inf_policy": "max_scale", "zero_block_scale": "min_normal"},
+        per_format={
+            "mxint8": {"scale_round_bits": 8, "scale_min": -120},
+            **{name: {"zero_sign": "plus", "inf_policy": "error"}
+               for name in ("mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1")},
+        },
+        dequantize={"float32": DequantizeOptions()},
+        outputs=("float32",),
+        inputs=("float32 inputs (the test feeds float32)",),
+        notes=(
+            "MXINT8 blocks whose amax is below 2^-120: Quark's own scale is 2^E with E < -120, but its elements are "
+            "integers of the step 2^-126; the scale byte that reproduces its codes and output is E = -120, which "
+            "the profile gives",
+            "modes 'floor' and 'ceil' and MX6/MX9 are not part of the profile yet",
         ),
     )
 )

@@ -29,8 +29,8 @@ __all__ = [
 SCALE_RULES = ("floor", "ceil", "even", "rceil", "tosa", "rceil_fp32", "floor_fp32")
 #: The element roundings of element_arith='fp32_log2' (microxcaling's 'nearest', 'even', 'floor'; contract 6.2).
 FP32_STEP_ROUNDINGS = ("rna", "rne", "rtz")
-INF_POLICIES = ("nan", "saturate", "max_scale", "exponent_field")
-_OCP_MX_INF_POLICIES = ("max_scale", "exponent_field")  # the profiles' values (torchao, gfloat)
+INF_POLICIES = ("nan", "saturate", "max_scale", "exponent_field", "error")
+_OCP_MX_INF_POLICIES = ("max_scale", "exponent_field", "error")  # the profiles' values (torchao, gfloat, Quark)
 MIN_SCALE_DIVISORS = ("scale", "min_normal", "one")
 SCALE_ENCODINGS = ("e8m0", "int8_exponent")  # how an E8M0 scale byte stores E (section 2.3, 3.2)
 # The design options of real quantizers (section 2.3) that only OCP MX formats take, with defaults.
@@ -128,7 +128,8 @@ class QuantizeOptions:
         "`nan`: a block with ±Inf is a NaN block; `saturate`: Inf counts as the largest finite value of the "
         "input's own type (fp32, fp16 65504, bf16, float64) and saturates; `max_scale`: the block gets E = 127 and "
         "Inf saturates (gfloat, torchao RCEIL); `exponent_field`: Inf counts as 2^128, the fp32 all-ones exponent "
-        "field, and saturates (torchao FLOOR)", "2, 6",
+        "field, and saturates (torchao FLOOR); `error`: ValueError (Quark FP4/FP6 pass the Inf through to the "
+        "output: no MX encoding; contract 6.2)", "2, 6, 6.2",
     )
     flush_subnormal_inputs: bool = option(
         False, Flag(), "read inputs below 2^-126 in magnitude as zeros of their sign (= `subnormal_inputs='flush'`)",
@@ -150,7 +151,8 @@ class QuantizeOptions:
     nvfp4_arith: str = option(
         "exact", ("exact", "fp32_steps", "fp32_reciprocal"),
         "`exact`; `fp32_steps`: every intermediate rounded to fp32 in torchao's order; `fp32_reciprocal`: "
-        "compressed-tensors' order: the tensor scale is a divisor gs = fp32(fp32(1 / amax) * 448 * 6) (torch's scalar / tensor; 1 if it overflows), "
+        "compressed-tensors' order: the tensor scale is a divisor gs = fp32(fp32(1 / amax) * 448 * 6) (torch's "
+        "scalar / tensor; 1 if it overflows), "
         "the block scale UE4M3(fp32(gs * fp32(amax_b / 6))) with no lower clamp and 0 replaced by 0.125, each element "
         "fp32(x / fp32(scale / gs)); NaN or Inf raise ValueError; float32 inputs only", "2.2, 6.2",
     )
@@ -163,7 +165,9 @@ class QuantizeOptions:
         "0x80 = 2^-128, no NaN)", "2.3, 3.2",
     )
     scale_min: int = option(
-        -127, IntRange(-128, -127), "lower clamp of the scale exponent E (-128 only with `int8_exponent`)", "2.3"
+        -127, IntRange(-128, -120),
+        "lower clamp of the scale exponent E (-128 only with `int8_exponent`; Quark MXINT8 -120: its integer step "
+        "scale / 64 is clamped at 2^-126, contract 6.2)", "2.3, 6.2",
     )
     specials: str = option(
         "block", ("block", "per_element"),
@@ -197,10 +201,11 @@ class QuantizeOptions:
         "only", "6.2",
     )
     zero_sign: str = option(
-        "keep", ("keep", "plus_input"),
+        "keep", ("keep", "plus_input", "plus"),
         "`keep` the sign of zeros; `plus_input`: an element whose float32 quotient x / 2^E is zero (a -0 input, or "
         "|x / 2^E| <= 2^-150) encodes as +0; a negative value rounding to zero from a nonzero quotient keeps its -0 "
-        "(microxcaling, compressed-tensors; NVFP4: the quotient of its `nvfp4_arith`)", "6.2",
+        "(microxcaling, compressed-tensors; NVFP4: the quotient of its `nvfp4_arith`); `plus`: every element whose "
+        "rounded magnitude is zero encodes as +0 (Quark FP4/FP6)", "6.2",
     )
     flush_subnormal_blocks: bool = option(
         False, Flag(),
@@ -326,7 +331,8 @@ class QuantizeOptions:
     @property
     def fp32_arithmetic(self) -> bool:
         """Whether the options emulate a library's float32 arithmetic (contract 6.2: scale_rule
-        'floor_fp32', element_arith 'fp32_log2', scale_value_min, nvfp4_arith 'fp32_reciprocal'), which takes float32 inputs only."""
+        'floor_fp32', element_arith 'fp32_log2', scale_value_min, nvfp4_arith 'fp32_reciprocal'), which
+        takes float32 inputs only."""
         return (
             self.scale_rule == "floor_fp32" or self.element_arith == "fp32_log2" or self.scale_value_min != "none"
             or self.nvfp4_arith == "fp32_reciprocal"

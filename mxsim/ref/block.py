@@ -52,6 +52,7 @@ __all__ = [
     "check_tensor_scale",
     "check_scale_value_min",
     "nan_block_error",
+    "inf_block_error",
     "as_normal_fp32_error",
     "to_fp32",
     "FP32_MAX",
@@ -122,12 +123,15 @@ def _read_inputs(values: Sequence[Number], fmt, options: QuantizeOptions) -> lis
         raise ValueError(f"a {fmt.name} block has {fmt.block_size} values, got {len(values)}")
     mode = options.subnormal_inputs
     xs = [float_ratio(v) if v.__class__ is float else ratio(v) for v in values]  # (ratio's own float case, inline)
+    if options.inf_policy == "error" and any(n and not d for _, n, d in xs):
+        raise inf_block_error()
     if options.fp32_arithmetic:
         for i, (_, n, d) in enumerate(xs):
             if d and not is_fp32(Fraction(n, d)):
                 raise ValueError(
                     f"value {i} of the block ({values[i]!r}) is not a float32 value; scale_rule='floor_fp32', "
-                    "element_arith='fp32_log2', scale_value_min and nvfp4_arith='fp32_reciprocal' reproduce float32 arithmetic and take float32 "
+                    "element_arith='fp32_log2', scale_value_min and nvfp4_arith='fp32_reciprocal' "
+                    "reproduce float32 arithmetic and take float32 "
                     "inputs only"
                 )
         if mode == "as_normal" and any(n and n << 126 < d for _, n, d in xs):
@@ -142,6 +146,14 @@ def as_normal_fp32_error(where: str = "a block") -> ValueError:
         f"{where} holds an fp32 subnormal, which subnormal_inputs='as_normal' reads as a value float32 cannot hold; "
         "scale_rule='floor_fp32', element_arith='fp32_log2' and scale_value_min take float32 values only (use "
         "subnormal_inputs='exact' or 'flush' with them)"
+    )
+
+
+def inf_block_error(where: str = "a block") -> ValueError:
+    """inf_policy='error' (contract 6.2, Quark FP4/FP6): a block holding +-Inf has no MX encoding."""
+    return ValueError(
+        f"{where} holds an Inf, which has no MX encoding under inf_policy='error' (the library passes the Inf through "
+        "to its output); expected finite values, or another inf_policy"
     )
 
 
@@ -305,6 +317,13 @@ def _element_codes(
         else:  # NaN
             code = nan_element_code(element, options, negative)
         codes.append(code)
+    return _plus_zeros(codes, element, options)
+
+
+def _plus_zeros(codes: list[int], element, options: QuantizeOptions) -> tuple[int, ...]:
+    """zero_sign='plus' (contract 6.2, Quark FP4/FP6): every -0 code of a float element becomes +0."""
+    if options.zero_sign == "plus" and element.kind == "float":
+        return tuple(0 if code == element.sign_mask else code for code in codes)
     return tuple(codes)
 
 
@@ -324,7 +343,7 @@ def _fp32_step_codes(xs: Sequence[Ratio], exponent: int, element, options: Quant
         negative = sign == 1 and (quotient != 0 or not plus_zero)
         magnitude = fp32_log2_element(quotient, element, options.rounding)
         codes.append(encode_ratio(magnitude.numerator, magnitude.denominator, negative, element, "rne", "saturate"))
-    return tuple(codes)
+    return _plus_zeros(codes, element, options)
 
 
 def _microexponents(xs: list[Ratio], fmt, exponent: int, options: QuantizeOptions, source: str) -> list[int]:
