@@ -380,10 +380,10 @@ def quark():
 
 
 def _quark_codes(exponent: np.ndarray, out: np.ndarray, fmt: str):
-    """(scale bytes, codes, output) of Quark's E and float32 output: NaN E is the NaN block 0xFF
-    (codes 0); MXINT8 E below -120 is -120 (its step clamp, the documented encoding); codes are
+    """(scale bytes, codes, output) of Quark's E and float32 output: a NaN or Inf scale (mode
+    'floor' with an Inf: every output NaN) is the NaN block 0xFF (codes 0); MXINT8 E below -120 is -120 (its step clamp, the documented encoding); codes are
     output / 2^E (MXINT8: / 2^(E - 6)), encoded by ml_dtypes (MXINT8: the integer)."""
-    nan = np.isnan(exponent)
+    nan = ~np.isfinite(exponent)
     if fmt == "mxint8":
         exponent = np.maximum(exponent, -120)
     exponent = np.where(nan, 0, exponent)
@@ -398,31 +398,43 @@ def _quark_codes(exponent: np.ndarray, out: np.ndarray, fmt: str):
     return scales, codes, out
 
 
+QUARK_PROFILES = {"even": "quark_0_13", "floor": "quark_0_13_floor"}
+
+
+@pytest.mark.parametrize("mode", list(QUARK_PROFILES))
 @pytest.mark.parametrize("fmt", list(library_oracles.QUARK_ELEMENTS))
-def test_quark_agrees_with_quark(quark, fmt):
-    """quark_0_13 (mode 'even') against Quark's fake-quantize op: scale byte (Quark's own scale
-    steps; MXINT8 below 2^-120: E = -120, the documented step clamp), element codes (Quark's output
-    / scale, encoded by ml_dtypes / as integers; not where the output is Inf) and the float32
-    output, every block; FP4/FP6 blocks holding an Inf (Quark's output keeps the Inf: no MX
-    encoding) make quantize raise."""
+def test_quark_agrees_with_quark(quark, fmt, mode):
+    """quark_0_13 (mode 'even') and quark_0_13_floor against Quark's fake-quantize op: scale byte
+    (Quark's own scale steps; MXINT8 below 2^-120: E = -120, the documented step clamp), element
+    codes (Quark's output / scale, encoded by ml_dtypes / as integers; not where the output is
+    Inf) and the float32 output, every block. Refused, one by one: 'even' FP4/FP6 blocks holding
+    an Inf (Quark's output keeps the Inf), 'floor' blocks whose Quark scale is 2^-128 .. 2^-149
+    (no E8M0 code; MXINT8's step clamp makes those E = -120)."""
+    name = QUARK_PROFILES[mode]
     blocks = _draw(fmt, PER_CLASS)
-    exponent, out = library_oracles.quark_mx(quark, blocks, fmt, "even")
-    refuse = np.isinf(blocks).any(axis=1) & (fmt in ("mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1"))
+    exponent, out = library_oracles.quark_mx(quark, blocks, fmt, mode)
+    if mode == "even":
+        refuse = np.isinf(blocks).any(axis=1) & (fmt in ("mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1"))
+        message = "holds an Inf, which has no MX encoding under inf_policy='error'"
+    else:
+        refuse = (exponent < -127) & (fmt != "mxint8")
+        message = "which no E8M0 code holds"
     for i in np.flatnonzero(refuse):
-        assert np.isinf(out[i]).any()
-        with pytest.raises(ValueError, match="holds an Inf, which has no MX encoding under inf_policy='error'"):
-            mxsim.quantize(blocks[i], fmt, profile="quark_0_13")
+        if mode == "even":
+            assert np.isinf(out[i]).any()
+        with pytest.raises(ValueError, match=message):
+            mxsim.quantize(blocks[i], fmt, profile=name)
     kept = blocks[~refuse]
     want_scales, want_codes, out = _quark_codes(exponent[~refuse], out[~refuse], fmt)
-    t = mxsim.quantize(kept.reshape(-1), fmt, profile="quark_0_13")
+    t = mxsim.quantize(kept.reshape(-1), fmt, profile=name)
     scales, codes = np.asarray(t.scales).reshape(-1), np.asarray(t.codes).reshape(kept.shape)
     # an Inf output (FP8: an Inf saturates to max x 2^127, which overflows float32) shows no code: output only
     unseen = np.isinf(out)
     want_codes = np.where(unseen, codes, want_codes)
     ok, _ = _compare((want_scales, want_codes, out), scales, codes, t.dequantize(np.float32).reshape(kept.shape), fmt)
-    print(f"quark_0_13 {fmt}: {int(ok.sum())} / {len(ok)} blocks agree, {int(refuse.sum())} Inf blocks refused")
+    print(f"{name} {fmt}: {int(ok.sum())} / {len(ok)} blocks agree, {int(refuse.sum())} blocks refused")
     assert ok.all(), f"first disagreeing block {kept[np.flatnonzero(~ok)[0]].tolist()}"
-    options = get_profile("quark_0_13").quantize_options(fmt)
+    options = get_profile(name).quantize_options(fmt)
     for i in range(0, len(kept), 23):  # the reference on a sample
         q = quantize_block([float(v) for v in kept[i]], fmt, options)
         assert q.scale == scales[i] and q.codes == tuple(int(c) for c in codes[i])
@@ -443,6 +455,20 @@ def test_quark_hand_worked():
     assert int(mxsim.quantize(block, "mxint8", scale_rule="even").scales[0]) == 128
     assert int(mxsim.quantize(np.zeros(32, np.float32), "mxint8", profile="quark_0_13").scales[0]) == 7
     assert int(mxsim.quantize(np.full(32, 2.0**-140, np.float32), "mxint8", profile="quark_0_13").scales[0]) == 7
+
+
+def test_quark_floor_hand_worked():
+    """Contract 6.2, Quark 'floor': an all-zero block has scale 0, replaced by float32 eps 2^-23 (byte 104);
+    E4M3 amax 2^-130 gives 2^(-130 - 8) = 2^-138, no E8M0 code (raises); amax 2^-149 gives 2^-157, which
+    float32 flushes to 0, so eps again (104); MXINT8 amax 2^-130 is E = -120 (byte 7, its step clamp)."""
+    zeros = np.zeros(32, np.float32)
+    assert int(mxsim.quantize(zeros, "mxfp8_e4m3", profile="quark_0_13_floor").scales[0]) == 104
+    with pytest.raises(ValueError, match=r"has scale 2\^-138 under scale_underflow='fp32_pow'"):
+        mxsim.quantize(np.full(32, 2.0**-130, np.float32), "mxfp8_e4m3", profile="quark_0_13_floor")
+    tiny = np.full(32, 2.0**-149, np.float32)
+    assert int(mxsim.quantize(tiny, "mxfp8_e4m3", profile="quark_0_13_floor").scales[0]) == 104
+    small = np.full(32, 2.0**-130, np.float32)
+    assert int(mxsim.quantize(small, "mxint8", profile="quark_0_13_floor").scales[0]) == 7
 
 
 # --------------------------------------------------------------------------------------------------

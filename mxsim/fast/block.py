@@ -28,6 +28,9 @@ from ..ref.block import (
     check_scale_value_min,
     nan_block_error,
     inf_block_error,
+    scale_underflow_error,
+    FP32_POW_MIN,
+    QUARK_EPS_EXPONENT,
     given_scales_format_error,
     nan_block_element_code,
     nan_block_scale,
@@ -226,6 +229,7 @@ class _ChunkedE8M0Quantizer:
             and options.scale_value_min == "none"
             and options.zero_block_scale == "scale_min"
             and options.scale_min == E8M0_MIN
+            and options.scale_underflow == "clamp"
             and options.element_arith == "exact"
             and options.zero_sign == "keep"
             and not options.flush_subnormal_blocks
@@ -337,7 +341,7 @@ def _computed_exponents(magnitude: np.ndarray, fmt, options: QuantizeOptions, x:
     scale_overflow='nan' (NaN blocks), else None. ``nan_blocks`` (NaN blocks, whose magnitudes
     read 0) are left out of the scale_value_min check."""
     amax = magnitude.max(axis=1, initial=0.0)
-    zero = amax == 0
+    zero = empty = amax == 0
     if options.scale_value_min != "none":
         _check_scale_value_min(np.where(nan_blocks, 1.0, amax) if nan_blocks is not None else amax, options)
     if options.zero_block_scale == "min_normal":
@@ -347,10 +351,26 @@ def _computed_exponents(magnitude: np.ndarray, fmt, options: QuantizeOptions, x:
     exponent[~zero] = (
         _scale_exponents(amax[~zero], fmt.element, options.scale_rule, options.scale_round_bits) + options.scale_offset
     )
+    if options.scale_underflow == "fp32_pow":
+        exponent = _fp32_pow_exponents(exponent, empty, nan_blocks, options.scale_min)
     if options.inf_policy == "max_scale":
         exponent[np.isinf(x).any(axis=1)] = E8M0_MAX
     overflow = exponent > E8M0_MAX if options.scale_overflow == "nan" else None
     return np.clip(exponent, options.scale_min, E8M0_MAX), overflow
+
+
+def _fp32_pow_exponents(exponent: np.ndarray, zero: np.ndarray, nan_blocks, scale_min: int) -> np.ndarray:
+    """scale_underflow='fp32_pow' (see mxsim.ref.block._block_exponent): zero blocks and E below
+    -149 get E = -23; E in [-149, scale_min) raises the reference's ValueError (NaN blocks aside)
+    unless scale_min is above -127 (it clamps those)."""
+    low = ~zero & (exponent < FP32_POW_MIN)
+    bad = ~zero & ~low & (exponent < scale_min) & (scale_min <= E8M0_MIN)
+    if nan_blocks is not None:
+        bad &= ~nan_blocks
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise scale_underflow_error(int(exponent[i]), f"block {i}")
+    return np.where(zero | low, QUARK_EPS_EXPONENT, exponent)  # (the caller clamps at scale_min)
 
 
 def _check_scale_value_min(amax: np.ndarray, options: QuantizeOptions) -> None:

@@ -429,7 +429,36 @@ _PROFILE_LIST.append(
             "MXINT8 blocks whose amax is below 2^-120: Quark's own scale is 2^E with E < -120, but its elements are "
             "integers of the step 2^-126; the scale byte that reproduces its codes and output is E = -120, which "
             "the profile gives",
-            "modes 'floor' and 'ceil' and MX6/MX9 are not part of the profile yet",
+            "mode 'ceil' (float32 log2 ceiling) and MX6/MX9 are not reproduced yet; mode 'floor' is quark_0_13_floor",
+        ),
+    )
+)
+
+_PROFILE_LIST.append(
+    Profile(
+        name="quark_0_13_floor",
+        kind="block",
+        source="quark.torch.kernel: torch.ops.quark.non_scaled_fake_quantize(x, 'mx', element, axis, 32, 'floor')",
+        version="amd-quark 0.13 (torch 2.13 CPU, its JIT-built C++ extension)",
+        description=(
+            "Quark's MX mode 'floor': E = floor(float32 log2 amax) - emax (scale_rule 'floor_fp32'), the scale taken "
+            "as the float32 2^E without a lower clamp (scale_underflow 'fp32_pow'): an all-zero block, or E below "
+            "-149, gets float32 eps 2^-23 (E = -23), and a block with E in [-149, -128] (a scale E8M0 cannot hold) "
+            "makes quantize raise. An Inf or NaN gives NaN outputs (mxsim's NaN block). FP4/FP6 elements rounding "
+            "to zero give +0 (zero_sign 'plus'); MXINT8's step clamp at 2^-126 is E >= -120 (scale_min -120)."
+        ),
+        formats=("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8"),
+        quantize={"scale_rule": "floor_fp32", "scale_underflow": "fp32_pow"},
+        per_format={
+            "mxint8": {"scale_min": -120},
+            **{name: {"zero_sign": "plus"} for name in ("mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1")},
+        },
+        dequantize={"float32": DequantizeOptions()},
+        outputs=("float32",),
+        inputs=("float32 inputs (the test feeds float32)",),
+        notes=(
+            "blocks whose Quark scale is 2^-128 .. 2^-149 (amax an fp32 subnormal, or tiny with a large emax): no "
+            "E8M0 encoding, quantize raises ValueError",
         ),
     )
 )

@@ -66,6 +66,7 @@ _FORMAT_OPTIONS = {
     "scale_round_bits": _is_ocp_mx,
     "nan_blocks": _is_ocp_mx,
     "scale_value_min": _is_ocp_mx,
+    "scale_underflow": _is_ocp_mx,
 }
 
 
@@ -227,6 +228,13 @@ class QuantizeOptions:
         0, IntRange(-1, 0),
         "added to the scale rule's E before clamping (Brevitas MXINT8: -1, one binade below the OCP rule, so the block "
         "maximum saturates)", "6.2",
+    )
+    scale_underflow: str = option(
+        "clamp", ("clamp", "fp32_pow"),
+        "a scale rule's E below scale_min: `clamp` it; `fp32_pow` (Quark floor/ceil, which take the scale as the "
+        "float32 2^E, unclamped): E below -149 underflows to 0 and, as an all-zero block (log2 0 = -Inf), gets the "
+        "float32 eps 2^-23 (E = -23); E in [-149, -127) has no E8M0 code: ValueError, unless scale_min is above -127 "
+        "(Quark MXINT8: its step clamp makes such a block the E = scale_min encoding)", "6.2",
     )
     scale_value_min: str = option(
         "none", ("none", "1e-10"),

@@ -53,6 +53,9 @@ __all__ = [
     "check_scale_value_min",
     "nan_block_error",
     "inf_block_error",
+    "scale_underflow_error",
+    "FP32_POW_MIN",
+    "QUARK_EPS_EXPONENT",
     "as_normal_fp32_error",
     "to_fp32",
     "FP32_MAX",
@@ -368,13 +371,32 @@ def _block_exponent(xs: list[Ratio], fmt, options: QuantizeOptions, source: str)
     n, d = _amax(xs, options, source)
     if options.scale_value_min != "none":
         check_scale_value_min(Fraction(n, d), options)
-    if n == 0 and options.zero_block_scale == "scale_min":
-        return options.scale_min
+    fp32_pow = options.scale_underflow == "fp32_pow"
+    if n == 0 and (fp32_pow or options.zero_block_scale == "scale_min"):
+        return QUARK_EPS_EXPONENT if fp32_pow else options.scale_min
     amax = Fraction(n, d) if n else FP32_MIN_NORMAL
     wanted = scale_exponent(amax, fmt.element, options.scale_rule, options.scale_round_bits) + options.scale_offset
     if wanted > E8M0_MAX and options.scale_overflow == "nan":
         return None
+    if fp32_pow and wanted < FP32_POW_MIN:
+        return QUARK_EPS_EXPONENT
+    if fp32_pow and wanted < options.scale_min <= E8M0_MIN:  # (a scale_min above -127 clamps it: Quark MXINT8)
+        raise scale_underflow_error(wanted)
     return min(max(wanted, options.scale_min), E8M0_MAX)
+
+
+#: scale_underflow='fp32_pow' (Quark floor/ceil): the float32 2^E is 0 below E = -149 and is then, like the scale of
+#: an all-zero block, replaced by float32 eps 2^-23.
+FP32_POW_MIN = -149
+QUARK_EPS_EXPONENT = -23
+
+
+def scale_underflow_error(exponent: int, where: str = "a block") -> ValueError:
+    """scale_underflow='fp32_pow': a scale 2^E with -149 <= E < scale_min has no E8M0 code."""
+    return ValueError(
+        f"{where} has scale 2^{exponent} under scale_underflow='fp32_pow' (the library's float32 scale, not "
+        "clamped), which no E8M0 code holds (E8M0: 2^-127 .. 2^127); use another profile or options for such blocks"
+    )
 
 
 #: scale_value_min='1e-10' (Brevitas): the float32 log2 floor of amax below which its scale is 1e-10, not 2^E.
