@@ -578,12 +578,14 @@ def _library_options(draw, name: str) -> dict:
          "zero_block_scale": draw(st.sampled_from(["scale_min", "min_normal"])),
          "scale_overflow": draw(st.sampled_from(["clamp", "nan"])),
          "element_arith": draw(st.sampled_from(["exact", "fp32_log2", "fp32_log2"])),
-         "zero_sign": draw(st.sampled_from(["keep", "plus_input"])),
+         "zero_sign": draw(st.sampled_from(["keep", "plus_input", "plus"])),
          "flush_subnormal_blocks": draw(st.booleans()),
          "nan_blocks": draw(st.sampled_from(["nan", "error"])),
          "scale_offset": draw(st.sampled_from([0, -1])),
          "scale_value_min": draw(st.sampled_from(["none", "none", "1e-10"])),
-         "inf_policy": draw(st.sampled_from(["nan", "saturate"])),
+         "inf_policy": draw(st.sampled_from(["nan", "saturate", "max_scale", "error"])),
+         "scale_underflow": draw(st.sampled_from(["clamp", "fp32_pow"])),
+         "scale_min": draw(st.sampled_from([-127, -127, -120])),
          "rounding": draw(st.sampled_from(["rne", "rna", "rtz"])),
          "int8_allow_neg2": name == "mxint8" and draw(st.booleans())}
     if o["scale_rule"] == "even":
