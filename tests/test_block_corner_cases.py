@@ -91,7 +91,8 @@ def test_mxfp4_amax_3():
 # rceil_fp32 = rceil on every row: amax / max_normal in float32 is 7/6, 1/2, 1, 500/448, 1, 496/448,
 #   none within a few float32 steps above a power of two, where float32 log2 could round down.
 # floor_fp32 = floor on every row: no maximum (7, 3, 6, 500, 448, 496) lies within a few float32 steps below a
-#   power of two, where float32 log2 could round up (set after the table).
+#   power of two, where float32 log2 could round up (set after the table); ceil_fp32 = ceil on every row: none
+#   lies within a few float32 steps above a power of two, where float32 log2 could round down.
 SCALE_TABLE = [
     ("mxfp4_e2m1", [7.0, 1.0, 0.3], {"floor": (127, [7, 2, 1]), "ceil": (128, [6, 1, 0]), "even": (128, [6, 1, 0]),
                                      "rceil": (128, [6, 1, 0]), "rceil_fp32": (128, [6, 1, 0]), "tosa": (128, [6, 1, 0])}),
@@ -109,6 +110,7 @@ SCALE_TABLE = [
 ]
 for _, _, rules in SCALE_TABLE:
     rules["floor_fp32"] = rules["floor"]
+    rules["ceil_fp32"] = rules["ceil"]
 
 
 @pytest.mark.parametrize("rule", mxsim.SCALE_RULES)

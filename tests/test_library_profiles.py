@@ -398,17 +398,17 @@ def _quark_codes(exponent: np.ndarray, out: np.ndarray, fmt: str):
     return scales, codes, out
 
 
-QUARK_PROFILES = {"even": "quark_0_13", "floor": "quark_0_13_floor"}
+QUARK_PROFILES = {"even": "quark_0_13", "floor": "quark_0_13_floor", "ceil": "quark_0_13_ceil"}
 
 
 @pytest.mark.parametrize("mode", list(QUARK_PROFILES))
 @pytest.mark.parametrize("fmt", list(library_oracles.QUARK_ELEMENTS))
 def test_quark_agrees_with_quark(quark, fmt, mode):
-    """quark_0_13 (mode 'even') and quark_0_13_floor against Quark's fake-quantize op: scale byte
+    """quark_0_13 (mode 'even'), quark_0_13_floor and quark_0_13_ceil against Quark's fake-quantize op: scale byte
     (Quark's own scale steps; MXINT8 below 2^-120: E = -120, the documented step clamp), element
     codes (Quark's output / scale, encoded by ml_dtypes / as integers; not where the output is
     Inf) and the float32 output, every block. Refused, one by one: 'even' FP4/FP6 blocks holding
-    an Inf (Quark's output keeps the Inf), 'floor' blocks whose Quark scale is 2^-128 .. 2^-149
+    an Inf (Quark's output keeps the Inf), 'floor' / 'ceil' blocks whose Quark scale is 2^-128 .. 2^-149
     (no E8M0 code; MXINT8's step clamp makes those E = -120)."""
     name = QUARK_PROFILES[mode]
     blocks = _draw(fmt, PER_CLASS)
@@ -469,6 +469,18 @@ def test_quark_floor_hand_worked():
     assert int(mxsim.quantize(tiny, "mxfp8_e4m3", profile="quark_0_13_floor").scales[0]) == 104
     small = np.full(32, 2.0**-130, np.float32)
     assert int(mxsim.quantize(small, "mxint8", profile="quark_0_13_floor").scales[0]) == 7
+
+
+def test_quark_ceil_hand_worked():
+    """Contract 6.2, Quark 'ceil': amax 2^10 * (1 + 2^-23) has log2 10 + 1.72e-7, below half the float32
+    spacing at 10 (2^-21 = 4.77e-7), so float32 log2 is 10 and E = 10 - 8 = 2 (byte 0x81) for E4M3, where the
+    exact ceiling gives 11 - 8 = 3 (0x82); 2^10 * (1 + 2^-21) has log2 10 + 6.88e-7, which rounds up: 0x82."""
+    block = np.zeros(32, np.float32)
+    block[0] = np.float32(2.0**10 * (1 + 2.0**-23))
+    assert int(mxsim.quantize(block, "mxfp8_e4m3", profile="quark_0_13_ceil").scales[0]) == 0x81
+    assert int(mxsim.quantize(block, "mxfp8_e4m3", scale_rule="ceil").scales[0]) == 0x82
+    block[0] = np.float32(2.0**10 * (1 + 2.0**-21))
+    assert int(mxsim.quantize(block, "mxfp8_e4m3", profile="quark_0_13_ceil").scales[0]) == 0x82
 
 
 # --------------------------------------------------------------------------------------------------
@@ -574,7 +586,7 @@ DIFFERENTIAL = {"blocks": 0, "errors": 0}
 
 @st.composite
 def _library_options(draw, name: str) -> dict:
-    o = {"scale_rule": draw(st.sampled_from(["floor", "floor_fp32", "even", "floor_fp32"])),
+    o = {"scale_rule": draw(st.sampled_from(["floor", "floor_fp32", "even", "floor_fp32", "ceil_fp32"])),
          "zero_block_scale": draw(st.sampled_from(["scale_min", "min_normal"])),
          "scale_overflow": draw(st.sampled_from(["clamp", "nan"])),
          "element_arith": draw(st.sampled_from(["exact", "fp32_log2", "fp32_log2"])),

@@ -137,7 +137,7 @@ def test_registry_names_and_errors():
                               "idma_v0_7", "microxcaling_nearest", "microxcaling_even", "microxcaling_floor",
                               "neural_compressor_3_10_nearest", "neural_compressor_3_10_even",
                               "neural_compressor_3_10_floor", "brevitas_0_13", "compressed_tensors_0_20",
-                              "quark_0_13", "quark_0_13_floor"]
+                              "quark_0_13", "quark_0_13_floor", "quark_0_13_ceil"]
     with pytest.raises(ValueError) as err:
         mxsim.quantize(np.zeros(32, np.float32), "mxfp8_e4m3", profile="torchao")
     assert "profile='torchao' is not allowed; expected one of: torchao_0_18_floor, torchao_0_18_rceil" in str(err.value)

@@ -52,7 +52,7 @@ from ..ref.sources import check_source_options, inf_stand_in
 from .chunks import BLOCK_CHUNK, map_chunks
 from .decode import scale_table, value_table
 from .encode import _Binary, _IntKernel, encode, fp32_rne_table, fp32_table_index
-from .fp32_steps import fp32_log2_elements, fp32_log2_floor
+from .fp32_steps import fp32_log2_ceil, fp32_log2_elements, fp32_log2_floor
 
 __all__ = ["quantize_blocks", "dequantize_blocks", "dequantize_blocks_float32", "floor_log2"]
 
@@ -87,6 +87,8 @@ def _scale_exponents(amax: np.ndarray, element, rule: str, round_bits: int | Non
         return _rceil_fp32_exponents(amax, element)
     if rule == "floor_fp32":
         return fp32_log2_floor(amax) - element.emax
+    if rule == "ceil_fp32":
+        return fp32_log2_ceil(amax) - element.emax
     raise ValueError(f"scale_rule={rule!r} is not allowed")
 
 
@@ -222,7 +224,7 @@ class _ChunkedE8M0Quantizer:
             and options.scale_encoding == "e8m0"
             and options.inf_policy in ("nan", "saturate")
             and options.min_scale_divisor == "scale"
-            and options.scale_rule != "floor_fp32"
+            and options.scale_rule not in ("floor_fp32", "ceil_fp32")
             and options.scale_offset == 0
             and options.scale_round_bits is None
             and options.nan_blocks == "nan"

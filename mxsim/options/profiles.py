@@ -429,26 +429,28 @@ _PROFILE_LIST.append(
             "MXINT8 blocks whose amax is below 2^-120: Quark's own scale is 2^E with E < -120, but its elements are "
             "integers of the step 2^-126; the scale byte that reproduces its codes and output is E = -120, which "
             "the profile gives",
-            "mode 'ceil' (float32 log2 ceiling) and MX6/MX9 are not reproduced yet; mode 'floor' is quark_0_13_floor",
+            "MX6/MX9 are not reproduced yet; modes 'floor' and 'ceil' are quark_0_13_floor and quark_0_13_ceil",
         ),
     )
 )
 
-_PROFILE_LIST.append(
-    Profile(
-        name="quark_0_13_floor",
+
+def _quark_profile(mode: str, rule: str) -> Profile:
+    """Quark's MX modes 'floor' and 'ceil' (contract 6.2): the float32 log2 rule ``rule``, the float32 2^E."""
+    return Profile(
+        name=f"quark_0_13_{mode}",
         kind="block",
-        source="quark.torch.kernel: torch.ops.quark.non_scaled_fake_quantize(x, 'mx', element, axis, 32, 'floor')",
+        source=f"quark.torch.kernel: torch.ops.quark.non_scaled_fake_quantize(x, 'mx', element, axis, 32, '{mode}')",
         version="amd-quark 0.13 (torch 2.13 CPU, its JIT-built C++ extension)",
         description=(
-            "Quark's MX mode 'floor': E = floor(float32 log2 amax) - emax (scale_rule 'floor_fp32'), the scale taken "
+            f"Quark's MX mode '{mode}': E = {mode}(float32 log2 amax) - emax (scale_rule '{rule}'), the scale taken "
             "as the float32 2^E without a lower clamp (scale_underflow 'fp32_pow'): an all-zero block, or E below "
             "-149, gets float32 eps 2^-23 (E = -23), and a block with E in [-149, -128] (a scale E8M0 cannot hold) "
             "makes quantize raise. An Inf or NaN gives NaN outputs (mxsim's NaN block). FP4/FP6 elements rounding "
             "to zero give +0 (zero_sign 'plus'); MXINT8's step clamp at 2^-126 is E >= -120 (scale_min -120)."
         ),
         formats=("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8"),
-        quantize={"scale_rule": "floor_fp32", "scale_underflow": "fp32_pow"},
+        quantize={"scale_rule": rule, "scale_underflow": "fp32_pow"},
         per_format={
             "mxint8": {"scale_min": -120},
             **{name: {"zero_sign": "plus"} for name in ("mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1")},
@@ -461,7 +463,9 @@ _PROFILE_LIST.append(
             "E8M0 encoding, quantize raises ValueError",
         ),
     )
-)
+
+
+_PROFILE_LIST += [_quark_profile("floor", "floor_fp32"), _quark_profile("ceil", "ceil_fp32")]
 
 #: Every profile by name.
 PROFILES: Mapping[str, Profile] = MappingProxyType({p.name: p for p in _PROFILE_LIST})

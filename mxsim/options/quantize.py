@@ -26,7 +26,7 @@ __all__ = [
     "FP32_STEP_ROUNDINGS",
 ]
 
-SCALE_RULES = ("floor", "ceil", "even", "rceil", "tosa", "rceil_fp32", "floor_fp32")
+SCALE_RULES = ("floor", "ceil", "even", "rceil", "tosa", "rceil_fp32", "floor_fp32", "ceil_fp32")
 #: The element roundings of element_arith='fp32_log2' (microxcaling's 'nearest', 'even', 'floor'; contract 6.2).
 FP32_STEP_ROUNDINGS = ("rna", "rne", "rtz")
 INF_POLICIES = ("nan", "saturate", "max_scale", "exponent_field", "error")
@@ -118,7 +118,7 @@ class QuantizeOptions:
         "floor", SCALE_RULES,
         "how the block scale exponent is chosen (exact integers, never a float log2; `rceil_fp32` decides exactly "
         "what a float32 quotient and log2 give; `floor_fp32`: floor of the float32 log2 of amax, minus emax, as torch "
-        "computes it: microxcaling, Brevitas)", "2, 6, 6.2",
+        "computes it: microxcaling, Brevitas; `ceil_fp32`: its ceiling, AMD Quark 'ceil')", "2, 6, 6.2",
     )
     rounding: str = option(
         "rne", ROUNDING_MODES, "element rounding after scaling (element overflow always saturates)", "2, 2.1, 2.2"
@@ -342,7 +342,7 @@ class QuantizeOptions:
         'floor_fp32', element_arith 'fp32_log2', scale_value_min, nvfp4_arith 'fp32_reciprocal'), which
         takes float32 inputs only."""
         return (
-            self.scale_rule == "floor_fp32" or self.element_arith == "fp32_log2" or self.scale_value_min != "none"
+            self.scale_rule in ("floor_fp32", "ceil_fp32") or self.element_arith == "fp32_log2" or self.scale_value_min != "none"
             or self.nvfp4_arith == "fp32_reciprocal"
         )
 
