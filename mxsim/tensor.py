@@ -232,6 +232,12 @@ class MXTensor:
         overflow to +-Inf, subnormals kept, NaN elements keep their sign; a NaN scale gives the
         positive quiet NaN for its whole block."""
         output = output_name(dtype)
+        if self.options.nvfp4_arith == "fp32_reciprocal":
+            raise ValueError(
+                "dequantize of a tensor made with nvfp4_arith='fp32_reciprocal' is not implemented: its tensor_scale "
+                "is compressed-tensors' divisor gs, and the library's output is fp32(code * fp32(scale / gs)) "
+                "(contract 6.2); expected a tensor made with nvfp4_arith 'exact' or 'fp32_steps'"
+            )
         if options is None and self.profile is not None:
             options = self.profile.dequantize
         opts = options_for(output, options, **dequant_options)

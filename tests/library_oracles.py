@@ -200,9 +200,9 @@ def compressed_tensors():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from compressed_tensors.quantization import fake_quantize, preset_name_to_scheme, quantize
-        from compressed_tensors.quantization.utils import calculate_qparams
+        from compressed_tensors.quantization.utils import calculate_qparams, generate_gparam
     return {"scheme": preset_name_to_scheme, "qparams": calculate_qparams, "quantize": quantize,
-            "fake_quantize": fake_quantize}
+            "fake_quantize": fake_quantize, "gparam": generate_gparam}
 
 
 CT_PRESETS = {"mxfp4_e2m1": "MXFP4", "mxfp6_e2m3": "MXFP6A16", "mxfp8_e4m3": "MXFP8"}
@@ -232,3 +232,85 @@ def compressed_tensors_mx(ct, blocks: np.ndarray, fmt: str):
     scales = np.where(special, 0xFF, np.where(mx, exponent + 127, 0)).astype(np.uint8)
     codes = element_codes(np.where(np.isfinite(q) & ~special[:, None], q, 0.0), fmt)
     return scales, codes, out, mx
+
+
+def compressed_tensors_nvfp4(ct, tensor: np.ndarray):
+    """(global scale gs, scale codes, element codes, float32 output) of compressed-tensors' NVFP4
+    weight scheme on one float32 tensor of (n, 16) blocks (one row, groups of 16): generate_gparam
+    from the tensor's min and max, calculate_qparams with it (UE4M3 block scales, as float32),
+    quantize (the element values) and fake_quantize (the output). Scale codes: the float32 scales
+    encoded by ml_dtypes float8_e4m3fn (exact values); element codes: the quantized values
+    (exact E2M1 values) encoded by ml_dtypes float4_e2m1fn."""
+    import torch
+
+    args = ct["scheme"]("NVFP4", ["Linear"]).weights
+    x = torch.from_numpy(tensor.reshape(1, -1).copy())
+    gs = ct["gparam"](x.amin(), x.amax())
+    groups = x.unflatten(-1, (len(tensor), 16))
+    scale, zero = ct["qparams"](groups.amin(-1), groups.amax(-1), args, global_scale=gs)
+    q = ct["quantize"](x, scale, zero, args, global_scale=gs).numpy().reshape(tensor.shape)
+    out = ct["fake_quantize"](x, scale, zero, args, global_scale=gs).numpy().reshape(tensor.shape)
+    scales = scale.numpy().astype(np.float32).reshape(-1).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    codes = q.astype(ml_dtypes.float4_e2m1fn).view(np.uint8)
+    return float(gs.numpy()[0]), scales, codes, out
+
+
+QUARK_ELEMENTS = {
+    "mxfp8_e4m3": "fp8_e4m3", "mxfp8_e5m2": "fp8_e5m2", "mxfp6_e3m2": "fp6_e3m2", "mxfp6_e2m3": "fp6_e2m3",
+    "mxfp4_e2m1": "fp4", "mxint8": "int8",
+}
+
+
+def quark():
+    """AMD Quark 0.13's fake-quantize op (``torch.ops.quark.non_scaled_fake_quantize``) and its scale
+    helpers, or None if Quark is not installed. Only ``quark.torch.kernel`` is imported: the
+    ``quark.torch`` package's own __init__ (export, ONNX, model loading) is bypassed by a bare
+    package module on the real directory, and the Hugging Face stack is stubbed where missing.
+    Its C++ extension JIT-builds on first import into TORCH_EXTENSIONS_DIR (.ci/run keeps it in a
+    fixed directory, so the build happens once)."""
+    import importlib.util
+    import types
+
+    if importlib.util.find_spec("quark") is None:
+        return None
+    missing = [root for root in _StubFinder.ROOTS if importlib.util.find_spec(root) is None]
+    if missing:
+        sys.meta_path.insert(0, _StubFinder())
+    import quark as package
+
+    if "quark.torch" not in sys.modules:
+        bare = types.ModuleType("quark.torch")
+        bare.__path__ = [str(Path(package.__path__[0]) / "torch")]
+        sys.modules["quark.torch"] = bare
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import quark.torch.kernel  # noqa: F401  (registers torch.ops.quark)
+        from quark.torch.quantization.utils import even_round, get_dtype_params
+    import torch
+
+    return {"op": torch.ops.quark.non_scaled_fake_quantize, "even_round": even_round, "params": get_dtype_params}
+
+
+def quark_mx(q, blocks: np.ndarray, fmt: str, mode: str):
+    """(scale exponents E as float64 (NaN for a NaN scale), float32 output) of Quark's MX fake
+    quantization of float32 (n, 32) blocks: the output from the op, E from the library's own
+    scale steps (fake_quantize_mx: even_round, or 2^(floor/ceil(float32 log2 amax) - emax), a
+    zero scale replaced by float32 eps 2^-23), as log2 of the scale value."""
+    import torch
+
+    name = QUARK_ELEMENTS[fmt]
+    x = torch.from_numpy(blocks.copy())
+    out = q["op"](x, "mx", name, -1, 32, mode).numpy()
+    amax = x.abs().amax(dim=-1, keepdim=True)
+    _, _, emax = q["params"](name)
+    if mode == "floor":
+        scale = torch.pow(2, torch.floor(torch.log2(amax)) - emax)
+    elif mode == "ceil":
+        scale = torch.pow(2, torch.ceil(torch.log2(amax)) - emax)
+    else:
+        scale = q["even_round"](amax, name)
+    scale = scale.masked_fill(scale == 0.0, torch.finfo(torch.float32).eps).numpy()[:, 0].astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log2(scale), out

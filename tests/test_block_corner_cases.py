@@ -91,7 +91,8 @@ def test_mxfp4_amax_3():
 # rceil_fp32 = rceil on every row: amax / max_normal in float32 is 7/6, 1/2, 1, 500/448, 1, 496/448,
 #   none within a few float32 steps above a power of two, where float32 log2 could round down.
 # floor_fp32 = floor on every row: no maximum (7, 3, 6, 500, 448, 496) lies within a few float32 steps below a
-#   power of two, where float32 log2 could round up (set after the table).
+#   power of two, where float32 log2 could round up (set after the table); ceil_fp32 = ceil on every row: none
+#   lies within a few float32 steps above a power of two, where float32 log2 could round down.
 SCALE_TABLE = [
     ("mxfp4_e2m1", [7.0, 1.0, 0.3], {"floor": (127, [7, 2, 1]), "ceil": (128, [6, 1, 0]), "even": (128, [6, 1, 0]),
                                      "rceil": (128, [6, 1, 0]), "rceil_fp32": (128, [6, 1, 0]), "tosa": (128, [6, 1, 0])}),
@@ -109,6 +110,7 @@ SCALE_TABLE = [
 ]
 for _, _, rules in SCALE_TABLE:
     rules["floor_fp32"] = rules["floor"]
+    rules["ceil_fp32"] = rules["ceil"]
 
 
 @pytest.mark.parametrize("rule", mxsim.SCALE_RULES)
@@ -554,12 +556,12 @@ def test_unknown_option_lists_known():
     "option,value,allowed",
     [
         ("scale_rule", "nearest", ["floor", "ceil", "even", "rceil", "tosa", "rceil_fp32"]),
-        ("inf_policy", "error", ["nan", "saturate", "max_scale", "exponent_field"]),
+        ("inf_policy", "raise", ["nan", "saturate", "max_scale", "exponent_field", "error"]),
         ("min_scale_divisor", "two", ["scale", "min_normal", "one"]),
         ("partial_block", "truncate", ["pad", "error"]),
         ("rounding", "banker", ["rne", "rna", "rtz", "rup", "rdn", "stochastic"]),
         ("nvfp4_scale_min", "zero", ["normal", "subnormal"]),
-        ("nvfp4_arith", "fp16", ["exact", "fp32_steps"]),
+        ("nvfp4_arith", "fp16", ["exact", "fp32_steps", "fp32_reciprocal"]),
         ("nvfp4_tensor_scale", "max", ["amax", "none"]),
     ],
 )

@@ -677,7 +677,7 @@ def test_cli_info_describes_a_tensor_file(tmp_path, capsys):
                    "nvfp4_arith=exact, nvfp4_tensor_scale=amax, scale_encoding=e8m0, scale_min=-127, specials=block, "
                    "nan_code=None, subnormal_inputs=exact, zero_block_scale=scale_min, scale_overflow=clamp, "
                    "element_arith=exact, zero_sign=keep, flush_subnormal_blocks=False, nan_blocks=nan, "
-                   "scale_round_bits=None, scale_offset=0, scale_value_min=none",
+                   "scale_round_bits=None, scale_offset=0, scale_underflow=clamp, scale_value_min=none",
         "profile": "-",
         "checksum": f"SHA-256 of header and payload verified (payload {digest})",
         "written by": f"mxsim {mxsim.__version__}",

@@ -97,6 +97,7 @@ def test_a_profile_is_named(tmp_path):
     others = [r for r in found.results if r.label.startswith("profile ") and r is not found.best]
     assert {r.label for r in others} == {"profile torchao_0_18_floor", "profile torchao_0_18_rceil",
                                          "profile gfloat_0_5", "profile tosa_1_1", "profile brevitas_0_13",
+                                         "profile quark_0_13", "profile quark_0_13_floor", "profile quark_0_13_ceil",
                                          *(f"profile {library}_{mode}" for library in ("microxcaling",
                                                                                       "neural_compressor_3_10")
                                            for mode in ("nearest", "even", "floor"))}

@@ -8,6 +8,12 @@ library itself, run here, bit for bit: scale bytes, element codes and the float3
 * ``compressed_tensors_0_20``: compressed-tensors 0.20.0's MXFP4, MXFP6A16 (E2M3) and MXFP8
   (E4M3) weight schemes (calculate_qparams, quantize, fake_quantize); blocks holding a NaN (no
   MX encoding there) must make ``quantize`` raise, one by one.
+* ``compressed_tensors_0_20`` NVFP4 (preset NVFP4): tensors of two blocks of 16, global scale,
+  scale and element codes, and the float32 output by the library's formula from mxsim's codes;
+  tensors holding NaN or Inf must make ``quantize`` raise.
+* ``quark_0_13``: AMD Quark 0.13's ``non_scaled_fake_quantize`` in mode 'even' for MXFP8
+  E4M3/E5M2, MXFP6 E3M2/E2M3, MXFP4 and MXINT8; FP4/FP6 blocks holding an Inf must make
+  ``quantize`` raise.
 * ``brevitas_0_13``: Brevitas 0.13.4's MXFloat8e4m3Act (with E4M3, E5M2, E3M2, E2M3 and E2M1
   elements) and MXInt8Act in a QuantIdentity. Blocks whose Brevitas scale is not a power of two
   (amax 0 or below 2^-33: the documented exception) must make ``quantize`` raise, one by one.
@@ -282,6 +288,77 @@ def test_compressed_tensors_agrees_with_compressed_tensors(ct, fmt):
             assert q.codes == tuple(int(c) for c in want_codes[mx][i])
 
 
+def _nvfp4_output(codes: np.ndarray, scales: np.ndarray, gs: float) -> np.ndarray:
+    """compressed-tensors' NVFP4 output from codes (contract 6.2): fp32(element * fp32(scale / gs)),
+    element and scale values decoded by ml_dtypes, the arithmetic in numpy float32."""
+    import ml_dtypes
+
+    elements = codes.astype(np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float32)
+    scale = scales.astype(np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+    step = scale / np.float32(gs)
+    return (elements * step[:, None]).astype(np.float32)
+
+
+NVFP4_PER_TENSOR = 2  # blocks of 16 per tensor (gs is the tensor's): consecutive blocks of one class
+
+
+@pytest.mark.parametrize("path", ["fast", "reference"])
+def test_compressed_tensors_nvfp4_agrees_with_compressed_tensors(ct, path):
+    """NVFP4 preset: global scale, scale codes, element codes and the float32 output (from mxsim's
+    codes by the library's formula) agree on every tensor of finite blocks; tensors holding NaN or
+    Inf (NaN outputs, gs 1 or 0: no NVFP4 encoding) make quantize raise."""
+    per_class = PER_CLASS if path == "fast" else 2 * NVFP4_PER_TENSOR
+    grid = _grid("nvfp4")
+    blocks = np.concatenate([library_stimulus.blocks(grid, 16, per_class, c, 21) for c in library_stimulus.CLASSES])
+    options = get_profile("compressed_tensors_0_20").quantize_options("nvfp4")
+    agree = refused = 0
+    for tensor in blocks.reshape(-1, NVFP4_PER_TENSOR, 16):
+        gs, want_scales, want_codes, want_out = library_oracles.compressed_tensors_nvfp4(ct, tensor)
+        if not np.isfinite(tensor).all():
+            assert np.isnan(want_out).any()
+            with pytest.raises(ValueError, match="no NVFP4 encoding under nvfp4_arith='fp32_reciprocal'"):
+                mxsim.quantize(tensor.reshape(-1), "nvfp4", profile="compressed_tensors_0_20")
+            refused += 1
+            continue
+        t = mxsim.quantize(tensor.reshape(-1), "nvfp4", profile="compressed_tensors_0_20")
+        assert t.tensor_scale == Fraction(gs)
+        if path == "fast":
+            scales, codes = np.asarray(t.scales).reshape(-1), np.asarray(t.codes).reshape(tensor.shape)
+        else:
+            gs_exact = Fraction(gs)
+            results = [quantize_block([float(v) for v in b], "nvfp4", options, tensor_scale=gs_exact) for b in tensor]
+            scales = np.array([r.scale for r in results])
+            codes = np.array([r.codes for r in results])
+        out = _nvfp4_output(codes, scales, gs)
+        ok = (scales == want_scales) & np.all(codes == want_codes, axis=1)
+        ok &= np.all(out.view(np.uint32) == want_out.view(np.uint32), axis=1)
+        assert ok.all(), f"first disagreeing block {tensor[np.flatnonzero(~ok)[0]].tolist()} (gs {gs})"
+        agree += len(tensor)
+    print(f"compressed_tensors_0_20 nvfp4 ({path}): {agree} / {len(blocks)} blocks agree, {refused} tensors of "
+          f"{NVFP4_PER_TENSOR} blocks with NaN/Inf refused")
+    # every tensor of the specials class is refused (large draws of the wide class overflow to Inf too)
+    assert refused >= per_class // NVFP4_PER_TENSOR and agree == len(blocks) - refused * NVFP4_PER_TENSOR
+
+
+def test_compressed_tensors_nvfp4_hand_worked():
+    """Contract 6.2, hand-worked: amax 6 gives gs = 448 exactly, block scale fp32(448 * 1) = 448 (0x7E),
+    step 448 / 448 = 1; an all-zero block in that tensor gets scale 0.125 (0x20); a tensor of fp32
+    subnormals gets gs = 1 (2688 / 2^-126 overflows fp32), scale UE4M3(amax / 6) = 0, so 0.125, and
+    every element flushes to zero (|x| / 0.125 rounds to 0): a negative one to -0 (code 0x8, its quotient is
+    nonzero), while a -0 input gives +0 (code 0x0, zero_sign 'plus_input'). -0.75 ties to even: -1.0 (0xA)."""
+    tensor = np.zeros(32, np.float32)
+    tensor[0], tensor[1], tensor[2] = 6.0, -0.75, -0.0
+    t = mxsim.quantize(tensor, "nvfp4", profile="compressed_tensors_0_20")
+    assert t.tensor_scale == 448
+    assert np.asarray(t.scales).reshape(-1).tolist() == [0x7E, 0x20]
+    assert np.asarray(t.codes).reshape(-1)[:3].tolist() == [0x7, 0xA, 0x0]
+    tiny = -np.full(16, 2.0**-140, np.float32)
+    t = mxsim.quantize(tiny, "nvfp4", profile="compressed_tensors_0_20")
+    assert t.tensor_scale == 1
+    assert np.asarray(t.scales).reshape(-1).tolist() == [0x20]
+    assert np.asarray(t.codes).reshape(-1).tolist() == [0x8] * 16
+
+
 def test_compressed_tensors_mxfp8_scale_rounds_at_one_bit():
     """Contract 6.2, hand-worked: amax 1.75 * 2^8 = 448 rounds half-up at one fraction bit to 2^9,
     so E = 9 - 8 = 1 (0x80) and 448 / 2 = 224 is code 0x76; at E4M3's three bits 448 stays in its
@@ -292,6 +369,118 @@ def test_compressed_tensors_mxfp8_scale_rounds_at_one_bit():
     assert (int(np.asarray(t.scales).reshape(-1)[0]), int(np.asarray(t.codes).reshape(-1)[0])) == (0x80, 0x76)
     t = mxsim.quantize(block, "mxfp8_e4m3", scale_rule="even")
     assert (int(np.asarray(t.scales).reshape(-1)[0]), int(np.asarray(t.codes).reshape(-1)[0])) == (0x7F, 0x7E)
+
+
+@pytest.fixture(scope="module")
+def quark():
+    functions = library_oracles.quark()
+    if functions is None:
+        _missing("amd-quark 0.13 is not installed (set MXSIM_ORACLES to its --target directory)")
+    return functions
+
+
+def _quark_codes(exponent: np.ndarray, out: np.ndarray, fmt: str):
+    """(scale bytes, codes, output) of Quark's E and float32 output: a NaN or Inf scale (mode
+    'floor' with an Inf: every output NaN) is the NaN block 0xFF (codes 0); MXINT8 E below -120 is -120 (its step clamp, the documented encoding); codes are
+    output / 2^E (MXINT8: / 2^(E - 6)), encoded by ml_dtypes (MXINT8: the integer)."""
+    nan = ~np.isfinite(exponent)
+    if fmt == "mxint8":
+        exponent = np.maximum(exponent, -120)
+    exponent = np.where(nan, 0, exponent)
+    scales = np.where(nan, 0xFF, exponent + 127).astype(np.uint8)
+    shift = (exponent - (6 if fmt == "mxint8" else 0)).astype(np.int64)
+    with np.errstate(invalid="ignore"):
+        values = np.where(nan[:, None], 0.0, np.ldexp(out.astype(np.float64), -shift[:, None]))
+    if fmt == "mxint8":
+        codes = (np.rint(np.nan_to_num(values)).astype(np.int64) & 0xFF).astype(np.uint8)
+    else:
+        codes = library_oracles.element_codes(values, fmt)
+    return scales, codes, out
+
+
+QUARK_PROFILES = {"even": "quark_0_13", "floor": "quark_0_13_floor", "ceil": "quark_0_13_ceil"}
+
+
+@pytest.mark.parametrize("mode", list(QUARK_PROFILES))
+@pytest.mark.parametrize("fmt", list(library_oracles.QUARK_ELEMENTS))
+def test_quark_agrees_with_quark(quark, fmt, mode):
+    """quark_0_13 (mode 'even'), quark_0_13_floor and quark_0_13_ceil against Quark's fake-quantize op: scale byte
+    (Quark's own scale steps; MXINT8 below 2^-120: E = -120, the documented step clamp), element
+    codes (Quark's output / scale, encoded by ml_dtypes / as integers; not where the output is
+    Inf) and the float32 output, every block. Refused, one by one: 'even' FP4/FP6 blocks holding
+    an Inf (Quark's output keeps the Inf), 'floor' / 'ceil' blocks whose Quark scale is 2^-128 .. 2^-149
+    (no E8M0 code; MXINT8's step clamp makes those E = -120)."""
+    name = QUARK_PROFILES[mode]
+    blocks = _draw(fmt, PER_CLASS)
+    exponent, out = library_oracles.quark_mx(quark, blocks, fmt, mode)
+    if mode == "even":
+        refuse = np.isinf(blocks).any(axis=1) & (fmt in ("mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1"))
+        message = "holds an Inf, which has no MX encoding under inf_policy='error'"
+    else:
+        refuse = (exponent < -127) & (fmt != "mxint8")
+        message = "which no E8M0 code holds"
+    for i in np.flatnonzero(refuse):
+        if mode == "even":
+            assert np.isinf(out[i]).any()
+        with pytest.raises(ValueError, match=message):
+            mxsim.quantize(blocks[i], fmt, profile=name)
+    kept = blocks[~refuse]
+    want_scales, want_codes, out = _quark_codes(exponent[~refuse], out[~refuse], fmt)
+    t = mxsim.quantize(kept.reshape(-1), fmt, profile=name)
+    scales, codes = np.asarray(t.scales).reshape(-1), np.asarray(t.codes).reshape(kept.shape)
+    # an Inf output (FP8: an Inf saturates to max x 2^127, which overflows float32) shows no code: output only
+    unseen = np.isinf(out)
+    want_codes = np.where(unseen, codes, want_codes)
+    ok, _ = _compare((want_scales, want_codes, out), scales, codes, t.dequantize(np.float32).reshape(kept.shape), fmt)
+    print(f"{name} {fmt}: {int(ok.sum())} / {len(ok)} blocks agree, {int(refuse.sum())} blocks refused")
+    assert ok.all(), f"first disagreeing block {kept[np.flatnonzero(~ok)[0]].tolist()}"
+    options = get_profile(name).quantize_options(fmt)
+    for i in range(0, len(kept), 23):  # the reference on a sample
+        q = quantize_block([float(v) for v in kept[i]], fmt, options)
+        assert q.scale == scales[i] and q.codes == tuple(int(c) for c in codes[i])
+
+
+def test_quark_hand_worked():
+    """Contract 6.2, hand-worked. MXFP4: -0.2 under E = 0 (amax 6: 6 rounds at 1 bit to 6, binade 2, E = 2 - 2)
+    rounds to zero, code +0 (0x0), not -0. MXINT8: amax 2 - 2^-7 is kept at Quark's 8 fraction bits (E = 0)
+    where 6 bits round it up to 2 (E = 1); an all-zero block and a block of 2^-140 get E = -120 (byte 0x07)."""
+    block = np.zeros(32, np.float32)
+    block[0], block[1] = 6.0, -0.2
+    t = mxsim.quantize(block, "mxfp4_e2m1", profile="quark_0_13")
+    assert int(t.scales[0]) == 127 and np.asarray(t.codes)[:2].tolist() == [0x7, 0x0]
+    assert mxsim.quantize(block, "mxfp4_e2m1", scale_rule="even").codes[1] == 0x8  # mxsim's default keeps -0
+    block = np.zeros(32, np.float32)
+    block[0] = 255 / 128  # 1.9921875 = 2 - 2^-7: kept at 8 fraction bits (E = 0), half-up at 6 gives 2.0 (E = 1)
+    assert int(mxsim.quantize(block, "mxint8", profile="quark_0_13").scales[0]) == 127
+    assert int(mxsim.quantize(block, "mxint8", scale_rule="even").scales[0]) == 128
+    assert int(mxsim.quantize(np.zeros(32, np.float32), "mxint8", profile="quark_0_13").scales[0]) == 7
+    assert int(mxsim.quantize(np.full(32, 2.0**-140, np.float32), "mxint8", profile="quark_0_13").scales[0]) == 7
+
+
+def test_quark_floor_hand_worked():
+    """Contract 6.2, Quark 'floor': an all-zero block has scale 0, replaced by float32 eps 2^-23 (byte 104);
+    E4M3 amax 2^-130 gives 2^(-130 - 8) = 2^-138, no E8M0 code (raises); amax 2^-149 gives 2^-157, which
+    float32 flushes to 0, so eps again (104); MXINT8 amax 2^-130 is E = -120 (byte 7, its step clamp)."""
+    zeros = np.zeros(32, np.float32)
+    assert int(mxsim.quantize(zeros, "mxfp8_e4m3", profile="quark_0_13_floor").scales[0]) == 104
+    with pytest.raises(ValueError, match=r"has scale 2\^-138 under scale_underflow='fp32_pow'"):
+        mxsim.quantize(np.full(32, 2.0**-130, np.float32), "mxfp8_e4m3", profile="quark_0_13_floor")
+    tiny = np.full(32, 2.0**-149, np.float32)
+    assert int(mxsim.quantize(tiny, "mxfp8_e4m3", profile="quark_0_13_floor").scales[0]) == 104
+    small = np.full(32, 2.0**-130, np.float32)
+    assert int(mxsim.quantize(small, "mxint8", profile="quark_0_13_floor").scales[0]) == 7
+
+
+def test_quark_ceil_hand_worked():
+    """Contract 6.2, Quark 'ceil': amax 2^10 * (1 + 2^-23) has log2 10 + 1.72e-7, below half the float32
+    spacing at 10 (2^-21 = 4.77e-7), so float32 log2 is 10 and E = 10 - 8 = 2 (byte 0x81) for E4M3, where the
+    exact ceiling gives 11 - 8 = 3 (0x82); 2^10 * (1 + 2^-21) has log2 10 + 6.88e-7, which rounds up: 0x82."""
+    block = np.zeros(32, np.float32)
+    block[0] = np.float32(2.0**10 * (1 + 2.0**-23))
+    assert int(mxsim.quantize(block, "mxfp8_e4m3", profile="quark_0_13_ceil").scales[0]) == 0x81
+    assert int(mxsim.quantize(block, "mxfp8_e4m3", scale_rule="ceil").scales[0]) == 0x82
+    block[0] = np.float32(2.0**10 * (1 + 2.0**-21))
+    assert int(mxsim.quantize(block, "mxfp8_e4m3", profile="quark_0_13_ceil").scales[0]) == 0x82
 
 
 # --------------------------------------------------------------------------------------------------
@@ -335,6 +524,19 @@ def test_identify_names_compressed_tensors(ct, fmt):
     assert mx.all()
     report = identify(source, scales, codes, fmt)
     assert [c.label for c in report.best] == ["profile compressed_tensors_0_20"]
+    assert report.best[0].explained == len(scales)
+
+
+@pytest.mark.parametrize("fmt", ["mxfp4_e2m1", "mxint8"])
+def test_identify_names_quark(quark, fmt):
+    from mxsim.golden.identify import identify
+
+    source = _identify_source(5)
+    source[7] = 0.0  # an all-zero block (amax read as 2^-126)
+    exponent, out = library_oracles.quark_mx(quark, source, fmt, "even")
+    scales, codes, _ = _quark_codes(exponent, out, fmt)
+    report = identify(source, scales, codes, fmt)
+    assert [c.label for c in report.best] == ["profile quark_0_13"]
     assert report.best[0].explained == len(scales)
 
 
@@ -384,16 +586,18 @@ DIFFERENTIAL = {"blocks": 0, "errors": 0}
 
 @st.composite
 def _library_options(draw, name: str) -> dict:
-    o = {"scale_rule": draw(st.sampled_from(["floor", "floor_fp32", "even", "floor_fp32"])),
+    o = {"scale_rule": draw(st.sampled_from(["floor", "floor_fp32", "even", "floor_fp32", "ceil_fp32"])),
          "zero_block_scale": draw(st.sampled_from(["scale_min", "min_normal"])),
          "scale_overflow": draw(st.sampled_from(["clamp", "nan"])),
          "element_arith": draw(st.sampled_from(["exact", "fp32_log2", "fp32_log2"])),
-         "zero_sign": draw(st.sampled_from(["keep", "plus_input"])),
+         "zero_sign": draw(st.sampled_from(["keep", "plus_input", "plus"])),
          "flush_subnormal_blocks": draw(st.booleans()),
          "nan_blocks": draw(st.sampled_from(["nan", "error"])),
          "scale_offset": draw(st.sampled_from([0, -1])),
          "scale_value_min": draw(st.sampled_from(["none", "none", "1e-10"])),
-         "inf_policy": draw(st.sampled_from(["nan", "saturate"])),
+         "inf_policy": draw(st.sampled_from(["nan", "saturate", "max_scale", "error"])),
+         "scale_underflow": draw(st.sampled_from(["clamp", "fp32_pow"])),
+         "scale_min": draw(st.sampled_from([-127, -127, -120])),
          "rounding": draw(st.sampled_from(["rne", "rna", "rtz"])),
          "int8_allow_neg2": name == "mxint8" and draw(st.booleans())}
     if o["scale_rule"] == "even":

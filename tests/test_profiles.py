@@ -39,6 +39,7 @@ import pytest
 import mxsim
 from mxsim.options.dequantize import IDMA_DEQUANTIZE
 from mxsim.options.profiles import PROFILES, get_profile
+from mxsim.options.quantize import option_applies
 
 # Peers CI installs: the [test] extra's, and the TOSA reference model (.ci/run puts tosa-tools on
 # PYTHONPATH without its numpy<2.2 pin); elsewhere a missing peer skips its tests.
@@ -135,7 +136,8 @@ def test_registry_names_and_errors():
     assert list(PROFILES) == ["torchao_0_18_floor", "torchao_0_18_rceil", "gfloat_0_5", "ml_dtypes_0_6", "tosa_1_1",
                               "idma_v0_7", "microxcaling_nearest", "microxcaling_even", "microxcaling_floor",
                               "neural_compressor_3_10_nearest", "neural_compressor_3_10_even",
-                              "neural_compressor_3_10_floor", "brevitas_0_13", "compressed_tensors_0_20"]
+                              "neural_compressor_3_10_floor", "brevitas_0_13", "compressed_tensors_0_20",
+                              "quark_0_13", "quark_0_13_floor", "quark_0_13_ceil"]
     with pytest.raises(ValueError) as err:
         mxsim.quantize(np.zeros(32, np.float32), "mxfp8_e4m3", profile="torchao")
     assert "profile='torchao' is not allowed; expected one of: torchao_0_18_floor, torchao_0_18_rceil" in str(err.value)
@@ -164,7 +166,10 @@ def test_block_profile_options_and_manifest(name):
         for_fmt = profile.quantize_options(fmt)
         for_fmt.check_format(mxsim.get_format(fmt))
         left_out = {k for k, v in profile.quantize.items() if getattr(for_fmt, k) != v}
-        assert left_out <= ({"int8_allow_neg2"} if fmt != "mxint8" else set()), (fmt, left_out)
+        left_out -= set(profile.per_format.get(fmt, {}))  # a per-format field replaces the profile's
+        assert left_out <= ({"int8_allow_neg2"} if fmt != "mxint8" else set()) | {
+            k for k in profile.quantize if not option_applies(k, mxsim.get_format(fmt))
+        }, (fmt, left_out)
 
 
 def test_gfloat_profile_sets_int8_allow_neg2_for_mxint8_only():

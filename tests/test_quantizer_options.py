@@ -380,8 +380,8 @@ def test_reference_source_errors():
     "options,match",
     [
         ({"scale_encoding": "int9"}, "scale_encoding='int9' is not allowed; expected one of: e8m0, int8_exponent"),
-        ({"scale_min": -126}, r"scale_min=-126 is not allowed; expected an integer in \[-128, -127\]"),
-        ({"scale_min": True}, r"scale_min=True is not allowed; expected an integer in \[-128, -127\]"),
+        ({"scale_min": -119}, r"scale_min=-119 is not allowed; expected an integer in \[-128, -120\]"),
+        ({"scale_min": True}, r"scale_min=True is not allowed; expected an integer in \[-128, -120\]"),
         ({"scale_min": -128}, "scale_min=-128 is only allowed with scale_encoding='int8_exponent'"),
         ({"specials": "none"}, "specials='none' is not allowed; expected one of: block, per_element"),
         ({"nan_code": "0x7D"}, r"nan_code='0x7D' is not allowed; expected an integer in \[0, 255\] or None"),

@@ -171,6 +171,19 @@ EXAMPLES = [
         "scale 0xE1; 0x06 (1.26765e+30), 0x08 (-0), 0x08 (-0), 0x08 (-0)",
         "scale 0xE1; 0x06 (1.26765e+30), 0x00 (0), 0x08 (-0), 0x00 (0)", shown=4,
     ),
+    ProfileExample(
+        "quark_0_13", "mxfp4_e2m1", "`[6, -0.2, 0, …]`", (6.0, -0.2),
+        "scale 0x7F; 0x07 (6), 0x08 (-0)", "scale 0x7F; 0x07 (6), 0x00 (0)",
+    ),
+    ProfileExample(
+        "quark_0_13", "mxint8", "`[2 - 2**-7, 0, …]`", (2 - 2.0**-7,),
+        "scale 0x7F; 0x7F (1.98438)", "scale 0x7F; 0x7F (1.98438)", shown=1,
+        variant={"scale_rule": "even"}, variant_output="scale 0x80; 0x40 (2)",
+    ),
+    ProfileExample(
+        "quark_0_13", "mxint8", "`[2**-140, 0, …]`", (2.0**-140,),
+        "scale 0x00; 0x00 (0)", "scale 0x07; 0x00 (0)", shown=1,
+    ),
 ]
 
 

@@ -27,6 +27,10 @@ from ..ref.block import (
     as_normal_fp32_error,
     check_scale_value_min,
     nan_block_error,
+    inf_block_error,
+    scale_underflow_error,
+    FP32_POW_MIN,
+    QUARK_EPS_EXPONENT,
     given_scales_format_error,
     nan_block_element_code,
     nan_block_scale,
@@ -48,7 +52,7 @@ from ..ref.sources import check_source_options, inf_stand_in
 from .chunks import BLOCK_CHUNK, map_chunks
 from .decode import scale_table, value_table
 from .encode import _Binary, _IntKernel, encode, fp32_rne_table, fp32_table_index
-from .fp32_steps import fp32_log2_elements, fp32_log2_floor
+from .fp32_steps import fp32_log2_ceil, fp32_log2_elements, fp32_log2_floor
 
 __all__ = ["quantize_blocks", "dequantize_blocks", "dequantize_blocks_float32", "floor_log2"]
 
@@ -83,6 +87,8 @@ def _scale_exponents(amax: np.ndarray, element, rule: str, round_bits: int | Non
         return _rceil_fp32_exponents(amax, element)
     if rule == "floor_fp32":
         return fp32_log2_floor(amax) - element.emax
+    if rule == "ceil_fp32":
+        return fp32_log2_ceil(amax) - element.emax
     raise ValueError(f"scale_rule={rule!r} is not allowed")
 
 
@@ -137,6 +143,8 @@ def _read(blocks: np.ndarray, options: QuantizeOptions, source: str):
     if options.nan_blocks == "error" and nan.any():
         raise nan_block_error(f"block {int(np.flatnonzero(nan.any(axis=1))[0])}")
     inf = np.isinf(x)
+    if options.inf_policy == "error" and inf.any():
+        raise inf_block_error(f"block {int(np.flatnonzero(inf.any(axis=1))[0])}")
     if options.specials == "block":
         nan_blocks = nan.any(axis=1) | (inf.any(axis=1) if options.inf_policy == "nan" else False)
         stand_in = 2.0**128 if options.inf_policy == "exponent_field" else float(inf_stand_in(source))
@@ -216,12 +224,14 @@ class _ChunkedE8M0Quantizer:
             and options.scale_encoding == "e8m0"
             and options.inf_policy in ("nan", "saturate")
             and options.min_scale_divisor == "scale"
-            and options.scale_rule != "floor_fp32"
+            and options.scale_rule not in ("floor_fp32", "ceil_fp32")
             and options.scale_offset == 0
             and options.scale_round_bits is None
             and options.nan_blocks == "nan"
             and options.scale_value_min == "none"
             and options.zero_block_scale == "scale_min"
+            and options.scale_min == E8M0_MIN
+            and options.scale_underflow == "clamp"
             and options.element_arith == "exact"
             and options.zero_sign == "keep"
             and not options.flush_subnormal_blocks
@@ -333,7 +343,7 @@ def _computed_exponents(magnitude: np.ndarray, fmt, options: QuantizeOptions, x:
     scale_overflow='nan' (NaN blocks), else None. ``nan_blocks`` (NaN blocks, whose magnitudes
     read 0) are left out of the scale_value_min check."""
     amax = magnitude.max(axis=1, initial=0.0)
-    zero = amax == 0
+    zero = empty = amax == 0
     if options.scale_value_min != "none":
         _check_scale_value_min(np.where(nan_blocks, 1.0, amax) if nan_blocks is not None else amax, options)
     if options.zero_block_scale == "min_normal":
@@ -344,10 +354,26 @@ def _computed_exponents(magnitude: np.ndarray, fmt, options: QuantizeOptions, x:
     exponent[ruled] = (
         _scale_exponents(amax[ruled], fmt.element, options.scale_rule, options.scale_round_bits) + options.scale_offset
     )
+    if options.scale_underflow == "fp32_pow":
+        exponent = _fp32_pow_exponents(exponent, empty, nan_blocks, options.scale_min)
     if options.inf_policy == "max_scale":
         exponent[np.isinf(x).any(axis=1)] = E8M0_MAX
     overflow = exponent > E8M0_MAX if options.scale_overflow == "nan" else None
     return np.clip(exponent, options.scale_min, E8M0_MAX), overflow
+
+
+def _fp32_pow_exponents(exponent: np.ndarray, zero: np.ndarray, nan_blocks, scale_min: int) -> np.ndarray:
+    """scale_underflow='fp32_pow' (see mxsim.ref.block._block_exponent): zero blocks and E below
+    -149 get E = -23; E in [-149, scale_min) raises the reference's ValueError (NaN blocks aside)
+    unless scale_min is above -127 (it clamps those)."""
+    low = ~zero & (exponent < FP32_POW_MIN)
+    bad = ~zero & ~low & (exponent < scale_min) & (scale_min <= E8M0_MIN)
+    if nan_blocks is not None:
+        bad &= ~nan_blocks
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise scale_underflow_error(int(exponent[i]), f"block {i}")
+    return np.where(zero | low, QUARK_EPS_EXPONENT, exponent)  # (the caller clamps at scale_min)
 
 
 def _check_scale_value_min(amax: np.ndarray, options: QuantizeOptions) -> None:
@@ -380,7 +406,8 @@ def _check_fp32_inputs(blocks: np.ndarray, options: QuantizeOptions) -> None:
         index = np.unravel_index(int(np.flatnonzero(bad)[0]), bad.shape)
         raise ValueError(
             f"value {float(blocks[index])!r} (block {index[0]}, element {index[1]}) is not a float32 value; "
-            "scale_rule='floor_fp32', element_arith='fp32_log2' and scale_value_min reproduce float32 arithmetic and "
+            "scale_rule='floor_fp32', element_arith='fp32_log2', scale_value_min and nvfp4_arith='fp32_reciprocal' "
+                    "reproduce float32 arithmetic and "
             "take float32 inputs only"
         )
 
@@ -452,6 +479,7 @@ def quantize_blocks(
         codes = _element_codes(np.where(np.abs(scaled) > 2.0**-150, scaled, 0.0), fmt, options, rand_bits)
     else:
         codes = _element_codes(_scaled(x, shift), fmt, options, rand_bits)
+    codes = _plus_zeros(codes, fmt.element, options)
     out_scales = scale_byte(exponent, options.scale_encoding).astype(np.uint8)
     _set_nan_codes(fmt, options, codes, out_scales, nan_blocks, nan_elements, np.signbit(x))
     return out_scales, subscales, codes
@@ -467,6 +495,8 @@ def _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits, source: str):
     s_t = 1.0 if tensor_scale is None else float(tensor_scale)
     if options.rounding == "stochastic" or not _fp32_exact(blocks):
         return _nvfp4_by_reference(blocks, fmt, options, tensor_scale, rand_bits, source)
+    if options.nvfp4_arith == "fp32_reciprocal":
+        return _quantize_nvfp4_reciprocal(blocks, fmt, options, s_t, rand_bits)
     x, magnitude, nan_blocks, _ = _read(blocks, options, source)
     amax = magnitude.max(axis=1, initial=0.0)
     lowest = float(options.nvfp4_scale_lowest)
@@ -486,9 +516,46 @@ def _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits, source: str):
         scaled = np.where(np.isinf(x) | (x == 0), x, scaled)  # zeros stay zero even when factor is Inf
     else:
         scaled = x / (s_t * scale)[:, None]
-    codes = _element_codes(scaled, fmt, options, rand_bits)
+    codes = _nvfp4_element_codes(scaled, fmt, options, rand_bits)
     _set_nan_codes(fmt, options, codes, scale_codes, nan_blocks, None, None)
     return scale_codes, None, codes
+
+
+def _nvfp4_element_codes(scaled: np.ndarray, fmt, options: QuantizeOptions, rand_bits) -> np.ndarray:
+    """Codes of NVFP4 quotients; zero_sign='plus_input': a quotient of magnitude <= 2^-150 (one
+    whose float32 value is zero) encodes as +0, as the reference."""
+    if options.zero_sign == "plus_input":
+        scaled = np.where(np.abs(scaled) > 2.0**-150, scaled, 0.0)
+    return _plus_zeros(_element_codes(scaled, fmt, options, rand_bits), fmt.element, options)
+
+
+def _plus_zeros(codes: np.ndarray, element, options: QuantizeOptions) -> np.ndarray:
+    """zero_sign='plus' (contract 6.2, Quark FP4/FP6): every -0 code of a float element becomes +0."""
+    if options.zero_sign == "plus" and element.kind == "float":
+        return np.where(codes == element.sign_mask, 0, codes).astype(codes.dtype)
+    return codes
+
+
+def _quantize_nvfp4_reciprocal(blocks, fmt, options, global_scale: float, rand_bits):
+    """nvfp4_arith='fp32_reciprocal' (compressed-tensors 0.20, contract 6.2) in numpy float32
+    (IEEE, nearest-even at every step), as :func:`mxsim.ref.block._quantize_nvfp4_reciprocal`."""
+    x = blocks.astype(np.float32)
+    if not np.isfinite(x).all():
+        raise ValueError(
+            "a block holding NaN or Inf has no NVFP4 encoding under nvfp4_arith='fp32_reciprocal' (compressed-tensors "
+            "gives NaN outputs there and a global scale of 1 or 0 for the tensor); expected finite inputs"
+        )
+    gs = np.float32(global_scale)
+    amax = np.abs(x).max(axis=1, initial=np.float32(0))
+    with np.errstate(over="ignore"):
+        product = gs * (amax / np.float32(6))
+    wanted = np.minimum(product.astype(np.float64), float(fmt.scale.max_normal))
+    scale_codes = encode(wanted, fmt.scale)
+    scale_codes = np.where(scale_codes == 0, encode(np.array([0.125]), fmt.scale)[0], scale_codes).astype(np.uint8)
+    step = value_table(fmt.scale)[scale_codes].astype(np.float32) / gs
+    with np.errstate(over="ignore"):
+        scaled = (x / step[:, None]).astype(np.float64)
+    return scale_codes, None, _nvfp4_element_codes(scaled, fmt, options, rand_bits)
 
 
 def _nvfp4_by_reference(blocks, fmt, options, tensor_scale, rand_bits, source: str):

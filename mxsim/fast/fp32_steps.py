@@ -15,9 +15,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..ref.fp32_steps import log2_half_spacing_bits, log2_rounds_up_threshold
+from ..ref.fp32_steps import log2_half_spacing_bits, log2_rounds_down_threshold, log2_rounds_up_threshold
 
-__all__ = ["fp32_log2_floor", "fp32_log2_elements"]
+__all__ = ["fp32_log2_floor", "fp32_log2_ceil", "fp32_log2_elements"]
 
 _LOWEST, _HIGHEST = -148, 128  # binades [2^(k-1), 2^k) of positive float32 values: k = -148 .. 128
 
@@ -35,9 +35,36 @@ def _thresholds() -> np.ndarray:
 
 
 def fp32_log2_floor(x: np.ndarray) -> np.ndarray:
-    """floor(RN32(log2 x)) (int64) of positive float32 values held in a float64 array."""
+    """floor(RN32(log2 x)) (int64) of positive float32 values held in a float64 array; 2^128 (an
+    Inf read as the fp32 all-ones exponent field, inf_policy='exponent_field') gives 128, as the
+    reference."""
     e = np.frexp(x)[1].astype(np.int64) - 1
-    return e + (x >= _thresholds()[e + 1 - _LOWEST])
+    thresholds = _thresholds()
+    index = e + 1 - _LOWEST
+    inside = index < len(thresholds)
+    return e + (inside & (x >= thresholds[np.minimum(index, len(thresholds) - 1)]))
+
+
+@lru_cache(maxsize=None)
+def _ceil_thresholds() -> np.ndarray:
+    """For e = _LOWEST - 1 .. _HIGHEST - 1: the smallest x above 2^e whose float32 log2 exceeds e
+    (x below it, above 2^e, has log2 rounding down to e), or 2^e where none does (e = 0)."""
+    table = np.empty(_HIGHEST - _LOWEST + 1)
+    for i, e in enumerate(range(_LOWEST - 1, _HIGHEST)):
+        j = log2_half_spacing_bits(-e)
+        q = max(e - 23, -149)
+        table[i] = np.ldexp(1.0, e) if j is None else np.ldexp(float(log2_rounds_down_threshold(j, e - q)), q)
+    return table
+
+
+def fp32_log2_ceil(x: np.ndarray) -> np.ndarray:
+    """ceil(RN32(log2 x)) (int64) of positive float32 values held in a float64 array (see
+    mxsim.ref.fp32_steps.fp32_log2_ceil)."""
+    e = np.frexp(x)[1].astype(np.int64) - 1
+    power = x == np.ldexp(1.0, e)
+    thresholds = _ceil_thresholds()
+    rounds_down = x < thresholds[np.clip(e - (_LOWEST - 1), 0, len(thresholds) - 1)]
+    return np.where(power | rounds_down, e, e + 1)
 
 
 def fp32_log2_elements(x: np.ndarray, exponent: np.ndarray, element, rounding: str):

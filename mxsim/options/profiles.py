@@ -31,7 +31,7 @@ from typing import Mapping
 from ..formats import get_format
 from .dequantize import IDMA_DEQUANTIZE, DequantizeOptions, output_name, per_output
 from .encode import EncodeOptions, allows_most_negative_code
-from .quantize import QuantizeOptions
+from .quantize import QuantizeOptions, option_applies
 from .spec import options_from_kwargs
 
 __all__ = ["Profile", "PROFILES", "get_profile", "profile_names", "resolve_quantize"]
@@ -89,7 +89,8 @@ class Profile:
         With a block format ``fmt`` (a name or format): ValueError unless the peer has it, and a
         field the profile sets that does not apply to ``fmt`` is left at its default there
         (gfloat's ``int8_allow_neg2=True`` holds for MXINT8, the only format with a most
-        negative code); ``overrides`` are checked against ``fmt`` as given."""
+        negative code; compressed-tensors' OCP MX ``scale_rule`` not for its NVFP4); ``overrides``
+        are checked against ``fmt`` as given."""
         self._check_kind("block", "quantize")
         fields = dict(self.quantize)
         if fmt is not None:
@@ -101,6 +102,8 @@ class Profile:
                 )
             if not allows_most_negative_code(fmt):
                 fields.pop("int8_allow_neg2", None)
+            for name in [name for name in fields if not option_applies(name, fmt)]:
+                fields.pop(name)  # e.g. compressed-tensors' OCP MX scale_rule for its NVFP4
             fields.update(self.per_format.get(fmt.name, {}))
         return QuantizeOptions.from_kwargs(**{**fields, **overrides})
 
@@ -370,21 +373,99 @@ _PROFILE_LIST.append(
             "the next binade, not 1.9375); an element whose float32 quotient is zero (a -0 input, or a value below "
             "2^-150 of the scale) gives +0 (zero_sign 'plus_input'); an Inf makes every output NaN (mxsim's NaN "
             "block); a NaN gives no MX encoding, and quantize raises ValueError (nan_blocks 'error'). Elements "
-            "round to nearest-even, saturating."
+            "round to nearest-even, saturating. NVFP4: gs = fp32(fp32(1 / amax) * 2688) (1 when that overflows), "
+            "block scale "
+            "UE4M3(fp32(gs * fp32(amax_b / 6))), 0 replaced by 0.125, elements fp32(x / fp32(scale / gs))."
         ),
-        formats=("mxfp4_e2m1", "mxfp6_e2m3", "mxfp8_e4m3"),
+        formats=("mxfp4_e2m1", "mxfp6_e2m3", "mxfp8_e4m3", "nvfp4"),
         quantize={"scale_rule": "even", "zero_sign": "plus_input", "nan_blocks": "error"},
-        per_format={"mxfp8_e4m3": {"scale_round_bits": 1}},
+        per_format={
+            "mxfp8_e4m3": {"scale_round_bits": 1},
+            # NVFP4 (preset NVFP4): the reciprocal global scale (NaN and Inf are refused by fp32_reciprocal itself)
+            "nvfp4": {"nvfp4_arith": "fp32_reciprocal"},
+        },
         dequantize={"float32": DequantizeOptions()},
         outputs=("float32",),
         inputs=("float32 inputs (the test feeds float32 weights)",),
         notes=(
-            "NVFP4 (its reciprocal global scale and zero-scale rule) is not part of the profile yet",
+            "NVFP4 (nvfp4_arith 'fp32_reciprocal'): the tensor's tensor_scale is the library's global scale gs, a "
+            "divisor; scale and element codes are reproduced, but mxsim's dequantize refuses such a tensor (the "
+            "library's output is fp32(code * fp32(scale / gs)), which the test checks from mxsim's codes); a tensor "
+            "holding NaN or Inf is refused (the library gives NaN outputs there and gs 1 or 0 to the tensor)",
             "a block with an Inf: the library's scale is NaN or Inf (not E8M0) and every output NaN, which is what "
             "mxsim's NaN block (scale 0xFF) decodes to",
         ),
     )
 )
+
+_PROFILE_LIST.append(
+    Profile(
+        name="quark_0_13",
+        kind="block",
+        source="quark.torch.kernel: torch.ops.quark.non_scaled_fake_quantize(x, 'mx', element, axis, 32, 'even') "
+        "(fake_quantize_mx: even_round, the C++ fake_quantize_to_low_precision_fp / fp8 kernels, "
+        "fake_quantize_int_per_group_affine)",
+        version="amd-quark 0.13 (torch 2.13 CPU, its JIT-built C++ extension)",
+        description=(
+            "Quark's default MX mode 'even': amax rounded half-up at the element's fraction bits before taking its "
+            "exponent (scale_rule 'even'; MXINT8 at 8 bits, not 6), an Inf counting as the largest scale "
+            "(inf_policy 'max_scale'), an all-zero block read as amax 2^-126 (zero_block_scale 'min_normal'). "
+            "MXINT8's integer step scale / 64 is clamped at 2^-126, which is the MX encoding with E >= -120 "
+            "(scale_min -120). FP4 and FP6 elements go through a C++ kernel that returns +0 for every element "
+            "rounding to zero (zero_sign 'plus') and passes an Inf through to the output (no MX encoding: "
+            "inf_policy 'error' raises). Elements round to nearest-even, saturating; FP8 keeps -0."
+        ),
+        formats=("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8"),
+        quantize={"scale_rule": "even", "inf_policy": "max_scale", "zero_block_scale": "min_normal"},
+        per_format={
+            "mxint8": {"scale_round_bits": 8, "scale_min": -120},
+            **{name: {"zero_sign": "plus", "inf_policy": "error"}
+               for name in ("mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1")},
+        },
+        dequantize={"float32": DequantizeOptions()},
+        outputs=("float32",),
+        inputs=("float32 inputs (the test feeds float32)",),
+        notes=(
+            "MXINT8 blocks whose amax is below 2^-120: Quark's own scale is 2^E with E < -120, but its elements are "
+            "integers of the step 2^-126; the scale byte that reproduces its codes and output is E = -120, which "
+            "the profile gives",
+            "MX6/MX9 are not reproduced yet; modes 'floor' and 'ceil' are quark_0_13_floor and quark_0_13_ceil",
+        ),
+    )
+)
+
+
+def _quark_profile(mode: str, rule: str) -> Profile:
+    """Quark's MX modes 'floor' and 'ceil' (contract 6.2): the float32 log2 rule ``rule``, the float32 2^E."""
+    return Profile(
+        name=f"quark_0_13_{mode}",
+        kind="block",
+        source=f"quark.torch.kernel: torch.ops.quark.non_scaled_fake_quantize(x, 'mx', element, axis, 32, '{mode}')",
+        version="amd-quark 0.13 (torch 2.13 CPU, its JIT-built C++ extension)",
+        description=(
+            f"Quark's MX mode '{mode}': E = {mode}(float32 log2 amax) - emax (scale_rule '{rule}'), the scale taken "
+            "as the float32 2^E without a lower clamp (scale_underflow 'fp32_pow'): an all-zero block, or E below "
+            "-149, gets float32 eps 2^-23 (E = -23), and a block with E in [-149, -128] (a scale E8M0 cannot hold) "
+            "makes quantize raise. An Inf or NaN gives NaN outputs (mxsim's NaN block). FP4/FP6 elements rounding "
+            "to zero give +0 (zero_sign 'plus'); MXINT8's step clamp at 2^-126 is E >= -120 (scale_min -120)."
+        ),
+        formats=("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8"),
+        quantize={"scale_rule": rule, "scale_underflow": "fp32_pow"},
+        per_format={
+            "mxint8": {"scale_min": -120},
+            **{name: {"zero_sign": "plus"} for name in ("mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1")},
+        },
+        dequantize={"float32": DequantizeOptions()},
+        outputs=("float32",),
+        inputs=("float32 inputs (the test feeds float32)",),
+        notes=(
+            "blocks whose Quark scale is 2^-128 .. 2^-149 (amax an fp32 subnormal, or tiny with a large emax): no "
+            "E8M0 encoding, quantize raises ValueError",
+        ),
+    )
+
+
+_PROFILE_LIST += [_quark_profile("floor", "floor_fp32"), _quark_profile("ceil", "ceil_fp32")]
 
 #: Every profile by name.
 PROFILES: Mapping[str, Profile] = MappingProxyType({p.name: p for p in _PROFILE_LIST})

@@ -21,15 +21,16 @@ __all__ = [
     "INF_POLICIES",
     "MIN_SCALE_DIVISORS",
     "ocp_mx_format_names",
+    "option_applies",
     "element_nan_codes",
     "FP32_STEP_ROUNDINGS",
 ]
 
-SCALE_RULES = ("floor", "ceil", "even", "rceil", "tosa", "rceil_fp32", "floor_fp32")
+SCALE_RULES = ("floor", "ceil", "even", "rceil", "tosa", "rceil_fp32", "floor_fp32", "ceil_fp32")
 #: The element roundings of element_arith='fp32_log2' (microxcaling's 'nearest', 'even', 'floor'; contract 6.2).
 FP32_STEP_ROUNDINGS = ("rna", "rne", "rtz")
-INF_POLICIES = ("nan", "saturate", "max_scale", "exponent_field")
-_OCP_MX_INF_POLICIES = ("max_scale", "exponent_field")  # the profiles' values (torchao, gfloat)
+INF_POLICIES = ("nan", "saturate", "max_scale", "exponent_field", "error")
+_OCP_MX_INF_POLICIES = ("max_scale", "exponent_field", "error")  # the profiles' values (torchao, gfloat, Quark)
 MIN_SCALE_DIVISORS = ("scale", "min_normal", "one")
 SCALE_ENCODINGS = ("e8m0", "int8_exponent")  # how an E8M0 scale byte stores E (section 2.3, 3.2)
 # The design options of real quantizers (section 2.3) that only OCP MX formats take, with defaults.
@@ -59,13 +60,21 @@ _FORMAT_OPTIONS = {
     "zero_block_scale": _is_ocp_mx,
     "scale_overflow": _is_ocp_mx,
     "element_arith": _is_ocp_mx,
-    "zero_sign": _is_ocp_mx,
+    "zero_sign": lambda fmt: _is_ocp_mx(fmt) or _is_nvfp4(fmt),  # NVFP4: compressed-tensors' +0
     "flush_subnormal_blocks": _is_ocp_mx,
     "scale_offset": _is_ocp_mx,
     "scale_round_bits": _is_ocp_mx,
     "nan_blocks": _is_ocp_mx,
     "scale_value_min": _is_ocp_mx,
+    "scale_underflow": _is_ocp_mx,
 }
+
+
+def option_applies(name: str, fmt) -> bool:
+    """Whether block option ``name`` applies to block format ``fmt`` (options without a format
+    restriction apply everywhere; int8_allow_neg2 is checked in mxsim.options.encode)."""
+    applies = _FORMAT_OPTIONS.get(name)
+    return applies is None or applies(fmt)
 
 
 def ocp_mx_format_names() -> list[str]:
@@ -112,7 +121,7 @@ class QuantizeOptions:
         "floor", SCALE_RULES,
         "how the block scale exponent is chosen (exact integers, never a float log2; `rceil_fp32` decides exactly "
         "what a float32 quotient and log2 give; `floor_fp32`: floor of the float32 log2 of amax, minus emax, as torch "
-        "computes it: microxcaling, Brevitas)", "2, 6, 6.2",
+        "computes it: microxcaling, Brevitas; `ceil_fp32`: its ceiling, AMD Quark 'ceil')", "2, 6, 6.2",
     )
     rounding: str = option(
         "rne", ROUNDING_MODES, "element rounding after scaling (element overflow always saturates)", "2, 2.1, 2.2"
@@ -123,7 +132,8 @@ class QuantizeOptions:
         "`nan`: a block with ±Inf is a NaN block; `saturate`: Inf counts as the largest finite value of the "
         "input's own type (fp32, fp16 65504, bf16, float64) and saturates; `max_scale`: the block gets E = 127 and "
         "Inf saturates (gfloat, torchao RCEIL); `exponent_field`: Inf counts as 2^128, the fp32 all-ones exponent "
-        "field, and saturates (torchao FLOOR)", "2, 6",
+        "field, and saturates (torchao FLOOR); `error`: ValueError (Quark FP4/FP6 pass the Inf through to the "
+        "output: no MX encoding; contract 6.2)", "2, 6, 6.2",
     )
     flush_subnormal_inputs: bool = option(
         False, Flag(), "read inputs below 2^-126 in magnitude as zeros of their sign (= `subnormal_inputs='flush'`)",
@@ -143,8 +153,12 @@ class QuantizeOptions:
         "NVFP4 block-scale lower clamp: `normal` 2^-6 (torchao) or `subnormal` 2^-9", "2.2",
     )
     nvfp4_arith: str = option(
-        "exact", ("exact", "fp32_steps"),
-        "`exact`, or `fp32_steps`: every intermediate rounded to fp32 in torchao's order", "2.2",
+        "exact", ("exact", "fp32_steps", "fp32_reciprocal"),
+        "`exact`; `fp32_steps`: every intermediate rounded to fp32 in torchao's order; `fp32_reciprocal`: "
+        "compressed-tensors' order: the tensor scale is a divisor gs = fp32(fp32(1 / amax) * 448 * 6) (torch's "
+        "scalar / tensor; 1 if it overflows), "
+        "the block scale UE4M3(fp32(gs * fp32(amax_b / 6))) with no lower clamp and 0 replaced by 0.125, each element "
+        "fp32(x / fp32(scale / gs)); NaN or Inf raise ValueError; float32 inputs only", "2.2, 6.2",
     )
     nvfp4_tensor_scale: str = option(
         "amax", ("amax", "none"), "`amax`: s_t = fp32(amax / (6 × 448)); `none`: s_t = 1", "2.2"
@@ -155,7 +169,9 @@ class QuantizeOptions:
         "0x80 = 2^-128, no NaN)", "2.3, 3.2",
     )
     scale_min: int = option(
-        -127, IntRange(-128, -127), "lower clamp of the scale exponent E (-128 only with `int8_exponent`)", "2.3"
+        -127, IntRange(-128, -120),
+        "lower clamp of the scale exponent E (-128 only with `int8_exponent`; Quark MXINT8 -120: its integer step "
+        "scale / 64 is clamped at 2^-126, contract 6.2)", "2.3, 6.2",
     )
     specials: str = option(
         "block", ("block", "per_element"),
@@ -189,10 +205,11 @@ class QuantizeOptions:
         "only", "6.2",
     )
     zero_sign: str = option(
-        "keep", ("keep", "plus_input"),
+        "keep", ("keep", "plus_input", "plus"),
         "`keep` the sign of zeros; `plus_input`: an element whose float32 quotient x / 2^E is zero (a -0 input, or "
         "|x / 2^E| <= 2^-150) encodes as +0; a negative value rounding to zero from a nonzero quotient keeps its -0 "
-        "(microxcaling, compressed-tensors)", "6.2",
+        "(microxcaling, compressed-tensors; NVFP4: the quotient of its `nvfp4_arith`); `plus`: every element whose "
+        "rounded magnitude is zero encodes as +0 (Quark FP4/FP6)", "6.2",
     )
     flush_subnormal_blocks: bool = option(
         False, Flag(),
@@ -214,6 +231,13 @@ class QuantizeOptions:
         0, IntRange(-1, 0),
         "added to the scale rule's E before clamping (Brevitas MXINT8: -1, one binade below the OCP rule, so the block "
         "maximum saturates)", "6.2",
+    )
+    scale_underflow: str = option(
+        "clamp", ("clamp", "fp32_pow"),
+        "a scale rule's E below scale_min: `clamp` it; `fp32_pow` (Quark floor/ceil, which take the scale as the "
+        "float32 2^E, unclamped): E below -149 underflows to 0 and, as an all-zero block (log2 0 = -Inf), gets the "
+        "float32 eps 2^-23 (E = -23); E in [-149, -127) has no E8M0 code: ValueError, unless scale_min is above -127 "
+        "(Quark MXINT8: its step clamp makes such a block the E = scale_min encoding)", "6.2",
     )
     scale_value_min: str = option(
         "none", ("none", "1e-10"),
@@ -318,8 +342,12 @@ class QuantizeOptions:
     @property
     def fp32_arithmetic(self) -> bool:
         """Whether the options emulate a library's float32 arithmetic (contract 6.2: scale_rule
-        'floor_fp32', element_arith 'fp32_log2', scale_value_min), which takes float32 inputs only."""
-        return self.scale_rule == "floor_fp32" or self.element_arith == "fp32_log2" or self.scale_value_min != "none"
+        'floor_fp32', element_arith 'fp32_log2', scale_value_min, nvfp4_arith 'fp32_reciprocal'), which
+        takes float32 inputs only."""
+        return (
+            self.scale_rule in ("floor_fp32", "ceil_fp32") or self.element_arith == "fp32_log2" or self.scale_value_min != "none"
+            or self.nvfp4_arith == "fp32_reciprocal"
+        )
 
     @property
     def refuses_blocks(self) -> bool:

@@ -52,6 +52,10 @@ __all__ = [
     "check_tensor_scale",
     "check_scale_value_min",
     "nan_block_error",
+    "inf_block_error",
+    "scale_underflow_error",
+    "FP32_POW_MIN",
+    "QUARK_EPS_EXPONENT",
     "as_normal_fp32_error",
     "to_fp32",
     "FP32_MAX",
@@ -93,10 +97,25 @@ def nvfp4_tensor_scale(tensor_amax: Fraction, options: QuantizeOptions = Quantiz
     smallest fp32 subnormal instead, so that the block scales stay finite, and one so large that
     s_t would overflow fp32 (float64 input, or an Inf counting as the float64 maximum under
     inf_policy='saturate') gets the largest fp32."""
+    if options.nvfp4_arith == "fp32_reciprocal":
+        return nvfp4_global_scale(tensor_amax, options)
     if options.nvfp4_tensor_scale == "none" or tensor_amax == 0:
         return Fraction(1)
     s_t = to_fp32(Fraction(tensor_amax) / NVFP4_SCALE_NUMERATOR)
     return FP32_MAX if s_t.is_inf else max(s_t.value, FP32_MIN_SUBNORMAL)
+
+
+def nvfp4_global_scale(tensor_amax: Fraction, options: QuantizeOptions) -> Fraction:
+    """compressed-tensors' NVFP4 global scale (contract 6.2, ``nvfp4_arith='fp32_reciprocal'``), a
+    divisor: gs = fp32(fp32(1 / max(amax, 2^-126)) * 448 * 6) (the library writes 448 * 6 / amax, which torch
+    evaluates as a reciprocal times the scalar, two roundings); a product that overflows fp32 (amax
+    below about 2^-116.6, e.g. an all-subnormal or all-zero tensor) gives gs = 1 (the library's
+    nan_to_num). ``nvfp4_tensor_scale='none'`` gives 1."""
+    if options.nvfp4_tensor_scale == "none":
+        return Fraction(1)
+    reciprocal = to_fp32(1 / max(Fraction(tensor_amax), FP32_MIN_NORMAL)).value
+    gs = to_fp32(reciprocal * NVFP4_SCALE_NUMERATOR)
+    return Fraction(1) if gs.is_inf else gs.value
 
 
 Ratio = tuple  # (sign, n, d): (-1)^sign * n / d, d = 0 for Inf (n = 1) and NaN (n = 0)
@@ -107,12 +126,15 @@ def _read_inputs(values: Sequence[Number], fmt, options: QuantizeOptions) -> lis
         raise ValueError(f"a {fmt.name} block has {fmt.block_size} values, got {len(values)}")
     mode = options.subnormal_inputs
     xs = [float_ratio(v) if v.__class__ is float else ratio(v) for v in values]  # (ratio's own float case, inline)
+    if options.inf_policy == "error" and any(n and not d for _, n, d in xs):
+        raise inf_block_error()
     if options.fp32_arithmetic:
         for i, (_, n, d) in enumerate(xs):
             if d and not is_fp32(Fraction(n, d)):
                 raise ValueError(
                     f"value {i} of the block ({values[i]!r}) is not a float32 value; scale_rule='floor_fp32', "
-                    "element_arith='fp32_log2' and scale_value_min reproduce float32 arithmetic and take float32 "
+                    "element_arith='fp32_log2', scale_value_min and nvfp4_arith='fp32_reciprocal' "
+                    "reproduce float32 arithmetic and take float32 "
                     "inputs only"
                 )
         if mode == "as_normal" and any(n and n << 126 < d for _, n, d in xs):
@@ -127,6 +149,14 @@ def as_normal_fp32_error(where: str = "a block") -> ValueError:
         f"{where} holds an fp32 subnormal, which subnormal_inputs='as_normal' reads as a value float32 cannot hold; "
         "scale_rule='floor_fp32', element_arith='fp32_log2' and scale_value_min take float32 values only (use "
         "subnormal_inputs='exact' or 'flush' with them)"
+    )
+
+
+def inf_block_error(where: str = "a block") -> ValueError:
+    """inf_policy='error' (contract 6.2, Quark FP4/FP6): a block holding +-Inf has no MX encoding."""
+    return ValueError(
+        f"{where} holds an Inf, which has no MX encoding under inf_policy='error' (the library passes the Inf through "
+        "to its output); expected finite values, or another inf_policy"
     )
 
 
@@ -290,6 +320,13 @@ def _element_codes(
         else:  # NaN
             code = nan_element_code(element, options, negative)
         codes.append(code)
+    return _plus_zeros(codes, element, options)
+
+
+def _plus_zeros(codes: list[int], element, options: QuantizeOptions) -> tuple[int, ...]:
+    """zero_sign='plus' (contract 6.2, Quark FP4/FP6): every -0 code of a float element becomes +0."""
+    if options.zero_sign == "plus" and element.kind == "float":
+        return tuple(0 if code == element.sign_mask else code for code in codes)
     return tuple(codes)
 
 
@@ -309,7 +346,7 @@ def _fp32_step_codes(xs: Sequence[Ratio], exponent: int, element, options: Quant
         negative = sign == 1 and (quotient != 0 or not plus_zero)
         magnitude = fp32_log2_element(quotient, element, options.rounding)
         codes.append(encode_ratio(magnitude.numerator, magnitude.denominator, negative, element, "rne", "saturate"))
-    return tuple(codes)
+    return _plus_zeros(codes, element, options)
 
 
 def _microexponents(xs: list[Ratio], fmt, exponent: int, options: QuantizeOptions, source: str) -> list[int]:
@@ -334,13 +371,32 @@ def _block_exponent(xs: list[Ratio], fmt, options: QuantizeOptions, source: str)
     n, d = _amax(xs, options, source)
     if options.scale_value_min != "none":
         check_scale_value_min(Fraction(n, d), options)
-    if n == 0 and options.zero_block_scale == "scale_min":
-        return options.scale_min
+    fp32_pow = options.scale_underflow == "fp32_pow"
+    if n == 0 and (fp32_pow or options.zero_block_scale == "scale_min"):
+        return QUARK_EPS_EXPONENT if fp32_pow else options.scale_min
     amax = Fraction(n, d) if n else FP32_MIN_NORMAL
     wanted = scale_exponent(amax, fmt.element, options.scale_rule, options.scale_round_bits) + options.scale_offset
     if wanted > E8M0_MAX and options.scale_overflow == "nan":
         return None
+    if fp32_pow and wanted < FP32_POW_MIN:
+        return QUARK_EPS_EXPONENT
+    if fp32_pow and wanted < options.scale_min <= E8M0_MIN:  # (a scale_min above -127 clamps it: Quark MXINT8)
+        raise scale_underflow_error(wanted)
     return min(max(wanted, options.scale_min), E8M0_MAX)
+
+
+#: scale_underflow='fp32_pow' (Quark floor/ceil): the float32 2^E is 0 below E = -149 and is then, like the scale of
+#: an all-zero block, replaced by float32 eps 2^-23.
+FP32_POW_MIN = -149
+QUARK_EPS_EXPONENT = -23
+
+
+def scale_underflow_error(exponent: int, where: str = "a block") -> ValueError:
+    """scale_underflow='fp32_pow': a scale 2^E with -149 <= E < scale_min has no E8M0 code."""
+    return ValueError(
+        f"{where} has scale 2^{exponent} under scale_underflow='fp32_pow' (the library's float32 scale, not "
+        "clamped), which no E8M0 code holds (E8M0: 2^-127 .. 2^127); use another profile or options for such blocks"
+    )
 
 
 #: scale_value_min='1e-10' (Brevitas): the float32 log2 floor of amax below which its scale is 1e-10, not 2^E.
@@ -404,6 +460,8 @@ def _quantize_e8m0(xs, fmt, options, rand_bits, source: str, exponent: int | Non
 def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits, source: str) -> QuantizedBlock:
     if _is_nan_block(xs, options):
         return _nan_block(fmt, options)
+    if options.nvfp4_arith == "fp32_reciprocal":
+        return _quantize_nvfp4_reciprocal(xs, fmt, options, tensor_scale, rand_bits)
     lowest = options.nvfp4_scale_lowest
     amax = Fraction(*_amax(xs, options, source))
     fp32_steps = options.nvfp4_arith == "fp32_steps"
@@ -425,6 +483,32 @@ def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits, source:
     else:
         divisors = repeat(divisor)
     return QuantizedBlock(scale_code, (), _element_codes(xs, divisors, fmt.element, options, rand_bits))
+
+
+def _quantize_nvfp4_reciprocal(xs, fmt, options, global_scale: Fraction, rand_bits) -> QuantizedBlock:
+    """compressed-tensors 0.20 NVFP4 (contract 6.2), every step rounded to fp32 (IEEE, nearest-even):
+    scale = UE4M3(min(fp32(gs * fp32(amax / 6)), 448)) (no lower clamp; E4M3 subnormals kept), a
+    zero scale becomes 0.125 (code 0x20); each element is fp32(x / fp32(scale / gs)), then rounded
+    (saturating). NaN or Inf anywhere: ValueError (the library gives NaN outputs and gs 1 or 0)."""
+    if any(not d for _, _, d in xs):
+        raise ValueError(
+            "a block holding NaN or Inf has no NVFP4 encoding under nvfp4_arith='fp32_reciprocal' (compressed-tensors "
+            "gives NaN outputs there and a global scale of 1 or 0 for the tensor); expected finite inputs"
+        )
+    amax = max((Fraction(n, d) for _, n, d in xs), default=Fraction(0))
+    product = to_fp32(global_scale * to_fp32(amax / 6).value)
+    wanted = fmt.scale.max_normal if product.is_inf else min(product.value, fmt.scale.max_normal)
+    scale_code = encode(wanted, fmt.scale, "rne")
+    scale = decode(scale_code, fmt.scale).value
+    if scale == 0:
+        scale_code = encode(Fraction(1, 8), fmt.scale, "rne")
+        scale = Fraction(1, 8)
+    step = to_fp32(scale / global_scale).value  # a positive normal fp32: scale >= 2^-9, gs <= 2^128
+    quotients = []
+    for sign, n, d in xs:  # an fp32 quotient that overflows is +-Inf, which saturates
+        q = to_fp32(Fraction(n, d) / step)
+        quotients.append((sign, 1, 0) if q.is_inf else (sign, q.magnitude.numerator, q.magnitude.denominator))
+    return QuantizedBlock(scale_code, (), _element_codes(quotients, repeat((1, 1)), fmt.element, options, rand_bits))
 
 
 def _fp32_scaled(x: Ratio, factor: Exact, divisor: tuple[int, int]) -> tuple[Ratio, tuple[int, int]]:

@@ -39,8 +39,10 @@ from .exact import floor_log2
 __all__ = [
     "FP32_STEP_ROUNDINGS",
     "log2_rounds_up_threshold",
+    "log2_rounds_down_threshold",
     "log2_half_spacing_bits",
     "fp32_log2_floor",
+    "fp32_log2_ceil",
     "fp32_log2_element",
     "fp32_rne",
     "is_fp32",
@@ -83,6 +85,22 @@ def log2_rounds_up_threshold(j: int, bits: int) -> int:
     return floor_low + 1
 
 
+def log2_rounds_down_threshold(j: int, bits: int) -> int:
+    """The smallest integer S with S > 2^bits * 2^(2^-j) (never equal: irrational for j >= 1): an
+    S * 2^q in (2^bits * 2^q, that) has a log2 within 2^-j above the integer. Bounds as
+    :func:`log2_rounds_up_threshold`."""
+    if j < 1:
+        raise ValueError(f"j={j} must be at least 1")
+    low = high = 2 << _PRECISION
+    for _ in range(j):
+        low = isqrt(low << _PRECISION)
+        high = isqrt(high << _PRECISION) + 1
+    floor_low, floor_high = (low << bits) >> _PRECISION, (high << bits) >> _PRECISION
+    if floor_high != floor_low:  # pragma: no cover - 128 bits leave a margin of about 2^-100
+        raise ArithmeticError(f"log2_rounds_down_threshold({j}, {bits}) needs more precision")
+    return floor_low + 1
+
+
 def log2_half_spacing_bits(k: int) -> int | None:
     """j with 2^-j half the float32 spacing just below the integer k (None for k = 0: no
     float32 log2 rounds up to 0). See the module docstring."""
@@ -105,6 +123,23 @@ def fp32_log2_floor(x: Fraction) -> int:
     if scaled.denominator != 1:
         raise ValueError(f"{x} is not a float32 value")
     return k if scaled.numerator >= log2_rounds_up_threshold(j, bits) else e
+
+
+def fp32_log2_ceil(x: Fraction) -> int:
+    """ceil(RN32(log2 x)) of a positive float32 value x (Quark's 'ceil' mode; contract 6.2): the
+    exact ceiling, except for x a few float32 steps above a power of two 2^e (e != 0), whose log2
+    rounds down to e (half the float32 spacing just above e is 2^-j, j = log2_half_spacing_bits(-e))."""
+    e = floor_log2(x)
+    if x == Fraction(2) ** e:
+        return e
+    j = log2_half_spacing_bits(-e)
+    if j is None:  # e = 0: log2 x in (0, 1) is a float32 of its own
+        return e + 1
+    q = max(e - 23, -149)
+    scaled = x / Fraction(2) ** q
+    if scaled.denominator != 1:
+        raise ValueError(f"{x} is not a float32 value")
+    return e if scaled.numerator < log2_rounds_down_threshold(j, e - q) else e + 1
 
 
 def fp32_log2_element(a: Fraction, element, rounding: str) -> Fraction:

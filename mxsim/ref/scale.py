@@ -14,6 +14,9 @@ scale exponent E (scale = 2^E) before clamping is:
   float32 log2 of torch (see :func:`mxsim.ref.fp32_steps.fp32_log2_floor`): ``floor`` except where
   amax lies a few float32 steps below a power of two (amax 0x437FFFFE gives E = 8 - emax, not 7 -
   emax). amax must be a float32 value;
+* ``ceil_fp32`` (AMD Quark 'ceil'; contract 6.2): ceil(RN32(log2 amax)) - emax_elem (see
+  :func:`mxsim.ref.fp32_steps.fp32_log2_ceil`): ``ceil`` except where amax lies a few float32
+  steps above a power of two (its log2 rounds down to the integer). amax must be a float32 value;
 * ``rceil_fp32`` (torchao 0.18 RCEIL in eager mode): ceil(l), where d = amax / max_normal is
   rounded to float32 (nearest-even, subnormals kept) and l = log2(d) is rounded to the nearest
   float32. It is ``rceil`` except where d lies a few float32 steps above a power of two 2^e, so
@@ -41,7 +44,7 @@ from ..options.quantize import SCALE_ENCODINGS
 from .decode import decode
 from .encode import encode, round_to_grid
 from .exact import Exact, floor_log2
-from .fp32_steps import fp32_log2_floor
+from .fp32_steps import fp32_log2_ceil, fp32_log2_floor
 
 __all__ = [
     "scale_exponent",
@@ -127,6 +130,8 @@ def scale_exponent(amax: Fraction, element, rule: str, round_bits: int | None = 
         return _rceil_fp32(amax, element)
     if rule == "floor_fp32":
         return fp32_log2_floor(amax) - element.emax
+    if rule == "ceil_fp32":
+        return fp32_log2_ceil(amax) - element.emax
     raise ValueError(f"scale_rule={rule!r} is not allowed")
 
 
