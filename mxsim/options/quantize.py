@@ -352,9 +352,15 @@ class QuantizeOptions:
     @property
     def refuses_blocks(self) -> bool:
         """Whether quantize raises on some blocks because they have no MX encoding under these options
-        (contract 6.2): ``nan_blocks='error'`` (blocks holding a NaN) or a ``scale_value_min`` (blocks with
-        amax 0 or below 2^-33)."""
-        return self.nan_blocks == "error" or self.scale_value_min != "none"
+        (contract 6.2): ``nan_blocks='error'`` (blocks holding a NaN), ``inf_policy='error'`` (blocks holding
+        an Inf), a ``scale_value_min`` (blocks with amax 0 or below 2^-33), or ``scale_underflow='fp32_pow'``
+        with ``scale_min`` -127 or below (blocks whose E falls in [-149, -127))."""
+        return (
+            self.nan_blocks == "error"
+            or self.inf_policy == "error"
+            or self.scale_value_min != "none"
+            or (self.scale_underflow == "fp32_pow" and self.scale_min <= -127)
+        )
 
     @property
     def nvfp4_scale_lowest(self) -> Fraction:
