@@ -107,9 +107,11 @@ class Verilator(Simulator):
         cmd += [f"-D{define}" for define in defines]
         cmd += [str(rtl / source) for source in sources]
         _run(cmd, "verilator")
-        if self._runtime is not None:  # the runtime compiled by the first build, up to date here too
+        if self._runtime is not None:
+            # the runtime compiled by the first build (the same flags for every build): copied with a
+            # new mtime, so that make finds it newer than the V<top>.mk it depends on
             for obj in self._runtime.iterdir():
-                shutil.copy2(obj, mdir / obj.name)
+                shutil.copy(obj, mdir / obj.name)
         _run(["make", "-s", "-C", str(mdir), "-f", f"V{top}.mk", f"V{top}", "OPT_FAST=-O0", "OPT_SLOW=-O0"],
              "make (Verilator model)")
         if self._runtime is None:
