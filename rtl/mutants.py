@@ -111,7 +111,10 @@ DOT = Model("dot", "tb_dot", ("tb_dot.v", "mx_dot.v"), (
     ("out-tie-away", "rs     = half && (sticky || tmp[0]);", "rs     = half;", "fp32 output rounding: ties away instead of to even"),
     ("out-no-sticky", "rs     = half && (sticky || tmp[0]);", "rs     = half && tmp[0];", "fp32 output rounding: sticky bit dropped"),
     ("out-sub-clamp", "if (u < -149) u = -149;", "if (u < -148) u = -148;", "fp32 output: subnormal ulp off by one"),
-    ("out-carry", "sig = sig >> 1;\n            u   = u + 1;", "u   = u + 1;", "fp32 output: rounding carry shifts the exponent, not the significand"),
+    ("out-carry", "sig = sig >> 1;\n            u   = u + 1;", "u   = u + 1;", "fp32 output: rounding carry shifts the exponent, not the significand", {
+        "gap": "no canonical aligned dot suite with a register wider than 25 bits: with W <= 25, |acc| <= 2^24 has at most "
+               "24 significant bits unless it is 2^24 (no rounding), so only subnormal results round, and they cannot carry "
+               "into bit 24"}),
     ("out-ovf", "else if (sig[23] && biased >= 255)", "else if (sig[23] && biased > 255)", "fp32 output overflow test > for >="),
     ("out-zero-sign", "else if (mag == {W{1'b0}})\n            result = 32'h0000_0000;",
      "else if (mag == {W{1'b0}})\n            result = {sgn, 31'h0};", "exact zero takes the register's sign bit", {
@@ -277,8 +280,11 @@ QUANT = Model("quant", "tb_quant", ("tb_quant.v", _QUANT, _ENC), (
         "equivalent": "when x[32i +: 31] == amax the mutant assigns amax the value it has"}),
     ("amax-positive", "else if (x[32*i +: 31] > amax)", "else if (!x[32*i + 31] && x[32*i +: 31] > amax)", "amax over the positive inputs only"),
     ("log2-bias", "lead = $signed({24'b0, amax[30:23]}) - 127;", "lead = $signed({24'b0, amax[30:23]}) - 126;", "floor(log2 amax): bias off by one"),
-    ("log2-sub", "if (amax[j]) lead = j - 149;", "if (amax[j]) lead = j - 150;", "floor(log2) of a subnormal amax off by one"),
-    ("log2-sub-lzc", "for (j = 0; j < 23; j = j + 1)", "for (j = 0; j < 22; j = j + 1)", "subnormal amax: leading-one search misses bit 22"),
+    ("log2-sub", "if (amax[j]) lead = j - 149;", "if (amax[j]) lead = j - 150;", "floor(log2) of a subnormal amax off by one", {
+        "equivalent": "a subnormal amax is below 2^-126, so lead <= -127 and e = lead - EMAX_ELEM <= -129: the lower clamp sets e = -127 whatever lead is"}),
+    ("log2-sub-lzc", "for (j = 0; j < 23; j = j + 1)", "for (j = 0; j < 22; j = j + 1)", "subnormal amax: leading-one search misses bit 22", {
+        "equivalent": "a subnormal amax is below 2^-126, so lead <= -127 and e = lead - EMAX_ELEM <= -129: the lower clamp sets e = -127 whatever lead is"}),
+    ("nan-exp-bits", "if (x[32*i + 23 +: 8] == 8'hFF)", "if (x[32*i + 24 +: 7] == 7'h7F)", "NaN test ignores the exponent LSB (2^127 makes a NaN block)"),
     ("clamp-low", "if (amax == 31'h0 || e < -127) e = -127;", "if (amax == 31'h0 || e < -128) e = -127;", "lower clamp of E at -128, not -127"),
     ("zero-block", "if (amax == 31'h0 || e < -127) e = -127;", "if (e < -127) e = -127;", "all-zero block not special-cased", {
         "equivalent": "amax == 0 leaves lead = -150, so e = -150 - EMAX_ELEM < -127 and the clamp gives -127 anyway"}),
@@ -301,6 +307,7 @@ QUANT = Model("quant", "tb_quant", ("tb_quant.v", _QUANT, _ENC), (
      "else if ((inf || !toward_zero) && SPECIALS == 1)", "element overflow: E4M3 gives NaN, not max", {"file": _ENC}),
     ("enc-zero-sign", "code = {s, {(EB+MB){1'b0}}};", "code = {1'b0, {(EB+MB){1'b0}}};", "element: negative underflow gives +0", {"file": _ENC}),
     ("enc-no-carry", "if (q[MB + 1]) begin", "if (q[MB + 2]) begin", "element: rounding carry ignored", {"file": _ENC}),
+    ("enc-far-bound", "else if (r > 24) begin", "else if (r >= 24) begin", "element: round bit lost at exactly 24 bits below the grid", {"file": _ENC}),
 ]))
 
 
