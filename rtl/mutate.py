@@ -213,7 +213,8 @@ def sample_mutants(model: Model, sample: int | None, seed: int) -> list[Mutant]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of: {', '.join(MODELS)}")
     parser.add_argument("--sample", type=int, default=None,
                         help="a seeded sample of N mutants per model (of those without a gap note)")

@@ -62,7 +62,8 @@ class Simulator:
     def build(self, top: str, sources: tuple[str, ...], params: dict, defines: tuple[str, ...] = (),
               rtl: Path = RTL) -> list[str]:
         texts = tuple((rtl / s).read_bytes() for s in sources + ("tb_golden.vh",))
-        key = (top, sources, tuple(sorted(params.items())), tuple(defines), hashlib.sha256(b"\0".join(texts)).hexdigest())
+        digest = hashlib.sha256(b"\0".join(texts)).hexdigest()
+        key = (top, sources, tuple(sorted(params.items())), tuple(defines), digest)
         if key not in self._cache:
             self._cache[key] = self._build(f"{top}_{len(self._cache)}", top, sources, params, defines, Path(rtl))
         return self._cache[key]

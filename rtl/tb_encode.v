@@ -50,7 +50,8 @@ module tb_encode;
             end else if (code !== code_mem[i]) begin
                 bad = 1'b1;
                 if (shown < MAXSHOW)
-                    $display("MISMATCH line %0d field code: x %h expected %h got %h", i + 1, x_mem[i], code_mem[i], code);
+                    $display("MISMATCH line %0d field code: x %h expected %h got %h",
+                             i + 1, x_mem[i], code_mem[i], code);
                 shown = shown + 1;
             end
             golden_tally(bad);

@@ -196,7 +196,8 @@ def test_decode_golden(simulator, name):
     suite = golden_suite("decode", name)
     info = manifest(suite)
     assert {"code", "value"} <= set(info["fields"]), f"{name}: manifest needs fields code and value"
-    image = simulator.build("tb_decode", ("tb_decode.v", "mx_elem_decode.v"), {"FMT": DECODE_SUITES[name], "MAXN": info["count"]})
+    params = {"FMT": DECODE_SUITES[name], "MAXN": info["count"]}
+    image = simulator.build("tb_decode", ("tb_decode.v", "mx_elem_decode.v"), params)
     passed, failed, output = run_tb(image, suite, info["count"])
     assert failed == 0, output
     assert passed == info["count"], output
@@ -605,7 +606,9 @@ def test_fused_parameters_against_reference(icarus, tmp_path, case):
 SPECIALS_CODES = {"ieee": 0, "fn": 1, "none": 2}  # mx_elem_encode / mx_block_quant SPECIALS
 ENCODE_SOURCES = ("tb_encode.v", "mx_elem_encode.v")
 QUANT_SOURCES = ("tb_quant.v", "mx_block_quant.v", "mx_elem_encode.v")
-REQUIRED_ENCODE_SUITES = ("fp8_e4m3-rne-saturate", "fp8_e4m3-rtz-saturate", "fp8_e5m2-rne-ieee", "fp4_e2m1-rna-saturate")
+REQUIRED_ENCODE_SUITES = (
+    "fp8_e4m3-rne-saturate", "fp8_e4m3-rtz-saturate", "fp8_e5m2-rne-ieee", "fp4_e2m1-rna-saturate",
+)
 REQUIRED_QUANT_SUITES = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp4_e2m1")
 
 
@@ -637,7 +640,8 @@ def quant_params(suite: Path, info: dict) -> dict | None:
     """tb_quant parameters of a quantize suite: an E8M0-scaled float format of mx_elem_encode,
     the default options, no profile; else None."""
     params = info["params"]
-    if params.get("profile") is not None or QuantizeOptions.from_kwargs(**params.get("options", {})) != QuantizeOptions():
+    options = QuantizeOptions.from_kwargs(**params.get("options", {}))
+    if params.get("profile") is not None or options != QuantizeOptions():
         return None
     fmt = get_format(params["block"], kind="block")
     element = element_params(fmt.element)
