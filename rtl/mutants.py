@@ -202,13 +202,12 @@ DECODE = Model("decode", "tb_decode", ("tb_decode.v", "mx_elem_decode.v"), (
 
 # ---- mx_dot ------------------------------------------------------------------------------------
 
-_RNE_GAP = "no canonical aligned dot suite with shift_rounding='rne' (every one truncates)"
-_WRAP_GAP = "no canonical aligned dot suite with overflow='wrap' (every one saturates)"
-
 DOT = Model("dot", "tb_dot", ("tb_dot.v", "mx_dot.v"), (
     ("dot", "mxfp8_e4m3-aligned-f8-w14-truncate-saturate", {"FMT": 0, "K": 32, "F": 8, "W": 14}),
     ("dot", "mxfp8_e4m3-aligned-f13-w24-truncate-saturate", {"FMT": 0, "K": 32, "F": 13, "W": 24}),
     ("dot", "mxfp4_e2m1-aligned-f4-w10-truncate-saturate", {"FMT": 1, "K": 32, "F": 4, "W": 10}),
+    ("dot", "mxfp8_e4m3-aligned-f8-w14-rne-wrap", {"FMT": 0, "K": 32, "F": 8, "W": 14, "SHIFT_RNE": 1, "WRAP": 1}),
+    ("dot", "mxfp8_e4m3-aligned-f24-w32-truncate-saturate", {"FMT": 0, "K": 32, "F": 24, "W": 32}),
 ), _mutants("dot", "mx_dot.v", [
     (
         'anchor-min',
@@ -320,11 +319,6 @@ DOT = Model("dot", "tb_dot", ("tb_dot.v", "mx_dot.v"), (
         'sig = sig >> 1;\n            u   = u + 1;',
         'u   = u + 1;',
         'fp32 output: rounding carry shifts the exponent, not the significand',
-        {
-            'gap': 'no canonical aligned dot suite with a register wider than 25 bits: with W <= 25, |acc| <= 2^24 '
-                   'has at most 24 significant bits unless it is 2^24 (no rounding), so only subnormal results '
-                   'round, and they cannot carry into bit 24',
-        },
     ),
     (
         'out-ovf',
@@ -365,9 +359,6 @@ DOT = Model("dot", "tb_dot", ("tb_dot.v", "mx_dot.v"), (
         'if (RNE && half && (sticky || q[0]))',
         'if (RNE && half)',
         'shift rounding rne: ties away',
-        {
-            'gap': "no canonical aligned dot suite with shift_rounding='rne' (every one truncates)",
-        },
     ),
     (
         'wrap-sign',
@@ -375,7 +366,9 @@ DOT = Model("dot", "tb_dot", ("tb_dot.v", "mx_dot.v"), (
         "sum = {{(SW-W){1'b0}}, sum[W-1:0]};",
         'wrap: sign not extended',
         {
-            'gap': "no canonical aligned dot suite with overflow='wrap' (every one saturates)",
+            'equivalent': 'the zero-extended sum differs from the sign-extended one by a multiple of 2^W, the SW-bit '
+                          'adder works modulo 2^SW (a multiple of 2^W), and only acc = sum[W-1:0] is read after the '
+                          'loop: every later sum and acc are the same modulo 2^W, so acc is unchanged',
         },
     ),
 ]))
@@ -383,11 +376,12 @@ DOT = Model("dot", "tb_dot", ("tb_dot.v", "mx_dot.v"), (
 
 # ---- mx_fused_dot ------------------------------------------------------------------------------
 
-_RM_GAP = "no canonical fused (MXDOTP) suite with output_rounding {} (only rne and rtz)"
-
 FUSED = Model("fused", "tb_fused_dot", ("tb_fused_dot.v", "mx_fused_dot.v"), (
     ("dot", "mxfp8_e4m3-mxdotp_fp8-steps", {"RM": 0}),
     ("dot", "mxfp8_e4m3-mxdotp_fp8-output_rounding=rtz-steps", {"RM": 1}),
+    ("dot", "mxfp8_e4m3-mxdotp_fp8-output_rounding=rdn-steps-no_pairs", {"RM": 2}),
+    ("dot", "mxfp8_e4m3-mxdotp_fp8-output_rounding=rup-steps-no_pairs", {"RM": 3}),
+    ("dot", "mxfp8_e4m3-mxdotp_fp8-output_rounding=rna-steps-no_pairs", {"RM": 4}),
 ), _mutants("fused", "mx_fused_dot.v", [
     (
         'bypass-ge',
@@ -484,27 +478,18 @@ FUSED = Model("fused", "tb_fused_dot", ("tb_fused_dot.v", "mx_fused_dot.v"), (
         '2:       inc = sgn & (rb | st);',
         '2:       inc = ~sgn & (rb | st);',
         'RDN: inverted sign',
-        {
-            'gap': 'no canonical fused (MXDOTP) suite with output_rounding rdn (only rne and rtz)',
-        },
     ),
     (
         'rup-round-only',
         '3:       inc = ~sgn & (rb | st);',
         '3:       inc = ~sgn & rb;',
         'RUP: sticky bit dropped',
-        {
-            'gap': 'no canonical fused (MXDOTP) suite with output_rounding rup (only rne and rtz)',
-        },
     ),
     (
         'rna-even',
         'default: inc = rb;',
         'default: inc = rb & (st | sig[0]);',
         'RNA: ties to even',
-        {
-            'gap': 'no canonical fused (MXDOTP) suite with output_rounding rna (only rne and rtz)',
-        },
     ),
     (
         'ovf-rtz-inf',
@@ -532,9 +517,9 @@ FUSED = Model("fused", "tb_fused_dot", ("tb_fused_dot.v", "mx_fused_dot.v"), (
     ),
     (
         'zero-sum-negzero',
+        "d = (c_zero && PASS_C == 0) ? 32'h0000_0000 : c;",
         "d = c_zero ? 32'h0000_0000 : c;",
-        'd = c;',
-        'zero products with C = -0 give -0, not +0',
+        'zero products with C = -0 give +0 where PASS_C passes C (-0) through',
     ),
     (
         'inf-c-nan',
@@ -731,14 +716,14 @@ DEQUANT = Model("dequant", "tb_dequant", ("tb_dequant.v", "mx_dequant.v"), (
 # ---- mx_elem_encode ----------------------------------------------------------------------------
 
 _ENC = "mx_elem_encode.v"
-_DIRECTED_GAP = "no canonical encode suite with rounding rdn or rup"
-_IEEE_TZ_GAP = ("no canonical encode suite with overflow='ieee' and a rounding toward zero for some sign "
-                "(rtz, rdn, rup): the only ieee suite is fp8_e5m2-rne-ieee")
-
 ENCODE = Model("encode", "tb_encode", ("tb_encode.v", _ENC), (
     ("encode", "fp8_e4m3-rne-saturate", {"EB": 4, "MB": 3, "SPECIALS": 1, "RM": 0, "OVF_IEEE": 0}),
     ("encode", "fp8_e4m3-rtz-saturate", {"EB": 4, "MB": 3, "SPECIALS": 1, "RM": 1, "OVF_IEEE": 0}),
+    ("encode", "fp8_e4m3-rdn-saturate", {"EB": 4, "MB": 3, "SPECIALS": 1, "RM": 2, "OVF_IEEE": 0}),
+    ("encode", "fp8_e4m3-rup-saturate", {"EB": 4, "MB": 3, "SPECIALS": 1, "RM": 3, "OVF_IEEE": 0}),
     ("encode", "fp8_e5m2-rne-ieee", {"EB": 5, "MB": 2, "SPECIALS": 0, "RM": 0, "OVF_IEEE": 1}),
+    ("encode", "fp8_e5m2-rtz-ieee", {"EB": 5, "MB": 2, "SPECIALS": 0, "RM": 1, "OVF_IEEE": 1}),
+    ("encode", "fp8_e5m2-rup-ieee", {"EB": 5, "MB": 2, "SPECIALS": 0, "RM": 3, "OVF_IEEE": 1}),
     ("encode", "fp8_e5m2-rne-saturate", {"EB": 5, "MB": 2, "SPECIALS": 0, "RM": 0, "OVF_IEEE": 0}),
     ("encode", "fp6_e2m3-rne-saturate", {"EB": 2, "MB": 3, "SPECIALS": 2, "RM": 0, "OVF_IEEE": 0}),
     ("encode", "fp6_e3m2-rne-saturate", {"EB": 3, "MB": 2, "SPECIALS": 2, "RM": 0, "OVF_IEEE": 0}),
@@ -780,27 +765,18 @@ ENCODE = Model("encode", "tb_encode", ("tb_encode.v", _ENC), (
         '2:       inc = s && (rb || st);',
         '2:       inc = !s && (rb || st);',
         'RDN: inverted sign',
-        {
-            'gap': 'no canonical encode suite with rounding rdn or rup',
-        },
     ),
     (
         'rup-no-sticky',
         '3:       inc = !s && (rb || st);',
         '3:       inc = !s && rb;',
         'RUP: sticky bit dropped',
-        {
-            'gap': 'no canonical encode suite with rounding rdn or rup',
-        },
     ),
     (
         'far-sticky',
         "st = (sig != 24'h0);",
         "st = 1'b0;",
         'sticky of a value far below the grid dropped',
-        {
-            'gap': 'no canonical encode suite with rounding rdn or rup',
-        },
     ),
     (
         'sticky-has-round',
@@ -858,30 +834,18 @@ ENCODE = Model("encode", "tb_encode", ("tb_encode.v", _ENC), (
         'toward_zero = (RM == 1) || (RM == 2 && !s) || (RM == 3 && s);',
         'toward_zero = (RM == 1) || (RM == 2 && s) || (RM == 3 && !s);',
         'ieee overflow: toward-zero test with inverted sign',
-        {
-            'gap': "no canonical encode suite with overflow='ieee' and a rounding toward zero for some sign (rtz, "
-                   'rdn, rup): the only ieee suite is fp8_e5m2-rne-ieee',
-        },
     ),
     (
         'tz-no-rtz',
         'toward_zero = (RM == 1) || (RM == 2 && !s) || (RM == 3 && s);',
         'toward_zero = (RM == 2 && !s) || (RM == 3 && s);',
         'ieee overflow under RTZ gives Inf',
-        {
-            'gap': "no canonical encode suite with overflow='ieee' and a rounding toward zero for some sign (rtz, "
-                   'rdn, rup): the only ieee suite is fp8_e5m2-rne-ieee',
-        },
     ),
     (
         'inf-in-tz',
         'if (OVF_IEEE && (inf || !toward_zero) && SPECIALS == 0)',
         'if (OVF_IEEE && !toward_zero && SPECIALS == 0)',
         'ieee: an Inf input saturates where the rounding goes toward zero',
-        {
-            'gap': "no canonical encode suite with overflow='ieee' and a rounding toward zero for some sign (rtz, "
-                   'rdn, rup): the only ieee suite is fp8_e5m2-rne-ieee',
-        },
     ),
     (
         'nan-sign',

@@ -61,6 +61,10 @@ DECODE_SUITES = {"fp8_e4m3": 0, "fp4_e2m1": 1}  # suite -> FMT parameter
 REQUIRED_DOT_SUITES = (
     "mxfp8_e4m3-aligned-f8-w14-truncate-saturate",
     "mxfp4_e2m1-aligned-f4-w10-truncate-saturate",
+    # the configurations the mutation campaign needs (rtl/mutants.py): rne shifts with a wrapping register,
+    # and a register of more than 25 significant bits (the fp32 output rounding's carry)
+    "mxfp8_e4m3-aligned-f8-w14-rne-wrap",
+    "mxfp8_e4m3-aligned-f24-w32-truncate-saturate",
 )
 DOT_FORMATS = {"mxfp8_e4m3": (0, 8), "mxfp4_e2m1": (1, 4)}  # format -> (FMT, element bits)
 DEQUANT_FORMATS = {"mxfp8_e4m3": 0, "mxfp8_e5m2": 1}  # format -> FMT parameter of mx_dequant
@@ -459,7 +463,8 @@ def test_cocotb_scoreboard(icarus, tmp_path, config):
 # Fused steps (MXDOTP): golden suites, teeth, and parameters outside them
 # ------------------------------------------------------------------------------------------------
 
-REQUIRED_FUSED_SUITES = ("mxfp8_e4m3-mxdotp_fp8-steps", "mxfp8_e4m3-mxdotp_fp8-output_rounding=rtz-steps")
+REQUIRED_FUSED_SUITES = ("mxfp8_e4m3-mxdotp_fp8-steps", "mxfp8_e4m3-mxdotp_fp8-output_rounding=rtz-steps") + tuple(
+    f"mxfp8_e4m3-mxdotp_fp8-output_rounding={mode}-steps-no_pairs" for mode in ("rdn", "rup", "rna"))
 RM_CODES = {"rne": 0, "rtz": 1, "rdn": 2, "rup": 3, "rna": 4}  # RISC-V frm, mx_fused_dot's RM
 FP32_QNAN = 0x7FC00000
 
@@ -610,6 +615,7 @@ ENCODE_SOURCES = ("tb_encode.v", "mx_elem_encode.v")
 QUANT_SOURCES = ("tb_quant.v", "mx_block_quant.v", "mx_elem_encode.v")
 REQUIRED_ENCODE_SUITES = (
     "fp8_e4m3-rne-saturate", "fp8_e4m3-rtz-saturate", "fp8_e5m2-rne-ieee", "fp4_e2m1-rna-saturate",
+    "fp8_e4m3-rdn-saturate", "fp8_e4m3-rup-saturate", "fp8_e5m2-rup-ieee", "fp8_e5m2-rtz-ieee",
 )
 REQUIRED_QUANT_SUITES = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp4_e2m1")
 
