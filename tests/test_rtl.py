@@ -44,6 +44,7 @@ from pathlib import Path
 import pytest
 
 from mxsim.formats import BlockFormat, get_format
+from mxsim.golden.format_spec import block_format
 from mxsim.options.accumulate import Accumulator
 from mxsim.options import DequantizeOptions, QuantizeOptions
 from mxsim.ref.block import QuantizedBlock, quantize_block
@@ -66,6 +67,9 @@ REQUIRED_DOT_SUITES = (
     "mxfp8_e4m3-aligned-f8-w14-rne-wrap",
     "mxfp8_e4m3-aligned-f24-w32-truncate-saturate",
 )
+# the suites of the teeth checks: every required one but f24-w32, whose register never overflows
+# (|acc| <= 32 * 15 * 15 * 2^(24 - 6) < 2^31), so MUTATE_WRAP cannot change it there
+DOT_TEETH_SUITES = tuple(name for name in REQUIRED_DOT_SUITES if "-f24-w32-" not in name)
 DOT_FORMATS = {"mxfp8_e4m3": (0, 8), "mxfp4_e2m1": (1, 4)}  # format -> (FMT, element bits)
 DEQUANT_FORMATS = {"mxfp8_e4m3": 0, "mxfp8_e5m2": 1}  # format -> FMT parameter of mx_dequant
 REQUIRED_DEQUANT_SUITES = (
@@ -223,7 +227,7 @@ def test_dot_golden(simulator, name):
 
 
 @pytest.mark.parametrize("mutation", ["MUTATE_SHIFT", "MUTATE_WRAP"])
-@pytest.mark.parametrize("name", REQUIRED_DOT_SUITES)
+@pytest.mark.parametrize("name", DOT_TEETH_SUITES)
 def test_dot_mutation_caught(icarus, name, mutation):
     suite = golden_suite("dot", name)
     info = manifest(suite)
@@ -651,7 +655,7 @@ def quant_params(suite: Path, info: dict) -> dict | None:
     options = QuantizeOptions.from_kwargs(**params.get("options", {}))
     if params.get("profile") is not None or options != QuantizeOptions():
         return None
-    fmt = get_format(params["block"], kind="block")
+    fmt = block_format(params["block"])  # a catalogue name or a custom block (e.g. mx_e4m3fnuz)
     element = element_params(fmt.element)
     if element is None or fmt.scale.name != "e8m0" or fmt.subblocks or fmt.tensor_scale is not None:
         return None
