@@ -103,7 +103,8 @@ def test_fused_c_rows_carry_and_far_sticky():
         if s is None or not s:
             continue
         exponent = (r["c"] >> 23 & 0xFF) - 127
-        if r["c"] & 0x7FFFFF == 0x7FFFFF and 0 < exponent + 127 < 255 and s == c / abs(c) * Fraction(2) ** (exponent - 24):
+        all_ones = r["c"] & 0x7FFFFF == 0x7FFFFF and 0 < exponent + 127 < 255
+        if all_ones and s == c / abs(c) * Fraction(2) ** (exponent - 24):
             carries += 1  # C is 24 ones, the product half its ulp, same sign: a tie out of all ones
         if abs(c) == Fraction(2) ** -149:
             t = Fraction(2) ** (abs(s).numerator.bit_length() - abs(s).denominator.bit_length())
