@@ -11,8 +11,8 @@
 //   golden_unreadable(i)  report line i + 1 as unreadable (a golden file shorter than +count)
 //   golden_tally(bad)     count the vector as failed (bad) or passed
 //   golden_summary        print "N passed, N failed" and stop
-    reg [8*1024-1:0] dir;
-    reg [8*1100-1:0] fname;
+    reg [8*896-1:0] dir;      // (Verilator: at most 8192 bits per $display argument)
+    reg [8*1000-1:0] fname;
     integer n, passed, failed, fd, shown;
 
     task golden_args;

@@ -275,7 +275,7 @@ def _class_summary(suite_dir: Path, lines: set[int]) -> dict[str, int]:
 
 def test_check_passes_a_correct_device(quantize_suite, dut, capsys):
     rc, out = _check_cli([quantize_suite, dut], capsys)
-    assert rc == 0 and out.endswith("148 vectors, fields scale, scale_exp, codes: all match\n")
+    assert rc == 0 and out.endswith("154 vectors, fields scale, scale_exp, codes: all match\n")
     (dut / "flags.hex").write_text("nonsense\n")  # the device's flags are not read
     for name in ("scale", "codes"):  # upper-case hex is the same value
         (dut / f"{name}.hex").write_text((dut / f"{name}.hex").read_text().upper())
@@ -289,7 +289,7 @@ def test_check_reports_planted_mistakes_with_lines_classes_and_decomposed_inputs
     for line in scale_lines:
         _edit(dut / "scale.hex", line, lambda old: format((int(old, 16) + 1) % 256, "02x"))
     report = check(quantize_suite, dut, errors=2)
-    assert not report.ok and not report.errors and report.vectors == 148
+    assert not report.ok and not report.errors and report.vectors == 154
     assert report.mismatches["codes"].tolist() == [codes_line - 1]
     assert report.mismatches["scale"].tolist() == [line - 1 for line in scale_lines]
     assert report.mismatches["scale_exp"].tolist() == []
@@ -301,7 +301,7 @@ def test_check_reports_planted_mistakes_with_lines_classes_and_decomposed_inputs
 
     rc, out = _check_cli([quantize_suite, dut, "--errors", "2"], capsys)
     assert rc == 1
-    assert "148 vectors, fields scale, scale_exp, codes: 4 mismatching vector(s)" in out
+    assert "154 vectors, fields scale, scale_exp, codes: 4 mismatching vector(s)" in out
     assert "field codes: 1 mismatch(es), line(s) 7\n" in out
     assert "field scale: 3 mismatch(es), line(s) 3, 40, 100\n" in out
     assert "field scale_exp" not in out
@@ -328,11 +328,11 @@ def test_check_names_missing_short_long_and_malformed_files(quantize_suite, dut,
                   "scale_exp.hex, codes.hex", None))
     text = (dut / "codes.hex").read_text().split("\n")
     (dut / "codes.hex").write_text("\n".join(text[:125]) + "\n")
-    cases.append(("codes.hex: ends after 125 vector line(s), the suite has 148 (short: line 126 onward missing)", None))
+    cases.append(("codes.hex: ends after 125 vector line(s), the suite has 154 (short: line 126 onward missing)", None))
     scale = (dut / "scale.hex").read_text()
     for content, message in [
         (scale + "7f\n7f\n",
-         "scale.hex: more than the suite's 148 vector line(s) (long: line 149 onward is extra; not read further)"),
+         "scale.hex: more than the suite's 154 vector line(s) (long: line 155 onward is extra; not read further)"),
         (scale.replace("\n", "\r\n"), "scale.hex: line 1: CRLF line ending"),
         (_replace_line(scale, 12, "zz"), "scale.hex: line 12: field 'scale': 'zz' is not hex"),
         (_replace_line(scale, 30, "7"), "scale.hex: line 30: field 'scale': '7' is not 2 hex digits"),

@@ -1,6 +1,7 @@
-"""RTL proof of the golden vectors: the Verilog models in ``rtl/`` (mx_elem_decode, mx_dot) must
-reproduce mxsim's golden suites bit for bit under Icarus Verilog, and the testbenches must have
-teeth (a one-behaviour mutation of the RTL is caught).
+"""RTL proof of the golden vectors: the Verilog models in ``rtl/`` must reproduce mxsim's golden
+suites bit for bit under Icarus Verilog and under Verilator, and the testbenches must have teeth
+(a one-behaviour mutation of the RTL is caught; the full mutation score is rtl/mutate.py's, see
+tests/test_mutate.py).
 
 * decode: ``golden/decode/{fp8_e4m3,fp4_e2m1}`` through ``rtl/tb_decode.v`` (field ``value``);
 * dot: every ``golden/dot/<format>-aligned-f<F>-w<W>-<truncate|rne>-<saturate|wrap>`` suite of
@@ -18,8 +19,17 @@ teeth (a one-behaviour mutation of the RTL is caught).
 * parameters the golden suites do not exercise (rne, wrap, other F and W, K < 32) are checked on
   seeded random blocks against ``mxsim.ref.dot.dot`` directly.
 
-Without ``iverilog``/``vvp`` the file skips, or fails when the environment variable CI is set
-(CI installs Icarus Verilog).
+* encode: every ``golden/encode`` suite of an OCP float element format (E4M3, E5M2, E2M3, E3M2,
+  E2M1) through ``rtl/tb_encode.v`` (field code), rounding and overflow from the manifest;
+  roundings and overflow modes the suites lack (rup, rdn, rna, ieee) on seeded random fp32
+  against ``mxsim.ref.encode.encode``;
+* quantize: every ``golden/quantize`` suite of an E8M0-scaled float format with the default
+  options through ``rtl/tb_quant.v`` (fields scale, scale_exp, codes); K = 8 and random blocks
+  spanning fp32 subnormals to the top binade against ``mxsim.ref.block.quantize_block``.
+
+The golden suites of every model run under both simulators (``simulator`` fixture; rtl/sim.py,
+one build per configuration); teeth and parameter checks run under Icarus. Without a simulator
+its tests skip, or fail when the environment variable CI is set (CI installs both).
 """
 
 from __future__ import annotations
@@ -29,18 +39,18 @@ import json
 import os
 import random
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from mxsim.formats import BlockFormat, get_format
+from mxsim.golden.format_spec import block_format
 from mxsim.options.accumulate import Accumulator
-from mxsim.options import DequantizeOptions
-from mxsim.ref.block import QuantizedBlock
+from mxsim.options import DequantizeOptions, QuantizeOptions
+from mxsim.ref.block import QuantizedBlock, quantize_block
 from mxsim.ref.dequant import dequantize_block_bits
 from mxsim.ref.dot import dot, dot_general
+from mxsim.ref.encode import encode
 from mxsim.ref.output import fp32_bits
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +62,14 @@ DECODE_SUITES = {"fp8_e4m3": 0, "fp4_e2m1": 1}  # suite -> FMT parameter
 REQUIRED_DOT_SUITES = (
     "mxfp8_e4m3-aligned-f8-w14-truncate-saturate",
     "mxfp4_e2m1-aligned-f4-w10-truncate-saturate",
+    # the configurations the mutation campaign needs (rtl/mutants.py): rne shifts with a wrapping register,
+    # and a register of more than 25 significant bits (the fp32 output rounding's carry)
+    "mxfp8_e4m3-aligned-f8-w14-rne-wrap",
+    "mxfp8_e4m3-aligned-f24-w32-truncate-saturate",
 )
+# the suites of the teeth checks: every required one but f24-w32, whose register never overflows
+# (|acc| <= 32 * 15 * 15 * 2^(24 - 6) < 2^31), so MUTATE_WRAP cannot change it there
+DOT_TEETH_SUITES = tuple(name for name in REQUIRED_DOT_SUITES if "-f24-w32-" not in name)
 DOT_FORMATS = {"mxfp8_e4m3": (0, 8), "mxfp4_e2m1": (1, 4)}  # format -> (FMT, element bits)
 DEQUANT_FORMATS = {"mxfp8_e4m3": 0, "mxfp8_e5m2": 1}  # format -> FMT parameter of mx_dequant
 REQUIRED_DEQUANT_SUITES = (
@@ -62,62 +79,49 @@ REQUIRED_DEQUANT_SUITES = (
 )
 DEQUANT_NAME = re.compile(r"^(mxfp8_e4m3|mxfp8_e5m2)-fp32(-.*)?$")
 SUITE_NAME = re.compile(r"^(mxfp8_e4m3|mxfp4_e2m1)-aligned-f(\d+)-w(\d+)-(truncate|rne)-(saturate|wrap)$")
-SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed$", re.MULTILINE)
 
 
 # ------------------------------------------------------------------------------------------------
-# Tools
+# Tools (rtl/sim.py builds and runs the testbenches)
 # ------------------------------------------------------------------------------------------------
 
+_spec = importlib.util.spec_from_file_location("mxsim_rtl_sim", RTL / "sim.py")
+sim = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sim)
 
-@pytest.fixture(scope="module")
-def icarus():
-    """Paths of iverilog and vvp; skip (or fail under CI) when Icarus Verilog is not installed."""
-    iverilog, vvp = shutil.which("iverilog"), shutil.which("vvp")
-    if not (iverilog and vvp):
-        reason = "Icarus Verilog (iverilog, vvp) is not installed; the RTL proof of the golden vectors needs it"
+
+def _simulator(kind: str, tmp_path_factory):
+    """A Simulator of ``kind``; skip (or fail under CI, which installs both) when it is missing."""
+    try:
+        return sim.SIMULATORS[kind](tmp_path_factory.mktemp(f"rtl_{kind}"))
+    except sim.SimulatorMissing as missing:
+        reason = f"{missing}; the RTL proof of the golden vectors needs it"
         if os.environ.get("CI"):
             pytest.fail(reason + " (CI is set, and CI installs it)")
         pytest.skip(reason)
-    return iverilog, vvp
 
 
-@pytest.fixture(scope="module")
-def build(icarus, tmp_path_factory):
-    """compile(top, sources, params, defines) -> path of a vvp image (cached per configuration)."""
-    out = tmp_path_factory.mktemp("rtl_build")
-    cache: dict = {}
-
-    def compile_(top: str, sources: tuple[str, ...], params: dict, defines: tuple[str, ...] = ()) -> Path:
-        key = (top, sources, tuple(sorted(params.items())), defines)
-        if key not in cache:
-            image = out / f"{top}_{len(cache)}.vvp"
-            cmd = [icarus[0], "-g2005", "-Wall", "-I", str(RTL), "-s", top, "-o", str(image)]
-            cmd += [f"-P{top}.{name}={value}" for name, value in params.items()]
-            cmd += [f"-D{define}" for define in defines]
-            cmd += [str(RTL / source) for source in sources]
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-            assert done.returncode == 0, f"iverilog failed:\n{' '.join(cmd)}\n{done.stdout}{done.stderr}"
-            cache[key] = image
-        return cache[key]
-
-    return compile_
+@pytest.fixture(scope="session")
+def icarus(tmp_path_factory):
+    """Icarus Verilog (every test of this file)."""
+    return _simulator("icarus", tmp_path_factory)
 
 
-def run_tb(icarus, image: Path, suite: Path, count: int) -> tuple[int, int, str]:
-    """Run a testbench image on a suite; (passed, failed, full output)."""
-    done = subprocess.run(
-        [icarus[1], "-n", str(image), f"+dir={suite}", f"+count={count}"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    output = done.stdout + done.stderr
-    summaries = SUMMARY.findall(output)
-    assert done.returncode == 0 and summaries, f"testbench gave no summary line (rc {done.returncode}):\n{output}"
-    passed, failed = map(int, summaries[-1])
-    return passed, failed, output
+@pytest.fixture(scope="session")
+def verilator(tmp_path_factory):
+    """Verilator (the golden suites of every model; one build per configuration, cached)."""
+    return _simulator("verilator", tmp_path_factory)
+
+
+@pytest.fixture(params=sorted(sim.SIMULATORS))
+def simulator(request):
+    """Each simulator in turn: the golden suites pass under both."""
+    return request.getfixturevalue(request.param)
+
+
+def run_tb(command: list[str], suite: Path, count: int) -> tuple[int, int, str]:
+    """Run a built testbench on a suite; (passed, failed, full output)."""
+    return sim.run_testbench(command, suite, count)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -196,22 +200,23 @@ def golden_suite(kind: str, name: str) -> Path:
 
 
 @pytest.mark.parametrize("name", sorted(DECODE_SUITES))
-def test_decode_golden(icarus, build, name):
+def test_decode_golden(simulator, name):
     suite = golden_suite("decode", name)
     info = manifest(suite)
     assert {"code", "value"} <= set(info["fields"]), f"{name}: manifest needs fields code and value"
-    image = build("tb_decode", ("tb_decode.v", "mx_elem_decode.v"), {"FMT": DECODE_SUITES[name], "MAXN": info["count"]})
-    passed, failed, output = run_tb(icarus, image, suite, info["count"])
+    params = {"FMT": DECODE_SUITES[name], "MAXN": info["count"]}
+    image = simulator.build("tb_decode", ("tb_decode.v", "mx_elem_decode.v"), params)
+    passed, failed, output = run_tb(image, suite, info["count"])
     assert failed == 0, output
     assert passed == info["count"], output
 
 
 @pytest.mark.parametrize("name", golden_dot_suites())
-def test_dot_golden(icarus, build, name):
+def test_dot_golden(simulator, name):
     suite = golden_suite("dot", name)
     info = manifest(suite)
-    image = build("tb_dot", ("tb_dot.v", "mx_dot.v"), dot_params(suite, info))
-    passed, failed, output = run_tb(icarus, image, suite, info["count"])
+    image = simulator.build("tb_dot", ("tb_dot.v", "mx_dot.v"), dot_params(suite, info))
+    passed, failed, output = run_tb(image, suite, info["count"])
     assert failed == 0, output
     assert passed == info["count"], output
 
@@ -222,12 +227,12 @@ def test_dot_golden(icarus, build, name):
 
 
 @pytest.mark.parametrize("mutation", ["MUTATE_SHIFT", "MUTATE_WRAP"])
-@pytest.mark.parametrize("name", REQUIRED_DOT_SUITES)
-def test_dot_mutation_caught(icarus, build, name, mutation):
+@pytest.mark.parametrize("name", DOT_TEETH_SUITES)
+def test_dot_mutation_caught(icarus, name, mutation):
     suite = golden_suite("dot", name)
     info = manifest(suite)
-    image = build("tb_dot", ("tb_dot.v", "mx_dot.v"), dot_params(suite, info), (mutation,))
-    passed, failed, output = run_tb(icarus, image, suite, info["count"])
+    image = icarus.build("tb_dot", ("tb_dot.v", "mx_dot.v"), dot_params(suite, info), (mutation,))
+    passed, failed, output = run_tb(image, suite, info["count"])
     assert passed + failed == info["count"], output
     assert failed > 0, f"{mutation} went unnoticed on {name}: the suite lacks vectors that tell it apart\n{output}"
     assert "MISMATCH line" in output, output
@@ -293,7 +298,7 @@ PARAMETER_CASES = [
 
 
 @pytest.mark.parametrize("case", PARAMETER_CASES, ids=lambda c: "-".join(map(str, c)))
-def test_dot_parameters_against_reference(icarus, build, tmp_path, case):
+def test_dot_parameters_against_reference(icarus, tmp_path, case):
     fmt, k, f_bits, width, rounding, overflow = case
     code, ew = DOT_FORMATS[fmt]
     accumulator = Accumulator(mode="aligned", frac_bits=f_bits, width=width, shift_rounding=rounding, overflow=overflow)
@@ -342,7 +347,7 @@ def test_dot_parameters_against_reference(icarus, build, tmp_path, case):
         "WRAP": int(overflow == "wrap"),
         "MAXN": len(rows),
     }
-    passed, failed, output = run_tb(icarus, build("tb_dot", ("tb_dot.v", "mx_dot.v"), params), tmp_path, len(rows))
+    passed, failed, output = run_tb(icarus.build("tb_dot", ("tb_dot.v", "mx_dot.v"), params), tmp_path, len(rows))
     assert (passed, failed) == (len(rows), 0), output
 
 
@@ -377,22 +382,22 @@ def golden_dequant_suites() -> list[str]:
 
 
 @pytest.mark.parametrize("name", golden_dequant_suites())
-def test_dequant_golden(icarus, build, name):
+def test_dequant_golden(simulator, name):
     suite = golden_suite("dequantize", name)
     info = manifest(suite)
-    image = build("tb_dequant", ("tb_dequant.v", "mx_dequant.v"), dequant_params(suite, info))
-    passed, failed, output = run_tb(icarus, image, suite, info["count"])
+    image = simulator.build("tb_dequant", ("tb_dequant.v", "mx_dequant.v"), dequant_params(suite, info))
+    passed, failed, output = run_tb(image, suite, info["count"])
     assert failed == 0, output
     assert passed == info["count"], output
 
 
 @pytest.mark.parametrize("mutation", ["MUTATE_FTZ", "MUTATE_SATURATE", "MUTATE_NAN"])
 @pytest.mark.parametrize("name", REQUIRED_DEQUANT_SUITES)
-def test_dequant_mutation_caught(icarus, build, name, mutation):
+def test_dequant_mutation_caught(icarus, name, mutation):
     suite = golden_suite("dequantize", name)
     info = manifest(suite)
-    image = build("tb_dequant", ("tb_dequant.v", "mx_dequant.v"), dequant_params(suite, info), (mutation,))
-    passed, failed, output = run_tb(icarus, image, suite, info["count"])
+    image = icarus.build("tb_dequant", ("tb_dequant.v", "mx_dequant.v"), dequant_params(suite, info), (mutation,))
+    passed, failed, output = run_tb(image, suite, info["count"])
     assert passed + failed == info["count"], output
     assert failed > 0, f"{mutation} went unnoticed on {name}: the suite lacks vectors that tell it apart\n{output}"
     assert "MISMATCH line" in output, output
@@ -408,7 +413,7 @@ DEQUANT_CASES = [
 
 
 @pytest.mark.parametrize("case", DEQUANT_CASES, ids=lambda c: "-".join(map(str, c)))
-def test_dequant_parameters_against_reference(icarus, build, tmp_path, case):
+def test_dequant_parameters_against_reference(icarus, tmp_path, case):
     fmt, encoding, saturate, ftz, canonical, k = case
     options = DequantizeOptions(
         dequant_overflow="saturate" if saturate else "inf",
@@ -429,8 +434,8 @@ def test_dequant_parameters_against_reference(icarus, build, tmp_path, case):
         "FMT": DEQUANT_FORMATS[fmt], "K": k, "SCALE_INT8": int(encoding == "int8_exponent"), "SATURATE": int(saturate),
         "FTZ": int(ftz), "NAN_CANON": int(canonical), "MAXN": len(rows),
     }
-    image = build("tb_dequant", ("tb_dequant.v", "mx_dequant.v"), params)
-    passed, failed, output = run_tb(icarus, image, tmp_path, len(rows))
+    image = icarus.build("tb_dequant", ("tb_dequant.v", "mx_dequant.v"), params)
+    passed, failed, output = run_tb(image, tmp_path, len(rows))
     assert (passed, failed) == (len(rows), 0), output
 
 
@@ -462,7 +467,8 @@ def test_cocotb_scoreboard(icarus, tmp_path, config):
 # Fused steps (MXDOTP): golden suites, teeth, and parameters outside them
 # ------------------------------------------------------------------------------------------------
 
-REQUIRED_FUSED_SUITES = ("mxfp8_e4m3-mxdotp_fp8-steps", "mxfp8_e4m3-mxdotp_fp8-output_rounding=rtz-steps")
+REQUIRED_FUSED_SUITES = ("mxfp8_e4m3-mxdotp_fp8-steps", "mxfp8_e4m3-mxdotp_fp8-output_rounding=rtz-steps") + tuple(
+    f"mxfp8_e4m3-mxdotp_fp8-output_rounding={mode}-steps-no_pairs" for mode in ("rdn", "rup", "rna"))
 RM_CODES = {"rne": 0, "rtz": 1, "rdn": 2, "rup": 3, "rna": 4}  # RISC-V frm, mx_fused_dot's RM
 FP32_QNAN = 0x7FC00000
 
@@ -511,12 +517,12 @@ FUSED_SOURCES = ("tb_fused_dot.v", "mx_fused_dot.v")
 
 
 @pytest.mark.parametrize("name", golden_fused_suites())
-def test_fused_golden(icarus, build, name):
+def test_fused_golden(simulator, name):
     suite = golden_suite("dot", name)
     info = manifest(suite)
     params = fused_params(suite, info)
     assert params["STEPS"] == 1 or name not in REQUIRED_FUSED_SUITES, f"{name}: the RTL suites have a steps field"
-    passed, failed, output = run_tb(icarus, build("tb_fused_dot", FUSED_SOURCES, params), suite, info["count"])
+    passed, failed, output = run_tb(simulator.build("tb_fused_dot", FUSED_SOURCES, params), suite, info["count"])
     assert failed == 0, output
     assert passed == info["count"], output
 
@@ -526,11 +532,11 @@ FUSED_MUTATIONS = ("MUTATE_NO_FUSION", "MUTATE_NO_BYPASS", "MUTATE_CZERO")
 
 @pytest.mark.parametrize("mutation", FUSED_MUTATIONS)
 @pytest.mark.parametrize("name", REQUIRED_FUSED_SUITES)
-def test_fused_mutation_caught(icarus, build, name, mutation):
+def test_fused_mutation_caught(icarus, name, mutation):
     suite = golden_suite("dot", name)
     info = manifest(suite)
-    image = build("tb_fused_dot", FUSED_SOURCES, fused_params(suite, info), (mutation,))
-    passed, failed, output = run_tb(icarus, image, suite, info["count"])
+    image = icarus.build("tb_fused_dot", FUSED_SOURCES, fused_params(suite, info), (mutation,))
+    passed, failed, output = run_tb(image, suite, info["count"])
     assert passed + failed == info["count"], output
     assert failed > 0, f"{mutation} went unnoticed on {name}: the suite lacks vectors that tell it apart\n{output}"
     assert "MISMATCH line" in output, output
@@ -571,7 +577,7 @@ FUSED_CASES = [
 
 
 @pytest.mark.parametrize("case", FUSED_CASES, ids=lambda c: "-".join(map(str, c)))
-def test_fused_parameters_against_reference(icarus, build, tmp_path, case):
+def test_fused_parameters_against_reference(icarus, tmp_path, case):
     k, step, f_bits, bypass, c_zero, rounding = case
     fmt = BlockFormat(f"mxfp8_e4m3_k{k}", get_format("fp8_e4m3"), k, get_format("e8m0"))
     acc = Accumulator(mode="aligned", frac_bits=f_bits, accumulate="fused", step=step, anchor="fixed", bypass=bypass,
@@ -600,5 +606,169 @@ def test_fused_parameters_against_reference(icarus, build, tmp_path, case):
     params = {"N": step, "NSTEP": nstep, "F": f_bits, "USE_BYPASS": int(bypass is not None), "BYPASS": bypass or 0,
               "CZE": c_zero, "RM": RM_CODES[rounding], "STEPS": 1, "MAXN": len(rows),
               "PASS_C": int(acc.zero_product_sum == "pass_c")}
-    passed, failed, output = run_tb(icarus, build("tb_fused_dot", FUSED_SOURCES, params), tmp_path, len(rows))
+    passed, failed, output = run_tb(icarus.build("tb_fused_dot", FUSED_SOURCES, params), tmp_path, len(rows))
+    assert (passed, failed) == (len(rows), 0), output
+
+
+# ------------------------------------------------------------------------------------------------
+# Element encoder and block quantizer: golden suites, and parameters outside them
+# ------------------------------------------------------------------------------------------------
+
+SPECIALS_CODES = {"ieee": 0, "fn": 1, "none": 2}  # mx_elem_encode / mx_block_quant SPECIALS
+ENCODE_SOURCES = ("tb_encode.v", "mx_elem_encode.v")
+QUANT_SOURCES = ("tb_quant.v", "mx_block_quant.v", "mx_elem_encode.v")
+REQUIRED_ENCODE_SUITES = (
+    "fp8_e4m3-rne-saturate", "fp8_e4m3-rtz-saturate", "fp8_e5m2-rne-ieee", "fp4_e2m1-rna-saturate",
+    "fp8_e4m3-rdn-saturate", "fp8_e4m3-rup-saturate", "fp8_e5m2-rup-ieee", "fp8_e5m2-rtz-ieee",
+)
+REQUIRED_QUANT_SUITES = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp4_e2m1")
+
+
+def element_params(element) -> dict | None:
+    """EB, MB, SPECIALS of an element format mx_elem_encode implements (a signed float format with
+    subnormals, the standard bias 2^(EB-1) - 1 and an ieee, fn or none special-value layout), else None."""
+    fmt = get_format(element, kind="element")
+    if fmt.kind != "float" or not fmt.signed or not fmt.subnormals or fmt.specials not in SPECIALS_CODES:
+        return None
+    if fmt.bias != (1 << (fmt.exponent_bits - 1)) - 1 or fmt.width > 8:
+        return None
+    return {"EB": fmt.exponent_bits, "MB": fmt.mantissa_bits, "SPECIALS": SPECIALS_CODES[fmt.specials]}
+
+
+def encode_params(suite: Path, info: dict) -> dict | None:
+    """tb_encode parameters of an encode suite from its manifest's params, or None (not a suite
+    of mx_elem_encode)."""
+    params = info["params"]
+    element = element_params(params["element"])
+    if element is None or params["rounding"] not in RM_CODES or params["overflow"] not in ("saturate", "ieee"):
+        return None
+    fields = info["fields"]
+    assert (fields["x"]["bits"], fields["code"]["bits"]) == (32, 1 + element["EB"] + element["MB"]), suite.name
+    return {**element, "RM": RM_CODES[params["rounding"]], "OVF_IEEE": int(params["overflow"] == "ieee"),
+            "MAXN": info["count"]}
+
+
+def quant_params(suite: Path, info: dict) -> dict | None:
+    """tb_quant parameters of a quantize suite: an E8M0-scaled float format of mx_elem_encode,
+    the default options, no profile; else None."""
+    params = info["params"]
+    options = QuantizeOptions.from_kwargs(**params.get("options", {}))
+    if params.get("profile") is not None or options != QuantizeOptions():
+        return None
+    fmt = block_format(params["block"])  # a catalogue name or a custom block (e.g. mx_e4m3fnuz)
+    element = element_params(fmt.element)
+    if element is None or fmt.scale.name != "e8m0" or fmt.subblocks or fmt.tensor_scale is not None:
+        return None
+    ew, k = 1 + element["EB"] + element["MB"], fmt.block_size
+    widths = {name: info["fields"][name]["bits"] for name in ("x", "scale", "scale_exp", "codes")}
+    assert widths == {"x": 32 * k, "scale": 8, "scale_exp": 16, "codes": ew * k}, f"{suite.name}: {widths}"
+    return {**element, "K": k, "MAXN": info["count"]}
+
+
+def golden_suites_of(kind: str, required: tuple[str, ...], params_of) -> list[str]:
+    """The required suites and every other suite of ``kind`` in golden/ that ``params_of`` accepts."""
+    found = set(required)
+    for path in sorted((GOLDEN / kind).glob("*/manifest.json")) if (GOLDEN / kind).is_dir() else []:
+        if params_of(path.parent, manifest(path.parent)) is not None:
+            found.add(path.parent.name)
+    return sorted(found)
+
+
+@pytest.mark.parametrize("name", golden_suites_of("encode", REQUIRED_ENCODE_SUITES, encode_params))
+def test_encode_golden(simulator, name):
+    suite = golden_suite("encode", name)
+    info = manifest(suite)
+    params = encode_params(suite, info)
+    assert params is not None, f"{name}: not a configuration of mx_elem_encode: {info['params']}"
+    passed, failed, output = run_tb(simulator.build("tb_encode", ENCODE_SOURCES, params), suite, info["count"])
+    assert (passed, failed) == (info["count"], 0), output
+
+
+@pytest.mark.parametrize("name", golden_suites_of("quantize", REQUIRED_QUANT_SUITES, quant_params))
+def test_quant_golden(simulator, name):
+    suite = golden_suite("quantize", name)
+    info = manifest(suite)
+    params = quant_params(suite, info)
+    assert params is not None, f"{name}: not a configuration of mx_block_quant: {info['params']}"
+    passed, failed, output = run_tb(simulator.build("tb_quant", QUANT_SOURCES, params), suite, info["count"])
+    assert (passed, failed) == (info["count"], 0), output
+
+
+def random_fp32(rng: random.Random, low: int, high: int) -> int:
+    """fp32 bits: a third uniform bits, else a value with its exponent in [low, high] (subnormals
+    below -126), a random significand (a third of them near a rounding point of few-bit formats:
+    a run of ones or zeros after the top bits), both signs; now and then +-0, +-Inf, NaN."""
+    pick = rng.randrange(24)
+    if pick == 0:
+        return rng.choice((0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFA00001))
+    if pick < 8:
+        return rng.getrandbits(32)
+    sign = rng.getrandbits(1) << 31
+    exponent = rng.randint(low, high)
+    fraction = rng.getrandbits(23)
+    if rng.random() < 0.35:  # the top 1-5 bits, then a run of ones or zeros, maybe one bit at the end
+        top = rng.randint(1, 5)
+        run = (1 << (23 - top)) - 1 if rng.random() < 0.5 else 0
+        fraction = (fraction >> (23 - top) << (23 - top)) | run ^ (rng.getrandbits(1) << rng.randrange(23 - top))
+    if exponent < -126:  # fp32 subnormal: m * 2^-149
+        return sign | ((1 << 23 | fraction) >> min(-126 - exponent, 24))
+    return sign | (exponent + 127) << 23 | fraction
+
+
+ENCODE_CASES = [
+    # element, rounding, overflow
+    ("fp8_e4m3", "rup", "ieee"),
+    ("fp8_e4m3", "rdn", "saturate"),
+    ("fp8_e4m3", "rna", "ieee"),
+    ("fp8_e5m2", "rtz", "ieee"),
+    ("fp8_e5m2", "rup", "saturate"),
+    ("fp8_e5m2", "rdn", "ieee"),
+    ("fp6_e3m2", "rup", "ieee"),
+    ("fp4_e2m1", "rdn", "ieee"),
+]
+
+
+@pytest.mark.parametrize("case", ENCODE_CASES, ids=lambda c: "-".join(c))
+def test_encode_parameters_against_reference(icarus, tmp_path, case):
+    element, rounding, overflow = case
+    fmt = get_format(element, kind="element")
+    rng = random.Random(f"{case}")
+    emax = int(fmt.max_normal).bit_length() - 1
+    rows = []
+    while len(rows) < 600:
+        x = random_fp32(rng, fmt.emin - fmt.mantissa_bits - 3, emax + 2)
+        if not fmt.has_nan and (x & 0x7FFFFFFF) > 0x7F800000:
+            continue  # a NaN input: the reference refuses it for formats without NaN
+        rows.append({"x": x, "code": encode(fp32_bits(x), fmt, rounding, overflow)})
+    write_suite(tmp_path, [("x", 32), ("code", fmt.width)], rows)
+    params = {**element_params(fmt), "RM": RM_CODES[rounding], "OVF_IEEE": int(overflow == "ieee"), "MAXN": len(rows)}
+    passed, failed, output = run_tb(icarus.build("tb_encode", ENCODE_SOURCES, params), tmp_path, len(rows))
+    assert (passed, failed) == (len(rows), 0), output
+
+
+QUANT_CASES = [("mxfp8_e4m3", 32), ("mxfp8_e5m2", 32), ("mxfp6_e3m2", 32), ("mxfp4_e2m1", 8)]
+
+
+@pytest.mark.parametrize("case", QUANT_CASES, ids=lambda c: "-".join(map(str, c)))
+def test_quant_parameters_against_reference(icarus, tmp_path, case):
+    """Seeded random blocks (K < 32: the reference block padded with zeros, which change nothing):
+    one binade spread per block, from fp32 subnormals to the top of fp32, NaN/Inf now and then."""
+    block, k = case
+    fmt = get_format(block, kind="block")
+    ew = fmt.element.width
+    rng = random.Random(f"{case}")
+    rows = []
+    for _ in range(250):
+        top = rng.randint(-150, 127)
+        low = max(top - rng.choice((1, 3, 12, 40)), -160)
+        xs = [random_fp32(rng, low, top) if rng.random() < 0.97 else rng.getrandbits(32) for _ in range(k)]
+        if rng.random() < 0.7:  # most blocks finite
+            xs = [x if (x & 0x7F800000) != 0x7F800000 else x & 0x807FFFFF for x in xs]
+        result = quantize_block([fp32_bits(x) for x in xs] + [fp32_bits(0)] * (32 - k), block)
+        exponent = -128 if result.scale == 0xFF else result.scale - 127
+        rows.append({"x": pack(xs, 32), "scale": result.scale, "scale_exp": exponent,
+                     "codes": pack(list(result.codes[:k]), ew)})
+    write_suite(tmp_path, [("x", 32 * k), ("scale", 8), ("scale_exp", 16), ("codes", ew * k)], rows)
+    params = {**element_params(fmt.element), "K": k, "MAXN": len(rows)}
+    passed, failed, output = run_tb(icarus.build("tb_quant", QUANT_SOURCES, params), tmp_path, len(rows))
     assert (passed, failed) == (len(rows), 0), output

@@ -58,6 +58,8 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("encode", {"element": "fp8_e4m3", "rounding": "rup"}),
         ("encode", {"element": "fp8_e4m3", "rounding": "rdn"}),
         ("encode", {"element": "fp8_e5m2", "rounding": "rup", "overflow": "ieee"}),
+        # IEEE overflow under rounding toward zero: +-max for both signs, an Inf input stays Inf
+        ("encode", {"element": "fp8_e5m2", "rounding": "rtz", "overflow": "ieee"}),
     ]
     # the FNUZ (AMD CDNA3) and IEEE P3109 layouts of contract section 1, and an MX block of FNUZ elements
     + [(kind, {"element": e}) for kind in ("decode", "encode") for e in _FNUZ_P3109_ELEMENTS]
@@ -82,6 +84,12 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("dot", {"block_a": "mxfp8_e4m3", "accumulator": {"mode": "aligned", "frac_bits": 13, "width": 24}}),
         ("dot", {"block_a": "mxfp8_e4m3", "accumulator": {"mode": "fp32_sequential"}}),
         ("dot", {"block_a": "mxfp8_e5m2", "accumulator": {"mode": "aligned", "frac_bits": 13, "width": 24}}),
+        # the other options rtl/mx_dot.v takes: shift rounding rne with a wrapping register, and a register
+        # of more than 25 significant bits (F = 24, W = 32: only there can the fp32 output rounding carry)
+        ("dot", {"block_a": "mxfp8_e4m3",
+                 "accumulator": {"mode": "aligned", "frac_bits": 8, "width": 14, "shift_rounding": "rne",
+                                 "overflow": "wrap"}}),
+        ("dot", {"block_a": "mxfp8_e4m3", "accumulator": {**_ALIGNED_RTL, "frac_bits": 24, "width": 32}}),
     ]
     # the separate datapath's output rounding in every other mode
     + [("dot", {"block_a": "mxfp8_e4m3", "accumulator": {"output_rounding": mode}, "exhaustive_pairs": False})

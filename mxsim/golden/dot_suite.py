@@ -21,7 +21,7 @@ from ..ref.encode import encode
 from ..ref.exact import Exact
 from ..ref.fused import fused_step_details
 from ..ref.output import storage_format
-from . import accumulator_input, dot_stimulus
+from . import accumulator_input, dot_stimulus, mutation_stimulus
 from .accumulator_classes import block_low, block_rounding_classes, c_classes, element_classes, fused_classes
 from .batch import FloatBits, bit, code_table, compute_each, dyadic_differ, fast_dot_models, pack_items, unpack_items
 from .classes import flag_bits as bit_word
@@ -287,6 +287,7 @@ class DotSuite(Suite):
         blocks of every vector (:meth:`_block_stimulus`); with an accumulator input, each with a C
         and then the directed C vectors (:func:`.accumulator_input.with_c`)."""
         yield from dot_stimulus.structured_rows(self, rng)
+        yield from mutation_stimulus.mutation_rows(self)
         rows = self._block_stimulus(rng, level)
         yield from accumulator_input.with_c(self, rows, rng) if self.has_c else rows
 
@@ -327,7 +328,8 @@ class DotSuite(Suite):
 
     def catalogue_size(self, level: int) -> int:
         directed = accumulator_input.directed_count(self) if self.has_c else 0
-        return dot_stimulus.structured_count(self) + self._block_count(level) + directed
+        structured = dot_stimulus.structured_count(self) + mutation_stimulus.mutation_count(self)
+        return structured + self._block_count(level) + directed
 
     def _block_count(self, level: int) -> int:
         """How many vectors :meth:`_block_stimulus` yields."""

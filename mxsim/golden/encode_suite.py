@@ -55,7 +55,7 @@ class EncodeSuite(Suite):
         values = finite_magnitudes(self.fmt)
         out: list = [Exact(0), Exact(1), Exact.inf(0), Exact.inf(1)]
         if getattr(self.fmt, "has_nan", False):  # elsewhere NaN is a block-level matter
-            out.append(Exact.nan(0))
+            out += [Exact.nan(0), Exact.nan(1)]  # both signs: a NaN's code keeps its sign
         ulp = Fraction(1, 1 << 149)
         for lo, hi in zip(values, values[1:]):
             mid = (lo + hi) / 2

@@ -136,11 +136,13 @@ class QuantizeSuite(Suite):
             yield self._inputs(self._block_values(rng, kind)), "directed"
         for values in self._decision_blocks:
             yield self._inputs(values), "directed"
+        for values in self._low_scale_blocks:
+            yield self._inputs(values), "directed"
         for i in range(100 * level):
             yield self.random_inputs(rng, i), "random"
 
     def catalogue_size(self, level: int) -> int:
-        return len(self._DIRECTED) + len(self._decision_blocks) + 100 * level
+        return len(self._DIRECTED) + len(self._decision_blocks) + len(self._low_scale_blocks) + 100 * level
 
     # structured stimulus (conventions.md 3.3; mxsim.golden.stimulus) --------------------------
     def _anchors(self) -> list[Exact]:
@@ -207,6 +209,23 @@ class QuantizeSuite(Suite):
                     for slot, value in zip(free, dealt + [Exact(1)] * (len(free) - len(dealt))):
                         block[slot] = value
                     blocks.append(block)
+        return blocks
+
+    @cached_property
+    def _low_scale_blocks(self) -> list[list[Exact]]:
+        """E8M0 families: blocks whose shared exponent E = floor(log2 amax) - emax_elem falls 1, 2 and 3
+        below the smallest scale exponent (``scale_min``), so the scale clamps there and the elements
+        (amax * (k - i) / k, alternating signs) round against the clamped scale (conventions.md 2);
+        amax's significand 1 and 1.5. Found missing by the RTL mutation campaign (rtl/mutate.py)."""
+        if self.fmt.scale.name != "e8m0":
+            return []
+        k = self.fmt.block_size
+        emax_elem = floor_log2(finite_magnitudes(self.fmt.element)[-1])
+        blocks = []
+        for below in (1, 2, 3):
+            for significand in (Fraction(1), Fraction(3, 2)):
+                amax = significand * Fraction(2) ** (self.opts.scale_min - below + emax_elem)
+                blocks.append([Exact(i & 1, amax * Fraction(k - i, k)) for i in range(k)])
         return blocks
 
     def random_inputs(self, rng: random.Random, index: int) -> dict:
