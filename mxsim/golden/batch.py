@@ -23,7 +23,7 @@ from .classes import flag_bits
 from .suite import code_sets
 
 __all__ = ["unpack_items", "pack_items", "CodeTable", "code_table", "FloatBits", "bit", "compute_each", "fast_dot_models",
-           "dyadic_differ"]
+           "dyadic_differ", "add_operand_classes"]
 
 
 def fast_dot_models(acc) -> bool:
@@ -149,6 +149,20 @@ class FloatBits:
             (codes & fmt.sign_mask) != 0,
             (magnitude > 0) & (magnitude < (1 << fmt.mantissa_bits)),
         )
+
+
+def add_operand_classes(add, operands) -> None:
+    """The classes each operand of a block pair sets (``scale_nan``; ``scale_min`` / ``scale_max`` of
+    E8M0 scales; ``max``; ``int8_neg2``), through ``add(name, mask)``; ``operands`` holds per operand
+    (block format, scale codes (P,), its element :class:`CodeTable`, element codes (P, k))."""
+    for fmt, scales, table, codes in operands:
+        scale_nan = code_table(fmt.scale).nan[scales]
+        add("scale_nan", scale_nan)
+        if fmt.scale.name == "e8m0":
+            add("scale_min", ~scale_nan & (scales == 0))
+            add("scale_max", ~scale_nan & (scales == 0xFE))
+        add("max", table.max[codes].any(axis=1))
+        add("int8_neg2", table.neg2[codes].any(axis=1))
 
 
 def dyadic_differ(a, a_exponent, b, b_exponent) -> np.ndarray:

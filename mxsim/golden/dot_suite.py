@@ -23,7 +23,9 @@ from ..ref.fused import fused_step_details
 from ..ref.output import storage_format
 from . import accumulator_input, dot_stimulus, mutation_stimulus
 from .accumulator_classes import block_low, block_rounding_classes, c_classes, element_classes, fused_classes
-from .batch import FloatBits, bit, code_table, compute_each, dyadic_differ, fast_dot_models, pack_items, unpack_items
+from .batch import (
+    FloatBits, add_operand_classes, bit, code_table, compute_each, dyadic_differ, fast_dot_models, pack_items, unpack_items,
+)
 from .classes import flag_bits as bit_word
 from .fields import Field
 from .format_spec import block_format, format_param
@@ -615,14 +617,7 @@ class DotSuite(Suite):
         add("cancellation", value.zero & any_finite_product & exact_finite & (r.significand == 0))
         negative = ta.negative[ca] ^ tb.negative[cb]
         add("mixed_signs", (finite_products & negative).any(axis=1) & (finite_products & ~negative).any(axis=1))
-        for fmt, scales, table, codes in ((self.fa, scales_a, ta, ca), (self.fb, scales_b, tb, cb)):
-            scale_nan = code_table(fmt.scale).nan[scales]
-            add("scale_nan", scale_nan)
-            if fmt.scale.name == "e8m0":
-                add("scale_min", ~scale_nan & (scales == 0))
-                add("scale_max", ~scale_nan & (scales == 0xFE))
-            add("max", table.max[codes].any(axis=1))
-            add("int8_neg2", table.neg2[codes].any(axis=1))
+        add_operand_classes(add, ((self.fa, scales_a, ta, ca), (self.fb, scales_b, tb, cb)))
         add("subnormal_product", (finite_products & (ta.subnormal[ca] | tb.subnormal[cb])).any(axis=1))
         add("subnormal_output", value.subnormal)
         add("overflow", value.inf & exact_finite)

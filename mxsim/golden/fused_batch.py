@@ -44,7 +44,7 @@ from ..ref.fused import FusedStep, scale_parts
 from ..ref.output import storage_format
 from ..ref.terms import element_term, frac_bits
 from .accumulator_classes import CANCELLATION_BITS, step_rounding_classes
-from .batch import FloatBits, bit, code_table, compute_each, dyadic_differ, pack_items
+from .batch import FloatBits, add_operand_classes, bit, code_table, compute_each, dyadic_differ, pack_items
 from .classes import flag_bits
 from .suite import decode
 
@@ -115,14 +115,7 @@ def element_flags(fmt_a, fmt_b, scales_a, codes_a, scales_b, codes_b) -> np.ndar
     add("inf_b", tb.inf[codes_b].any(axis=1))
     add("all_zero", ta.zero[codes_a].all(axis=1) & tb.zero[codes_b].all(axis=1))
     add("mixed_signs", (live & negative).any(axis=1) & (live & ~negative).any(axis=1))
-    for fmt, scales, table, codes in ((fmt_a, scales_a, ta, codes_a), (fmt_b, scales_b, tb, codes_b)):
-        scale_nan = code_table(fmt.scale).nan[scales]
-        add("scale_nan", scale_nan)
-        if fmt.scale.name == "e8m0":
-            add("scale_min", ~scale_nan & (scales == 0))
-            add("scale_max", ~scale_nan & (scales == 0xFE))
-        add("max", table.max[codes].any(axis=1))
-        add("int8_neg2", table.neg2[codes].any(axis=1))
+    add_operand_classes(add, ((fmt_a, scales_a, ta, codes_a), (fmt_b, scales_b, tb, codes_b)))
     add("subnormal_product", (live & (ta.subnormal[codes_a] | tb.subnormal[codes_b])).any(axis=1))
     return flags
 

@@ -65,18 +65,25 @@ def is_fp32(q: Fraction) -> bool:
     return fp32_rne(q) == q
 
 
-@lru_cache(maxsize=None)
-def log2_rounds_up_threshold(j: int, bits: int) -> int:
-    """The smallest integer S with S > 2^bits * 2^(-2^-j) (never equal: irrational for j >= 1).
-
-    j square roots of 2 taken in fixed point from below and from above (integers only); the
-    quotient's floor must agree between the two bounds."""
+def _root_of_two_bounds(j: int) -> tuple[int, int]:
+    """(low, high) with low <= 2^(2^-j) * 2^P <= high, P = _PRECISION: j square roots of 2 taken in
+    fixed point from below and from above (integers only)."""
     if j < 1:
         raise ValueError(f"j={j} must be at least 1")
     low = high = 2 << _PRECISION
     for _ in range(j):
         low = isqrt(low << _PRECISION)
         high = isqrt(high << _PRECISION) + 1
+    return low, high
+
+
+@lru_cache(maxsize=None)
+def log2_rounds_up_threshold(j: int, bits: int) -> int:
+    """The smallest integer S with S > 2^bits * 2^(-2^-j) (never equal: irrational for j >= 1).
+
+    j square roots of 2 taken in fixed point from below and from above (integers only); the
+    quotient's floor must agree between the two bounds."""
+    low, high = _root_of_two_bounds(j)
     # 2^(2^-j) * 2^P lies in [low, high]; R = 2^(bits + P) / 2^(2^-j) * 2^-P lies between:
     numerator = 1 << (bits + _PRECISION)
     floor_high, floor_low = numerator // low, numerator // high
@@ -89,12 +96,7 @@ def log2_rounds_down_threshold(j: int, bits: int) -> int:
     """The smallest integer S with S > 2^bits * 2^(2^-j) (never equal: irrational for j >= 1): an
     S * 2^q in (2^bits * 2^q, that) has a log2 within 2^-j above the integer. Bounds as
     :func:`log2_rounds_up_threshold`."""
-    if j < 1:
-        raise ValueError(f"j={j} must be at least 1")
-    low = high = 2 << _PRECISION
-    for _ in range(j):
-        low = isqrt(low << _PRECISION)
-        high = isqrt(high << _PRECISION) + 1
+    low, high = _root_of_two_bounds(j)
     floor_low, floor_high = (low << bits) >> _PRECISION, (high << bits) >> _PRECISION
     if floor_high != floor_low:  # pragma: no cover - 128 bits leave a margin of about 2^-100
         raise ArithmeticError(f"log2_rounds_down_threshold({j}, {bits}) needs more precision")
