@@ -551,7 +551,15 @@ def test_identify_names_brevitas(fmt):
     scales, codes, _, mx = library_oracles.brevitas(module, source, fmt)
     assert mx.all()
     report = identify(source, scales, codes, fmt)
-    assert [c.label for c in report.best] == ["profile brevitas_0_13"] and report.best[0].explained == len(scales)
+    labels = [c.label for c in report.best]
+    assert "profile brevitas_0_13" in labels and report.best[0].explained == len(scales)
+    # a profile named beside it must reproduce Brevitas's blocks too (these blocks cannot tell the two apart:
+    # quark_0_13_floor also floors the float32 log2 on MXFP8)
+    for label in labels:
+        t = mxsim.quantize(source, fmt, profile=label.removeprefix("profile "))
+        assert np.array_equal(np.asarray(t.scales).reshape(-1), np.asarray(scales).reshape(-1)), label
+        assert np.array_equal(np.asarray(t.codes).reshape(len(t.scales.reshape(-1)), -1),
+                              np.asarray(codes).reshape(len(t.scales.reshape(-1)), -1)), label
 
 
 def test_identify_command_line(nc_mx, tmp_path, capsys):
