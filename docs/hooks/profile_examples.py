@@ -184,6 +184,15 @@ EXAMPLES = [
         "quark_0_13", "mxint8", "`[2**-140, 0, …]`", (2.0**-140,),
         "scale 0x00; 0x00 (0)", "scale 0x07; 0x00 (0)", shown=1,
     ),
+    ProfileExample(  # float32 log2(256 - 2^-15) rounds to 8.0: the floor is one binade above the exact rule's
+        "quark_0_13_floor", "mxfp8_e4m3", "`[256 - 2**-15, 1, 0, …]`", (256 - 2.0**-15, 1.0),
+        "scale 0x7E; 0x7E (224), 0x40 (1)", "scale 0x7F; 0x78 (256), 0x38 (1)",
+    ),
+    ProfileExample(  # float32 log2(2^10 (1 + 2^-23)) rounds to 10.0: its ceiling is 10, the exact one 11
+        "quark_0_13_ceil", "mxfp8_e4m3", "`[2**10 + 2**-13, 0, …]`", (2.0**10 + 2.0**-13,),
+        "scale 0x81; 0x78 (1024)", "scale 0x81; 0x78 (1024)", shown=1,
+        variant={"scale_rule": "ceil"}, variant_output="scale 0x82; 0x70 (1024)",
+    ),
 ]
 
 
