@@ -152,13 +152,15 @@ class EncodeSuite(Suite):
     def reachable_classes(self) -> frozenset[str]:
         """The rounding-decision classes of fp32 inputs rounded to the element (conventions.md 3.3):
         every case and both near-ties (fp32 has at least two bits more than any enumerable
-        element); ``subnormal_near_tie`` where the element has subnormals; ``increment`` and
+        element); ``subnormal_near_tie`` where the element has subnormals and a mantissa bit; ``increment`` and
         ``carry`` except under rtz; ``zero_result_sign`` except under rdn (a negative value rounds
         away from zero, to the smallest subnormal). A format with fewer than MIN_CLASS_VECTORS / 2
         intervals has too few distinct inputs of the one-per-interval cases: those are not required."""
         reachable = {"exact", "below_half", "tie", "above_half", "near_tie_top", "near_tie_bottom", "near_tie_below",
                      "truncate", "increment", "carry", "zero_result_sign"}
-        if self._min_normal:
+        if self._min_normal and self.fmt.mantissa_bits >= 1:
+            # without mantissa bits (binary8p1) the band below the smallest normal is the one interval
+            # [0, 2^emin], whose near-ties give 6 distinct inputs (top, bottom, below; both signs)
             reachable.add("subnormal_near_tie")
         if self.rounding == "rtz":
             reachable -= {"increment", "carry"}
