@@ -56,7 +56,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from mxsim.golden.suites import suite_from_spec
+from mxsim.golden.kinds.registry import suite_from_spec
 from mxsim.ref.block import quantize_block
 from mxsim.ref.encode import encode
 from mxsim.ref.exact import Exact
@@ -260,7 +260,7 @@ def main() -> None:
 def preset_runs(count: int, repeat: int, workdir: Path) -> None:
     """``golden generate --count`` of each preset's dot suite: vectors per CPU second (median of
     ``repeat`` generations into fresh directories) and the ratio to blackwell_mxf8f6f4 (the first)."""
-    from mxsim.golden.files import generate
+    from mxsim.golden.storage.files import generate
 
     print(f"golden generate --count {count} of each fused preset's dot suite; medians of {repeat} runs, CPU time")
     print(f"{'suite':64} {'vectors/s':>10} {'x / blackwell_mxf8f6f4':>24}")
@@ -340,7 +340,7 @@ def fused_runs(count: int, repeat: int, workdir: Path) -> None:
 def explain_run(count: int, workdir: Path) -> None:
     """``golden check --explain`` (default budget) of a ``count``-vector blackwell_mxf8f6f4 suite
     against a device computed with one planted option (:data:`EXPLAIN_PLANT`)."""
-    from mxsim.golden import pipeline
+    from mxsim.golden.compute import pipeline
 
     kind, params = FUSED_SUITES["blackwell_mxf8f6f4"]
     suite = suite_from_spec(kind, **params)

@@ -60,19 +60,20 @@ from .options import PRESETS, Accumulator
 from .options.accumulate import presets_text
 from .golden import canonical as golden_canonical
 from .golden import generate_suites, suite_from_spec
-from .golden.crosscheck import ReferenceDisagreement
+from .golden.compute.crosscheck import ReferenceDisagreement
 from .golden import verify as verify_suites
-from .golden import check as golden_check
-from .golden import explain as golden_explain
+from .golden.device import check as golden_check
+from .golden.device import explain as golden_explain
 from .golden import cluster as golden_cluster
-from .golden import merge as golden_merge
-from .golden import files as golden_files
-from .golden import limits, pipeline
-from .golden import stream as golden_stream
-from .golden.files import INDEX, GenerationInterrupted
-from .golden.limits import MAX_ENUMERATED_BITS
-from .golden.params import keys_text, suite_keys
-from .golden.suites import KINDS
+from .golden.storage import merge as golden_merge
+from .golden.storage import files as golden_files
+from .golden.compute import limits
+from .golden.compute import pipeline
+from .golden.storage import stream as golden_stream
+from .golden.storage.files import INDEX, GenerationInterrupted
+from .golden.compute.limits import MAX_ENUMERATED_BITS
+from .golden.kinds.params import keys_text, suite_keys
+from .golden.kinds.registry import KINDS
 from .tensor import quantize
 from .tensor_dot import dot
 
@@ -295,7 +296,7 @@ def _cmd_dequantize(args) -> str:
 
 
 def _cmd_identify(args) -> str:
-    from .golden.identify import identify, identify_lines
+    from .golden.device.identify import identify, identify_lines
 
     source = _load_array(args.source)
     if args.tensor.endswith(".npy"):

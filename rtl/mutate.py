@@ -64,8 +64,8 @@ def uniform_suite(suite_dir: Path, out: Path, seed: int = 0) -> int:
     <kind>/<suite>')``, fields drawn in manifest order, vector after vector) and every output from
     the reference model. An input the reference refuses (a NaN for an element format without NaN)
     is drawn again. Returns the count. Cached: an ``out`` with a matching ``uniform.json`` is kept."""
-    from mxsim.golden.crosscheck import reference_expected
-    from mxsim.golden.suites import suite_from_spec
+    from mxsim.golden.compute.crosscheck import reference_expected
+    from mxsim.golden.kinds.registry import suite_from_spec
 
     manifest = json.loads((suite_dir / "manifest.json").read_text())
     kind, name, count = manifest["kind"], manifest["suite"], manifest["count"]

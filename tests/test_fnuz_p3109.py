@@ -307,8 +307,8 @@ def test_golden_encode_and_decode_suites_match_the_oracles(tmp_path, name):
     decode suites generated to files; every vector's expected output against the oracle."""
     from gfloat import RoundMode, decode_float, encode_float, round_float
 
-    from mxsim.golden.files import generate_suites
-    from mxsim.golden.suites import suite_from_spec
+    from mxsim.golden.storage.files import generate_suites
+    from mxsim.golden.kinds.registry import suite_from_spec
 
     suites = [suite_from_spec("encode", element=name, overflow="ieee"), suite_from_spec("decode", element=name)]
     generate_suites(suites, tmp_path)

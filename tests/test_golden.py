@@ -17,8 +17,8 @@ import pytest
 from mxsim import Accumulator
 from mxsim.cli import main
 from mxsim.golden import CANONICAL_SUITES, generate, generate_canonical, suite_from_spec, verify
-from mxsim.golden.classes import CLASSES, class_names, flag_bits
-from mxsim.golden.fields import Field
+from mxsim.golden.coverage.catalogue import CLASSES, class_names, flag_bits
+from mxsim.golden.kinds.fields import Field
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "golden"
@@ -283,8 +283,8 @@ def _quantize_classes(block: str, values: list[float], **options) -> set:
     and the same from compute_batch (the fast path's flags must agree)."""
     import struct
 
-    from mxsim.golden.batch import bit
-    from mxsim.golden.quantize_suite import QuantizeSuite
+    from mxsim.golden.kinds.batch import bit
+    from mxsim.golden.kinds.quantize import QuantizeSuite
 
     suite = QuantizeSuite(block=block, options=options)
     k = suite.fmt.block_size

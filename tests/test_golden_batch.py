@@ -15,10 +15,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from mxsim.golden.batch import pack_items, unpack_items
-from mxsim.golden.classes import class_names, flag_bits
-from mxsim.golden.suite import fp32_bits, pack_word, unpack_word
-from mxsim.golden.suites import suite_from_spec
+from mxsim.golden.kinds.batch import pack_items, unpack_items
+from mxsim.golden.coverage.catalogue import class_names, flag_bits
+from mxsim.golden.values import fp32_bits, pack_word, unpack_word
+from mxsim.golden.kinds.registry import suite_from_spec
 from mxsim.ref import dot as ref_dot
 from mxsim.ref.block import QuantizedBlock
 from mxsim.ref.exact import Exact
@@ -95,7 +95,7 @@ def _random_block_side(fmt, rng: random.Random, prefix: str, blocks: int) -> dic
 
 
 def _nonfinite(element) -> set:
-    from mxsim.golden.suite import code_sets
+    from mxsim.golden.values import code_sets
 
     sets = code_sets(element)
     return set(sets["nan"] | sets["inf"])
@@ -184,7 +184,7 @@ def test_what_the_fast_path_does_not_model_goes_through_the_reference(kind, para
 
 # the fused units of conventions.md 6.1: the first 300 vectors of their level-2 stimulus (the directed
 # rows: aimed roundings, C distances, zeros, Inf positions) through compute_batch, which takes them
-# on the fast path (mxsim.golden.fused_batch) or hands them to the reference (configurations it does
+# on the fast path (mxsim.golden.kinds.fused_batch) or hands them to the reference (configurations it does
 # not model: steps of 11, INT8 as integers, CDNA3's partial sums and late C join)
 _FNUZ = {"name": "mx_e4m3fnuz", "element": "fp8_e4m3fnuz", "block_size": 32, "scale": "e8m0"}
 FUSED_PRESETS = [

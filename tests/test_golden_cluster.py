@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from mxsim.cli import main
-from mxsim.golden import check as golden_check
+from mxsim.golden.device import check as golden_check
 from mxsim.golden import cluster as golden_cluster
 from mxsim.golden import generate, generate_suites, suite_from_spec, verify
-from mxsim.golden.merge import ShardError, merge
+from mxsim.golden.storage.merge import ShardError, merge
 
-verify_module = importlib.import_module("mxsim.golden.verify")  # mxsim.golden.verify is also the function
+verify_module = importlib.import_module("mxsim.golden.storage.verify")  # mxsim.golden.verify is the function
 
 ROOT = Path(__file__).resolve().parents[1]
 PACK = ("pack", {"block": "mxfp4_e2m1"})  # 108 vectors in the catalogue
@@ -161,7 +161,7 @@ def test_merge_refuses_directories_without_shards(tmp_path, capsys):
 
 # --- Dask: the optional extra ------------------------------------------------------------------
 def test_dask_is_imported_only_for_a_cluster():
-    code = ("import sys, mxsim, mxsim.cli, mxsim.golden.cluster, mxsim.golden.merge; "
+    code = ("import sys, mxsim, mxsim.cli, mxsim.golden.cluster, mxsim.golden.storage.merge; "
             "assert not [m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')], 'imported'")
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
 
@@ -237,7 +237,7 @@ def test_a_local_cluster_verifies_as_one_process(tmp_path, cluster, small_pieces
     good = verify(tmp_path, sample=sample)
     assert good.ok and good == verify(tmp_path, sample=sample, cluster=cluster)
     planted = [5000, 9000]
-    if sample is not None:  # the lines the sample recomputes (the rule of mxsim.golden.verify's docstring)
+    if sample is not None:  # the lines the sample recomputes (the rule of mxsim.golden.storage.verify's docstring)
         drawn = random.Random(f"mxsim-verify:0:decode/{suites[0].name}").sample(range(10000), sample)
         planted = sorted(line for line in drawn if line >= 4096)[:2]
     _plant(decode, "value.hex", planted)

@@ -1,4 +1,4 @@
-"""Fast expected values, trusted (mxsim.golden.crosscheck): generation takes the fast path's values
+"""Fast expected values, trusted (mxsim.golden.compute.crosscheck): generation takes the fast path's values
 only after the reference model agrees on the catalogue and a seeded sample; a planted fast-path
 mistake stops it; the manifest records what the reference checked; generation with the fast path
 and with the reference alone write the same bytes for every suite kind; verify recomputes with the
@@ -11,12 +11,13 @@ import random
 
 import pytest
 
-from mxsim.golden import crosscheck, pipeline
-from mxsim.golden.crosscheck import CrossCheck, ReferenceDisagreement, sample_size
-from mxsim.golden.files import generate
-from mxsim.golden.suite import Suite
-from mxsim.golden.suites import KINDS, suite_from_spec
-from mxsim.golden.verify import verify
+from mxsim.golden.compute import crosscheck
+from mxsim.golden.compute import pipeline
+from mxsim.golden.compute.crosscheck import CrossCheck, ReferenceDisagreement, sample_size
+from mxsim.golden.storage.files import generate
+from mxsim.golden.kinds.suite import Suite
+from mxsim.golden.kinds.registry import KINDS, suite_from_spec
+from mxsim.golden.storage.verify import verify
 
 SMALL = {  # one small suite of every kind
     "decode": {"element": "fp6_e3m2"},
@@ -213,7 +214,7 @@ def test_the_manifest_names_the_path_that_computed_the_values(kind, params, fast
 def test_runs_drawn_at_once_follow_random_inputs_mix(kind, params):
     """random_run (NumPy) and random_inputs (Python's random) draw from the same mix: every corner
     class turns up about as often in 1,536 vectors of each (within 4 percentage points)."""
-    from mxsim.golden.classes import CLASSES
+    from mxsim.golden.coverage.catalogue import CLASSES
 
     suite = suite_from_spec(kind, **params)
     n, names = 1536, [f.name for f in suite.inputs]

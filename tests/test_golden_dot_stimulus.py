@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from mxsim.golden import CANONICAL_SUITES, suite_from_spec
-from mxsim.golden.dot_stimulus import structured_count, structured_rows
-from mxsim.golden.suite import MIN_CLASS_VECTORS
+from mxsim.golden.stimulus.dot import structured_count, structured_rows
+from mxsim.golden.coverage.reach import MIN_CLASS_VECTORS
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "golden"

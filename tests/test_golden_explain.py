@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from mxsim import cli
-from mxsim.golden.check import check
-from mxsim.golden.explain import explain, explain_lines
-from mxsim.golden.files import generate
-from mxsim.golden.suites import suite_from_spec
+from mxsim.golden.device.check import check
+from mxsim.golden.device.explain import explain, explain_lines
+from mxsim.golden.storage.files import generate
+from mxsim.golden.kinds.registry import suite_from_spec
 
 AL = {"mode": "aligned", "frac_bits": 8, "width": 14}
 

@@ -26,10 +26,11 @@ from test_fused_fast import fused_oracle
 
 from mxsim.cli import main
 from mxsim.formats import BlockFormat, get_format
-from mxsim.golden import generate, pipeline, suite_from_spec, verify
-from mxsim.golden import stream as golden_stream
-from mxsim.golden.check import check, report_lines
-from mxsim.golden.classes import class_names
+from mxsim.golden import generate, suite_from_spec, verify
+from mxsim.golden.compute import pipeline
+from mxsim.golden.storage import stream as golden_stream
+from mxsim.golden.device.check import check, report_lines
+from mxsim.golden.coverage.catalogue import class_names
 from mxsim.options.accumulate import Accumulator
 
 ROOT = Path(__file__).resolve().parents[1]

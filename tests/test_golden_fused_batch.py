@@ -1,4 +1,4 @@
-"""Fused dot/dotgeneral suites computed by the fast path (mxsim.golden.fused_batch) give the bytes
+"""Fused dot/dotgeneral suites computed by the fast path (mxsim.golden.kinds.fused_batch) give the bytes
 the reference model gives: the canonical fused suites regenerated both ways, and random vectors
 beyond the catalogue of every fused preset (and some custom fused configurations) computed by
 ``compute_batch`` and by the reference's ``compute`` (an independent code path: Python integers
@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from mxsim.golden import fused_batch, pipeline
+from mxsim.golden.kinds import fused_batch
+from mxsim.golden.compute import pipeline
 from mxsim.golden.canonical import CANONICAL_SUITES
-from mxsim.golden.classes import ORIGIN_MASK, class_names
-from mxsim.golden.crosscheck import reference_expected
-from mxsim.golden.files import generate_suites
-from mxsim.golden.suites import suite_from_spec
+from mxsim.golden.coverage.catalogue import ORIGIN_MASK, class_names
+from mxsim.golden.compute.crosscheck import reference_expected
+from mxsim.golden.storage.files import generate_suites
+from mxsim.golden.kinds.registry import suite_from_spec
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 VECTORS = int(os.environ.get("MXSIM_FUSED_VECTORS", "1000"))

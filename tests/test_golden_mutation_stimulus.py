@@ -1,5 +1,5 @@
 """The directed vectors added for the bug classes the RTL mutation campaign found missing
-(mxsim/golden/mutation_stimulus.py, the encode suite's negative NaN, the quantize suite's clamped
+(mxsim/golden/stimulus/mutation.py, the encode suite's negative NaN, the quantize suite's clamped
 scales): each class is checked on the vectors themselves, with the element values from ml_dtypes
 and the scales and sums in exact Fractions (not from mxsim's reference)."""
 
@@ -12,8 +12,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from mxsim.golden import mutation_stimulus
-from mxsim.golden.suites import suite_from_spec
+from mxsim.golden.stimulus import mutation as mutation_stimulus
+from mxsim.golden.kinds.registry import suite_from_spec
 
 E4M3 = ml_dtypes.float8_e4m3fn
 

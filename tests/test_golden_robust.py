@@ -20,7 +20,7 @@ import pytest
 
 from mxsim.cli import main
 from mxsim.golden import canonical, generate, suite_from_spec
-from mxsim.golden.fields import Field
+from mxsim.golden.kinds.fields import Field
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "golden"
@@ -85,7 +85,7 @@ def test_sixteen_bit_formats_are_still_enumerated(tmp_path):
 
 @pytest.mark.parametrize("limit, value, shown", [("MAX_VECTORS", 100, "132 vectors"), ("MAX_SUITE_BYTES", 1000, "bytes")])
 def test_suites_larger_than_the_limits_are_refused_before_writing(tmp_path, monkeypatch, capsys, limit, value, shown):
-    from mxsim.golden import limits
+    from mxsim.golden.compute import limits
 
     monkeypatch.setattr(limits, limit, value)
     assert _cli_generate(tmp_path, PACK) == 2
@@ -240,8 +240,8 @@ def test_an_unknown_params_key_names_the_kind_and_the_known_keys(tmp_path, capsy
 
 
 def test_the_params_keys_are_listed_in_help_and_docs(capsys):
-    from mxsim.golden.params import keys_markdown, keys_text
-    from mxsim.golden.suites import KINDS
+    from mxsim.golden.kinds.params import keys_markdown, keys_text
+    from mxsim.golden.kinds.registry import KINDS
 
     with pytest.raises(SystemExit) as exit_info:
         main(["golden", "generate", "--help"])
@@ -250,13 +250,14 @@ def test_the_params_keys_are_listed_in_help_and_docs(capsys):
     for line in keys_text(KINDS).splitlines():
         assert line.strip() in " ".join(help_text.split())
     assert "encode: element (required), rounding (default rne), overflow (default saturate)" in keys_text(KINDS)
-    assert keys_markdown(KINDS) in DOCS.read_text(), "docs/golden-vectors.md: paste mxsim.golden.params.keys_markdown(KINDS)"
+    assert keys_markdown(KINDS) in DOCS.read_text(), (
+        "docs/golden-vectors.md: paste mxsim.golden.kinds.params.keys_markdown(KINDS)")
 
 
 def test_every_dict_param_has_its_options_class():
     """The key list is derived from the suite dataclasses; a dict-valued field must name the
     options dataclass its keys come from, so the nested keys cannot drift either."""
-    from mxsim.golden.suites import KINDS
+    from mxsim.golden.kinds.registry import KINDS
 
     for cls in KINDS.values():
         dict_fields = {f.name for f in dataclasses.fields(cls) if f.type in ("dict", dict)}
@@ -284,7 +285,7 @@ def _main_interrupted(argv) -> SystemExit:
 
 
 def test_ctrl_c_during_generation_is_clean(tmp_path, monkeypatch, capsys):
-    from mxsim.golden.suites import PackSuite
+    from mxsim.golden.kinds.registry import PackSuite
 
     monkeypatch.setattr(canonical, "CANONICAL_SUITES", [DECODE, PACK, DECODE6])
     calls = []
@@ -314,7 +315,8 @@ def test_ctrl_c_during_generation_is_clean(tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize("error, code", [(KeyboardInterrupt, 130), (OSError(28, "No space left on device"), 2)])
 def test_a_failure_while_writing_leaves_no_half_written_suite(tmp_path, monkeypatch, capsys, error, code, stage):
     """Fails the third chunk written (files half full), or the third file put in place."""
-    from mxsim.golden import pipeline, writer
+    from mxsim.golden.compute import pipeline
+    from mxsim.golden.storage import writer
 
     monkeypatch.setattr(pipeline, "CHUNK", 10)
     calls = []

@@ -19,12 +19,13 @@ from pathlib import Path
 import pytest
 
 from mxsim.cli import main
-from mxsim.golden import generate, pipeline, suite_from_spec, verify
-from mxsim.golden import stream as golden_stream
-from mxsim.golden.check import check
-from mxsim.golden.classes import CLASSES, class_names, flag_bits
-from mxsim.golden.decode_suite import DecodeSuite
-from mxsim.golden.decompose import layouts, value_text
+from mxsim.golden import generate, suite_from_spec, verify
+from mxsim.golden.compute import pipeline
+from mxsim.golden.storage import stream as golden_stream
+from mxsim.golden.device.check import check
+from mxsim.golden.coverage.catalogue import CLASSES, class_names, flag_bits
+from mxsim.golden.kinds.decode import DecodeSuite
+from mxsim.golden.device.decompose import layouts, value_text
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "golden"
@@ -396,7 +397,7 @@ def test_decomposition_of_codes():
 
 
 def test_fp32_bits_packs_exact_values_as_the_encoder_does():
-    from mxsim.golden.suite import FP32, fp32_bits
+    from mxsim.golden.values import FP32, fp32_bits
     from mxsim.ref.encode import encode
     from mxsim.ref.exact import Exact
 

@@ -1,4 +1,4 @@
-"""Structured stimulus (mxsim.golden.stimulus), the rounding-decision classes and the reachable-class
+"""Structured stimulus (mxsim.golden.stimulus.patterns), the rounding-decision classes and the reachable-class
 check (conventions.md 3.3; issue 20).
 
 Expected values are hand-worked or computed in the test from the contract's definition with
@@ -15,10 +15,11 @@ import pytest
 
 from mxsim.golden import generate
 from mxsim.golden.canonical import canonical_suites
-from mxsim.golden.classes import CLASSES, FLAGS_BITS, flag_bits
-from mxsim.golden.suite import MIN_CLASS_VECTORS, StarvedClassError, fp32_value
-from mxsim.golden.suites import suite_from_spec
-from mxsim.golden.stimulus import (
+from mxsim.golden.coverage.catalogue import CLASSES, FLAGS_BITS, flag_bits
+from mxsim.golden.coverage.reach import MIN_CLASS_VECTORS, StarvedClassError
+from mxsim.golden.values import fp32_value
+from mxsim.golden.kinds.registry import suite_from_spec
+from mxsim.golden.stimulus.patterns import (
     CASES, accumulator_values, exponent_boundaries, fp32_step, grid_intervals, pattern_values, rounding_cases, significand_patterns,
 )
 from mxsim.formats import get_format
@@ -274,7 +275,7 @@ def test_every_canonical_suite_reaches_every_reachable_class():
 def test_generation_fails_on_a_starved_class(tmp_path):
     suite = suite_from_spec("decode", element="fp4_e2m1")  # 16 codes: no rounding at all
     suite.reachable_classes = lambda: frozenset({"tie", "max"})
-    with pytest.raises(StarvedClassError, match=r"decode/fp4_e2m1: .*tie: 0.*at least 8 \(mxsim.golden.suite."
+    with pytest.raises(StarvedClassError, match=r"decode/fp4_e2m1: .*tie: 0.*at least 8 \(mxsim.golden.coverage.reach."
                                                 r"MIN_CLASS_VECTORS\)"):
         generate(suite, tmp_path / "g")
     assert not (tmp_path / "g" / "decode" / "fp4_e2m1").exists()  # nothing of it left

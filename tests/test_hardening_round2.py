@@ -18,7 +18,7 @@ import pytest
 
 import mxsim
 from mxsim import cli, fileformat, reading
-from mxsim.golden import files as golden_files
+from mxsim.golden.storage import files as golden_files
 
 # =================================================================================================
 # helpers
@@ -199,7 +199,7 @@ class _Endless(io.RawIOBase):
 
 
 def test_item5_an_endless_stream_after_the_suite_stops_at_the_first_extra_line(decode_suite):
-    from mxsim.golden.check import check
+    from mxsim.golden.device.check import check
 
     lines = _stream_lines(decode_suite)
     source = _Endless(b"".join(lines), lines[0])
@@ -211,7 +211,7 @@ def test_item5_an_endless_stream_after_the_suite_stops_at_the_first_extra_line(d
 
 
 def test_item5_dev_zero_on_stdin_is_refused_at_once(decode_suite):
-    from mxsim.golden.check import CheckError, check
+    from mxsim.golden.device.check import CheckError, check
 
     source = _Endless(b"", b"\0")
     with pytest.raises(CheckError, match="stdin: line 1: more than 65536 bytes without a line end"):
@@ -220,7 +220,7 @@ def test_item5_dev_zero_on_stdin_is_refused_at_once(decode_suite):
 
 
 def test_item5_endless_comment_lines_are_refused(decode_suite):
-    from mxsim.golden.check import CheckError, check
+    from mxsim.golden.device.check import CheckError, check
 
     source = _Endless(b"", b"# hello\n")
     with pytest.raises(CheckError, match="more than 1000 comment lines"):
@@ -237,7 +237,7 @@ def test_item5_explain_keeps_no_more_of_stdin_than_the_suite_takes(decode_suite,
 
 
 def test_item5_a_results_file_with_a_long_tail_is_not_read_to_its_end(decode_suite, tmp_path, monkeypatch):
-    from mxsim.golden import check as golden_check
+    from mxsim.golden.device import check as golden_check
 
     dut = tmp_path / "dut"
     dut.mkdir()
@@ -366,7 +366,7 @@ def test_item1_a_coverage_that_does_not_match_the_flags_is_caught(tmp_path, caps
 
 
 def test_item1_merge_refuses_a_shard_whose_coverage_does_not_match_its_flags(tmp_path, capsys):
-    from mxsim.golden.merge import ShardError, merge
+    from mxsim.golden.storage.merge import ShardError, merge
 
     root = tmp_path / "shards"
     for index in range(2):
@@ -479,7 +479,9 @@ BIG_BLOCK = '{"block": {"name": "k1024", "element": "fp8_e4m3", "block_size": 10
 
 
 def test_item8_generate_verify_and_check_work_on_chunks_of_bounded_bytes(tmp_path, monkeypatch, capsys):
-    from mxsim.golden import columns, limits, pipeline
+    from mxsim.golden.storage import columns
+    from mxsim.golden.compute import limits
+    from mxsim.golden.compute import pipeline
 
     reference = _generate(tmp_path / "one", "quantize", BIG_BLOCK, "--count", 14)  # default chunking
     # a line: x (1024 fp32: 8 hex digits each), codes (1024 x 2 digits), scale, scale_exp, flags, newlines
@@ -536,7 +538,7 @@ def test_item14_a_field_named_twice_is_refused(tmp_path, capsys):
 
 
 def test_item14_a_full_disk_names_the_suite_and_its_directory(tmp_path, monkeypatch, capsys):
-    from mxsim.golden import writer
+    from mxsim.golden.storage import writer
 
     def full(self, chunk):
         raise OSError(28, "No space left on device")
@@ -553,7 +555,7 @@ def test_item14_a_task_run_again_does_not_touch_the_first_attempts_shard(tmp_pat
     """A worker died after its task wrote the shard; the task ran again elsewhere and failed: the
     first attempt's shard must stay (it was removed, and the client blamed the file system)."""
     from mxsim.golden import cluster as golden_cluster
-    from mxsim.golden import writer
+    from mxsim.golden.storage import writer
 
     staging = tmp_path / "staging"
     staging.mkdir()
@@ -717,8 +719,8 @@ def test_item17_dot_names_the_preset_and_errors_name_flags(tmp_path, capsys):
 
 
 def test_item17_a_planted_device_without_changes_is_the_suite(tmp_path, capsys):
-    from mxsim.golden.check import check
-    from mxsim.golden.device import plant_device
+    from mxsim.golden.device.check import check
+    from mxsim.golden.device.simulate import plant_device
 
     suite = _generate(tmp_path / "g", "quantize", '{"block": "mxfp8_e4m3"}', "--count", 300)
     same = plant_device(suite, tmp_path / "same")

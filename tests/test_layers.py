@@ -101,3 +101,40 @@ def test_the_reference_imports_nothing_above_it(module):
 def test_the_checker_sees_a_planted_cycle():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+GOLDEN_LAYERS = ("values", "coverage", "stimulus", "kinds", "compute", "storage", "device")
+"""mxsim.golden's subpackages in the order the data flows (its package docstring); on top of them the
+modules that drive them all (canonical, cluster) and the package's __init__."""
+GOLDEN_ON_TOP = ("canonical", "cluster")
+
+
+def _golden_layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["mxsim", "golden"] and len(parts) > 2 else None
+
+
+def test_golden_has_only_its_layers_and_the_modules_on_top():
+    top = {_golden_layer(m) for m in GRAPH if _golden_layer(m)}
+    assert top == set(GOLDEN_LAYERS) | set(GOLDEN_ON_TOP), (
+        f"mxsim/golden/ holds {sorted(top - set(GOLDEN_LAYERS) - set(GOLDEN_ON_TOP))} beside its layers "
+        f"{GOLDEN_LAYERS} and {GOLDEN_ON_TOP}: put each module in the layer of what it does")
+
+
+def _imports_from_later_layers(module: str, targets: set[str]) -> list[str]:
+    rank = GOLDEN_LAYERS.index(_golden_layer(module))
+    return sorted(t for t in targets if t == "mxsim.golden"
+                  or _golden_layer(t) in GOLDEN_ON_TOP or _golden_layer(t) in GOLDEN_LAYERS[rank + 1:])
+
+
+@pytest.mark.parametrize("module", sorted(m for m in GRAPH if _golden_layer(m) in GOLDEN_LAYERS))
+def test_each_golden_layer_imports_only_the_layers_before_it(module):
+    later = _imports_from_later_layers(module, GRAPH[module])
+    assert not later, f"{module} imports {later}, which come after its layer in {GOLDEN_LAYERS}"
+
+
+def test_the_layer_rule_sees_a_planted_upward_import():
+    targets = {"mxsim.golden.device.check", "mxsim.golden.cluster", "mxsim.golden.values", "mxsim.ref.dot"}
+    assert _imports_from_later_layers("mxsim.golden.values", targets) == [
+        "mxsim.golden.cluster", "mxsim.golden.device.check"]
+    assert _imports_from_later_layers("mxsim.golden.device.check", targets) == ["mxsim.golden.cluster"]

@@ -503,7 +503,7 @@ def _identify_source(seed: int) -> np.ndarray:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_identify_names_microxcaling(nc_mx, mode):
-    from mxsim.golden.identify import identify, identify_lines
+    from mxsim.golden.device.identify import identify, identify_lines
 
     source = _identify_source(1)
     scales, codes, _ = library_oracles.microxcaling(nc_mx, source, "mxfp4_e2m1", mode)
@@ -515,7 +515,7 @@ def test_identify_names_microxcaling(nc_mx, mode):
 
 @pytest.mark.parametrize("fmt", list(library_oracles.CT_PRESETS))
 def test_identify_names_compressed_tensors(ct, fmt):
-    from mxsim.golden.identify import identify
+    from mxsim.golden.device.identify import identify
 
     source = _identify_source(4)
     source[5] = -0.0  # an all -0 block
@@ -529,7 +529,7 @@ def test_identify_names_compressed_tensors(ct, fmt):
 
 @pytest.mark.parametrize("fmt", ["mxfp4_e2m1", "mxint8"])
 def test_identify_names_quark(quark, fmt):
-    from mxsim.golden.identify import identify
+    from mxsim.golden.device.identify import identify
 
     source = _identify_source(5)
     source[7] = 0.0  # an all-zero block (amax read as 2^-126)
@@ -542,7 +542,7 @@ def test_identify_names_quark(quark, fmt):
 
 @pytest.mark.parametrize("fmt", ["mxfp8_e4m3", "mxint8"])
 def test_identify_names_brevitas(fmt):
-    from mxsim.golden.identify import identify
+    from mxsim.golden.device.identify import identify
 
     module = library_oracles.brevitas_quantizer(fmt)
     if module is None:

@@ -84,7 +84,7 @@ def test_apply_refuses_ambiguous_text(tmp_path):
 def test_uniform_suite_matches_golden_fields(tmp_path):
     """A uniform random encode suite: the golden suite's count and field widths, inputs spread over
     all 32 bits (not the suite's narrow exponent range), codes the reference's."""
-    from mxsim.golden.suite import fp32_value
+    from mxsim.golden.values import fp32_value
     from mxsim.ref.encode import encode
 
     source = GOLDEN / "encode" / "fp8_e4m3-rne-saturate"

@@ -515,7 +515,7 @@ def test_cli_quantize_takes_the_options_and_bit_patterns(tmp_path):
 
 # --- the golden quantize suite ---------------------------------------------------------------------
 def test_golden_quantize_suite_reports_int8_exponents():
-    from mxsim.golden.quantize_suite import QuantizeSuite
+    from mxsim.golden.kinds.quantize import QuantizeSuite
 
     suite = QuantizeSuite(block="mxfp8_e5m2", options=IDMA)
     assert suite.name == "mxfp8_e5m2-" + "-".join(f"{k}={v}" for k, v in sorted(IDMA.items()))

@@ -45,7 +45,7 @@ def test_the_layout_table_names_every_module():
 def test_the_layout_summaries_are_the_docstrings():
     """A summary is the first sentence of the module's docstring, as written there."""
     layout = _layout_module()
-    assert layout.summary(Path("mxsim/golden/limits.py")) == ("How large a golden suite may be, checked before "
+    assert layout.summary(Path("mxsim/golden/compute/limits.py")) == ("How large a golden suite may be, checked before "
                                                               "anything is allocated or written")
     assert layout.summary(Path("mxsim/ref/dequant.py")).startswith("Reference dequantization to an output float type "
                                                                    "(contract section 3.1)")

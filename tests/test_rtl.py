@@ -44,7 +44,7 @@ from pathlib import Path
 import pytest
 
 from mxsim.formats import BlockFormat, get_format
-from mxsim.golden.format_spec import block_format
+from mxsim.golden.kinds.format_spec import block_format
 from mxsim.options.accumulate import Accumulator
 from mxsim.options import DequantizeOptions, QuantizeOptions
 from mxsim.ref.block import QuantizedBlock, quantize_block

@@ -5,22 +5,31 @@ hex, one vector per line, all files aligned by line) and a ``manifest.json`` tha
 format, every contract option, the field layout, seed, level, mxsim version, vector count,
 coverage per corner class and the SHA-256 of every file.
 
-* :mod:`.fields`: the hex encoding of one field;
-* :mod:`.classes`: the catalogue of corner classes (the ``flags`` field);
-* :mod:`.suites`: what each kind of suite holds, how its stimulus is chosen, and how its expected
-  values are computed (always with the integer-only reference model);
-* :mod:`.params`: the parameters each kind takes (derived from the suite classes);
-* :mod:`.limits`: how large a suite may be (checked before anything is allocated);
-* :mod:`.files`: writing suites (atomically, optionally as shards; the root's ``index.json``)
-  and verifying them;
-* :mod:`.merge`: the shards of ``--shard I/N`` (a job array) merged into whole suites;
-* :mod:`.cluster`: generate, verify and check on Dask distributed (the extra ``mxsim[dist]``);
-* :mod:`.canonical`: the suite collection committed under ``golden/``.
+The subpackages are layers in the order the data flows; each imports only from those before it
+(tests/test_layers.py checks it):
+
+1. :mod:`.values`: what every layer shares: the memoized reference decoder, fp32 bits, the codes
+   of a format by what they hold, block words;
+2. :mod:`.coverage`: the corner classes each vector sets in its ``flags``, and what a suite must
+   reach (:data:`~.coverage.reach.MIN_CLASS_VECTORS` vectors in each reachable class);
+3. :mod:`.stimulus`: what the vectors draw (contract section 3.3): significand patterns,
+   exponent boundaries, the values next to every rounding point, aimed accumulators, then random;
+4. :mod:`.kinds`: the suite kinds (decode, encode, quantize, dequantize, pack, dot, dotgeneral),
+   their parameters and fields, and how each computes its expected values;
+5. :mod:`.compute`: expected values at scale: the vector stream a chunk at a time, the reference
+   model's cross-check of the fast path, size limits;
+6. :mod:`.storage`: suites on disk: writing (atomically, optionally as shards), verifying, merging
+   shards, streaming lines to a testbench;
+7. :mod:`.device`: a device's results against a suite: checking, explaining mismatches by the
+   configuration that reproduces them, decomposing vectors, identifying a quantizer.
+
+On top of them: :mod:`.canonical`, the collection committed under ``golden/``, and :mod:`.cluster`,
+generate, verify and check on Dask distributed (the extra ``mxsim[dist]``).
 """
 
 from .canonical import CANONICAL_SUITES, generate_canonical
-from .files import generate, generate_suites
-from .verify import verify
-from .suites import suite_from_spec
+from .storage.files import generate, generate_suites
+from .storage.verify import verify
+from .kinds.registry import suite_from_spec
 
 __all__ = ["generate", "generate_suites", "verify", "suite_from_spec", "CANONICAL_SUITES", "generate_canonical"]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ..options.dequantize import IDMA_DEQUANTIZE
 from ..options.profiles import PROFILES
-from .files import generate_suites
-from .suites import suite_from_spec
+from .storage.files import generate_suites
+from .kinds.registry import suite_from_spec
 
 __all__ = ["CANONICAL_SUITES", "canonical_suites", "generate_canonical"]
 

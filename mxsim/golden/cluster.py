@@ -7,7 +7,7 @@ process:
 * **generate**: each task writes one shard (:func:`.files.write_suite`, lines
   [i*T//n, (i+1)*T//n)) into a staging directory ``.mxsim-shards-<random>`` inside the output
   root; the client merges each suite's shards into place as soon as they are all written
-  (:mod:`.merge`: sizes and SHA-256 checked, temporary files renamed, the manifest last, so a
+  (:mod:`.storage.merge`: sizes and SHA-256 checked, temporary files renamed, the manifest last, so a
   suite is there whole or not at all) and removes them. The workers must see the output root at
   the same path (a shared file system; a local cluster always does);
 * **verify**: the client checks the tree, the index and every file's hash, line count and
@@ -47,9 +47,10 @@ from typing import Iterator
 
 from tqdm import tqdm
 
-from . import files, merge, pipeline
-from .files import GenerationInterrupted
-from .suites import suite_from_spec
+from .compute import pipeline
+from .kinds.registry import suite_from_spec
+from .storage import files, merge
+from .storage.files import GenerationInterrupted
 
 __all__ = ["Cluster", "ClusterError", "MissingExtra", "open_cluster", "generate_suites", "generate_piece",
            "GENERATE_VECTORS"]

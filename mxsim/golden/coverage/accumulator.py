@@ -1,0 +1,177 @@
+"""Corner classes of dot suites with an accumulator input C or fused steps (contract section 4.1),
+computed from each vector's content and the reference model's view of every step
+(:func:`mxsim.ref.fused.fused_step_details`); the catalogue is :mod:`mxsim.golden.coverage.catalogue`."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ...ref import dot as ref_dot
+from ...ref.encode import encode
+from ...ref.exact import Exact
+from ...ref.output import output_format, storage_format
+from .output_rounding import output_rounding_classes
+from ..values import code_sets, decode, is_subnormal_code
+
+__all__ = ["CANCELLATION_BITS", "c_classes", "element_classes", "block_low", "block_rounding_classes", "fused_classes",
+           "step_low", "step_rounding_classes"]
+
+CANCELLATION_BITS = 8  # c_cancellation: |C + products| <= 2^-8 |C|
+
+
+def element_classes(a, b, fmt_a, fmt_b, products=None) -> set:
+    """The classes of one block pair's inputs: NaN/Inf elements, an all-zero pair, products of both
+    signs, scale codes at the edges or NaN, largest elements, MXINT8 -2, subnormal products.
+    ``products``: the pair's :func:`mxsim.ref.dot.block_products` if the caller has them (else
+    computed here). Element classes come from the per-code sets of :func:`..values.code_sets`."""
+    classes = set()
+    sets_a, sets_b = code_sets(fmt_a.element), code_sets(fmt_b.element)
+    if products is None:
+        products = ref_dot.block_products(a.codes, a.subscales, fmt_a, b.codes, b.subscales, fmt_b)
+    # (code a, code b, sign) of the products of two finite nonzero elements: kind finite, Ma * Mb > 0
+    live = [(ca, cb, sign) for ca, cb, (sign, magnitude, _, kind) in zip(a.codes, b.codes, products)
+            if kind == "finite" and magnitude]
+    for name in ("nan", "inf"):
+        if not (sets_a[name].isdisjoint(a.codes) and sets_b[name].isdisjoint(b.codes)):
+            classes.add(name)
+    for side, sets, block in (("a", sets_a, a), ("b", sets_b, b)):
+        if not sets["inf"].isdisjoint(block.codes):
+            classes.add(f"inf_{side}")  # element Inf per operand (contract 3.3 (5))
+    if sets_a["zero"].issuperset(a.codes) and sets_b["zero"].issuperset(b.codes):
+        classes.add("all_zero")
+    if len({sign for _, _, sign in live}) == 2:
+        classes.add("mixed_signs")
+    for fmt, block, sets in ((fmt_a, a, sets_a), (fmt_b, b, sets_b)):
+        if block.scale in code_sets(fmt.scale)["nan"]:
+            classes.add("scale_nan")
+        elif fmt.scale.name == "e8m0" and block.scale in (0, 0xFE):
+            classes.add("scale_min" if block.scale == 0 else "scale_max")
+        if not sets["max"].isdisjoint(block.codes):
+            classes.add("max")
+        if not sets["neg2"].isdisjoint(block.codes):
+            classes.add("int8_neg2")
+    codes_a, codes_b, _ = zip(*live) if live else ((), (), ())
+    if not (sets_a["subnormal"].isdisjoint(codes_a) and sets_b["subnormal"].isdisjoint(codes_b)):
+        classes.add("subnormal_product")
+    return classes
+
+
+def _cancels(c: Exact, products: Fraction) -> bool:
+    """C nonzero and finite, products nonzero, and |C + products| <= 2^-CANCELLATION_BITS |C|."""
+    if not (c.is_finite and c.magnitude and products):
+        return False
+    return abs(c.value + products) * 2**CANCELLATION_BITS <= c.magnitude
+
+
+def c_classes(c: Exact, exact: Exact | None) -> set:
+    """Classes of the input C against the exact value it is added to (``exact``: the products'
+    sum, None if it is not finite): c_nan, inf, c_cancellation."""
+    classes = set()
+    if c.is_nan:
+        classes.add("c_nan")
+    if c.is_inf:
+        classes.add("inf")
+    if exact is not None and exact.is_finite and _cancels(c, exact.value):
+        classes.add("c_cancellation")
+    return classes
+
+
+def _overflows(total: Fraction, accumulator) -> bool:
+    """Whether rounding ``total`` to the output with unbounded exponent passes its largest value."""
+    try:
+        encode(Exact(int(total < 0), abs(total)), output_format(accumulator), accumulator.output_rounding, "error")
+    except OverflowError:
+        return True
+    return False
+
+
+TWO = Fraction(2)
+C_FRACTION_BITS = 23  # C is fp32: its LSB weighs 2^(e_C - 23)
+
+
+def step_low(step) -> int | None:
+    """The exponent of the lowest bit position a fused step's adder holds (the ``low`` of
+    :mod:`.output_rounding`): anchor='max' cuts every term, C included, to the grid
+    2^grid; anchor='fixed' keeps the products on 2^grid and C exactly, so its LSB 2^(e_C - 23)
+    counts when C is nonzero. None for a step decided outside the adder (special, bypass)."""
+    if step.special or step.bypass or step.grid is None:
+        return None
+    if step.anchor is None and step.c.magnitude:
+        return min(step.grid, step.c_exponent - C_FRACTION_BITS)
+    return step.grid
+
+
+def step_rounding_classes(step, d, accumulator) -> set:
+    """The decision classes (:func:`.output_rounding_classes.output_rounding_classes`) of one
+    fused step's output rounding: its exact sum ``step.total`` against the output format, ``d``
+    the decoded D. A bypassed or special step, an overflow and a zero sum have none."""
+    if step.total is None or not step.total or not d.is_finite:
+        return set()
+    if _overflows(step.total, accumulator):
+        return set()
+    return output_rounding_classes(abs(step.total), step.total < 0, step_low(step), output_format(accumulator),
+                                   d.magnitude)
+
+
+def block_low(lsb_exponent: int, scale_a: int, scale_b: int, fmt_a, fmt_b, tensor_scales: bool) -> int | None:
+    """The exponent of the lowest bit of a separate block Dot's value (the ``low`` of
+    :mod:`.output_rounding`): the register's LSB 2^lsb_exponent times the scales
+    2^(XA + XB) when both scales are E8M0 (non-NaN) and no tensor scale multiplies in; None
+    otherwise (a scale with a significand puts no bit at a fixed position)."""
+    if tensor_scales or fmt_a.scale.name != "e8m0" or fmt_b.scale.name != "e8m0" or 0xFF in (scale_a, scale_b):
+        return None
+    return lsb_exponent + scale_a + scale_b - 254
+
+
+def block_rounding_classes(exact: Exact, code: int, low: int | None, accumulator) -> set:
+    """The rounding classes of a separate block Dot's output rounding: its exact value ``exact``
+    (before rounding; a finite nonzero one has classes) rounded to ``code``. ``fp32_sequential``
+    rounds at every addition, not once: none. An overflow has none."""
+    if accumulator.mode == "fp32_sequential" or not exact.is_finite or not exact.magnitude:
+        return set()
+    result = decode(code, storage_format(accumulator))
+    if not result.is_finite or _overflows(exact.value, accumulator):
+        return set()
+    return output_rounding_classes(exact.magnitude, bool(exact.sign), low, output_format(accumulator), result.magnitude)
+
+
+def fused_classes(details, accumulator) -> set:
+    """Classes of the fused steps of one vector (every step's :class:`~mxsim.ref.fused.FusedStep`):
+    C's classes, NaN/Inf/zero/subnormal results, overflow and saturation, cancellation, and the
+    bits the grid cut (shift_inexact)."""
+    classes = c_classes(details[0].c, None) if details else set()
+    storage = storage_format(accumulator)
+    for step in details:
+        d = decode(step.code, storage)
+        if step.special:
+            classes.add("nan" if d.is_nan else "inf")
+            continue
+        if d.is_inf:
+            classes.add("inf")
+        c = step.c
+        if step.nonzero and _cancels(c, step.products):
+            classes.add("c_cancellation")
+        if step.nonzero and step.products == 0:
+            classes.add("cancellation")
+        if step.cut_products != step.products:
+            classes.add("shift_inexact")
+        c_lost = step.bypass or (step.anchor == step.c_exponent and step.cut_products != step.products)
+        if step.nonzero and c_lost:
+            if c.magnitude and (step.bypass or step.cut_products == 0):
+                classes.add("c_bypass")
+            elif not c.magnitude:
+                classes.add("c_zero_tiny")
+        if step.total is not None and _overflows(step.total, accumulator):
+            classes.add("overflow")
+            if d.is_finite:
+                classes.add("saturation")
+        if d.is_finite and is_subnormal_code(step.code, storage):
+            classes.add("subnormal_output")
+        classes |= step_rounding_classes(step, d, accumulator)
+        if step.nonzero and c.is_finite and c.magnitude and step.grid is not None and c.magnitude < TWO**step.grid:
+            classes.add("c_below_window")
+    if details:
+        last = decode(details[-1].code, storage)
+        if last.is_zero:
+            classes.add("negative_zero" if last.sign else "zero")
+    return classes

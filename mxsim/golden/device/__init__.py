@@ -1,0 +1,1 @@
+"""A device's results against a suite: checking, explaining mismatches, decomposing vectors."""

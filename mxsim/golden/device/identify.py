@@ -1,0 +1,171 @@
+"""Identify the quantizer that made an MX tensor from its source (``mxsim identify``).
+
+Given the source values and a quantized tensor (scale bytes and element codes, blocks along the
+last axis of the codes, as :class:`mxsim.MXTensor` holds them), :func:`identify` quantizes the
+source under candidate configurations and counts, for each, the blocks whose scale byte and
+element codes it reproduces (codes of blocks whose scale is the NaN code 0xFF are not compared:
+libraries write anything there). The candidates are those of ``check --explain``
+(:mod:`.explain`): first mxsim's defaults and every block profile that has the format; then, if
+none explains every block, every single option change (each allowed value of each
+:class:`mxsim.QuantizeOptions` option, :func:`.explain._values`) on top of the defaults and of the
+best profile. A candidate the options layer refuses for the format, or whose quantize raises on
+this source (a profile that has no MX encoding for some block, float32-only arithmetic given
+float64 values), is listed with its error and explains nothing. Ranked by blocks explained, then
+fewer changes (profiles and option changes count one each); profiles that give the same result
+(aliases) tie and are all named.
+
+The search stops between candidates when ``budget`` seconds are spent.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...options import QuantizeOptions
+from ...options.profiles import PROFILES
+from ...options.spec import options_of
+from .explain import _values
+
+__all__ = ["Candidate", "IdentifyReport", "identify", "identify_lines"]
+
+
+@dataclass
+class Candidate:
+    """One configuration tried: ``profile`` (or None for the defaults), the option ``changes`` on
+    top of it, the blocks it ``explained`` of ``blocks``, or the ``error`` that stopped it."""
+
+    profile: str | None
+    changes: dict
+    explained: int = 0
+    blocks: int = 0
+    error: str | None = None
+
+    @property
+    def label(self) -> str:
+        parts = [f"profile {self.profile}" if self.profile else "defaults"]
+        parts += [f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in self.changes.items()]
+        return " + ".join(parts)
+
+    @property
+    def share(self) -> float:
+        return self.explained / self.blocks if self.blocks else 0.0
+
+    def score(self) -> tuple:
+        return (-self.explained, (self.profile is not None) + len(self.changes))
+
+
+@dataclass
+class IdentifyReport:
+    """Every candidate tried (best first), the number of blocks, and what the budget left out."""
+
+    blocks: int
+    results: list = field(default_factory=list)
+    not_tried: int = 0
+
+    @property
+    def best(self) -> list:
+        """The candidates that explain the most blocks with the fewest changes (aliases tie)."""
+        if not self.results or self.results[0].explained == 0:
+            return []
+        top = self.results[0].score()
+        return [r for r in self.results if r.score() == top]
+
+
+def _evaluate(source, scales, codes, fmt, axis, candidate: Candidate) -> Candidate:
+    from ...tensor import quantize  # the tensor layer (blocks, padding, axis) above the golden package's own
+
+    try:
+        t = quantize(source, fmt, axis, profile=candidate.profile, **candidate.changes)
+    except ValueError as err:
+        candidate.error = str(err).split("\n")[0]
+        return candidate
+    got_scales = np.asarray(t.scales).reshape(-1)
+    got_codes = np.asarray(t.codes).reshape(len(got_scales), -1)
+    same = (got_scales == scales) & (np.all(got_codes == codes, axis=1) | (scales == 0xFF))
+    candidate.explained = int(same.sum())
+    return candidate
+
+
+def _changes(base: QuantizeOptions) -> list[dict]:
+    """Every single option change of ``base`` (see :func:`.explain._values`)."""
+    out = []
+    for definition in options_of(QuantizeOptions):
+        if not definition.cli:
+            continue
+        for value in _values(definition, getattr(base, definition.name)):
+            out.append({definition.name: value})
+    return out
+
+
+def identify(source, scales, codes, fmt, axis: int = -1, budget: float = 60.0) -> IdentifyReport:
+    """Which profile and options reproduce ``scales`` / ``codes`` from ``source`` (see the module
+    docstring). ``scales``: one scale byte per block, ``codes`` the element codes with the blocks
+    along their last axis, as :func:`mxsim.quantize` of ``source`` along ``axis`` lays them out
+    (ValueError if their number of blocks differs)."""
+    from ...formats import get_format
+
+    fmt = get_format(fmt, kind="block")
+    scales = np.asarray(scales).reshape(-1).astype(np.int64)
+    codes = np.asarray(codes).reshape(len(scales), -1).astype(np.int64) if np.asarray(codes).size else None
+    if codes is None or codes.shape[1] != fmt.block_size:
+        raise ValueError(
+            f"codes hold {np.asarray(codes).size} element codes for {len(scales)} scales; expected "
+            f"{fmt.block_size} per scale ({fmt.name})"
+        )
+    _check_blocks(source, fmt, axis, len(scales))
+    deadline = time.monotonic() + budget
+    report = IdentifyReport(blocks=len(scales))
+    queue = [Candidate(None, {})] + [
+        Candidate(name, {}) for name, p in PROFILES.items() if p.kind == "block" and fmt.name in p.formats
+    ]
+    first_round = len(queue)
+    tried = []
+    while queue:
+        if time.monotonic() > deadline:
+            report.not_tried = len(queue)
+            break
+        candidate = queue.pop(0)
+        candidate.blocks = len(scales)
+        tried.append(_evaluate(source, scales, codes, fmt, axis, candidate))
+        if len(tried) == first_round and max(c.explained for c in tried) < len(scales):
+            profiles = [c for c in tried if c.profile and not c.error]
+            bases = [None] + ([min(profiles, key=Candidate.score).profile] if profiles else [])
+            for base in bases:
+                options = QuantizeOptions() if base is None else PROFILES[base].quantize_options(fmt)
+                queue += [Candidate(base, change) for change in _changes(options)]
+    report.results = sorted(tried, key=Candidate.score)
+    return report
+
+
+def _check_blocks(source, fmt, axis, blocks: int) -> None:
+    """ValueError unless the source has as many blocks along ``axis`` as there are scales."""
+    shape = np.shape(source)
+    if not shape:
+        raise ValueError("source must be an array, got a scalar")
+    axis %= len(shape)
+    others = shape[:axis] + shape[axis + 1 :]
+    n = int(np.prod(others, dtype=np.int64)) * -(-shape[axis] // fmt.block_size)
+    if n != blocks:
+        raise ValueError(f"the source has {n} blocks of {fmt.block_size} along axis {axis}; the tensor has {blocks}")
+
+
+def identify_lines(report: IdentifyReport, top: int = 8) -> list[str]:
+    """The report as text: the best candidates with their share of blocks, then the next ones."""
+    lines = []
+    best = report.best
+    if best:
+        names = " = ".join(c.label for c in best)
+        lines.append(f"identified: {names} reproduces {best[0].explained} of {report.blocks} blocks "
+                     f"({100 * best[0].share:.1f} %)")
+    else:
+        lines.append(f"no candidate reproduces any of the {report.blocks} blocks")
+    lines.append("candidates (blocks explained):")
+    for c in report.results[:top]:
+        what = f"error: {c.error}" if c.error else f"{c.explained} / {c.blocks} ({100 * c.share:.1f} %)"
+        lines.append(f"  {c.label}: {what}")
+    if report.not_tried:
+        lines.append(f"budget spent: {report.not_tried} candidate(s) not tried")
+    return lines

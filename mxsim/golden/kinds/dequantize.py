@@ -1,0 +1,370 @@
+"""The ``dequantize`` suite kind: one block's scale (sub-scales, NVFP4 tensor scale) and codes ->
+the output words of one float type, under one set of DequantizeOptions (conventions.md 3.1)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from ...options.dequantize import OUTPUTS, DequantizeOptions, output_name
+from ...ref.block import QuantizedBlock, dequantize_block
+from ...ref.decode import finite_magnitudes
+from ...ref.dequant import is_subnormal_word, output_format, round_to_output
+from ...ref.encode import encode
+from ...ref.exact import Exact, floor_log2
+from ...ref.scale_code import check_scale_encoding, scale_code_exponent
+from ..coverage.catalogue import class_names
+from .fields import Field
+from ..coverage.rounding import decision_flags, ieee_interval
+from .format_spec import block_format, format_param
+from .suite import Suite, jsonable
+from ..values import decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word
+from .suite import profile_of, profile_options
+
+__all__ = ["DequantizeSuite", "scale_code_of_exponent"]
+
+SUITE_OUTPUTS = ("float32", "float16", "bfloat16")
+EXPONENT_RANGE = {"e8m0": (-127, 127), "int8_exponent": (-128, 127)}
+
+
+def _last_bit(value: Exact, element) -> Fraction:
+    """The weight of the last significand bit of an element value (> 0): 2^(max(floor(log2 v),
+    emin) - mantissa_bits) for float elements, the value of code 1 for integer elements."""
+    if element.kind != "float":
+        return decode(1, element).magnitude
+    return Fraction(2) ** (max(floor_log2(value.magnitude), element.emin) - element.mantissa_bits)
+
+
+def scale_code_of_exponent(exponent: int, encoding: str) -> int:
+    """The scale byte of 2^exponent (inverse of mxsim.ref.scale_code.scale_code_exponent)."""
+    code = exponent + 127 if encoding == "e8m0" else exponent & 0xFF
+    if scale_code_exponent(code, encoding) != exponent:
+        raise ValueError(f"2^{exponent} has no {encoding} scale code")
+    return code
+
+
+@dataclass
+class DequantizeSuite(Suite):
+    """One block (``scale``, ``subscales``, NVFP4 ``tensor_scale``, ``codes``) -> ``values``: the
+    output word of element i at bits [i*W, (i+1)*W), W = 32 (float32) or 16 (float16, bfloat16).
+
+    ``output``: float32 | float16 | bfloat16 (or fp32 / fp16 / bf16); ``options``: the fields of
+    :class:`mxsim.DequantizeOptions`; ``scale_encoding``: e8m0 | int8_exponent (how the scale byte
+    reads, mxsim.ref.scale_code). ``profile``: a profile name (:mod:`mxsim.options.profiles`):
+    its DequantizeOptions for ``output`` with ``options`` on top, and its ``scale_encoding`` where
+    it sets one (and this one is left at e8m0). Expected words:
+    :func:`mxsim.ref.dequant.round_to_output` of :func:`mxsim.ref.block.dequantize_block`."""
+
+    block: str
+    output: str = "float32"
+    options: dict = field(default_factory=dict)
+    scale_encoding: str = "e8m0"
+    profile: str | None = None
+    kind = "dequantize"
+    nested_options = {"options": DequantizeOptions}  # the dict field -> the options class of its keys
+
+    def __post_init__(self):
+        self.fmt = block_format(self.block, "block")
+        self.output = output_name(self.output)
+        if self.output not in SUITE_OUTPUTS:
+            raise ValueError(f"output={self.output!r} is not allowed; expected one of: {', '.join(SUITE_OUTPUTS)}")
+        self.profile_def = profile_of(self.profile)
+        baseline = DequantizeOptions()
+        if self.profile_def is not None:
+            profile_options(self.profile_def, self.fmt, {})  # kind and format checks
+            if self.output not in self.profile_def.outputs:
+                raise ValueError(f"output={self.output!r} is not allowed with profile {self.profile_def.name!r}; "
+                                 f"expected one of: {', '.join(self.profile_def.outputs)}")
+            baseline = self.profile_def.dequantize_options(self.output)
+            if self.scale_encoding == "e8m0":
+                self.scale_encoding = self.profile_def.quantize.get("scale_encoding", "e8m0")
+        DequantizeOptions.from_kwargs(**self.options)  # names an unknown field
+        self.opts = DequantizeOptions(**{**baseline.as_dict(), **self.options})
+        check_scale_encoding(self.scale_encoding, self.fmt.scale)
+        self.out = output_format(self.output)
+        changed = {k: v for k, v in self.opts.as_dict().items() if v != getattr(baseline, k)}
+        if self.scale_encoding != self._profile_scale_encoding():
+            changed["scale_encoding"] = self.scale_encoding
+        tag = [] if self.profile_def is None else [f"profile={self.profile_def.name}"]
+        self.name = "-".join([self.fmt.name, OUTPUTS[self.output]] + tag + [f"{k}={v}" for k, v in sorted(changed.items())])
+        fmt, k, w = self.fmt, self.fmt.block_size, self.out.width
+        self.inputs = [
+            Field("scale", fmt.scale_storage_bits, description=f"{fmt.scale.name} scale code ({self.scale_encoding})")
+        ]
+        if fmt.subblocks:
+            self.inputs.append(
+                Field(
+                    "subscales", fmt.subblocks * fmt.subscale_bits, description="sub-scale j at bits [j*d2, (j+1)*d2)"
+                )
+            )
+        if fmt.tensor_scale is not None:
+            self.inputs.append(Field("tensor_scale", 32, description="fp32 bits of the tensor scale s_t"))
+        self.inputs.append(
+            Field(
+                "codes",
+                k * fmt.element.width,
+                description=f"{fmt.element.name} codes, element i at bits [i*w, (i+1)*w)",
+            )
+        )
+        self.outputs = [
+            Field("values", k * w, description=f"{self.output} words, element i at bits [i*{w}, (i+1)*{w})")
+        ]
+
+    def _profile_scale_encoding(self) -> str:
+        return "e8m0" if self.profile_def is None else self.profile_def.quantize.get("scale_encoding", "e8m0")
+
+    def params(self) -> dict:
+        out = {
+            "block": format_param(self.fmt),
+            "output": self.output,
+            "options": self.opts.as_dict(),
+            "scale_encoding": self.scale_encoding,
+        }
+        if self.profile_def is not None:
+            out["profile"] = self.profile_def.name
+        return out
+
+    def describe(self) -> dict:
+        return {
+            "block": jsonable(self.fmt.describe()),
+            "element": jsonable(self.fmt.element.describe()),
+            "output": jsonable(self.out.describe()),
+        }
+
+    # stimulus ------------------------------------------------------------------------------
+    def _exponents(self) -> list[int]:
+        """Scale exponents at the output's edges for this element: the largest element crossing
+        the output's overflow threshold, elements straddling its smallest normal, the smallest
+        element at, half and a quarter of its smallest subnormal; 0; the encoding's extremes."""
+        element, out = self.fmt.element, self.out
+        top = floor_log2(finite_magnitudes(element)[-1])
+        bottom = floor_log2(finite_magnitudes(element)[1])
+        over = out.emax - top
+        subnormal_floor = out.emin - out.mantissa_bits - bottom
+        wanted = [
+            0,
+            over - 1,
+            over,
+            over + 1,
+            out.emin - top,
+            out.emin - top + 2,
+            out.emin - bottom,
+            subnormal_floor + 1,
+            subnormal_floor,
+            subnormal_floor - 1,
+            subnormal_floor - 2,
+        ]
+        low, high = EXPONENT_RANGE[self.scale_encoding]
+        return sorted({min(max(e, low), high) for e in wanted} | {low, high})
+
+    def _scales(self) -> list[int]:
+        """Directed scale codes: the exponents above (E8M0), or UE4M3's edges (NVFP4), then the
+        NaN code where the encoding has one."""
+        scale = self.fmt.scale
+        if scale.name != "e8m0":
+            finite = [c for c in range(1 << scale.width) if decode(c, scale).is_finite and decode(c, scale).magnitude]
+            return [finite[0], encode(scale.min_normal, scale), encode(1, scale), finite[-1], scale.nan_code()]
+        codes = [scale_code_of_exponent(e, self.scale_encoding) for e in self._exponents()]
+        return codes + ([0xFF] if self.scale_encoding == "e8m0" else [])
+
+    def _tensor_scales(self) -> list[Fraction]:
+        """NVFP4 directed tensor scales: 1, values that put the largest element near the output's
+        overflow threshold and the smallest near its subnormal floor (inside fp32's range), and
+        ties of the output rounding: (1 + 2^-(m+1)) and (1 + 3 * 2^-(m+1)) times a power of two, and
+        2^(emin - m - 2), 2^(emin - m) (elements at scale 1 in the lowest subnormal bands)."""
+        out = self.out
+        half = Fraction(1, 1 << (out.mantissa_bits + 1))
+        largest = 6 * 448
+        wanted = [
+            Fraction(1),
+            Fraction(2) ** (out.emax - 11) * (1 + half),
+            Fraction(2) ** (out.emax - 12) * 3,
+            Fraction(2) ** (out.emin - out.mantissa_bits + 9),
+            1 + half,
+            1 + 3 * half,
+            Fraction(2) ** (out.emax + 1) / largest,
+            # elements times scale 1 in the output's lowest subnormal bands: near-ties there (3.3)
+            Fraction(2) ** (out.emin - out.mantissa_bits - 2),
+            Fraction(2) ** (out.emin - out.mantissa_bits),
+        ]
+        return [self._fp32_scale(x) for x in wanted]
+
+    @staticmethod
+    def _fp32_scale(x: Fraction) -> Fraction:
+        """x rounded to a positive normal-or-subnormal fp32 tensor scale (never 0 or Inf)."""
+        bits = fp32_bits(Exact(0, x))
+        return fp32_value(min(max(bits, 1), 0x7F7FFFFF)).magnitude
+
+    def _row(self, scale: int, codes: list[int], subscales: int, tensor_scale: Fraction | None) -> dict:
+        row = {"scale": scale, "codes": pack_word(codes, self.fmt.element.width)}
+        if self.fmt.subblocks:
+            row["subscales"] = subscales
+        if self.fmt.tensor_scale is not None:
+            row["tensor_scale"] = fp32_bits(Exact(0, tensor_scale))
+        return row
+
+    def stimulus(self, rng: random.Random, level: int):
+        fmt, k = self.fmt, self.fmt.block_size
+        w, sub_bits = fmt.element.width, fmt.subblocks * fmt.subscale_bits
+        every = list(range(1 << w))  # every code, block after block
+        sweeps = [(every + every)[i : i + k] for i in range(0, len(every), k)]
+        sweeps = [s + every[: k - len(s)] for s in sweeps]
+        tensor_scales = self._tensor_scales() if fmt.tensor_scale is not None else [None]
+        rows = []
+        for scale in self._scales():
+            for tensor_scale in tensor_scales:
+                for j, codes in enumerate(sweeps):
+                    subscales = (0, (1 << sub_bits) - 1, rng.getrandbits(sub_bits))[j % 3] if sub_bits else 0
+                    rows.append((self._row(scale, codes, subscales, tensor_scale), "directed"))
+        rows += [(row, "directed") for row in self._subnormal_tie_rows(sweeps)]
+        directed_scales = self._scales()
+        for _ in range(100 * level):
+            rows.append((self._random_row(rng, directed_scales, tensor_scales), "random"))
+        return rows
+
+    def _subnormal_tie_rows(self, sweeps: list[list[int]]) -> list[dict]:
+        """NVFP4: every code at block multipliers s_t * scale = u/2, u/4, u/8 (u the output's
+        smallest subnormal), each with three power-of-two UE4M3 scales (the smallest whose s_t is
+        an fp32 value), so that the elements 1.5, 3 and 6 land on 3/4 of u: near-ties in the
+        output's lowest band (conventions.md 3.3). Other formats: none (their E8M0 sweeps reach it)."""
+        if self.fmt.tensor_scale is None:
+            return []
+        u = self.out.min_subnormal
+        rows = []
+        for product in (u / 2, u / 4, u / 8):
+            scales = [Fraction(2) ** j for j in range(-9, 9) if product / Fraction(2) ** j >= Fraction(1, 1 << 149)]
+            for scale in scales[:3]:
+                code = encode(scale, self.fmt.scale)
+                rows += [self._row(code, codes, 0, product / scale) for codes in sweeps]
+        return rows
+
+    def random_inputs(self, rng: random.Random, index: int) -> dict:
+        tensor_scales = self._tensor_scales() if self.fmt.tensor_scale is not None else [None]
+        return self._random_row(rng, self._scales(), tensor_scales)
+
+    def _random_row(self, rng: random.Random, directed_scales: list[int], tensor_scales: list) -> dict:
+        """A random block: a directed scale (70 %) or any scale code, random element codes and
+        sub-scales, one of the directed tensor scales (NVFP4)."""
+        fmt = self.fmt
+        scale = rng.choice(directed_scales) if rng.random() < 0.7 else rng.getrandbits(fmt.scale.width)
+        codes = [rng.getrandbits(fmt.element.width) for _ in range(fmt.block_size)]
+        subscales = rng.getrandbits(fmt.subblocks * fmt.subscale_bits)
+        return self._row(scale, codes, subscales, rng.choice(tensor_scales))
+
+    # expected values -----------------------------------------------------------------------
+    def compute(self, inputs: dict):
+        fmt, k = self.fmt, self.fmt.block_size
+        codes = tuple(unpack_word(inputs["codes"], fmt.element.width, k))
+        subscales = tuple(unpack_word(inputs["subscales"], fmt.subscale_bits, fmt.subblocks)) if fmt.subblocks else ()
+        tensor_scale = fp32_value(inputs["tensor_scale"]).magnitude if "tensor_scale" in inputs else None
+        block = QuantizedBlock(inputs["scale"], subscales, codes)
+        values = dequantize_block(block, fmt, tensor_scale, self.scale_encoding)
+        words = [round_to_output(x, self.output, self.opts) for x in values]
+        return {"values": pack_word(words, self.out.width)}, self._classes(block, values, words)
+
+    def _classes(self, block: QuantizedBlock, values: list[Exact], words: list[int]) -> set:
+        fmt, out = self.fmt, self.out
+        classes = set()
+        elements = [decode(c, fmt.element) for c in block.codes]
+        if any(x.is_nan for x in elements):
+            classes.add("nan")
+        if any(x.is_inf for x in elements):
+            classes.add("inf")
+        if all(x.is_zero for x in elements):
+            classes.add("all_zero")
+        if any(is_subnormal_code(c, fmt.element) for c in block.codes):
+            classes.add("subnormal_input")
+        if (
+            fmt.element.kind == "int"
+            and fmt.element.encoding == "twos_complement"
+            and fmt.element.sign_mask in block.codes
+        ):
+            classes.add("int8_neg2")
+        classes |= self._scale_classes(block.scale)
+        for x, word in zip(values, words):
+            classes |= self._value_classes(x, word, out)
+        classes |= self._decision_classes(values, words, elements)
+        return classes
+
+    def _scale_classes(self, code: int) -> set:
+        if self.fmt.scale.name != "e8m0":
+            return {"scale_nan"} if decode(code, self.fmt.scale).is_nan else set()
+        exponent = scale_code_exponent(code, self.scale_encoding)
+        low, high = EXPONENT_RANGE[self.scale_encoding]
+        return {None: {"scale_nan"}, low: {"scale_min"}, high: {"scale_max"}}.get(exponent, set())
+
+    def _value_classes(self, x: Exact, word: int, out) -> set:
+        """Classes of one element's result: the word's kind (zero, -0, max, Inf), and from the
+        exact value: overflow (and saturation), subnormal result (flushed or kept), tie, carry."""
+        classes = set()
+        magnitude = word & ~out.sign_mask
+        if x.is_finite:
+            if magnitude == 0:
+                classes.add("negative_zero" if word & out.sign_mask else "zero")
+            if magnitude == out.max_code:
+                classes.add("max")
+            if x.magnitude:
+                classes |= self._rounding_classes(x, out)
+        if magnitude == out.inf_code():
+            classes.add("inf")
+        return classes
+
+    def _rounding_classes(self, x: Exact, out) -> set:
+        classes = set()
+        ieee = encode(x, out, "rne", "ieee")
+        if decode(ieee, out).is_inf:
+            classes.add("overflow")
+            if self.opts.dequant_overflow == "saturate":
+                classes.add("saturation")
+            return classes
+        if is_subnormal_word(ieee, out):
+            classes.add("subnormal_output")
+        return classes
+
+    def _decision_classes(self, values: list[Exact], words: list[int], elements: list[Exact]) -> set:
+        """The rounding-decision classes (:mod:`..coverage.rounding`) of the block's exact values x
+        rounded to the output words: the resolution r of each is its element's last bit times the
+        block's multiplier (x / element). None where a value is zero, not finite, overflows, or
+        flushes (``dequant_ftz``)."""
+        out = self.out
+        picked = []
+        for x, word, element in zip(values, words, elements):
+            if not (x.is_finite and x.magnitude) or x.magnitude > out.max_normal:
+                continue
+            if self.opts.dequant_ftz and x.magnitude < out.min_normal:
+                continue
+            resolution = _last_bit(element, self.fmt.element) * (x.magnitude / element.magnitude)
+            picked.append((float(x.magnitude), float(resolution), float(decode(word, out).magnitude), bool(x.sign)))
+        if not picked:
+            return set()
+        magnitude, resolution, result, negative = (np.array(column) for column in zip(*picked))
+        lo, hi, _ = ieee_interval(magnitude, out.mantissa_bits, out.emin, float(out.max_normal))
+        flags = decision_flags(magnitude, lo, hi, resolution, result, negative, float(out.min_normal))
+        return set(class_names(int(np.bitwise_or.reduce(flags))))
+
+    def reachable_classes(self) -> frozenset[str]:
+        """The rounding decisions of the output (conventions.md 3.1, 3.3) where some element times
+        some scale has its last bit below the output's smallest subnormal (so it rounds) and the
+        output keeps its subnormals (no ``dequant_ftz``): every case, both near-ties, in the
+        subnormal bands (nearest-even only). Otherwise every value is exact: none required."""
+        out, element = self.out, self.fmt.element
+        smallest_bit = min(_last_bit(decode(c, element), element) for c in range(1 << element.width)
+                           if decode(c, element).is_finite and decode(c, element).magnitude)
+        if self.opts.dequant_ftz or smallest_bit * self._smallest_multiplier() >= out.min_subnormal:
+            return frozenset()
+        return frozenset({"exact", "below_half", "tie", "above_half", "near_tie_top", "near_tie_bottom",
+                          "near_tie_below", "subnormal_near_tie", "truncate", "increment", "carry",
+                          "zero_result_sign"})
+
+    def _smallest_multiplier(self) -> Fraction:
+        """The smallest factor a block's scales put on its elements: 2^(lowest exponent of the
+        encoding), times 2^-1 for a microexponent (shared-exponent formats: 2^(E - tau)); NVFP4: the
+        smallest UE4M3 scale times the smallest fp32 tensor scale 2^-149."""
+        if self.fmt.scale.name != "e8m0":
+            return min(v.magnitude for c in range(1 << self.fmt.scale.width)
+                       if (v := decode(c, self.fmt.scale)).is_finite and v.magnitude) * Fraction(1, 1 << 149)
+        low = EXPONENT_RANGE[self.scale_encoding][0] - (1 if self.fmt.subblocks else 0)
+        return Fraction(2) ** low

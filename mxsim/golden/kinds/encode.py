@@ -1,0 +1,176 @@
+"""The ``encode`` suite kind: fp32 inputs -> element codes, for one rounding and overflow mode."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from functools import cached_property
+from fractions import Fraction
+
+from ...ref.decode import finite_magnitudes
+from ...ref.encode import encode
+from ...ref.exact import Exact, floor_log2
+from .fields import Field
+from .format_spec import element_format, format_param
+from ..coverage.catalogue import class_names
+from ..coverage.rounding import decision_flags, fp32_resolution, grid_interval, magnitude_grid
+from ..stimulus.patterns import exponent_boundaries, grid_intervals, pattern_values, rounding_cases, significand_patterns
+from ..coverage.reach import MIN_CLASS_VECTORS
+from .suite import Suite
+from ..values import decode, fp32_bits, fp32_value, is_subnormal_code
+from ..coverage.catalogue import kind_classes
+
+
+# fp32 fraction patterns at the format's exponent boundaries (conventions.md 3.3): zero, all ones, the
+# bottom bit, and in the top seven bits (the kept, guard and top sticky bits of every enumerable
+# element) a single 1 at each position and the runs of ones from the top
+_PATTERNS = tuple(p for p in significand_patterns(23) if p in (0, 1, (1 << 23) - 1) or (p >> 16 and not p & 0xFFFF))
+
+
+@dataclass
+class EncodeSuite(Suite):
+    """fp32 inputs -> element codes for one rounding and overflow mode."""
+
+    element: str
+    rounding: str = "rne"
+    overflow: str = "saturate"
+    kind = "encode"
+
+    def __post_init__(self):
+        self.fmt = element_format(self.element, "element")
+        if self.rounding == "stochastic" or self.overflow == "error":
+            raise ValueError(
+                f"rounding={self.rounding!r}, overflow={self.overflow!r}: encode suites take rounding "
+                "rne|rna|rtz|rup|rdn and overflow saturate|ieee"
+            )
+        encode(0 if self.fmt.kind == "int" or self.fmt.subnormals else 1, self.fmt, self.rounding, self.overflow)
+        self.name = f"{self.fmt.name}-{self.rounding}-{self.overflow}"
+        self.inputs = [Field("x", 32, description="fp32 bits of the input")]
+        self.outputs = [Field("code", self.fmt.width, description=f"{self.fmt.name} code")]
+
+    def params(self) -> dict:
+        return {"element": format_param(self.fmt), "rounding": self.rounding, "overflow": self.overflow}
+
+    def describe(self) -> dict:
+        return {"element": self.fmt.describe()}
+
+    def _directed(self) -> list[Fraction | Exact]:
+        values = finite_magnitudes(self.fmt)
+        out: list = [Exact(0), Exact(1), Exact.inf(0), Exact.inf(1)]
+        if getattr(self.fmt, "has_nan", False):  # elsewhere NaN is a block-level matter
+            out += [Exact.nan(0), Exact.nan(1)]  # both signs: a NaN's code keeps its sign
+        ulp = Fraction(1, 1 << 149)
+        for lo, hi in zip(values, values[1:]):
+            mid = (lo + hi) / 2
+            out += [lo, mid, hi]
+            step = Fraction(2) ** (floor_log2(mid) - 23) if mid else ulp
+            out += [mid - step, mid + step]
+        top = values[-1]
+        top_step = (values[-1] - values[-2]) if len(values) > 1 else top
+        out += [top + top_step / 2, top + top_step, 2 * top, Fraction(2) ** 127, Fraction(1, 1 << 149), Fraction(1, 1 << 126)]
+        # every rounding case of the intervals standing for each band (conventions.md 3.3), then
+        # TestFloat's significand patterns at every exponent boundary of the format
+        min_normal = Fraction(self._min_normal) if self._min_normal else None
+        for lo, hi, _ in grid_intervals(values, min_normal):
+            out += [v for _, v in rounding_cases(lo, hi)]
+        out += pattern_values(exponent_boundaries(self.fmt), patterns=_PATTERNS)
+        return out
+
+    @cached_property
+    def _directed_bits(self) -> list[int]:
+        """The fp32 bits of the directed values, both signs, each once, in catalogue order."""
+        bits_list, seen = [], set()
+        for v in self._directed():
+            for sign in (0, 1):
+                x = v if isinstance(v, Exact) else Exact(sign, v)
+                bits = fp32_bits(x)
+                if fp32_value(bits).is_finite and x.is_finite and fp32_value(bits).magnitude != x.magnitude:
+                    continue  # not an fp32 value (e.g. a midpoint below fp32 resolution)
+                if bits not in seen:
+                    seen.add(bits)
+                    bits_list.append(bits)
+        return bits_list
+
+    @cached_property
+    def _exponent_range(self) -> tuple[int, int]:
+        """(low, high) exponents of the random fp32 values: the format's range, two binades wider."""
+        values = finite_magnitudes(self.fmt)
+        span = max(floor_log2(values[-1]), 0) + 2
+        low = floor_log2(values[1]) - 2 if len(values) > 1 else -10
+        return max(low, -149), min(span, 127)
+
+    def stimulus(self, rng: random.Random, level: int):
+        for bits in self._directed_bits:
+            yield {"x": bits}, "directed"
+        for i in range(1000 * level):
+            yield self.random_inputs(rng, i), "random"
+
+    def catalogue_size(self, level: int) -> int:
+        return len(self._directed_bits) + 1000 * level
+
+    def random_inputs(self, rng: random.Random, index: int) -> dict:
+        """A random fp32 value with its exponent uniform over the format's range (two binades wider)."""
+        exponent = rng.randint(*self._exponent_range)
+        sig = rng.getrandbits(24) | (1 << 23)
+        x = Exact(rng.getrandbits(1), Fraction(sig, 1 << 23) * Fraction(2) ** exponent)
+        return {"x": fp32_bits(x)}
+
+    def compute(self, inputs: dict):
+        x = fp32_value(inputs["x"])
+        code = encode(x, self.fmt, self.rounding, self.overflow)
+        classes = kind_classes(x)
+        if x.is_finite and not x.is_zero:
+            if x.magnitude < Fraction(1, 1 << 126):
+                classes.add("subnormal_input")
+            if x.magnitude > self.fmt.max_normal:
+                classes.add("overflow")
+            y = decode(code, self.fmt)
+            if y.is_finite and y.magnitude == self.fmt.max_normal and x.magnitude > self.fmt.max_normal:
+                classes.add("saturation")
+            if y.is_finite and y.magnitude == self.fmt.max_normal:
+                classes.add("max")
+            if x.magnitude <= self.fmt.max_normal:
+                classes |= set(class_names(int(self._decision_flags(x, y))))
+            if is_subnormal_code(code, self.fmt):
+                classes.add("subnormal_output")
+            if y.is_zero:
+                classes.add("negative_zero" if y.sign else "zero")
+        if self.fmt.kind == "int" and self.fmt.encoding == "twos_complement" and code == self.fmt.sign_mask:
+            classes.add("int8_neg2")
+        return {"code": code}, classes
+
+    def _decision_flags(self, x: Exact, y: Exact):
+        """The rounding-decision classes (:mod:`..coverage.rounding`) of the fp32 input x (within the
+        format's range) rounded to the code of value y."""
+        magnitude = float(x.magnitude)  # an fp32 value: exact
+        lo, hi, _ = grid_interval(magnitude, 1.0, magnitude_grid(self.fmt, bool(x.sign)))
+        return decision_flags(magnitude, lo, hi, fp32_resolution(magnitude), float(y.magnitude), bool(x.sign),
+                              self._min_normal)
+
+    @cached_property
+    def _min_normal(self) -> float:
+        """The smallest normal magnitude where the format has subnormals, else 0 (no subnormal band)."""
+        return float(self.fmt.min_normal) if self.fmt.kind == "float" and self.fmt.subnormals else 0.0
+
+    def reachable_classes(self) -> frozenset[str]:
+        """The rounding-decision classes of fp32 inputs rounded to the element (conventions.md 3.3):
+        every case and both near-ties (fp32 has at least two bits more than any enumerable
+        element); ``subnormal_near_tie`` where the element has subnormals and a mantissa bit; ``increment`` and
+        ``carry`` except under rtz; ``zero_result_sign`` except under rdn (a negative value rounds
+        away from zero, to the smallest subnormal). A format with fewer than MIN_CLASS_VECTORS / 2
+        intervals has too few distinct inputs of the one-per-interval cases: those are not required."""
+        reachable = {"exact", "below_half", "tie", "above_half", "near_tie_top", "near_tie_bottom", "near_tie_below",
+                     "truncate", "increment", "carry", "zero_result_sign"}
+        if self._min_normal and self.fmt.mantissa_bits >= 1:
+            # without mantissa bits (binary8p1) the band below the smallest normal is the one interval
+            # [0, 2^emin], whose near-ties give 6 distinct inputs (top, bottom, below; both signs)
+            reachable.add("subnormal_near_tie")
+        if self.rounding == "rtz":
+            reachable -= {"increment", "carry"}
+        if self.rounding == "rdn":
+            reachable.discard("zero_result_sign")
+        if 2 * (len(finite_magnitudes(self.fmt)) - 1) < MIN_CLASS_VECTORS:
+            # too few values for MIN_CLASS_VECTORS distinct inputs of a case that one interval reaches
+            # once per sign (int3_sm: 3 intervals)
+            reachable -= {"exact", "tie", "near_tie_top", "near_tie_bottom", "near_tie_below", "subnormal_near_tie"}
+        return frozenset(reachable)

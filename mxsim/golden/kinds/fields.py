@@ -1,0 +1,76 @@
+"""One field of a golden suite: a fixed-width hex column.
+
+A value is written as ceil(bits / 4) lower-case hex digits, no prefix; a signed field holds its
+value as two's complement in ``bits`` bits (zero-extended to the digit width), so a testbench
+reads it with ``$readmemh`` into a ``bits``-wide register and declares it signed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...reading import shorten
+
+__all__ = ["Field"]
+
+_HEX_DIGITS = "0123456789abcdefABCDEF"
+
+
+@dataclass(frozen=True)
+class Field:
+    """``name`` (the file is ``<name>.hex``), width in ``bits``, ``signed``, and what it holds."""
+
+    name: str
+    bits: int
+    signed: bool = False
+    description: str = ""
+
+    @property
+    def hex_digits(self) -> int:
+        return -(-self.bits // 4)
+
+    @property
+    def file(self) -> str:
+        return f"{self.name}.hex"
+
+    def to_hex(self, value: int) -> str:
+        low, high = (-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1) if self.signed else (0, (1 << self.bits) - 1)
+        if not low <= value <= high:
+            raise ValueError(f"field {self.name!r}: {value} does not fit {self.bits} {'signed ' if self.signed else ''}bits")
+        return format(value % (1 << self.bits), f"0{self.hex_digits}x")
+
+    def to_hex_lines(self, values) -> str:
+        """``to_hex`` of each value, one line each (every line ends in a newline)."""
+        if not values:
+            return ""
+        low, high = (-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1) if self.signed else (0, (1 << self.bits) - 1)
+        if min(values) < low or max(values) > high:
+            self.to_hex(next(v for v in values if not low <= v <= high))  # raises, naming the value
+        pattern = f"{{:0{self.hex_digits}x}}\n"
+        if self.signed:
+            modulus = 1 << self.bits
+            return "".join([pattern.format(v % modulus) for v in values])
+        return "".join([pattern.format(v) for v in values])
+
+    def from_hex(self, text: str) -> int:
+        shown = shorten(repr(text), 40)  # a line may be megabytes long: the error shows its start
+        if text.strip(_HEX_DIGITS):  # int(text, 16) would also take "0x", "_", "+" and spaces
+            raise ValueError(f"field {self.name!r}: {shown} is not hex (expected {self.hex_digits} digits 0-9, a-f)")
+        if len(text) != self.hex_digits:
+            raise ValueError(f"field {self.name!r}: {shown} is not {self.hex_digits} hex digits")
+        value = int(text, 16)
+        if value >> self.bits:
+            raise ValueError(f"field {self.name!r}: {shown} has bits above bit {self.bits - 1}")
+        if self.signed and value >> (self.bits - 1):
+            value -= 1 << self.bits
+        return value
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "file": self.file,
+            "bits": self.bits,
+            "hex_digits": self.hex_digits,
+            "signed": self.signed,
+            "description": self.description,
+        }

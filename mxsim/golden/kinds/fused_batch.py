@@ -1,0 +1,398 @@
+"""``compute_batch`` of fused dot and dotgeneral suites (``accumulate="fused"``; conventions.md
+section 4.1): the output codes from the fast path (:func:`mxsim.fast.fused.dot_general_steps`,
+every step's D kept), the corner classes of :func:`.accumulator_classes.fused_classes` and
+:func:`.accumulator_classes.element_classes` from the inputs and those codes with NumPy.
+
+Per step the classes need what the reference's :class:`~mxsim.ref.fused.FusedStep` holds; here
+it is rebuilt exactly with int64 dyadic integers (value n * 2^x) from per-code tables of the
+reference's terms (:func:`mxsim.ref.terms.element_term`, :func:`mxsim.ref.fused.scale_parts`):
+
+* the step's C: step 0's is the input ``c``, step j's the fp32 word of step j-1's D;
+* special: a NaN or Inf element or a NaN scale in the step, or a non-finite C (then only the
+  ``nan``/``inf`` class of D, as the reference);
+* P, the exact sum of the step's terms (product terms, or block terms of ``term_size`` products),
+  on the grid of the smallest term exponent; the cut sum on the step's grid 2^g (``anchor="fixed"``:
+  XA + XB - F of the step's first block; ``"max"``: max(e_C, counting term exponents) - F), each
+  term cut by ``shift_rounding``; ``shift_inexact`` where they differ, ``cancellation`` where P = 0,
+  ``c_bypass``/``c_zero_tiny`` from the bypass (or C as the anchor with bits cut);
+* ``c_cancellation`` (|C + P| <= 2^-8 |C|): decided from the top exponents where C and P are two or
+  more binades apart or of one sign, exactly with Python integers for the rest (few rows);
+* ``overflow``: D = +-Inf from a finite non-bypassed step.
+
+Rows the int64 arithmetic cannot take are recomputed by the reference (``compute``, vector by
+vector): a term or sum that would pass 2^62 (e.g. a step over blocks whose scales are far apart,
+or FP8 E5M2 block terms), and a non-special D in the output's top binade (overflow and saturation
+are told apart there by the exact total only). So is every row of a batch with a vector the
+reference refuses (its error is then the reference's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+import numpy as np
+
+from ...fast.dot import Operand, float32_parts
+from ...fast.encode import floor_log2_int64
+from ...fast.fused import dot_general_steps
+from ...fast.output import fp32_words
+from ...formats import get_format
+from ...ref.exact import Exact
+from ...ref.fused import FusedStep, scale_parts
+from ...ref.output import storage_format
+from ...ref.terms import element_term, frac_bits
+from ..coverage.accumulator import CANCELLATION_BITS, step_rounding_classes
+from .batch import FloatBits, add_operand_classes, bit, code_table, compute_each, dyadic_differ, pack_items
+from ..coverage.catalogue import flag_bits
+from ..values import decode
+
+__all__ = ["compute_fused_batch", "element_flags", "models"]
+
+_FP32_EMIN = -126  # e_C of a subnormal C
+_LIMIT = 61  # |every intermediate| < 2^_LIMIT + a few terms: far from int64's 2^63
+
+
+@dataclass(frozen=True)
+class _ElementTable:
+    """Every code of an element format as the reference's term: (-1)^negative * significand *
+    2^(exponent - f); ``special``: NaN or Inf (significand 0)."""
+
+    negative: np.ndarray
+    significand: np.ndarray
+    exponent: np.ndarray
+    special: np.ndarray
+
+
+@lru_cache(maxsize=None)
+def _element_table(element) -> _ElementTable:
+    terms = [element_term(code, element) for code in range(1 << element.width)]
+    return _ElementTable(
+        np.array([t.sign for t in terms], dtype=bool),
+        np.array([t.significand for t in terms], dtype=np.int64),
+        np.array([t.exponent for t in terms], dtype=np.int64),
+        np.array([t.kind != "finite" for t in terms], dtype=bool),
+    )
+
+
+@dataclass(frozen=True)
+class _ScaleTable:
+    """Every code of a scale format as the fused adder sees it (:func:`mxsim.ref.fused.scale_parts`):
+    value = significand * 2^(shift + exponent), significand an integer; ``nan``."""
+
+    nan: np.ndarray
+    significand: np.ndarray
+    shift: np.ndarray
+    exponent: np.ndarray
+
+
+@lru_cache(maxsize=None)
+def _scale_table(scale) -> _ScaleTable:
+    parts = [scale_parts(code, scale) for code in range(1 << scale.width)]
+    return _ScaleTable(
+        np.array([p.nan for p in parts], dtype=bool),
+        np.array([p.significand.numerator for p in parts], dtype=np.int64),
+        np.array([1 - p.significand.denominator.bit_length() for p in parts], dtype=np.int64),
+        np.array([p.exponent for p in parts], dtype=np.int64),
+    )
+
+
+def element_flags(fmt_a, fmt_b, scales_a, codes_a, scales_b, codes_b) -> np.ndarray:
+    """The classes of :func:`.accumulator_classes.element_classes` of block pairs as flag words,
+    one per pair: ``scales_*`` (P,) scale codes, ``codes_*`` (P, k) element codes."""
+    ta, tb = code_table(fmt_a.element), code_table(fmt_b.element)
+    flags = np.zeros(len(codes_a), dtype=np.int64)
+
+    def add(name: str, mask) -> None:
+        flags[mask] |= bit(name)
+
+    live = ta.nonzero[codes_a] & tb.nonzero[codes_b]
+    negative = ta.negative[codes_a] ^ tb.negative[codes_b]
+    add("nan", ta.nan[codes_a].any(axis=1) | tb.nan[codes_b].any(axis=1))
+    add("inf", ta.inf[codes_a].any(axis=1) | tb.inf[codes_b].any(axis=1))
+    add("inf_a", ta.inf[codes_a].any(axis=1))
+    add("inf_b", tb.inf[codes_b].any(axis=1))
+    add("all_zero", ta.zero[codes_a].all(axis=1) & tb.zero[codes_b].all(axis=1))
+    add("mixed_signs", (live & negative).any(axis=1) & (live & ~negative).any(axis=1))
+    add_operand_classes(add, ((fmt_a, scales_a, ta, codes_a), (fmt_b, scales_b, tb, codes_b)))
+    add("subnormal_product", (live & (ta.subnormal[codes_a] | tb.subnormal[codes_b])).any(axis=1))
+    return flags
+
+
+def compute_fused_batch(suite, inputs: dict):
+    """``compute`` of N vectors of a fused suite (a :class:`.dot_suite.DotSuite` with
+    ``suite.fused``): (outputs, flags), see :mod:`mxsim.golden.kinds.batch` and the module docstring.
+    A batch with a vector the fast path refuses goes vector by vector through ``compute``, and so
+    does a configuration whose classes this module does not rebuild (:func:`models`)."""
+    if not models(suite.acc) or not _models_formats(suite):
+        return compute_each(suite, inputs)
+    try:
+        outputs, flags, refer = _fused_batch(suite, inputs)
+    except ValueError:
+        return compute_each(suite, inputs)
+    rows = np.flatnonzero(refer)
+    if len(rows):
+        picked = {name: [int(column[r]) for r in rows] for name, column in inputs.items()}
+        ref_outputs, ref_flags = compute_each(suite, picked)
+        for j, r in enumerate(rows):
+            for name, column in ref_outputs.items():
+                outputs[name][r] = column[j]
+            flags[r] = ref_flags[j]
+    return outputs, flags
+
+
+#: the outputs whose top binade is the storage format's (an overflowing or saturating step has its
+#: D there and goes to the reference); fp32_eXmY with fewer exponent bits saturates below it
+_OUTPUTS = ("fp32", "bf16", "fp16", "fp32_e8m13")
+
+
+def models(acc) -> bool:
+    """Whether the classes of this accumulator's steps are rebuilt here: ``shift_rounding``
+    truncate or rne; an output of :data:`_OUTPUTS`; the product terms and C in one adder
+    (``partial_sums`` 1, no late C join: ``sum_frac_bits`` unset) with zero elements not counting
+    for the anchor (``zero_exponent`` unset); steps of a fixed length over the products (the step
+    divides the block size or is a multiple of it; see :func:`_models_formats`). Every other
+    configuration goes to the reference (an option added later stays right until taught here)."""
+    return (acc.shift_rounding in ("truncate", "rne") and acc.output in _OUTPUTS and acc.partial_sums == 1
+            and acc.sum_frac_bits is None and acc.zero_exponent is None)
+
+
+def _models_formats(suite) -> bool:
+    """The format-dependent half of :func:`models`: integer elements read as ``q * 2^-f``
+    (``int_elements="integer"`` with an integer element goes to the reference), and steps that do not
+    restart inside a block (a step smaller than the block that does not divide it: steps of 11 in a
+    block of 32 go to the reference)."""
+    k, acc = suite.fa.block_size, suite.acc
+    step = acc.effective_step(k)
+    integer = acc.int_elements == "integer" and "int" in (suite.fa.element.kind, suite.fb.element.kind)
+    return not integer and (step >= k or k % step == 0)
+
+
+def _fused_batch(suite, inputs: dict):
+    n, count = suite.vector_blocks, len(inputs["c"])
+    fa, fb, acc = suite.fa, suite.fb, suite.acc
+    sides = [suite._operand_arrays(inputs, side, fmt, n) for side, fmt in (("a", fa), ("b", fb))]
+    c_words = np.array([int(w) for w in inputs["c"]], dtype=np.int64)
+    (scales_a, subs_a, codes_a), (scales_b, subs_b, codes_b) = sides
+    op_a = Operand(fa, scales_a, subs_a, codes_a, None)
+    op_b = Operand(fb, scales_b, subs_b, codes_b, None)
+    result, steps = dot_general_steps(op_a, op_b, acc, (count,), (count,), n, c=c_words, keep_steps=True)
+    steps = steps.astype(np.int64)
+    storage = storage_format(acc)
+    outputs = {"result": result.astype(np.int64).tolist()}
+    if suite.steps:
+        outputs["steps"] = pack_items(steps, storage.width)
+    pairs = element_flags(fa, fb, scales_a, codes_a, scales_b, codes_b).reshape(count, n)
+    flags = np.bitwise_or.reduce(pairs, axis=1) if n else np.zeros(count, dtype=np.int64)
+    step_flags, refer = _StepClasses(suite, sides, c_words, steps).flags()
+    return outputs, (flags | step_flags).tolist(), refer
+
+
+class _StepClasses:
+    """The classes of :func:`.accumulator_classes.fused_classes` of N vectors (see the module
+    docstring), from the inputs and every step's D."""
+
+    def __init__(self, suite, sides, c_words, steps):
+        self.suite, self.acc, self.steps = suite, suite.acc, steps
+        self.rows, self.n_steps = steps.shape
+        self.storage = storage_format(suite.acc)
+        k = suite.fa.block_size
+        self.k, self.step = k, suite.acc.effective_step(k)
+        self.size = suite.acc.effective_term_size(k) if suite.acc.step_terms == "block" else 1
+        self.refer = np.zeros(self.rows, dtype=bool)
+        previous = fp32_words(steps[:, :-1], suite.acc) if self.n_steps > 1 else np.zeros((self.rows, 0), np.int64)
+        self.c = np.concatenate([c_words[:, None], previous], axis=1)  # (rows, steps): each step's C
+        self._products(sides)
+
+    def _padded(self, per_product: np.ndarray, fill) -> np.ndarray:
+        """(rows, n*k) -> (rows, steps, step): a last partial step padded with ``fill``."""
+        total = self.n_steps * self.step
+        out = np.full((self.rows, total), fill, dtype=per_product.dtype)
+        out[:, : per_product.shape[1]] = per_product
+        return out.reshape(self.rows, self.n_steps, self.step)
+
+    def _products(self, sides) -> None:
+        """Per product (rows, steps, step): signed significand Ma*Mb*sigA*sigB, exponent of its
+        value, anchor exponent, special; per step the fixed grid's scale exponent."""
+        suite, rows = self.suite, self.rows
+        parts = []
+        for (scales, subs, codes), fmt in zip(sides, (suite.fa, suite.fb)):
+            e, s = _element_table(fmt.element), _scale_table(fmt.scale)
+            exponent = e.exponent[codes]
+            if subs is not None:
+                exponent = exponent - np.repeat(subs.astype(np.int64), fmt.subblock_size, axis=1)[:, : self.k]
+            block = lambda table: np.repeat(table[scales][:, None], self.k, axis=1)  # noqa: E731
+            parts.append((e.negative[codes], e.significand[codes], block(s.significand), exponent,
+                          block(s.shift), block(s.exponent), e.special[codes] | block(s.nan)))
+        (neg_a, m_a, g_a, e_a, sh_a, x_a, sp_a), (neg_b, m_b, g_b, e_b, sh_b, x_b, sp_b) = parts
+        frac = frac_bits(suite.fa.element) + frac_bits(suite.fb.element)
+        shape = (rows, -1)
+        magnitude = (m_a * m_b * g_a * g_b).reshape(shape)
+        # a product counts for the anchor and for "nonzero" iff Ma * Mb > 0 (whatever the scales)
+        self.live = self._padded(((m_a != 0) & (m_b != 0)).reshape(shape), False)
+        self.value_n = self._padded(np.where((neg_a ^ neg_b).reshape(shape), -magnitude, magnitude), 0)
+        self.value_x = self._padded((e_a + e_b - frac + sh_a + sh_b + x_a + x_b).reshape(shape), 0)
+        self.anchor_e = self._padded((e_a + e_b + x_a + x_b).reshape(shape), 0)
+        self.scale_e = self._padded((x_a + x_b).reshape(shape), 0)
+        self.special = self._padded((sp_a | sp_b).reshape(shape), False).any(axis=2)
+
+    def _terms(self):
+        """(n, x, anchor exponent, counts) of every term, (rows, steps, terms): product terms as
+        they are; block terms summed exactly on their smallest exponent (rows out of int64
+        referred)."""
+        n, x, live = self.value_n, self.value_x, self.live
+        if self.size == 1:
+            return n, x, self.anchor_e, live
+        shape = (self.rows, self.n_steps, self.step // self.size, self.size)
+        n, x, live = n.reshape(shape), x.reshape(shape), live.reshape(shape)
+        base = np.where(live, x, np.iinfo(np.int64).max).min(axis=3)
+        base = np.where(live.any(axis=3), base, 0)
+        shift = np.where(live, x - base[..., None], 0)
+        self._refer_if((shift + _bits(n) > _LIMIT - 8).any(axis=(1, 2, 3)))
+        total = (np.where(live, n, 0) << np.minimum(shift, _LIMIT)).sum(axis=3)
+        anchor = self.scale_e.reshape(shape)[..., 0]
+        return total, base, anchor, live.any(axis=3)
+
+    def _refer_if(self, rows: np.ndarray) -> None:
+        self.refer |= rows
+
+    def flags(self):
+        """(flag words (rows,), rows the reference must recompute (bool))."""
+        acc, storage = self.acc, self.storage
+        flags = np.zeros(self.rows, dtype=np.int64)
+
+        def add(name: str, mask) -> None:
+            flags[mask.any(axis=1) if mask.ndim == 2 else mask] |= bit(name)
+
+        negative, significand, lsb, _ = float32_parts(self.c.astype(np.uint32).view(np.float32))
+        c = FloatBits.of(self.c, _FP32)
+        add("c_nan", c.nan[:, 0])
+        add("inf", c.inf[:, 0])
+        d = FloatBits.of(self.steps, storage)
+        special = self.special | c.nan | c.inf
+        add("nan", special & d.nan)
+        add("inf", (special & ~d.nan) | d.inf)
+        field = (self.steps & ~storage.sign_mask) >> storage.mantissa_bits
+        top = ~special & ~d.nan & ~d.inf & (field == (storage.inf_code() >> storage.mantissa_bits) - 1)
+        self._refer_if(top.any(axis=1))
+        add("subnormal_output", ~special & d.subnormal)
+        last = FloatBits.of(self.steps[:, -1], storage)
+        add("zero", last.zero & ~last.negative)
+        add("negative_zero", last.zero & last.negative)
+
+        field = (self.c >> 23) & 0xFF
+        e_c = np.where(field > 0, field - 127, np.where(significand != 0, _FP32_EMIN, acc.effective_c_zero_exponent))
+        n, x, anchor_e, counts = self._terms()
+        nonzero = counts.any(axis=2) & ~special
+        p_n, p_x = self._exact_sum(n, x)
+        if acc.anchor == "max":
+            anchor = np.maximum(np.where(counts, anchor_e, np.iinfo(np.int64).min).max(axis=2), e_c)
+            grid = anchor - acc.frac_bits
+            bypass = np.zeros_like(nonzero)
+        else:
+            grid = self.scale_e[:, :, 0] - acc.frac_bits
+            bypass = ~special & (acc.bypass is not None) & ((e_c - 23) - grid > (acc.bypass or 0))
+        cut = self._cut_sum(n, x, grid)
+        inexact = _dyadic_differ(cut, grid, p_n, p_x)
+        add("shift_inexact", ~special & inexact)
+        add("cancellation", nonzero & (p_n == 0))
+        c_lost = bypass | ((anchor == e_c) & inexact) if acc.anchor == "max" else bypass
+        c_zero = significand == 0
+        add("c_bypass", nonzero & c_lost & ~c_zero & (bypass | (cut == 0)))
+        add("c_zero_tiny", nonzero & c_lost & c_zero)
+        passed = np.zeros_like(nonzero)
+        if acc.zero_product_sum == "pass_c":  # D = C when the cut sum is zero (ref.fused._step): no total
+            passed = ~special & ~bypass & (cut == 0)
+        add("overflow", ~special & ~bypass & ~passed & d.inf)
+        add("c_cancellation", nonzero & ~c_zero & self._cancels(negative, significand, lsb, p_n, p_x, ~special))
+        top_c = lsb + _bits(significand) - 1  # |C| < 2^grid iff C's top bit lies below the grid
+        add("c_below_window", nonzero & ~c_zero & (top_c < grid))
+        c_n = np.where(negative, -significand, significand).astype(np.int64)
+        if acc.anchor == "max":  # C is cut to the grid too: the total is (C cut + products cut) * 2^grid
+            units = cut + self._cut_sum(c_n[..., None], lsb[..., None], grid)
+        else:
+            units = cut
+        rounded = ~special & ~bypass & ~passed & ~d.nan & ~d.inf & ~self.refer[:, None]
+        flags |= self._rounding_flags(rounded, units, grid, c_n, lsb, e_c, anchor if acc.anchor == "max" else None)
+        return flags, self.refer
+
+    def _rounding_flags(self, rows, units, grid, c_n, c_lsb, e_c, anchor) -> np.ndarray:
+        """The flags of :func:`.accumulator_classes.step_rounding_classes` of every step in ``rows``
+        (rows, steps): its exact total rebuilt with Python integers (``units`` * 2^grid, plus C when
+        the anchor is fixed: C joins exactly) and classified by the reference's own routine."""
+        out = np.zeros(self.rows, dtype=np.int64)
+        storage, acc = self.storage, self.acc
+        for r, s in zip(*np.nonzero(rows)):
+            c = _dyadic_fraction(int(c_n[r, s]), int(c_lsb[r, s]))
+            total = _dyadic_fraction(int(units[r, s]), int(grid[r, s]))
+            if anchor is None:
+                total += c
+            if not total:
+                continue
+            code = int(self.steps[r, s])
+            step = FusedStep(code, Exact(int(c < 0), abs(c)), grid=int(grid[r, s]), c_exponent=int(e_c[r, s]),
+                             anchor=None if anchor is None else int(anchor[r, s]), total=total)
+            names = step_rounding_classes(step, decode(code, storage), acc)
+            if names:
+                out[r] |= flag_bits(names)
+        return out
+
+    def _exact_sum(self, n, x):
+        """(P_n, P_x): the exact sum of the terms (n, x) of each step as P_n * 2^P_x."""
+        live = n != 0
+        base = np.where(live, x, np.iinfo(np.int64).max).min(axis=2)
+        base = np.where(live.any(axis=2), base, 0)
+        shift = np.where(live, x - base[..., None], 0)
+        self._refer_if((shift + _bits(n) > _LIMIT - 8).any(axis=(1, 2)))
+        return (np.where(live, n, 0) << np.minimum(shift, _LIMIT)).sum(axis=2), base
+
+    def _cut_sum(self, n, x, grid):
+        """Every term cut to its step's grid 2^grid by ``shift_rounding``, summed (units of the grid)."""
+        shift = x - grid[..., None]
+        up = (shift >= 0) & (n != 0)
+        self._refer_if((up & (shift + _bits(n) > _LIMIT - 8)).any(axis=(1, 2)))
+        magnitude = np.abs(n)
+        down = np.minimum(np.maximum(-shift, 0), 62)
+        kept = magnitude >> down
+        if self.acc.shift_rounding != "truncate":  # rne
+            rest = magnitude - (kept << down)
+            half = np.where(down > 0, np.int64(1) << np.maximum(down - 1, 0), 0)
+            kept = kept + ((down > 0) & ((rest > half) | ((rest == half) & (kept & 1 == 1))))
+        q = np.where(up, magnitude << np.minimum(np.maximum(shift, 0), _LIMIT), kept)
+        return np.where(n < 0, -q, q).sum(axis=2)
+
+    def _cancels(self, negative, significand, lsb, p_n, p_x, finite):
+        """|C + P| * 2^CANCELLATION_BITS <= |C| with C = +-significand * 2^lsb and P = p_n * 2^p_x
+        both nonzero: no where they have one sign or their top bits are two or more binades apart,
+        exactly (Python integers) elsewhere."""
+        top_c = lsb + _bits(significand) - 1
+        top_p = p_x + _bits(p_n) - 1
+        maybe = finite & (p_n != 0) & (significand != 0) & (negative != (p_n < 0)) & (np.abs(top_c - top_p) <= 1)
+        out = np.zeros(maybe.shape, dtype=bool)
+        for r, s in zip(*np.nonzero(maybe)):
+            c = Fraction(int(significand[r, s])) * Fraction(2) ** int(lsb[r, s])
+            c = -c if negative[r, s] else c
+            p = Fraction(int(p_n[r, s])) * Fraction(2) ** int(p_x[r, s])
+            out[r, s] = abs(c + p) * 2**CANCELLATION_BITS <= abs(c)
+        return out
+
+
+def _dyadic_fraction(n: int, x: int) -> Fraction:
+    """n * 2^x as a Fraction."""
+    return Fraction(n << x) if x >= 0 else Fraction(n, 1 << -x)
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    """Bits of |x| (int64 with |x| < 2^62), 0 for 0."""
+    magnitude = np.abs(x)
+    return np.where(magnitude > 0, floor_log2_int64(np.maximum(magnitude, 1)) + 1, 0)
+
+
+def _dyadic_differ(a, a_exponent, b, b_exponent) -> np.ndarray:
+    """a * 2^a_exponent != b * 2^b_exponent element-wise (int64 arrays of any shape)."""
+    shape = a.shape
+    return dyadic_differ(a.reshape(-1), a_exponent.reshape(-1), b.reshape(-1), b_exponent.reshape(-1)).reshape(shape)
+
+
+_FP32 = get_format("fp32", kind="float")

@@ -1,0 +1,1 @@
+"""What the vectors draw (contract section 3.3): structured patterns first, then random."""

@@ -1,0 +1,237 @@
+"""Stimulus for the accumulator input C of dot suites (``c``; contract 4.1): a C for every vector,
+weighted toward the corner classes of :mod:`..coverage.accumulator`, and directed vectors that
+steer the blocks and C together into them:
+
+* ``cancel``: C = -(the first step's D with C = +0), sometimes one ulp off: C and the products
+  cancel, the residual shows whether the adder was fused (a product sum rounded first loses it);
+* ``negated step``: step 1's products are step 0's negated (same scales), so step 1 cancels
+  against C = step 0's D;
+* ``dominant``: C's exponent at and just above the bypass threshold (``anchor='fixed'``: C's LSB
+  ``bypass`` bits above the grid 2^(XA+XB-F)) or F above the products (``anchor='max'``);
+* ``zero tiny``: C = +-0 (or a subnormal) with scales at and around the zero-C bypass threshold
+  (fixed) or products below C's zero exponent (max);
+* ``overflow``: C = +-max fp32 with products of its sign, large enough to overflow round-to-nearest;
+* ``nan``/``inf``: NaN C (quiet, signalling, either sign) and +-Inf C.
+
+Expected values still come only from the suite's ``compute`` (the reference model); the reference
+is asked here only to aim C (for ``cancel``)."""
+
+from __future__ import annotations
+
+import random
+
+from ...formats.element import negated_code
+from ...ref.exact import Exact, floor_log2
+from ...ref.fused import scale_parts
+from ...ref.output import storage_format
+from ..values import decode, fp32_bits, pack_word, unpack_word
+
+__all__ = ["C_KINDS", "add_c", "directed_count", "with_c"]
+
+FP32_MAX = 0x7F7FFFFF
+FP32_INF = 0x7F800000
+NANS = (0x7FC00000, 0xFFC00000, 0x7F800001, 0xFFFFFFFF, 0x7FC00001)
+# kind -> weight of the C of every other vector
+C_KINDS = {"near": 5, "cancel": 3, "dominant": 2, "zero": 2, "nan": 1, "inf": 1, "max": 1, "subnormal": 1, "bits": 1}
+DIRECTED = 8  # directed vectors per category
+_KIND_DRAW = [kind for kind, weight in C_KINDS.items() for _ in range(weight)]
+
+
+def with_c(suite, rows, rng: random.Random):
+    """``rows`` (the blocks of every vector, ``(inputs, origin)``) each with a C, then the directed
+    C vectors (:func:`directed_count` of them). The blocks are all drawn before the first C (a
+    catalogue's few thousand rows are held in memory), so the C draws follow the block draws."""
+    rows = list(rows)
+    for row, origin in rows:
+        yield add_c(suite, row, rng), origin
+    for make in _DIRECTED_MAKERS:
+        for index in range(DIRECTED):
+            row = make(suite, rng, index)
+            if row is not None:
+                yield row, "directed"
+
+
+def add_c(suite, row: dict, rng: random.Random) -> dict:
+    """``row`` with a C of a kind drawn by the weights of :data:`C_KINDS`."""
+    return {**row, "c": _c(suite, row, rng, rng.choice(_KIND_DRAW))}
+
+
+def directed_count(suite) -> int:
+    """How many directed C vectors :func:`with_c` appends (a step pair that does not fit in one
+    vector has no negated-step vectors)."""
+    return sum(DIRECTED for make in _DIRECTED_MAKERS if make is not _negated_step or _has_step_pair(suite))
+
+
+# --- C values ---------------------------------------------------------------------------------------
+def _fp32(sign: int, exponent: int, rng: random.Random) -> int:
+    """Random fp32 bits of the given sign with value in [2^exponent, 2^(exponent+1)) (clamped to
+    fp32's range; below 2^-126 a random subnormal)."""
+    exponent = min(exponent, 127)
+    if exponent < -126:
+        return sign << 31 | rng.randint(1, (1 << 23) - 1)
+    return sign << 31 | (exponent + 127) << 23 | rng.getrandbits(23)
+
+
+def _first_d(suite, row) -> Exact:
+    """The first step's D (the result, for separate accumulation) with C = +0."""
+    code = suite.reference_codes(row, Exact(0))[0]
+    return decode(code, storage_format(suite.acc))
+
+
+def _c(suite, row, rng: random.Random, kind: str) -> int:
+    sign = rng.getrandbits(1)
+    if kind in ("near", "cancel"):
+        d = _first_d(suite, row)
+        if d.is_finite and d.magnitude:
+            if kind == "cancel":
+                bits = fp32_bits(Exact(1 - d.sign, d.magnitude))
+                return bits + rng.choice([0, 0, 1, -1]) if 0 < bits & 0x7FFFFFFF < FP32_MAX else bits
+            return _fp32(sign, floor_log2(d.magnitude) + rng.randint(-24, 24), rng)
+        return _fp32(sign, rng.randint(-20, 20), rng)
+    if kind == "dominant":
+        return _fp32(sign, _dominant_exponent(suite, row, rng), rng)
+    if kind == "zero":
+        return sign << 31
+    if kind == "nan":
+        return rng.choice(NANS)
+    if kind == "inf":
+        return sign << 31 | FP32_INF
+    if kind == "max":
+        return sign << 31 | (FP32_MAX - rng.choice([0, 0, 1, 2]))
+    if kind == "subnormal":
+        return _fp32(sign, -127, rng)
+    return rng.getrandbits(32)
+
+
+def _scale_sum(suite, parts, block: int = 0) -> int:
+    """XA + XB of a block pair (scale exponents as the fused adder sees them; 0 for NaN scales)."""
+    xa = scale_parts(parts["a"]["scale"][block], suite.fa.scale)
+    xb = scale_parts(parts["b"]["scale"][block], suite.fb.scale)
+    return xa.exponent + xb.exponent
+
+
+def _dominant_exponent(suite, row, rng: random.Random) -> int:
+    """An exponent for C at or just above where it swallows the first step's products."""
+    acc = suite.acc
+    if acc.accumulate == "fused" and acc.anchor == "fixed" and acc.bypass is not None:
+        grid = _scale_sum(suite, _parts(suite, row)) - acc.frac_bits
+        return grid + acc.bypass + 23 + rng.choice([0, 1, 1, 2, rng.randint(3, 30)])
+    d = _first_d(suite, row)
+    top = floor_log2(d.magnitude) if d.is_finite and d.magnitude else 0
+    return top + (acc.frac_bits or 24) + rng.randint(-2, 12)
+
+
+# --- the blocks of a vector as lists ------------------------------------------------------------------
+def _parts(suite, row) -> dict:
+    """side -> {"scale": [n], "sub": [n] or None, "codes": [n*k]} of a vector's fields."""
+    n, parts = suite.vector_blocks, {}
+    widths = {f.name: f.bits for f in suite.block_fields}
+    for side, fmt in (("a", suite.fa), ("b", suite.fb)):
+        parts[side] = {
+            "scale": unpack_word(row[f"{side}_scale"], widths[f"{side}_scale"], n),
+            "sub": unpack_word(row[f"{side}_sub"], widths[f"{side}_sub"], n) if fmt.subblocks else None,
+            "codes": unpack_word(row[f"{side}_elems"], fmt.element.width, n * fmt.block_size),
+        }
+    return parts
+
+
+def _row(suite, row, parts) -> dict:
+    widths = {f.name: f.bits for f in suite.block_fields}
+    row = dict(row)
+    for side, fmt in (("a", suite.fa), ("b", suite.fb)):
+        row[f"{side}_scale"] = pack_word(parts[side]["scale"], widths[f"{side}_scale"])
+        if parts[side]["sub"] is not None:
+            row[f"{side}_sub"] = pack_word(parts[side]["sub"], widths[f"{side}_sub"])
+        row[f"{side}_elems"] = pack_word(parts[side]["codes"], fmt.element.width)
+    return row
+
+
+def _set_scale_sum(suite, parts, total: int) -> bool:
+    """Give every block pair E8M0 scales with XA + XB = ``total``; False if the formats cannot."""
+    if suite.unit_scales or suite.fa.scale.name != "e8m0" or suite.fb.scale.name != "e8m0":
+        return False
+    xa = total // 2
+    codes = (xa + 127, total - xa + 127)
+    if not all(0 <= code <= 0xFE for code in codes):
+        return False
+    for side, code in zip("ab", codes):
+        parts[side]["scale"] = [code] * suite.vector_blocks
+    return True
+
+
+# --- directed vectors ----------------------------------------------------------------------------------
+def _cancel(suite, rng: random.Random, index: int) -> dict:
+    row = suite.fresh_row(rng)
+    return {**row, "c": _c(suite, row, rng, "cancel")}
+
+
+def _has_step_pair(suite) -> bool:
+    """Whether a vector holds two steps (two blocks, for separate accumulation)."""
+    k = suite.fa.block_size
+    step = suite.acc.effective_step(k) if suite.fused else k
+    return suite.vector_blocks * k >= 2 * step
+
+
+def _negated_step(suite, rng: random.Random, index: int) -> dict | None:
+    """Step 1 = step 0 negated on the a side, with step 0's scales; C near the products."""
+    if not _has_step_pair(suite):
+        return None
+    k = suite.fa.block_size
+    step = suite.acc.effective_step(k) if suite.fused else k
+    row = suite.fresh_row(rng)
+    parts = _parts(suite, row)
+    a, b = parts["a"], parts["b"]
+    a["codes"][step : 2 * step] = [negated_code(code, suite.fa.element) for code in a["codes"][:step]]
+    b["codes"][step : 2 * step] = b["codes"][:step]
+    for side in (a, b):
+        for j in range(step // k, 2 * step // k + (2 * step % k > 0)):
+            side["scale"][j] = side["scale"][0]
+            if side["sub"] is not None:
+                side["sub"][j] = side["sub"][0]
+    row = _row(suite, row, parts)
+    return {**row, "c": rng.choice([0, 1 << 31, _c(suite, row, rng, "near")])}
+
+
+def _dominant(suite, rng: random.Random, index: int) -> dict:
+    row = suite.fresh_row(rng)
+    return {**row, "c": _c(suite, row, rng, "dominant")}
+
+
+def _zero_tiny(suite, rng: random.Random, index: int) -> dict:
+    acc = suite.acc
+    row = suite.fresh_row(rng)
+    parts = _parts(suite, row)
+    if acc.accumulate == "fused" and acc.anchor == "fixed" and acc.bypass is not None:
+        threshold = acc.effective_c_zero_exponent - 23 + acc.frac_bits - acc.bypass  # bypass below this XA+XB
+        total = threshold + [0, -1, 1, 0, -2, -1, -3, -rng.randint(4, 40)][index % 8]
+    else:
+        total = acc.effective_c_zero_exponent - rng.randint(10, 40)
+    _set_scale_sum(suite, parts, total)
+    row = _row(suite, row, parts)
+    return {**row, "c": rng.choice([0, 1 << 31, 0, 1 << 31, 0, 1 << 31, _c(suite, row, rng, "subnormal")])}
+
+
+def _overflow(suite, rng: random.Random, index: int) -> dict:
+    """C = +-max fp32 and products of C's sign near 2^(104 + 0..8) (fp32's top ulp is 2^104)."""
+    row = suite.fresh_row(rng)
+    parts = _parts(suite, row)
+    sign = rng.getrandbits(1)
+    for side, fmt in (("a", suite.fa), ("b", suite.fb)):
+        codes = parts[side]["codes"]
+        for i, code in enumerate(codes):
+            value = decode(code, fmt.element)
+            if value.is_finite and value.sign != (sign if side == "a" else 0):
+                codes[i] = negated_code(code, fmt.element)
+    _set_scale_sum(suite, parts, 104 - 4 + rng.randint(0, 8))
+    row = _row(suite, row, parts)
+    return {**row, "c": sign << 31 | (FP32_MAX - rng.choice([0, 0, 1]))}
+
+
+def _specials(suite, rng: random.Random, index: int) -> dict:
+    row = suite.fresh_row(rng)
+    return {**row, "c": _c(suite, row, rng, rng.choice(["nan", "nan", "inf"]))}
+
+
+# the directed C vectors in order, DIRECTED of each (zero tiny twice: both signs and a subnormal C
+# across every scale sum of its list)
+_DIRECTED_MAKERS = (_cancel, _negated_step, _dominant, _zero_tiny, _zero_tiny, _overflow, _specials)

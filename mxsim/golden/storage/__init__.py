@@ -1,0 +1,1 @@
+"""Suites on disk: reading and writing hex columns, manifests, verification, merging shards, streams."""
