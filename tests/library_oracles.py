@@ -314,3 +314,28 @@ def quark_mx(q, blocks: np.ndarray, fmt: str, mode: str):
     scale = scale.masked_fill(scale == 0.0, torch.finfo(torch.float32).eps).numpy()[:, 0].astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.log2(scale), out
+
+
+def quark_microexponent(q, blocks: np.ndarray, fmt: str, mode: str):
+    """(scale bytes, microexponent bits, codes, float32 output) of Quark's MX6 or MX9 (``fmt``
+    'mx6' / 'mx9') on float32 (n, 16) blocks: the output from ``non_scaled_fake_quantize(x, fmt,
+    ..., 16, mode)``; the block exponent E, the sub-block shift bits (bit j: pair j) and the integer
+    codes from ``non_scaled_real_quantize`` (Quark's own encoding, [E, packed bits, codes...] per
+    block). Scale byte: E + 127 (E8M0); codes: sign bit (the float code's, so -0 keeps it) above the
+    magnitude's m bits, m being Quark's own ``mantissa_bits`` of the format (contract 2.1 layout).
+    Blocks holding NaN or Inf: only their output is meaningful (the library passes them through)."""
+    import torch
+
+    from quark.common.data_type import BaseMX6, BaseMX9
+
+    m = {"mx6": BaseMX6, "mx9": BaseMX9}[fmt].mantissa_bits
+    x = torch.from_numpy(blocks.copy())
+    out = q["op"](x, fmt, "None", -1, 16, mode).numpy()
+    real = torch.ops.quark.non_scaled_real_quantize(x, fmt, "None", -1, 16).numpy().reshape(len(blocks), 18)
+    finite = np.isfinite(real)
+    exponent = np.where(finite[:, 0], real[:, 0], 0).astype(np.int64)
+    packed = np.where(finite[:, 1], real[:, 1], 0).astype(np.int64)
+    subscales = ((packed[:, None] >> np.arange(8)) & 1).astype(np.uint8)
+    values = np.where(finite[:, 2:], real[:, 2:], 0.0)
+    codes = ((np.signbit(values).astype(np.int64) << m) | np.abs(values).astype(np.int64)).astype(np.uint8)
+    return (exponent + 127).astype(np.uint8), subscales, codes, out

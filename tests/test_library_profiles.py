@@ -483,6 +483,68 @@ def test_quark_ceil_hand_worked():
     assert int(mxsim.quantize(block, "mxfp8_e4m3", profile="quark_0_13_ceil").scales[0]) == 0x82
 
 
+@pytest.mark.parametrize("mode", list(QUARK_PROFILES))
+@pytest.mark.parametrize("fmt", ["mx6", "mx9"])
+def test_quark_mx6_mx9_agrees_with_quark(quark, fmt, mode):
+    """quark_0_13 (and _floor, _ceil: Quark does not read the mode for MX6/MX9) against Quark's MX6/MX9 on blocks
+    of 16 of every class: scale byte, the 8 microexponent bits and the element codes from Quark's own real
+    quantize (block exponent, packed shift bits, integer codes), and the float32 output of its fake quantize, every
+    block; through the fast path and, on a sample, the reference. Blocks holding NaN or Inf (Quark passes them
+    through and quantizes the rest: no MX encoding) must make quantize raise, one by one. The stimulus reaches the
+    difference: mxsim's plain rule with flush_subnormal_inputs (signed zeros) disagrees on some blocks."""
+    name = QUARK_PROFILES[mode]
+    grid = _grid(fmt)
+    blocks = np.concatenate([library_stimulus.blocks(grid, 16, PER_CLASS, c, 21) for c in library_stimulus.CLASSES])
+    want_scales, want_subscales, want_codes, want_out = library_oracles.quark_microexponent(quark, blocks, fmt, mode)
+    special = ~np.isfinite(blocks).all(axis=1)
+    for i in np.flatnonzero(special):
+        passed = ~np.isfinite(blocks[i])
+        assert np.array_equal(want_out[i][passed], blocks[i][passed], equal_nan=True)  # Quark passes them through
+        with pytest.raises(ValueError, match="which has no MX encoding under (nan_blocks|inf_policy)='error'"):
+            mxsim.quantize(blocks[i], fmt, profile=name)
+    kept = ~special
+    t = mxsim.quantize(blocks[kept].reshape(-1), fmt, profile=name)
+    scales = np.asarray(t.scales).reshape(-1)
+    subscales = np.asarray(t.subscales).reshape(-1, 8)
+    codes = np.asarray(t.codes).reshape(-1, 16)
+    output = t.dequantize(np.float32).reshape(-1, 16)
+    ok = (scales == want_scales[kept]) & np.all(subscales == want_subscales[kept], axis=1)
+    ok &= np.all(codes == want_codes[kept], axis=1)
+    ok &= np.all(output.view(np.uint32) == want_out[kept].view(np.uint32), axis=1)
+    print(f"{name} {fmt}: {int(ok.sum())} / {int(kept.sum())} blocks agree, {int(special.sum())} blocks refused")
+    assert ok.all(), f"first disagreeing block {blocks[kept][np.flatnonzero(~ok)[0]].tolist()}"
+    assert special.sum() >= PER_CLASS and kept.sum() >= 7 * PER_CLASS
+    options = get_profile(name).quantize_options(fmt)
+    for i in range(0, int(kept.sum()), 11):  # the reference on a sample
+        q = quantize_block([float(v) for v in blocks[kept][i]], fmt, options)
+        assert (q.scale, q.subscales, q.codes) == (scales[i], tuple(subscales[i]), tuple(codes[i])), i
+    plain = mxsim.quantize(blocks[kept].reshape(-1), fmt, flush_subnormal_inputs=True)
+    plain_out = plain.dequantize(np.float32).reshape(-1, 16)
+    assert not np.array_equal(plain_out.view(np.uint32), want_out[kept].view(np.uint32))
+
+
+def test_quark_mx6_hand_worked():
+    """Contract 2.1 and 6.2, hand-worked MX6 (m = 4: elements M * 2^(E - tau - 3), M <= 15). Block [2^127,
+    -2^-126, -0, -1e-40, -2^120, 3, 0...]: E = 127 (byte 0xFE); pair 0 holds the maximum (tau 0), every other pair
+    lies below 2^127 (tau 1, bits 0b11111110). -2^-126 / 2^124 rounds to zero and keeps its sign: code 0x10 (-0);
+    -0 and the subnormal -1e-40 read as +0 (code 0x00, subnormal_inputs 'flush_plus'); -2^120 / 2^123 = -0.125
+    rounds to -0 (0x10); 3 / 2^123 rounds to +0. mxsim's flush_subnormal_inputs keeps -0 and gives -1e-40 a -0."""
+    block = np.zeros(16, np.float32)
+    block[:6] = [2.0**127, -(2.0**-126), -0.0, -1e-40, -(2.0**120), 3.0]
+    t = mxsim.quantize(block, "mx6", profile="quark_0_13")
+    assert int(t.scales[0]) == 0xFE
+    assert np.asarray(t.subscales).reshape(-1).tolist() == [0] + [1] * 7
+    assert np.asarray(t.codes).reshape(-1)[:6].tolist() == [0x08, 0x10, 0x00, 0x00, 0x10, 0x00]
+    plain = mxsim.quantize(block, "mx6", flush_subnormal_inputs=True)
+    assert np.asarray(plain.codes).reshape(-1)[:6].tolist() == [0x08, 0x10, 0x10, 0x10, 0x10, 0x00]
+    # a maximum 1.9375 = 15.5 / 8 ties to 16, which clamps to 15 (1.875)
+    block = np.zeros(16, np.float32)
+    block[0] = 15.5 / 8
+    t = mxsim.quantize(block, "mx6", profile="quark_0_13")
+    assert (int(t.scales[0]), int(np.asarray(t.codes).reshape(-1)[0])) == (127, 0x0F)
+    assert t.dequantize(np.float32)[0] == 1.875
+
+
 # --------------------------------------------------------------------------------------------------
 # identify: the library named from its output
 
@@ -605,6 +667,7 @@ def _library_options(draw, name: str) -> dict:
          "scale_value_min": draw(st.sampled_from(["none", "none", "1e-10"])),
          "inf_policy": draw(st.sampled_from(["nan", "saturate", "max_scale", "error"])),
          "scale_underflow": draw(st.sampled_from(["clamp", "fp32_pow"])),
+         "subnormal_inputs": draw(st.sampled_from(["exact", "exact", "flush", "flush_plus"])),
          "scale_min": draw(st.sampled_from([-127, -127, -120])),
          "rounding": draw(st.sampled_from(["rne", "rna", "rtz"])),
          "int8_allow_neg2": name == "mxint8" and draw(st.booleans())}
@@ -613,23 +676,23 @@ def _library_options(draw, name: str) -> dict:
     return o
 
 
-def _fp32_block(draw) -> np.ndarray:
-    """32 float32 values: a maximum a few steps below or above a power of two (any binade, subnormals
+def _fp32_block(draw, k: int = 32) -> np.ndarray:
+    """k float32 values: a maximum a few steps below or above a power of two (any binade, subnormals
     included), others spread below it, some zeros, -0, and now and then NaN or Inf."""
     top = draw(st.integers(-148, 127))
     steps = draw(st.integers(-40, 3))
     bits = int(np.float32(2.0**top).view(np.uint32)) + steps
     amax = np.uint32(min(max(bits, 1), 0x7F7FFFFF)).view(np.float32)
-    shifts = draw(st.lists(st.integers(0, 40), min_size=31, max_size=31))
-    fractions = draw(st.lists(st.integers(0, (1 << 23) - 1), min_size=31, max_size=31))
-    signs = draw(st.lists(st.booleans(), min_size=32, max_size=32))
+    shifts = draw(st.lists(st.integers(0, 40), min_size=k - 1, max_size=k - 1))
+    fractions = draw(st.lists(st.integers(0, (1 << 23) - 1), min_size=k - 1, max_size=k - 1))
+    signs = draw(st.lists(st.booleans(), min_size=k, max_size=k))
     rest = [np.float32(float(amax) * (1 + f / 2**23) / 2 ** (s + 1)) for s, f in zip(shifts, fractions)]
     x = np.array([amax] + rest, np.float32)
-    x[np.array(draw(st.lists(st.booleans(), min_size=32, max_size=32)))] *= np.float32(draw(st.sampled_from([1, 0])))
+    x[np.array(draw(st.lists(st.booleans(), min_size=k, max_size=k)))] *= np.float32(draw(st.sampled_from([1, 0])))
     x = np.where(signs, -x, x).astype(np.float32)
     special = draw(st.sampled_from([None] * 6 + [np.nan, np.inf, -np.inf]))
     if special is not None:
-        x[draw(st.integers(0, 31))] = special
+        x[draw(st.integers(0, k - 1))] = special
     return x
 
 
@@ -657,6 +720,35 @@ def test_fast_path_equals_reference_on_library_options(name, data):
     for b, want in enumerate(expected):
         assert int(np.asarray(t.scales).reshape(-1)[b]) == want.scale, (b, options, blocks[b].tolist())
         assert tuple(int(c) for c in np.asarray(t.codes).reshape(len(blocks), 32)[b]) == want.codes, (b, options)
+    DIFFERENTIAL["blocks"] += len(blocks)
+
+
+@pytest.mark.parametrize("name", ["mx6", "mx9", "mx4", "msfp12"])
+@given(data=st.data())
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+def test_fast_path_equals_reference_on_shared_exponent_options(name, data):
+    """The 6.2 options of the E8M0 shared-exponent formats (Quark MX6/MX9: subnormal_inputs 'flush_plus',
+    nan_blocks and inf_policy 'error'), the fast path against the reference, blocks of 16 (or an error from both)."""
+    options = {"subnormal_inputs": data.draw(st.sampled_from(["exact", "flush", "flush_plus", "flush_plus"])),
+               "nan_blocks": data.draw(st.sampled_from(["nan", "error"])),
+               "inf_policy": data.draw(st.sampled_from(["nan", "saturate", "error"])),
+               "rounding": data.draw(st.sampled_from(["rne", "rna", "rtz"]))}
+    opts = QuantizeOptions(**options)
+    blocks = np.stack([_fp32_block(data.draw, 16) for _ in range(data.draw(st.integers(1, 3)))])
+    try:
+        expected = [quantize_block([float(v) for v in block], name, opts) for block in blocks]
+    except ValueError:
+        with pytest.raises(ValueError):
+            mxsim.quantize(blocks.reshape(-1), name, **options)
+        DIFFERENTIAL["errors"] += 1
+        return
+    t = mxsim.quantize(blocks.reshape(-1), name, **options)
+    subscales = None if t.subscales is None else np.asarray(t.subscales).reshape(len(blocks), -1)
+    for b, want in enumerate(expected):
+        assert int(np.asarray(t.scales).reshape(-1)[b]) == want.scale, (b, options, blocks[b].tolist())
+        assert tuple(int(c) for c in np.asarray(t.codes).reshape(len(blocks), 16)[b]) == want.codes, (b, options)
+        assert (() if subscales is None else tuple(int(s) for s in subscales[b])) == want.subscales, (b, options)
     DIFFERENTIAL["blocks"] += len(blocks)
 
 

@@ -120,10 +120,14 @@ def _rceil_fp32_exponents(amax: np.ndarray, element) -> np.ndarray:
 
 def _read_subnormals(x: np.ndarray, mode: str) -> np.ndarray:
     """subnormal_inputs (see mxsim.ref.sources.read_subnormal) on float64 values: 'flush' makes
-    nonzero magnitudes below 2^-126 signed zeros; 'as_normal' reads them (fp32 subnormals
-    m * 2^-149) as 2^-127 + |x| / 2, exact in float64."""
+    nonzero magnitudes below 2^-126 signed zeros; 'flush_plus' makes every magnitude below 2^-126
+    (zeros included) +0; 'as_normal' reads them (fp32 subnormals m * 2^-149) as 2^-127 + |x| / 2,
+    exact in float64. NaN and Inf pass unchanged."""
     if mode == "exact":
         return x
+    if mode == "flush_plus":
+        with np.errstate(invalid="ignore"):
+            return np.where(np.abs(x) < float(FP32_MIN_NORMAL), 0.0, x)
     tiny = (np.abs(x) < float(FP32_MIN_NORMAL)) & (x != 0)
     if mode == "flush":
         return np.where(tiny, np.copysign(0.0, x), x)

@@ -442,7 +442,7 @@ class QuantizeSuite(Suite):
         x = np.where(field < 0xFF, magnitude, 0).astype(np.uint32).view(np.float32).astype(np.float64)
         subnormal = (field == 0) & (fraction != 0)
         min_exponent = -126
-        if opts.subnormal_inputs == "flush":
+        if opts.subnormal_inputs in ("flush", "flush_plus"):
             x = np.where(subnormal, 0.0, x)
         elif opts.subnormal_inputs == "as_normal":  # (1 + m / 2^23) * 2^-127, last bit 2^-150
             x = np.where(subnormal, np.ldexp((fraction | (1 << 23)).astype(np.float64), -150), x)
