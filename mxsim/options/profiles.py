@@ -389,9 +389,10 @@ _PROFILE_LIST.append(
         inputs=("float32 inputs (the test feeds float32 weights)",),
         notes=(
             "NVFP4 (nvfp4_arith 'fp32_reciprocal'): the tensor's tensor_scale is the library's global scale gs, a "
-            "divisor; scale and element codes are reproduced, but mxsim's dequantize refuses such a tensor (the "
-            "library's output is fp32(code * fp32(scale / gs)), which the test checks from mxsim's codes); a tensor "
-            "holding NaN or Inf is refused (the library gives NaN outputs there and gs 1 or 0 to the tensor)",
+            "divisor; scale and element codes are reproduced, and dequantize gives the library's output "
+            "fp32(code * fp32(scale / gs)) (float32, as fake_quantize and dequantize; bfloat16 rounded once more, as "
+            "its checkpoint decompression); a tensor holding NaN or Inf is refused (the library gives NaN outputs "
+            "there and gs 1 or 0 to the tensor)",
             "a block with an Inf: the library's scale is NaN or Inf (not E8M0) and every output NaN, which is what "
             "mxsim's NaN block (scale 0xFF) decodes to",
         ),
