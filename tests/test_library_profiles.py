@@ -41,7 +41,7 @@ import mxsim
 from mxsim.fast.decode import value_table
 from mxsim.formats import get_format
 from mxsim.options.profiles import get_profile
-from mxsim import DequantizeOptions
+from mxsim import DequantizeOptions, QuantizeOptions
 from mxsim.ref.block import QuantizedBlock, quantize_block
 from mxsim.ref.dequant import dequantize_block_bits
 
@@ -369,6 +369,21 @@ def test_compressed_tensors_nvfp4_checkpoint_dequantizes_as_the_library(ct):
     print(f"compressed_tensors_0_20 nvfp4 checkpoints: {agree} blocks dequantize as the library (float32, bfloat16); "
           f"{single_rounding_differs} float32 values differ from the exact value rounded once")
     assert agree >= 6 * PER_CLASS and single_rounding_differs > 0
+
+
+@pytest.mark.parametrize("mode", ["exact", "flush", "flush_plus"])
+def test_nvfp4_fp32_reciprocal_reads_subnormal_inputs_in_both_layers(mode):
+    """The fast path of nvfp4_arith='fp32_reciprocal' reads inputs through subnormal_inputs as the reference does
+    (it once quantized the raw values): [1e-40, -1e-40, 2^-130, 1, 0...] gives -1e-40 the code 0x8 (-0) under
+    'exact' and 'flush', 0x0 under 'flush_plus'; 'as_normal' is refused by both."""
+    x = np.array([1e-40, -1e-40, 2.0**-130, 1.0] + [0.0] * 12, np.float32)
+    t = mxsim.quantize(x, "nvfp4", nvfp4_arith="fp32_reciprocal", subnormal_inputs=mode)
+    options = QuantizeOptions(nvfp4_arith="fp32_reciprocal", subnormal_inputs=mode)
+    want = quantize_block([float(v) for v in x], "nvfp4", options, tensor_scale=t.tensor_scale)
+    assert tuple(int(c) for c in np.asarray(t.codes).reshape(-1)) == want.codes
+    assert want.codes[:4] == ((0, 0, 0, 7) if mode == "flush_plus" else (0, 8, 0, 7))
+    with pytest.raises(ValueError, match="as_normal"):
+        mxsim.quantize(x, "nvfp4", nvfp4_arith="fp32_reciprocal", subnormal_inputs="as_normal")
 
 
 def test_compressed_tensors_nvfp4_dequantize_hand_worked():

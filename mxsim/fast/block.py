@@ -542,8 +542,10 @@ def _plus_zeros(codes: np.ndarray, element, options: QuantizeOptions) -> np.ndar
 
 def _quantize_nvfp4_reciprocal(blocks, fmt, options, global_scale: float, rand_bits):
     """nvfp4_arith='fp32_reciprocal' (compressed-tensors 0.20, contract 6.2) in numpy float32
-    (IEEE, nearest-even at every step), as :func:`mxsim.ref.block._quantize_nvfp4_reciprocal`."""
-    x = blocks.astype(np.float32)
+    (IEEE, nearest-even at every step), as :func:`mxsim.ref.block._quantize_nvfp4_reciprocal`, on the
+    inputs as ``subnormal_inputs`` reads them ('as_normal' refuses fp32 subnormals, as the reference)."""
+    _check_fp32_inputs(blocks, options)
+    x = _read_subnormals(blocks.astype(np.float64), options.subnormal_inputs).astype(np.float32)
     if not np.isfinite(x).all():
         raise ValueError(
             "a block holding NaN or Inf has no NVFP4 encoding under nvfp4_arith='fp32_reciprocal' (compressed-tensors "
