@@ -665,12 +665,17 @@ def test_identify_names_compressed_tensors_nvfp4(ct):
     source[5] = 0.0
     source[60:72, :6] = np.array([6, 0.25, -0.75, 1.25, -2.5, 5]) * np.ldexp(1.0, rng.integers(-3, 4, size=(12, 1)))
     source = source.astype(np.float32)
-    _, scales, codes, _ = library_oracles.compressed_tensors_nvfp4(ct, source)
+    gs, scales, codes, _ = library_oracles.compressed_tensors_nvfp4(ct, source)
     report = identify(source, scales, codes, "nvfp4")
     assert [c.label for c in report.best] == ["profile compressed_tensors_0_20"]
     assert report.best[0].explained == len(scales) == 96
     defaults = next(c for c in report.results if c.profile is None and not c.changes)
     assert defaults.explained < len(scales)
+    # with the library's global scale given, a candidate must reproduce it too: the defaults' s_t is not gs
+    report = identify(source, scales, codes, "nvfp4", tensor_scale=gs)
+    assert [c.label for c in report.best] == ["profile compressed_tensors_0_20"]
+    defaults = next(c for c in report.results if c.profile is None and not c.changes)
+    assert defaults.explained == 0 and defaults.error.startswith("tensor scale ")
 
 
 @pytest.mark.parametrize("fmt", ["mx6", "mx9"])
@@ -685,12 +690,38 @@ def test_identify_names_quark_mx6_mx9(quark, fmt):
     source[::5, 3] = -0.0
     source[::9, 6] = -1e-40
     source = source.astype(np.float32)
-    scales, _, codes, _ = library_oracles.quark_microexponent(quark, source, fmt, "even")
-    report = identify(source, scales, codes, fmt)
+    scales, subscales, codes, _ = library_oracles.quark_microexponent(quark, source, fmt, "even")
+    report = identify(source, scales, codes, fmt, subscales=subscales)
     assert {c.label for c in report.best} == {f"profile {name}" for name in QUARK_PROFILES.values()}
     assert report.best[0].explained == len(scales)
     defaults = next(c for c in report.results if c.profile is None and not c.changes)
     assert defaults.explained < len(scales)
+    subscales[3, 0] ^= 1  # one shift bit changed: that block is no longer reproduced
+    report = identify(source, scales, codes, fmt, subscales=subscales)
+    assert next(c for c in report.results if c.label == "profile quark_0_13").explained == len(scales) - 1
+    assert report.best[0].explained == len(scales) - 1
+
+
+def test_identify_command_line_reads_subscales_from_a_tensor_file(quark, tmp_path, capsys):
+    """An mxsim tensor file of Quark's MX6 codes, scales and shift bits: `mxsim identify` names the Quark profiles;
+    the same file with one shift bit changed is no longer explained whole."""
+    from mxsim.cli import main
+    from mxsim.fileformat import save
+
+    rng = np.random.default_rng(8)
+    source = (rng.standard_normal((12, 16)) * np.ldexp(1.0, rng.integers(-5, 5, size=(12, 1)))).astype(np.float32)
+    source[2, 5] = -0.0
+    scales, subscales, codes, _ = library_oracles.quark_microexponent(quark, source, "mx6", "even")
+    np.save(tmp_path / "x.npy", source)
+    for changed in (False, True):
+        if changed:
+            subscales[0, 0] ^= 1
+        t = mxsim.MXTensor.from_codes(scales[:, None], codes, "mx6", subscales=subscales[:, None, :])
+        save(t, tmp_path / "t.mxt")
+        assert main(["identify", str(tmp_path / "x.npy"), str(tmp_path / "t.mxt")]) == 0
+        first = capsys.readouterr().out.split("\n")[0]
+        assert "profile quark_0_13" in first
+        assert first.endswith("reproduces 11 of 12 blocks (91.7 %)" if changed else "reproduces 12 of 12 blocks (100.0 %)")
 
 
 @pytest.mark.parametrize("fmt", ["mxfp4_e2m1", "mxint8"])
