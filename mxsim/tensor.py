@@ -226,8 +226,9 @@ class MXTensor:
         Each value is element * scale (times s_t for NVFP4), exact, rounded once to nearest even;
         a tensor made under ``nvfp4_arith='fp32_reciprocal'`` (compressed-tensors NVFP4, contract
         6.2) gives the library's fp32(element * fp32(scale / gs)) instead, converted to ``dtype``
-        (see :func:`mxsim.ref.dequant.dequantize_block_bits`). ``options``: a :class:`mxsim.DequantizeOptions`, or a mapping output type ->
-        DequantizeOptions (e.g. :data:`mxsim.options.dequantize.IDMA_DEQUANTIZE`) whose entry for
+        (see :func:`mxsim.ref.dequant.dequantize_block_bits`). ``options``: a
+        :class:`mxsim.DequantizeOptions`, or a mapping output type -> DequantizeOptions (e.g.
+        :data:`mxsim.options.dequantize.IDMA_DEQUANTIZE`) whose entry for
         ``dtype`` applies (defaults if it has none); ``dequant_options`` (dequant_overflow,
         dequant_ftz, dequant_nan) override fields of the chosen options. Without ``options``, a
         tensor made under a profile uses the profile's DequantizeOptions for ``dtype``. Defaults:

@@ -454,7 +454,8 @@ def test_fp32_reciprocal_fast_equals_reference(output):
                 np.array([b.scale for b in blocks], np.uint8), None, np.array([b.codes for b in blocks], np.uint8),
                 mxsim.get_format("nvfp4"), output, options, gs, "e8m0", "fp32_reciprocal",
             )
-            expected = [dequantize_block_bits(b, "nvfp4", output, options, gs, "e8m0", "fp32_reciprocal") for b in blocks]
+            expected = [dequantize_block_bits(b, "nvfp4", output, options, gs, "e8m0", "fp32_reciprocal")
+                        for b in blocks]
             assert got.tolist() == expected, (gs, options)
 
 

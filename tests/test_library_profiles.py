@@ -721,7 +721,8 @@ def test_identify_command_line_reads_subscales_from_a_tensor_file(quark, tmp_pat
         assert main(["identify", str(tmp_path / "x.npy"), str(tmp_path / "t.mxt")]) == 0
         first = capsys.readouterr().out.split("\n")[0]
         assert "profile quark_0_13" in first
-        assert first.endswith("reproduces 11 of 12 blocks (91.7 %)" if changed else "reproduces 12 of 12 blocks (100.0 %)")
+        want = "reproduces 11 of 12 blocks (91.7 %)" if changed else "reproduces 12 of 12 blocks (100.0 %)"
+        assert first.endswith(want)
 
 
 @pytest.mark.parametrize("fmt", ["mxfp4_e2m1", "mxint8"])

@@ -165,8 +165,8 @@ class QuantizeOptions:
         "compressed-tensors' order: the tensor scale is a divisor gs = fp32(fp32(1 / amax) * 448 * 6) (torch's "
         "scalar / tensor; 1 if it overflows), "
         "the block scale UE4M3(fp32(gs * fp32(amax_b / 6))) with no lower clamp and 0 replaced by 0.125, each element "
-        "fp32(x / fp32(scale / gs)); NaN or Inf raise ValueError; float32 inputs only; such a tensor dequantizes as the "
-        "library: fp32(element * fp32(scale / gs)), then converted to the output type", "2.2, 6.2",
+        "fp32(x / fp32(scale / gs)); NaN or Inf raise ValueError; float32 inputs only; such a tensor dequantizes as "
+        "the library: fp32(element * fp32(scale / gs)), then converted to the output type", "2.2, 6.2",
     )
     nvfp4_tensor_scale: str = option(
         "amax", ("amax", "none"), "`amax`: s_t = fp32(amax / (6 × 448)); `none`: s_t = 1", "2.2"
