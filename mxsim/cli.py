@@ -303,12 +303,14 @@ def _cmd_identify(args) -> str:
         if args.scales is None or args.format is None:
             raise ValueError("identify with codes as .npy needs SCALES.npy and --format (or give an mxsim tensor file)")
         codes, scales, fmt, axis = _load_array(args.tensor), _load_array(args.scales), args.format, args.axis
+        extra = {}
     else:
         if args.scales is not None:
             raise ValueError("SCALES.npy goes with codes as .npy only; an mxsim tensor file holds its scales")
         tensor = load(args.tensor)
         codes, scales, fmt, axis = tensor.codes, tensor.scales, tensor.fmt, tensor.axis
-    report = identify(source, scales, codes, fmt, axis, budget=args.budget)
+        extra = {"subscales": tensor.subscales, "tensor_scale": tensor.tensor_scale}
+    report = identify(source, scales, codes, fmt, axis, budget=args.budget, **extra)
     return "\n".join(identify_lines(report, args.top))
 
 
@@ -688,7 +690,8 @@ def build_parser() -> argparse.ArgumentParser:
         "identify", help="name the profile and options that reproduce a quantized tensor from its source",
         description="Quantize SOURCE under mxsim's defaults, every block profile of the format and (if none explains "
         "every block) every single option change, and name the configurations that reproduce the tensor's scale bytes "
-        "and element codes, with the share of blocks each explains (the candidates of golden check --explain).",
+        "and element codes (from a tensor file also its sub-scales and NVFP4 tensor scale), with the share of blocks "
+        "each explains (the candidates of golden check --explain).",
     )
     ident.add_argument("source", metavar="SOURCE.npy", help="the values the tensor was quantized from")
     ident.add_argument("tensor", metavar="TENSOR", help="an mxsim tensor file, or the element codes as .npy (blocks "

@@ -223,21 +223,18 @@ class MXTensor:
         """IEEE bit patterns of the values in the original shape: uint32 for float32, uint16 for
         float16 and bfloat16, uint64 for float64 (conventions.md section 3.1).
 
-        Each value is element * scale (times s_t for NVFP4), exact, rounded once to nearest even.
-        ``options``: a :class:`mxsim.DequantizeOptions`, or a mapping output type ->
-        DequantizeOptions (e.g. :data:`mxsim.options.dequantize.IDMA_DEQUANTIZE`) whose entry for
+        Each value is element * scale (times s_t for NVFP4), exact, rounded once to nearest even;
+        a tensor made under ``nvfp4_arith='fp32_reciprocal'`` (compressed-tensors NVFP4, contract
+        6.2) gives the library's fp32(element * fp32(scale / gs)) instead, converted to ``dtype``
+        (see :func:`mxsim.ref.dequant.dequantize_block_bits`). ``options``: a
+        :class:`mxsim.DequantizeOptions`, or a mapping output type -> DequantizeOptions (e.g.
+        :data:`mxsim.options.dequantize.IDMA_DEQUANTIZE`) whose entry for
         ``dtype`` applies (defaults if it has none); ``dequant_options`` (dequant_overflow,
         dequant_ftz, dequant_nan) override fields of the chosen options. Without ``options``, a
         tensor made under a profile uses the profile's DequantizeOptions for ``dtype``. Defaults:
         overflow to +-Inf, subnormals kept, NaN elements keep their sign; a NaN scale gives the
         positive quiet NaN for its whole block."""
         output = output_name(dtype)
-        if self.options.nvfp4_arith == "fp32_reciprocal":
-            raise ValueError(
-                "dequantize of a tensor made with nvfp4_arith='fp32_reciprocal' is not implemented: its tensor_scale "
-                "is compressed-tensors' divisor gs, and the library's output is fp32(code * fp32(scale / gs)) "
-                "(contract 6.2); expected a tensor made with nvfp4_arith 'exact' or 'fp32_steps'"
-            )
         if options is None and self.profile is not None:
             options = self.profile.dequantize
         opts = options_for(output, options, **dequant_options)
@@ -245,7 +242,7 @@ class MXTensor:
         subscales = None if self.subscales is None else self.subscales.reshape(-1, self.fmt.subblocks)
         words = dequantize_blocks_bits(
             self.scales.reshape(-1), subscales, self.codes.reshape(-1, k), self.fmt, output, opts,
-            self.tensor_scale, self.scale_encoding,
+            self.tensor_scale, self.scale_encoding, self.options.nvfp4_arith,
         )
         return restore_layout(words.reshape(self.codes.shape), self.shape, self.axis)
 

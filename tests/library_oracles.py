@@ -314,3 +314,57 @@ def quark_mx(q, blocks: np.ndarray, fmt: str, mode: str):
     scale = scale.masked_fill(scale == 0.0, torch.finfo(torch.float32).eps).numpy()[:, 0].astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.log2(scale), out
+
+
+def quark_microexponent(q, blocks: np.ndarray, fmt: str, mode: str):
+    """(scale bytes, microexponent bits, codes, float32 output) of Quark's MX6 or MX9 (``fmt``
+    'mx6' / 'mx9') on float32 (n, 16) blocks: the output from ``non_scaled_fake_quantize(x, fmt,
+    ..., 16, mode)``; the block exponent E, the sub-block shift bits (bit j: pair j) and the integer
+    codes from ``non_scaled_real_quantize`` (Quark's own encoding, [E, packed bits, codes...] per
+    block). Scale byte: E + 127 (E8M0); codes: sign bit (the float code's, so -0 keeps it) above the
+    magnitude's m bits, m being Quark's own ``mantissa_bits`` of the format (contract 2.1 layout).
+    Blocks holding NaN or Inf: only their output is meaningful (the library passes them through)."""
+    import torch
+
+    from quark.common.data_type import BaseMX6, BaseMX9
+
+    m = {"mx6": BaseMX6, "mx9": BaseMX9}[fmt].mantissa_bits
+    x = torch.from_numpy(blocks.copy())
+    out = q["op"](x, fmt, "None", -1, 16, mode).numpy()
+    real = torch.ops.quark.non_scaled_real_quantize(x, fmt, "None", -1, 16).numpy().reshape(len(blocks), 18)
+    finite = np.isfinite(real)
+    exponent = np.where(finite[:, 0], real[:, 0], 0).astype(np.int64)
+    packed = np.where(finite[:, 1], real[:, 1], 0).astype(np.int64)
+    subscales = ((packed[:, None] >> np.arange(8)) & 1).astype(np.uint8)
+    values = np.where(finite[:, 2:], real[:, 2:], 0.0)
+    codes = ((np.signbit(values).astype(np.int64) << m) | np.abs(values).astype(np.int64)).astype(np.uint8)
+    return (exponent + 127).astype(np.uint8), subscales, codes, out
+
+
+def compressed_tensors_nvfp4_checkpoint(ct, tensor: np.ndarray):
+    """compressed-tensors' NVFP4 checkpoint of one float32 tensor of (n, 16) blocks (one row, as
+    :func:`compressed_tensors_nvfp4`) and its decompression: (global scale gs, scale codes,
+    element codes, float32 output, bfloat16 output as uint16 words). The codes are the
+    checkpoint's own bytes: ``weight_scale`` (float8_e4m3fn, viewed as bytes) and the nibbles of
+    ``weight_packed`` (low nibble first, as the library unpacks them); float32: the library's
+    ``dequantize(x_q, scale, ..., global_scale=gs, dtype=float32)`` of its float32 quantize output;
+    bfloat16: ``NVFP4PackedCompressor.decompress`` of the checkpoint (the weights a model loads)."""
+    import torch
+    from compressed_tensors.compressors.nvfp4.base import NVFP4PackedCompressor
+    from compressed_tensors.quantization import dequantize
+
+    scheme = ct["scheme"]("NVFP4", ["Linear"])
+    args = scheme.weights
+    x = torch.from_numpy(tensor.reshape(1, -1).copy())
+    gs = ct["gparam"](x.amin(), x.amax())
+    groups = x.unflatten(-1, (len(tensor), 16))
+    scale, zero = ct["qparams"](groups.amin(-1), groups.amax(-1), args, global_scale=gs)
+    q = ct["quantize"](x, scale, zero, args, global_scale=gs)
+    out32 = dequantize(q, scale, zero, args, dtype=torch.float32, global_scale=gs).numpy().reshape(tensor.shape)
+    stored = NVFP4PackedCompressor.compress({"weight": x, "weight_scale": scale, "weight_global_scale": gs}, scheme)
+    packed = stored["weight_packed"].numpy().reshape(-1)
+    codes = np.stack([packed & 0x0F, packed >> 4], axis=1).reshape(tensor.shape).astype(np.uint8)
+    scales = stored["weight_scale"].view(torch.uint8).numpy().reshape(-1)
+    weight = NVFP4PackedCompressor.decompress(stored, scheme)["weight"]
+    out16 = weight.view(torch.int16).numpy().view(np.uint16).reshape(tensor.shape)
+    return float(gs.numpy()[0]), scales, codes, out32, out16

@@ -439,6 +439,46 @@ def test_fast_equals_reference(name, output, encoding):
         assert got.dtype == WORD_DTYPES[output] and got.tolist() == expected, options
 
 
+@pytest.mark.parametrize("output", list(OUTPUTS))
+def test_fp32_reciprocal_fast_equals_reference(output):
+    """NVFP4 tensors made under nvfp4_arith='fp32_reciprocal' (compressed-tensors, contract 6.2): the tensor scale is
+    the divisor gs and each value is fp32(element * fp32(scale / gs)), then converted to the output. Random blocks
+    (the NaN scale 0x7F included) under global scales from 2^-126 (float32 overflow of the product: +-Inf, or
+    +-max under saturate) to 2^120; fast path == reference word for word under every option set."""
+    rng = np.random.default_rng(seed("nvfp4", output, "fp32_reciprocal"))
+    blocks = random_blocks("nvfp4", rng, 6)
+    for gs_exponent in (-126, -100, -3, 0, 7, 60, 120):
+        gs = int(rng.integers(1 << 23, 1 << 24)) * Fraction(2) ** (gs_exponent - 23)
+        for options in OPTION_SETS:
+            got = dequantize_blocks_bits(
+                np.array([b.scale for b in blocks], np.uint8), None, np.array([b.codes for b in blocks], np.uint8),
+                mxsim.get_format("nvfp4"), output, options, gs, "e8m0", "fp32_reciprocal",
+            )
+            expected = [dequantize_block_bits(b, "nvfp4", output, options, gs, "e8m0", "fp32_reciprocal")
+                        for b in blocks]
+            assert got.tolist() == expected, (gs, options)
+
+
+def test_fp32_reciprocal_overflow_hand_worked():
+    """gs = 2^-126: the UE4M3 scale 448 gives step fp32(448 * 2^126) = 1.75 * 2^134, beyond float32: the step is
+    +Inf and a nonzero element overflows (6: 0x7F800000, or 0x7F7FFFFF under saturate); a zero element gives
+    0 * Inf = NaN, with the element's sign (-0: 0xFFC00000; canonical: 0x7FC00000). With gs = 2^-100 the step
+    is 1.75 * 2^108 and 6 * step = 1.3125 * 2^111 is finite: 0x77280000."""
+    block = one_block("nvfp4", [0x7, 0x8, 0x0], 0x7E)
+
+    def words(gs, options=DequantizeOptions()):
+        ref = dequantize_block_bits(block, "nvfp4", "float32", options, gs, "e8m0", "fp32_reciprocal")
+        fast = dequantize_blocks_bits(np.array([block.scale], np.uint8), None, np.array([block.codes], np.uint8),
+                                      mxsim.get_format("nvfp4"), "float32", options, gs, "e8m0", "fp32_reciprocal")
+        assert fast[0].tolist() == ref
+        return ref[:3]
+
+    assert words(Fraction(1, 2**126)) == [0x7F800000, 0xFFC00000, 0x7FC00000]
+    assert words(Fraction(1, 2**126), DequantizeOptions(dequant_overflow="saturate", dequant_nan="canonical")) == [
+        0x7F7FFFFF, 0x7FC00000, 0x7FC00000]
+    assert words(Fraction(1, 2**100)) == [0x77280000, 0x80000000, 0x00000000]
+
+
 @st.composite
 def dequant_cases(draw):
     name = draw(st.sampled_from(BLOCK_FORMATS))

@@ -41,7 +41,9 @@ import mxsim
 from mxsim.fast.decode import value_table
 from mxsim.formats import get_format
 from mxsim.options.profiles import get_profile
-from mxsim.ref.block import quantize_block
+from mxsim import DequantizeOptions, QuantizeOptions
+from mxsim.ref.block import QuantizedBlock, quantize_block
+from mxsim.ref.dequant import dequantize_block_bits
 
 import library_oracles
 import library_stimulus
@@ -288,25 +290,14 @@ def test_compressed_tensors_agrees_with_compressed_tensors(ct, fmt):
             assert q.codes == tuple(int(c) for c in want_codes[mx][i])
 
 
-def _nvfp4_output(codes: np.ndarray, scales: np.ndarray, gs: float) -> np.ndarray:
-    """compressed-tensors' NVFP4 output from codes (contract 6.2): fp32(element * fp32(scale / gs)),
-    element and scale values decoded by ml_dtypes, the arithmetic in numpy float32."""
-    import ml_dtypes
-
-    elements = codes.astype(np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float32)
-    scale = scales.astype(np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float32)
-    step = scale / np.float32(gs)
-    return (elements * step[:, None]).astype(np.float32)
-
-
 NVFP4_PER_TENSOR = 2  # blocks of 16 per tensor (gs is the tensor's): consecutive blocks of one class
 
 
 @pytest.mark.parametrize("path", ["fast", "reference"])
 def test_compressed_tensors_nvfp4_agrees_with_compressed_tensors(ct, path):
-    """NVFP4 preset: global scale, scale codes, element codes and the float32 output (from mxsim's
-    codes by the library's formula) agree on every tensor of finite blocks; tensors holding NaN or
-    Inf (NaN outputs, gs 1 or 0: no NVFP4 encoding) make quantize raise."""
+    """NVFP4 preset: global scale, scale codes, element codes and the float32 output (mxsim's dequantize of its
+    tensor: the library's fp32(code * fp32(scale / gs))) agree on every tensor of finite blocks; tensors holding
+    NaN or Inf (NaN outputs, gs 1 or 0: no NVFP4 encoding) make quantize raise."""
     per_class = PER_CLASS if path == "fast" else 2 * NVFP4_PER_TENSOR
     grid = _grid("nvfp4")
     blocks = np.concatenate([library_stimulus.blocks(grid, 16, per_class, c, 21) for c in library_stimulus.CLASSES])
@@ -324,12 +315,14 @@ def test_compressed_tensors_nvfp4_agrees_with_compressed_tensors(ct, path):
         assert t.tensor_scale == Fraction(gs)
         if path == "fast":
             scales, codes = np.asarray(t.scales).reshape(-1), np.asarray(t.codes).reshape(tensor.shape)
+            out = t.dequantize(np.float32).reshape(tensor.shape)
         else:
             gs_exact = Fraction(gs)
             results = [quantize_block([float(v) for v in b], "nvfp4", options, tensor_scale=gs_exact) for b in tensor]
             scales = np.array([r.scale for r in results])
             codes = np.array([r.codes for r in results])
-        out = _nvfp4_output(codes, scales, gs)
+            out = np.array([dequantize_block_bits(r, "nvfp4", "float32", DequantizeOptions(), gs_exact, "e8m0",
+                                                  "fp32_reciprocal") for r in results], np.uint32).view(np.float32)
         ok = (scales == want_scales) & np.all(codes == want_codes, axis=1)
         ok &= np.all(out.view(np.uint32) == want_out.view(np.uint32), axis=1)
         assert ok.all(), f"first disagreeing block {tensor[np.flatnonzero(~ok)[0]].tolist()} (gs {gs})"
@@ -338,6 +331,77 @@ def test_compressed_tensors_nvfp4_agrees_with_compressed_tensors(ct, path):
           f"{NVFP4_PER_TENSOR} blocks with NaN/Inf refused")
     # every tensor of the specials class is refused (large draws of the wide class overflow to Inf too)
     assert refused >= per_class // NVFP4_PER_TENSOR and agree == len(blocks) - refused * NVFP4_PER_TENSOR
+
+
+def test_compressed_tensors_nvfp4_checkpoint_dequantizes_as_the_library(ct):
+    """compressed-tensors' own NVFP4 checkpoints (NVFP4PackedCompressor.compress: packed E2M1 nibbles, float8 block
+    scales, the global scale) of tensors of two blocks of every finite class, read with MXTensor.from_codes under
+    compressed_tensors_0_20: dequantize to float32 equals the library's dequantize(..., dtype=float32), and to
+    bfloat16 its decompress (the weights a model loads), word for word; the reference on a sample. mxsim's codes
+    from the source equal the checkpoint's. The float32 steps matter: rounding the exact code * scale / gs once
+    (float64 division, then float32: no double rounding for these operands) differs on some values."""
+    import ml_dtypes
+
+    grid = _grid("nvfp4")
+    blocks = np.concatenate([library_stimulus.blocks(grid, 16, PER_CLASS, c, 25) for c in library_stimulus.CLASSES])
+    tensors = [t for t in blocks.reshape(-1, NVFP4_PER_TENSOR, 16) if np.isfinite(t).all()]
+    agree = single_rounding_differs = 0
+    for n, tensor in enumerate(tensors):
+        gs, scales, codes, out32, out16 = library_oracles.compressed_tensors_nvfp4_checkpoint(ct, tensor)
+        t = mxsim.MXTensor.from_codes(scales[:, None], codes, "nvfp4", tensor_scale=Fraction(gs),
+                                      profile="compressed_tensors_0_20")
+        assert np.array_equal(t.dequantize_bits("float32"), out32.view(np.uint32)), (tensor.tolist(), gs)
+        assert np.array_equal(t.dequantize_bits("bfloat16"), out16), (tensor.tolist(), gs)
+        mine = mxsim.quantize(tensor.reshape(-1), "nvfp4", profile="compressed_tensors_0_20")
+        assert np.array_equal(np.asarray(mine.codes).reshape(codes.shape), codes)
+        assert np.array_equal(np.asarray(mine.scales).reshape(-1), scales)
+        if n % 9 == 0:  # the reference
+            for b in range(len(tensor)):
+                block = QuantizedBlock(int(scales[b]), (), tuple(int(c) for c in codes[b]))
+                for output, want in (("float32", out32[b].view(np.uint32)), ("bfloat16", out16[b])):
+                    words = dequantize_block_bits(block, "nvfp4", output, DequantizeOptions(), Fraction(gs), "e8m0",
+                                                  "fp32_reciprocal")
+                    assert words == [int(w) for w in want], (output, tensor.tolist())
+        exact = codes.view(ml_dtypes.float4_e2m1fn).astype(np.float64) * scales.view(
+            ml_dtypes.float8_e4m3fn).astype(np.float64)[:, None] / gs
+        single_rounding_differs += int((exact.astype(np.float32).view(np.uint32) != out32.view(np.uint32)).sum())
+        agree += len(tensor)
+    print(f"compressed_tensors_0_20 nvfp4 checkpoints: {agree} blocks dequantize as the library (float32, bfloat16); "
+          f"{single_rounding_differs} float32 values differ from the exact value rounded once")
+    assert agree >= 6 * PER_CLASS and single_rounding_differs > 0
+
+
+@pytest.mark.parametrize("mode", ["exact", "flush", "flush_plus"])
+def test_nvfp4_fp32_reciprocal_reads_subnormal_inputs_in_both_layers(mode):
+    """The fast path of nvfp4_arith='fp32_reciprocal' reads inputs through subnormal_inputs as the reference does
+    (it once quantized the raw values): [1e-40, -1e-40, 2^-130, 1, 0...] gives -1e-40 the code 0x8 (-0) under
+    'exact' and 'flush', 0x0 under 'flush_plus'; 'as_normal' is refused by both."""
+    x = np.array([1e-40, -1e-40, 2.0**-130, 1.0] + [0.0] * 12, np.float32)
+    t = mxsim.quantize(x, "nvfp4", nvfp4_arith="fp32_reciprocal", subnormal_inputs=mode)
+    options = QuantizeOptions(nvfp4_arith="fp32_reciprocal", subnormal_inputs=mode)
+    want = quantize_block([float(v) for v in x], "nvfp4", options, tensor_scale=t.tensor_scale)
+    assert tuple(int(c) for c in np.asarray(t.codes).reshape(-1)) == want.codes
+    assert want.codes[:4] == ((0, 0, 0, 7) if mode == "flush_plus" else (0, 8, 0, 7))
+    with pytest.raises(ValueError, match="as_normal"):
+        mxsim.quantize(x, "nvfp4", nvfp4_arith="fp32_reciprocal", subnormal_inputs="as_normal")
+
+
+def test_compressed_tensors_nvfp4_dequantize_hand_worked():
+    """Contract 6.2, hand-worked: a tensor with amax 7 has gs = fp32(fp32(1 / 7) * 2688) = 384 + 2^-15
+    (0x43C00001) and block scale 448 (0x7E); the step fp32(448 / gs) is 0x3F955555 (1.16666663), and the code 6
+    (0x7) dequantizes to fp32(6 * step) = 7.0 exactly (0x40E00000), where 6 * 448 / gs = 6.99999944 rounds to
+    0x40DFFFFF; 1.5 (0x3) gives 1.75 (0x3FE00000), not 0x3FDFFFFF. The tensor's own inputs 7 and 1.75 come back."""
+    tensor = np.zeros(16, np.float32)
+    tensor[0], tensor[1] = 7.0, 1.75
+    t = mxsim.quantize(tensor, "nvfp4", profile="compressed_tensors_0_20")
+    assert t.tensor_scale == 384 + Fraction(1, 2**15)
+    assert int(np.asarray(t.scales).reshape(-1)[0]) == 0x7E and np.asarray(t.codes).reshape(-1)[:2].tolist() == [7, 3]
+    assert t.dequantize_bits("float32")[:2].tolist() == [0x40E00000, 0x3FE00000]
+    assert t.dequantize(np.float64)[:2].tolist() == [7.0, 1.75]
+    # the exact 6 * 448 / gs lies within half a float32 step (2^-22 in [4, 8)) of 0x40DFFFFF: one rounding gives it
+    exact = 6 * Fraction(448) / t.tensor_scale
+    below = Fraction(float(np.uint32(0x40DFFFFF).view(np.float32)))
+    assert abs(exact - below) < Fraction(1, 2**22) and exact != 7
 
 
 def test_compressed_tensors_nvfp4_hand_worked():
@@ -483,6 +547,68 @@ def test_quark_ceil_hand_worked():
     assert int(mxsim.quantize(block, "mxfp8_e4m3", profile="quark_0_13_ceil").scales[0]) == 0x82
 
 
+@pytest.mark.parametrize("mode", list(QUARK_PROFILES))
+@pytest.mark.parametrize("fmt", ["mx6", "mx9"])
+def test_quark_mx6_mx9_agrees_with_quark(quark, fmt, mode):
+    """quark_0_13 (and _floor, _ceil: Quark does not read the mode for MX6/MX9) against Quark's MX6/MX9 on blocks
+    of 16 of every class: scale byte, the 8 microexponent bits and the element codes from Quark's own real
+    quantize (block exponent, packed shift bits, integer codes), and the float32 output of its fake quantize, every
+    block; through the fast path and, on a sample, the reference. Blocks holding NaN or Inf (Quark passes them
+    through and quantizes the rest: no MX encoding) must make quantize raise, one by one. The stimulus reaches the
+    difference: mxsim's plain rule with flush_subnormal_inputs (signed zeros) disagrees on some blocks."""
+    name = QUARK_PROFILES[mode]
+    grid = _grid(fmt)
+    blocks = np.concatenate([library_stimulus.blocks(grid, 16, PER_CLASS, c, 21) for c in library_stimulus.CLASSES])
+    want_scales, want_subscales, want_codes, want_out = library_oracles.quark_microexponent(quark, blocks, fmt, mode)
+    special = ~np.isfinite(blocks).all(axis=1)
+    for i in np.flatnonzero(special):
+        passed = ~np.isfinite(blocks[i])
+        assert np.array_equal(want_out[i][passed], blocks[i][passed], equal_nan=True)  # Quark passes them through
+        with pytest.raises(ValueError, match="which has no MX encoding under (nan_blocks|inf_policy)='error'"):
+            mxsim.quantize(blocks[i], fmt, profile=name)
+    kept = ~special
+    t = mxsim.quantize(blocks[kept].reshape(-1), fmt, profile=name)
+    scales = np.asarray(t.scales).reshape(-1)
+    subscales = np.asarray(t.subscales).reshape(-1, 8)
+    codes = np.asarray(t.codes).reshape(-1, 16)
+    output = t.dequantize(np.float32).reshape(-1, 16)
+    ok = (scales == want_scales[kept]) & np.all(subscales == want_subscales[kept], axis=1)
+    ok &= np.all(codes == want_codes[kept], axis=1)
+    ok &= np.all(output.view(np.uint32) == want_out[kept].view(np.uint32), axis=1)
+    print(f"{name} {fmt}: {int(ok.sum())} / {int(kept.sum())} blocks agree, {int(special.sum())} blocks refused")
+    assert ok.all(), f"first disagreeing block {blocks[kept][np.flatnonzero(~ok)[0]].tolist()}"
+    assert special.sum() >= PER_CLASS and kept.sum() >= 6 * PER_CLASS  # (the wide class can overflow to Inf)
+    options = get_profile(name).quantize_options(fmt)
+    for i in range(0, int(kept.sum()), 11):  # the reference on a sample
+        q = quantize_block([float(v) for v in blocks[kept][i]], fmt, options)
+        assert (q.scale, q.subscales, q.codes) == (scales[i], tuple(subscales[i]), tuple(codes[i])), i
+    plain = mxsim.quantize(blocks[kept].reshape(-1), fmt, flush_subnormal_inputs=True)
+    plain_out = plain.dequantize(np.float32).reshape(-1, 16)
+    assert not np.array_equal(plain_out.view(np.uint32), want_out[kept].view(np.uint32))
+
+
+def test_quark_mx6_hand_worked():
+    """Contract 2.1 and 6.2, hand-worked MX6 (m = 4: elements M * 2^(E - tau - 3), M <= 15). Block [2^127,
+    -2^-126, -0, -1e-40, -2^120, 3, 0...]: E = 127 (byte 0xFE); pair 0 holds the maximum (tau 0), every other pair
+    lies below 2^127 (tau 1, bits 0b11111110). -2^-126 / 2^124 rounds to zero and keeps its sign: code 0x10 (-0);
+    -0 and the subnormal -1e-40 read as +0 (code 0x00, subnormal_inputs 'flush_plus'); -2^120 / 2^123 = -0.125
+    rounds to -0 (0x10); 3 / 2^123 rounds to +0. mxsim's flush_subnormal_inputs keeps -0 and gives -1e-40 a -0."""
+    block = np.zeros(16, np.float32)
+    block[:6] = [2.0**127, -(2.0**-126), -0.0, -1e-40, -(2.0**120), 3.0]
+    t = mxsim.quantize(block, "mx6", profile="quark_0_13")
+    assert int(t.scales[0]) == 0xFE
+    assert np.asarray(t.subscales).reshape(-1).tolist() == [0] + [1] * 7
+    assert np.asarray(t.codes).reshape(-1)[:6].tolist() == [0x08, 0x10, 0x00, 0x00, 0x10, 0x00]
+    plain = mxsim.quantize(block, "mx6", flush_subnormal_inputs=True)
+    assert np.asarray(plain.codes).reshape(-1)[:6].tolist() == [0x08, 0x10, 0x10, 0x10, 0x10, 0x00]
+    # a maximum 1.9375 = 15.5 / 8 ties to 16, which clamps to 15 (1.875)
+    block = np.zeros(16, np.float32)
+    block[0] = 15.5 / 8
+    t = mxsim.quantize(block, "mx6", profile="quark_0_13")
+    assert (int(t.scales[0]), int(np.asarray(t.codes).reshape(-1)[0])) == (127, 0x0F)
+    assert t.dequantize(np.float32)[0] == 1.875
+
+
 # --------------------------------------------------------------------------------------------------
 # identify: the library named from its output
 
@@ -525,6 +651,78 @@ def test_identify_names_compressed_tensors(ct, fmt):
     report = identify(source, scales, codes, fmt)
     assert [c.label for c in report.best] == ["profile compressed_tensors_0_20"]
     assert report.best[0].explained == len(scales)
+
+
+def test_identify_names_compressed_tensors_nvfp4(ct):
+    """A tensor compressed-tensors made with its NVFP4 preset (one global scale over 96 blocks of 16: Gaussian
+    blocks over 13 binades, -0 inputs, an all-zero block (scale 0.125), FP4 ties under a block maximum of 6):
+    identify names compressed_tensors_0_20 alone, explaining every block, and mxsim's defaults fewer."""
+    from mxsim.golden.device.identify import identify
+
+    rng = np.random.default_rng(6)
+    source = rng.standard_normal((96, 16)) * np.ldexp(1.0, rng.integers(-6, 7, size=(96, 1)))
+    source[::7, 3] = -0.0
+    source[5] = 0.0
+    source[60:72, :6] = np.array([6, 0.25, -0.75, 1.25, -2.5, 5]) * np.ldexp(1.0, rng.integers(-3, 4, size=(12, 1)))
+    source = source.astype(np.float32)
+    gs, scales, codes, _ = library_oracles.compressed_tensors_nvfp4(ct, source)
+    report = identify(source, scales, codes, "nvfp4")
+    assert [c.label for c in report.best] == ["profile compressed_tensors_0_20"]
+    assert report.best[0].explained == len(scales) == 96
+    defaults = next(c for c in report.results if c.profile is None and not c.changes)
+    assert defaults.explained < len(scales)
+    # with the library's global scale given, a candidate must reproduce it too: the defaults' s_t is not gs
+    report = identify(source, scales, codes, "nvfp4", tensor_scale=gs)
+    assert [c.label for c in report.best] == ["profile compressed_tensors_0_20"]
+    defaults = next(c for c in report.results if c.profile is None and not c.changes)
+    assert defaults.explained == 0 and defaults.error.startswith("tensor scale ")
+
+
+@pytest.mark.parametrize("fmt", ["mx6", "mx9"])
+def test_identify_names_quark_mx6_mx9(quark, fmt):
+    """MX6/MX9 tensors Quark made (its real quantize: scale bytes and element codes) from finite Gaussian blocks with
+    -0 and fp32 subnormal inputs: identify names the three Quark profiles (they do not differ on MX6/MX9), every
+    block explained; mxsim's defaults keep the -0 signs and explain fewer."""
+    from mxsim.golden.device.identify import identify
+
+    rng = np.random.default_rng(7)
+    source = rng.standard_normal((96, 16)) * np.ldexp(1.0, rng.integers(-30, 30, size=(96, 1)))
+    source[::5, 3] = -0.0
+    source[::9, 6] = -1e-40
+    source = source.astype(np.float32)
+    scales, subscales, codes, _ = library_oracles.quark_microexponent(quark, source, fmt, "even")
+    report = identify(source, scales, codes, fmt, subscales=subscales)
+    assert {c.label for c in report.best} == {f"profile {name}" for name in QUARK_PROFILES.values()}
+    assert report.best[0].explained == len(scales)
+    defaults = next(c for c in report.results if c.profile is None and not c.changes)
+    assert defaults.explained < len(scales)
+    subscales[3, 0] ^= 1  # one shift bit changed: that block is no longer reproduced
+    report = identify(source, scales, codes, fmt, subscales=subscales)
+    assert next(c for c in report.results if c.label == "profile quark_0_13").explained == len(scales) - 1
+    assert report.best[0].explained == len(scales) - 1
+
+
+def test_identify_command_line_reads_subscales_from_a_tensor_file(quark, tmp_path, capsys):
+    """An mxsim tensor file of Quark's MX6 codes, scales and shift bits: `mxsim identify` names the Quark profiles;
+    the same file with one shift bit changed is no longer explained whole."""
+    from mxsim.cli import main
+    from mxsim.fileformat import save
+
+    rng = np.random.default_rng(8)
+    source = (rng.standard_normal((12, 16)) * np.ldexp(1.0, rng.integers(-5, 5, size=(12, 1)))).astype(np.float32)
+    source[2, 5] = -0.0
+    scales, subscales, codes, _ = library_oracles.quark_microexponent(quark, source, "mx6", "even")
+    np.save(tmp_path / "x.npy", source)
+    for changed in (False, True):
+        if changed:
+            subscales[0, 0] ^= 1
+        t = mxsim.MXTensor.from_codes(scales[:, None], codes, "mx6", subscales=subscales[:, None, :])
+        save(t, tmp_path / "t.mxt")
+        assert main(["identify", str(tmp_path / "x.npy"), str(tmp_path / "t.mxt")]) == 0
+        first = capsys.readouterr().out.split("\n")[0]
+        assert "profile quark_0_13" in first
+        want = "reproduces 11 of 12 blocks (91.7 %)" if changed else "reproduces 12 of 12 blocks (100.0 %)"
+        assert first.endswith(want)
 
 
 @pytest.mark.parametrize("fmt", ["mxfp4_e2m1", "mxint8"])
@@ -605,6 +803,7 @@ def _library_options(draw, name: str) -> dict:
          "scale_value_min": draw(st.sampled_from(["none", "none", "1e-10"])),
          "inf_policy": draw(st.sampled_from(["nan", "saturate", "max_scale", "error"])),
          "scale_underflow": draw(st.sampled_from(["clamp", "fp32_pow"])),
+         "subnormal_inputs": draw(st.sampled_from(["exact", "exact", "flush", "flush_plus"])),
          "scale_min": draw(st.sampled_from([-127, -127, -120])),
          "rounding": draw(st.sampled_from(["rne", "rna", "rtz"])),
          "int8_allow_neg2": name == "mxint8" and draw(st.booleans())}
@@ -613,23 +812,23 @@ def _library_options(draw, name: str) -> dict:
     return o
 
 
-def _fp32_block(draw) -> np.ndarray:
-    """32 float32 values: a maximum a few steps below or above a power of two (any binade, subnormals
+def _fp32_block(draw, k: int = 32) -> np.ndarray:
+    """k float32 values: a maximum a few steps below or above a power of two (any binade, subnormals
     included), others spread below it, some zeros, -0, and now and then NaN or Inf."""
     top = draw(st.integers(-148, 127))
     steps = draw(st.integers(-40, 3))
     bits = int(np.float32(2.0**top).view(np.uint32)) + steps
     amax = np.uint32(min(max(bits, 1), 0x7F7FFFFF)).view(np.float32)
-    shifts = draw(st.lists(st.integers(0, 40), min_size=31, max_size=31))
-    fractions = draw(st.lists(st.integers(0, (1 << 23) - 1), min_size=31, max_size=31))
-    signs = draw(st.lists(st.booleans(), min_size=32, max_size=32))
+    shifts = draw(st.lists(st.integers(0, 40), min_size=k - 1, max_size=k - 1))
+    fractions = draw(st.lists(st.integers(0, (1 << 23) - 1), min_size=k - 1, max_size=k - 1))
+    signs = draw(st.lists(st.booleans(), min_size=k, max_size=k))
     rest = [np.float32(float(amax) * (1 + f / 2**23) / 2 ** (s + 1)) for s, f in zip(shifts, fractions)]
     x = np.array([amax] + rest, np.float32)
-    x[np.array(draw(st.lists(st.booleans(), min_size=32, max_size=32)))] *= np.float32(draw(st.sampled_from([1, 0])))
+    x[np.array(draw(st.lists(st.booleans(), min_size=k, max_size=k)))] *= np.float32(draw(st.sampled_from([1, 0])))
     x = np.where(signs, -x, x).astype(np.float32)
     special = draw(st.sampled_from([None] * 6 + [np.nan, np.inf, -np.inf]))
     if special is not None:
-        x[draw(st.integers(0, 31))] = special
+        x[draw(st.integers(0, k - 1))] = special
     return x
 
 
@@ -657,6 +856,35 @@ def test_fast_path_equals_reference_on_library_options(name, data):
     for b, want in enumerate(expected):
         assert int(np.asarray(t.scales).reshape(-1)[b]) == want.scale, (b, options, blocks[b].tolist())
         assert tuple(int(c) for c in np.asarray(t.codes).reshape(len(blocks), 32)[b]) == want.codes, (b, options)
+    DIFFERENTIAL["blocks"] += len(blocks)
+
+
+@pytest.mark.parametrize("name", ["mx6", "mx9", "mx4", "msfp12"])
+@given(data=st.data())
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+def test_fast_path_equals_reference_on_shared_exponent_options(name, data):
+    """The 6.2 options of the E8M0 shared-exponent formats (Quark MX6/MX9: subnormal_inputs 'flush_plus',
+    nan_blocks and inf_policy 'error'), the fast path against the reference, blocks of 16 (or an error from both)."""
+    options = {"subnormal_inputs": data.draw(st.sampled_from(["exact", "flush", "flush_plus", "flush_plus"])),
+               "nan_blocks": data.draw(st.sampled_from(["nan", "error"])),
+               "inf_policy": data.draw(st.sampled_from(["nan", "saturate", "error"])),
+               "rounding": data.draw(st.sampled_from(["rne", "rna", "rtz"]))}
+    opts = QuantizeOptions(**options)
+    blocks = np.stack([_fp32_block(data.draw, 16) for _ in range(data.draw(st.integers(1, 3)))])
+    try:
+        expected = [quantize_block([float(v) for v in block], name, opts) for block in blocks]
+    except ValueError:
+        with pytest.raises(ValueError):
+            mxsim.quantize(blocks.reshape(-1), name, **options)
+        DIFFERENTIAL["errors"] += 1
+        return
+    t = mxsim.quantize(blocks.reshape(-1), name, **options)
+    subscales = None if t.subscales is None else np.asarray(t.subscales).reshape(len(blocks), -1)
+    for b, want in enumerate(expected):
+        assert int(np.asarray(t.scales).reshape(-1)[b]) == want.scale, (b, options, blocks[b].tolist())
+        assert tuple(int(c) for c in np.asarray(t.codes).reshape(len(blocks), 16)[b]) == want.codes, (b, options)
+        assert (() if subscales is None else tuple(int(s) for s in subscales[b])) == want.subscales, (b, options)
     DIFFERENTIAL["blocks"] += len(blocks)
 
 

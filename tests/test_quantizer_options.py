@@ -190,6 +190,12 @@ def test_subnormal_inputs_exact_flush_as_normal():
     assert both(x, "mxfp8_e4m3", subnormal_inputs="flush")[1][:4] == [0x00, 0x80, 0x00, 0x80]
     assert both(x, "mxfp8_e4m3", flush_subnormal_inputs=True)[1][:4] == [0x00, 0x80, 0x00, 0x80]
     assert both(x, "mxfp8_e4m3", subnormal_inputs="as_normal") == (0, [0x3C, 0xB8, 0x00, 0x80] + [0] * 28)
+    # flush_plus (Quark MX6/MX9): every magnitude below 2^-126, -0 included, reads as +0
+    assert both(x, "mxfp8_e4m3", subnormal_inputs="flush_plus")[1][:4] == [0x00, 0x00, 0x00, 0x00]
+    # MX6 (sign in bit 4): a block [1, -2^-130, -0, -2^-126]; 2^-126 / 2^-3 rounds to -0 and keeps its sign
+    y = np.array([1.0, -(2.0**-130), -0.0, -(2.0**-126)] + [0.0] * 12, np.float32)
+    assert both(y, "mx6", subnormal_inputs="flush")[1][:4] == [0x08, 0x10, 0x10, 0x10]
+    assert both(y, "mx6", subnormal_inputs="flush_plus")[1][:4] == [0x08, 0x00, 0x00, 0x10]
 
 
 def test_as_normal_reads_fp32_fields_after_widening():
@@ -386,9 +392,12 @@ def test_reference_source_errors():
         ({"specials": "none"}, "specials='none' is not allowed; expected one of: block, per_element"),
         ({"nan_code": "0x7D"}, r"nan_code='0x7D' is not allowed; expected an integer in \[0, 255\] or None"),
         ({"nan_code": True}, "nan_code=True is not allowed"),
-        ({"subnormal_inputs": "ftz"}, "subnormal_inputs='ftz' is not allowed; expected one of: exact, flush, as_normal"),
+        ({"subnormal_inputs": "ftz"},
+         "subnormal_inputs='ftz' is not allowed; expected one of: exact, flush, as_normal, flush_plus"),
         ({"flush_subnormal_inputs": True, "subnormal_inputs": "as_normal"},
          "flush_subnormal_inputs=True contradicts subnormal_inputs='as_normal'"),
+        ({"flush_subnormal_inputs": True, "subnormal_inputs": "flush_plus"},
+         "flush_subnormal_inputs=True contradicts subnormal_inputs='flush_plus'"),
         ({"specials": "per_element", "inf_policy": "saturate"},
          "inf_policy='saturate' is not allowed with specials='per_element'"),
     ],

@@ -184,6 +184,18 @@ EXAMPLES = [
         "quark_0_13", "mxint8", "`[2**-140, 0, …]`", (2.0**-140,),
         "scale 0x00; 0x00 (0)", "scale 0x07; 0x00 (0)", shown=1,
     ),
+    ProfileExample(  # MX6: -0 and the fp32 subnormal read as +0; -2^-126 rounds to zero from a nonzero value: -0
+        "quark_0_13", "mx6", "`[2**127, -2**-126, -0, -1e-40, 0, …]`", (2.0**127, -(2.0**-126), -0.0, -1e-40),
+        "scale 0xFE; 0x08 (1.70141e+38), 0x10 (-0), 0x10 (-0), 0x10 (-0)",
+        "scale 0xFE; 0x08 (1.70141e+38), 0x10 (-0), 0x00 (0), 0x00 (0)", shown=4,
+    ),
+    ProfileExample(  # MX9: the same signs at 7 magnitude bits; flush_subnormal_inputs keeps them (zeros of their sign)
+        "quark_0_13", "mx9", "`[1, -0.3, -0, -1e-40, 0, …]`", (1.0, -0.3, -0.0, -1e-40),
+        "scale 0x7F; 0x40 (1), 0x93 (-0.296875), 0x80 (-0), 0x80 (-0)",
+        "scale 0x7F; 0x40 (1), 0x93 (-0.296875), 0x00 (0), 0x00 (0)", shown=4,
+        variant={"flush_subnormal_inputs": True},
+        variant_output="scale 0x7F; 0x40 (1), 0x93 (-0.296875), 0x80 (-0), 0x80 (-0)",
+    ),
     ProfileExample(  # float32 log2(256 - 2^-15) rounds to 8.0: the floor is one binade above the exact rule's
         "quark_0_13_floor", "mxfp8_e4m3", "`[256 - 2**-15, 1, 0, …]`", (256 - 2.0**-15, 1.0),
         "scale 0x7E; 0x7E (224), 0x40 (1)", "scale 0x7F; 0x78 (256), 0x38 (1)",

@@ -120,10 +120,14 @@ def _rceil_fp32_exponents(amax: np.ndarray, element) -> np.ndarray:
 
 def _read_subnormals(x: np.ndarray, mode: str) -> np.ndarray:
     """subnormal_inputs (see mxsim.ref.sources.read_subnormal) on float64 values: 'flush' makes
-    nonzero magnitudes below 2^-126 signed zeros; 'as_normal' reads them (fp32 subnormals
-    m * 2^-149) as 2^-127 + |x| / 2, exact in float64."""
+    nonzero magnitudes below 2^-126 signed zeros; 'flush_plus' makes every magnitude below 2^-126
+    (zeros included) +0; 'as_normal' reads them (fp32 subnormals m * 2^-149) as 2^-127 + |x| / 2,
+    exact in float64. NaN and Inf pass unchanged."""
     if mode == "exact":
         return x
+    if mode == "flush_plus":
+        with np.errstate(invalid="ignore"):
+            return np.where(np.abs(x) < float(FP32_MIN_NORMAL), 0.0, x)
     tiny = (np.abs(x) < float(FP32_MIN_NORMAL)) & (x != 0)
     if mode == "flush":
         return np.where(tiny, np.copysign(0.0, x), x)
@@ -538,8 +542,10 @@ def _plus_zeros(codes: np.ndarray, element, options: QuantizeOptions) -> np.ndar
 
 def _quantize_nvfp4_reciprocal(blocks, fmt, options, global_scale: float, rand_bits):
     """nvfp4_arith='fp32_reciprocal' (compressed-tensors 0.20, contract 6.2) in numpy float32
-    (IEEE, nearest-even at every step), as :func:`mxsim.ref.block._quantize_nvfp4_reciprocal`."""
-    x = blocks.astype(np.float32)
+    (IEEE, nearest-even at every step), as :func:`mxsim.ref.block._quantize_nvfp4_reciprocal`, on the
+    inputs as ``subnormal_inputs`` reads them ('as_normal' refuses fp32 subnormals, as the reference)."""
+    _check_fp32_inputs(blocks, options)
+    x = _read_subnormals(blocks.astype(np.float64), options.subnormal_inputs).astype(np.float32)
     if not np.isfinite(x).all():
         raise ValueError(
             "a block holding NaN or Inf has no NVFP4 encoding under nvfp4_arith='fp32_reciprocal' (compressed-tensors "

@@ -52,9 +52,29 @@ def _element_tables(element):
     return np.isinf(values), np.signbit(values)
 
 
-def _round_ieee(scales, subscales, codes, fmt, output: str, tensor_scale, scale_encoding):
+def _fp32_reciprocal_values(scales, codes, fmt, global_scale) -> np.ndarray:
+    """nvfp4_arith='fp32_reciprocal' (see mxsim.ref.dequant.fp32_reciprocal_values): float32
+    fp32(element * fp32(scale / gs)) in NumPy float32 arithmetic (IEEE, nearest-even, overflow to
+    +-Inf; a step beyond float32 is +Inf, and 0 * Inf NaN); a NaN scale code gives NaN lanes."""
+    if global_scale is None:
+        raise ValueError("nvfp4_arith='fp32_reciprocal' dequantizes against the global scale gs; tensor_scale is None")
+    elements = value_table(fmt.element).astype(np.float32)[codes]
+    with np.errstate(over="ignore", invalid="ignore"):  # a step beyond float32 is +Inf; 0 * Inf is NaN
+        step = scale_table(fmt.scale)[scales].astype(np.float32) / np.float32(global_scale)
+        return elements * step[:, None]
+
+
+def _round_ieee(scales, subscales, codes, fmt, output: str, tensor_scale, scale_encoding, nvfp4_arith="exact"):
     """Step 1: (words of every value rounded once to nearest-even, overflow to +-Inf; False if
-    no word can be NaN, else True)."""
+    no word can be NaN, else True). nvfp4_arith='fp32_reciprocal': the library's float32 values,
+    then converted to the output type."""
+    if nvfp4_arith == "fp32_reciprocal":
+        values = _fp32_reciprocal_values(scales, codes, fmt, tensor_scale)
+        if output == "float32":
+            return values.view(np.uint32), True
+        if output == "float64":
+            return values.astype(np.float64).view(np.uint64), True
+        return _encode_half(values.astype(np.float64), output), True
     if output == "float32" and fmt.scale.name == "e8m0" and tensor_scale is None:
         values, any_nan = dequantize_blocks_float32(scales, subscales, codes, fmt, scale_encoding, nan_flag=True)
         return values.view(np.uint32), any_nan
@@ -132,18 +152,20 @@ def dequantize_blocks_bits(
     options: DequantizeOptions = DequantizeOptions(),
     tensor_scale=None,
     scale_encoding: str = "e8m0",
+    nvfp4_arith: str = "exact",
 ) -> np.ndarray:
     """Output words of (n_blocks, block_size) codes, same shape, dtype per :data:`WORD_DTYPES`.
 
     ``scales`` (n_blocks,), ``subscales`` (n_blocks, subblocks) or None, ``codes`` (n_blocks,
-    block_size); ``tensor_scale``: NVFP4's s_t. Same words as :func:`mxsim.ref.dequant.
+    block_size); ``tensor_scale``: NVFP4's s_t (the divisor gs under ``nvfp4_arith='fp32_reciprocal'``,
+    the quantize option the tensor was made under). Same words as :func:`mxsim.ref.dequant.
     dequantize_block_bits`: a NaN scale gives the positive quiet NaN for its whole block, a NaN
     element its own sign under ``keep_sign``, an Inf element +-Inf."""
     output = output_name(output)
     if not isinstance(options, DequantizeOptions):
         raise ValueError(f"options must be DequantizeOptions, got {type(options).__name__}")
     fmt = get_format(fmt, kind="block")
-    words, maybe_nan = _round_ieee(scales, subscales, codes, fmt, output, tensor_scale, scale_encoding)
+    words, maybe_nan = _round_ieee(scales, subscales, codes, fmt, output, tensor_scale, scale_encoding, nvfp4_arith)
     inf_table, sign_table = _element_tables(fmt.element)
     flat_codes = codes.reshape(-1)
     k = fmt.block_size

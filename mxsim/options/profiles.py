@@ -389,13 +389,38 @@ _PROFILE_LIST.append(
         inputs=("float32 inputs (the test feeds float32 weights)",),
         notes=(
             "NVFP4 (nvfp4_arith 'fp32_reciprocal'): the tensor's tensor_scale is the library's global scale gs, a "
-            "divisor; scale and element codes are reproduced, but mxsim's dequantize refuses such a tensor (the "
-            "library's output is fp32(code * fp32(scale / gs)), which the test checks from mxsim's codes); a tensor "
-            "holding NaN or Inf is refused (the library gives NaN outputs there and gs 1 or 0 to the tensor)",
+            "divisor; scale and element codes are reproduced, and dequantize gives the library's output "
+            "fp32(code * fp32(scale / gs)) (float32, as fake_quantize and dequantize; bfloat16 rounded once more, as "
+            "its checkpoint decompression); a tensor holding NaN or Inf is refused (the library gives NaN outputs "
+            "there and gs 1 or 0 to the tensor)",
             "a block with an Inf: the library's scale is NaN or Inf (not E8M0) and every output NaN, which is what "
             "mxsim's NaN block (scale 0xFF) decodes to",
         ),
     )
+)
+
+#: Quark's MX6 and MX9 (quant_dtype 'mx6' / 'mx9': fake_quantize_mx6_mx9, the same in every scale_calculation_mode;
+#: contract 2.1, 6.2): the exact rule of 2.1 on inputs read through torch.where(|x| < 2^-126, 0.0, x); NaN and Inf
+#: pass through to the output (no MX encoding: quantize raises).
+_QUARK_MICROEXPONENT = {
+    name: {"subnormal_inputs": "flush_plus", "nan_blocks": "error", "inf_policy": "error"} for name in ("mx6", "mx9")
+}
+_QUARK_FORMATS = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8", "mx6", "mx9")
+_QUARK_MICROEXPONENT_TEXT = (
+    " MX6/MX9 (quant_dtype 'mx6'/'mx9', blocks of 16, the same in every mode): mxsim's rule of contract 2.1 (E from "
+    "the block's largest fp32 exponent field, one microexponent bit per pair, elements rounded to nearest-even at "
+    "m bits and clamped to 2^m - 1) on inputs below 2^-126 read as +0, -0 included (subnormal_inputs 'flush_plus'); "
+    "a NaN or Inf passes through to Quark's output while the rest of the block is quantized as if it were 0: no MX "
+    "encoding, quantize raises ValueError (nan_blocks and inf_policy 'error')."
+)
+_QUARK_INPUTS = (
+    "float32 inputs (the test feeds float32); MX6/MX9 flush below the smallest normal of the input's dtype (2^-14 "
+    "for float16 input), which the profile (2^-126, the fp32 view) reproduces for float32 and bfloat16 input only",
+)
+_QUARK_MICROEXPONENT_NOTE = (
+    "MX6/MX9 blocks holding a NaN or an Inf: Quark outputs the NaN/Inf itself and quantizes the other elements as if "
+    "it were 0, which no MX encoding holds (a NaN or Inf in an MX6/MX9 block makes every element NaN); quantize "
+    "raises ValueError on them"
 )
 
 _PROFILE_LIST.append(
@@ -404,7 +429,8 @@ _PROFILE_LIST.append(
         kind="block",
         source="quark.torch.kernel: torch.ops.quark.non_scaled_fake_quantize(x, 'mx', element, axis, 32, 'even') "
         "(fake_quantize_mx: even_round, the C++ fake_quantize_to_low_precision_fp / fp8 kernels, "
-        "fake_quantize_int_per_group_affine)",
+        "fake_quantize_int_per_group_affine); MX6/MX9: non_scaled_fake_quantize(x, 'mx6' or 'mx9', ..., axis, 16, "
+        "mode) and non_scaled_real_quantize (fake_quantize_mx6_mx9, real_quantize_mx6_mx9)",
         version="amd-quark 0.13 (torch 2.13 CPU, its JIT-built C++ extension)",
         description=(
             "Quark's default MX mode 'even': amax rounded half-up at the element's fraction bits before taking its "
@@ -414,22 +440,25 @@ _PROFILE_LIST.append(
             "(scale_min -120). FP4 and FP6 elements go through a C++ kernel that returns +0 for every element "
             "rounding to zero (zero_sign 'plus') and passes an Inf through to the output (no MX encoding: "
             "inf_policy 'error' raises). Elements round to nearest-even, saturating; FP8 keeps -0."
+            + _QUARK_MICROEXPONENT_TEXT
         ),
-        formats=("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8"),
+        formats=_QUARK_FORMATS,
         quantize={"scale_rule": "even", "inf_policy": "max_scale", "zero_block_scale": "min_normal"},
         per_format={
             "mxint8": {"scale_round_bits": 8, "scale_min": -120},
             **{name: {"zero_sign": "plus", "inf_policy": "error"}
                for name in ("mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1")},
+            **_QUARK_MICROEXPONENT,
         },
         dequantize={"float32": DequantizeOptions()},
         outputs=("float32",),
-        inputs=("float32 inputs (the test feeds float32)",),
+        inputs=_QUARK_INPUTS,
         notes=(
             "MXINT8 blocks whose amax is below 2^-120: Quark's own scale is 2^E with E < -120, but its elements are "
             "integers of the step 2^-126; the scale byte that reproduces its codes and output is E = -120, which "
             "the profile gives",
-            "MX6/MX9 are not reproduced yet; modes 'floor' and 'ceil' are quark_0_13_floor and quark_0_13_ceil",
+            _QUARK_MICROEXPONENT_NOTE,
+            "modes 'floor' and 'ceil' are quark_0_13_floor and quark_0_13_ceil",
         ),
     )
 )
@@ -440,7 +469,8 @@ def _quark_profile(mode: str, rule: str) -> Profile:
     return Profile(
         name=f"quark_0_13_{mode}",
         kind="block",
-        source=f"quark.torch.kernel: torch.ops.quark.non_scaled_fake_quantize(x, 'mx', element, axis, 32, '{mode}')",
+        source=f"quark.torch.kernel: torch.ops.quark.non_scaled_fake_quantize(x, 'mx', element, axis, 32, '{mode}'); "
+        f"MX6/MX9: non_scaled_fake_quantize(x, 'mx6' or 'mx9', ..., axis, 16, '{mode}') (the mode is not read there)",
         version="amd-quark 0.13 (torch 2.13 CPU, its JIT-built C++ extension)",
         description=(
             f"Quark's MX mode '{mode}': E = {mode}(float32 log2 amax) - emax (scale_rule '{rule}'), the scale taken "
@@ -448,19 +478,22 @@ def _quark_profile(mode: str, rule: str) -> Profile:
             "-149, gets float32 eps 2^-23 (E = -23), and a block with E in [-149, -128] (a scale E8M0 cannot hold) "
             "makes quantize raise. An Inf or NaN gives NaN outputs (mxsim's NaN block). FP4/FP6 elements rounding "
             "to zero give +0 (zero_sign 'plus'); MXINT8's step clamp at 2^-126 is E >= -120 (scale_min -120)."
+            + _QUARK_MICROEXPONENT_TEXT
         ),
-        formats=("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8"),
+        formats=_QUARK_FORMATS,
         quantize={"scale_rule": rule, "scale_underflow": "fp32_pow"},
         per_format={
             "mxint8": {"scale_min": -120},
             **{name: {"zero_sign": "plus"} for name in ("mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1")},
+            **_QUARK_MICROEXPONENT,
         },
         dequantize={"float32": DequantizeOptions()},
         outputs=("float32",),
-        inputs=("float32 inputs (the test feeds float32)",),
+        inputs=_QUARK_INPUTS,
         notes=(
             "blocks whose Quark scale is 2^-128 .. 2^-149 (amax an fp32 subnormal, or tiny with a large emax): no "
             "E8M0 encoding, quantize raises ValueError",
+            _QUARK_MICROEXPONENT_NOTE,
         ),
     )
 

@@ -24,13 +24,15 @@ __all__ = [
     "option_applies",
     "element_nan_codes",
     "FP32_STEP_ROUNDINGS",
+    "SUBNORMAL_INPUTS",
 ]
 
 SCALE_RULES = ("floor", "ceil", "even", "rceil", "tosa", "rceil_fp32", "floor_fp32", "ceil_fp32")
 #: The element roundings of element_arith='fp32_log2' (microxcaling's 'nearest', 'even', 'floor'; contract 6.2).
 FP32_STEP_ROUNDINGS = ("rna", "rne", "rtz")
 INF_POLICIES = ("nan", "saturate", "max_scale", "exponent_field", "error")
-_OCP_MX_INF_POLICIES = ("max_scale", "exponent_field", "error")  # the profiles' values (torchao, gfloat, Quark)
+_OCP_MX_INF_POLICIES = ("max_scale", "exponent_field")  # the profiles' values (torchao, gfloat)
+SUBNORMAL_INPUTS = ("exact", "flush", "as_normal", "flush_plus")
 MIN_SCALE_DIVISORS = ("scale", "min_normal", "one")
 SCALE_ENCODINGS = ("e8m0", "int8_exponent")  # how an E8M0 scale byte stores E (section 2.3, 3.2)
 # The design options of real quantizers (section 2.3) that only OCP MX formats take, with defaults.
@@ -41,6 +43,11 @@ def _is_ocp_mx(fmt) -> bool:
     """E8M0 scale, no sub-blocks, float or two's-complement integer elements (MXFP8/6/4, MXINT8)."""
     shared_exponent = fmt.element.kind == "int" and fmt.element.encoding == "sign_magnitude"
     return fmt.scale.name == "e8m0" and not fmt.subblocks and not shared_exponent
+
+
+def _is_e8m0_scaled(fmt) -> bool:
+    """An E8M0 block scale: OCP MX, the shared-microexponent formats MX9/6/4 and MSFP (not NVFP4)."""
+    return fmt.scale.name == "e8m0"
 
 
 def _is_nvfp4(fmt) -> bool:
@@ -64,7 +71,7 @@ _FORMAT_OPTIONS = {
     "flush_subnormal_blocks": _is_ocp_mx,
     "scale_offset": _is_ocp_mx,
     "scale_round_bits": _is_ocp_mx,
-    "nan_blocks": _is_ocp_mx,
+    "nan_blocks": _is_e8m0_scaled,
     "scale_value_min": _is_ocp_mx,
     "scale_underflow": _is_ocp_mx,
 }
@@ -133,7 +140,7 @@ class QuantizeOptions:
         "input's own type (fp32, fp16 65504, bf16, float64) and saturates; `max_scale`: the block gets E = 127 and "
         "Inf saturates (gfloat, torchao RCEIL); `exponent_field`: Inf counts as 2^128, the fp32 all-ones exponent "
         "field, and saturates (torchao FLOOR); `error`: ValueError (Quark FP4/FP6 pass the Inf through to the "
-        "output: no MX encoding; contract 6.2)", "2, 6, 6.2",
+        "output: no MX encoding; Quark MX6/MX9 too; contract 6.2)", "2, 6, 6.2",
     )
     flush_subnormal_inputs: bool = option(
         False, Flag(), "read inputs below 2^-126 in magnitude as zeros of their sign (= `subnormal_inputs='flush'`)",
@@ -158,7 +165,8 @@ class QuantizeOptions:
         "compressed-tensors' order: the tensor scale is a divisor gs = fp32(fp32(1 / amax) * 448 * 6) (torch's "
         "scalar / tensor; 1 if it overflows), "
         "the block scale UE4M3(fp32(gs * fp32(amax_b / 6))) with no lower clamp and 0 replaced by 0.125, each element "
-        "fp32(x / fp32(scale / gs)); NaN or Inf raise ValueError; float32 inputs only", "2.2, 6.2",
+        "fp32(x / fp32(scale / gs)); NaN or Inf raise ValueError; float32 inputs only; such a tensor dequantizes as "
+        "the library: fp32(element * fp32(scale / gs)), then converted to the output type", "2.2, 6.2",
     )
     nvfp4_tensor_scale: str = option(
         "amax", ("amax", "none"), "`amax`: s_t = fp32(amax / (6 × 448)); `none`: s_t = 1", "2.2"
@@ -183,9 +191,10 @@ class QuantizeOptions:
         "the NaN code the quantizer writes (sign bit clear; iDMA: 0x7D for E5M2)", "2.3",
     )
     subnormal_inputs: str = option(
-        "exact", ("exact", "flush", "as_normal"),
+        "exact", SUBNORMAL_INPUTS,
         "`exact`; `flush` (as `flush_subnormal_inputs`); `as_normal`: an fp32 with exponent field 0 reads as "
-        "(1 + m/2^23) * 2^-127", "2.3",
+        "(1 + m/2^23) * 2^-127; `flush_plus`: every input below 2^-126 in magnitude, -0 included, reads as +0 "
+        "(AMD Quark MX6/MX9: torch.where(|x| < 2^-126, 0.0, x), so -0 and negative subnormals give +0)", "2.3, 6.2",
     )
 
     zero_block_scale: str = option(
@@ -220,7 +229,8 @@ class QuantizeOptions:
     nan_blocks: str = option(
         "nan", ("nan", "error"),
         "a block holding a NaN: `nan`, the NaN block of `specials`; `error`: ValueError (compressed-tensors gives such "
-        "a block scale 2^-127, saturated elements and a NaN output where the NaN was: no MX encoding)", "6.2",
+        "a block scale 2^-127, saturated elements and a NaN output where the NaN was; Quark MX6/MX9 pass the NaN "
+        "through and quantize the rest as if it were 0: no MX encoding)", "6.2",
     )
     scale_round_bits: int | None = option(
         None, IntRange(0, 10, "the element's fraction bits"),
@@ -283,10 +293,10 @@ class QuantizeOptions:
     def _resolve_flush_alias(self) -> None:
         """flush_subnormal_inputs=True is the old spelling of subnormal_inputs='flush'; both fields
         are kept consistent so that ``as_dict`` round-trips."""
-        if self.flush_subnormal_inputs and self.subnormal_inputs == "as_normal":
+        if self.flush_subnormal_inputs and self.subnormal_inputs not in ("exact", "flush"):
             raise ValueError(
-                "flush_subnormal_inputs=True contradicts subnormal_inputs='as_normal' (flush_subnormal_inputs=True "
-                "means subnormal_inputs='flush'); pass one of them"
+                f"flush_subnormal_inputs=True contradicts subnormal_inputs={self.subnormal_inputs!r} "
+                "(flush_subnormal_inputs=True means subnormal_inputs='flush'); pass one of them"
             )
         if self.flush_subnormal_inputs:
             object.__setattr__(self, "subnormal_inputs", "flush")
@@ -321,6 +331,12 @@ class QuantizeOptions:
             raise ValueError(
                 f"inf_policy={self.inf_policy!r} is not allowed for {fmt.name!r}: it applies to OCP MX formats only "
                 f"({', '.join(ocp_mx_format_names())}); expected one of: nan, saturate"
+                + (", error" if _is_e8m0_scaled(fmt) else "")
+            )
+        if self.inf_policy == "error" and not _is_e8m0_scaled(fmt):
+            raise ValueError(
+                f"inf_policy='error' is not allowed for {fmt.name!r}: it applies to E8M0-scaled formats only "
+                "(OCP MX, MX9/6/4, MSFP); expected one of: nan, saturate"
             )
         if self.nan_code is not None:
             self._check_nan_code(fmt)

@@ -428,8 +428,9 @@ def _flush_subnormal_block(xs: list[Ratio], options: QuantizeOptions, source: st
 def nan_block_error(where: str = "a block") -> ValueError:
     """nan_blocks='error' (contract 6.2): the error for a block that holds a NaN."""
     return ValueError(
-        f"{where} holds a NaN, which has no MX encoding under nan_blocks='error' (compressed-tensors gives such a "
-        "block scale 2^-127, saturated elements and a NaN output); remove the NaN or use nan_blocks='nan'"
+        f"{where} holds a NaN, which has no MX encoding under nan_blocks='error' (the library's output there is no "
+        "MX block: compressed-tensors gives it scale 2^-127, saturated elements and a NaN output; Quark MX6/MX9 "
+        "pass the NaN through and quantize the rest); remove the NaN or use nan_blocks='nan'"
     )
 
 

@@ -14,11 +14,13 @@ from fractions import Fraction
 
 from ..options.dequantize import OUTPUTS, DequantizeOptions, output_name
 from ..formats import get_format
-from .block import QuantizedBlock, dequantize_block
+from .block import QuantizedBlock, check_block, dequantize_block, to_fp32
+from .decode import decode
 from .encode import encode
 from .exact import Exact
+from .scale_code import decode_scale
 
-__all__ = ["output_format", "round_to_output", "dequantize_block_bits"]
+__all__ = ["output_format", "round_to_output", "dequantize_block_bits", "fp32_reciprocal_values"]
 
 
 def output_format(output):
@@ -55,6 +57,28 @@ def round_to_output(x: Exact, output, options: DequantizeOptions = DequantizeOpt
     return word
 
 
+def fp32_reciprocal_values(block: QuantizedBlock, fmt, global_scale: Fraction) -> list[Exact]:
+    """compressed-tensors' NVFP4 output (contract 6.2, a tensor made under ``nvfp4_arith='fp32_reciprocal'``,
+    whose tensor scale is the divisor gs): step = fp32(scale / gs), then fp32(element * step), each rounded
+    to float32 nearest-even, overflowing to +-Inf (the library's ``scale / global_scale`` and ``x_q * scale`` in
+    torch float32). -0 elements give -0; a NaN scale code gives NaN for the whole block. A step beyond float32
+    (scale / gs above the float32 maximum: gs below about 2^-118, which the library's own gs never is) is +Inf:
+    nonzero elements give +-Inf and zeros 0 * Inf = NaN, with the element's sign."""
+    fmt = get_format(fmt, kind="block")
+    block = check_block(block, fmt, global_scale)
+    scale = decode_scale(block.scale, fmt.scale)
+    if scale.is_nan:
+        return [Exact.nan() for _ in block.codes]
+    step = to_fp32(scale.value / Fraction(global_scale))  # positive (scale >= 2^-9, gs <= fp32 max), or +Inf
+    values = []
+    for x in (decode(code, fmt.element) for code in block.codes):
+        if step.is_inf:
+            values.append(Exact.inf(x.sign) if x.magnitude else Exact.nan(x.sign))
+        else:
+            values.append(to_fp32(Exact(x.sign, x.magnitude * step.value)))
+    return values
+
+
 def dequantize_block_bits(
     block: QuantizedBlock,
     fmt,
@@ -62,11 +86,31 @@ def dequantize_block_bits(
     options: DequantizeOptions = DequantizeOptions(),
     tensor_scale: Fraction | None = None,
     scale_encoding: str = "e8m0",
+    nvfp4_arith: str = "exact",
 ) -> list[int]:
     """The output words of one block, element 0 first (see :func:`round_to_output`); a NaN scale
     gives the positive quiet NaN for every element (``scale_encoding`` 'int8_exponent' has no
-    NaN scale)."""
+    NaN scale).
+
+    ``nvfp4_arith``: the quantize option the (NVFP4) block was made under. 'fp32_reciprocal'
+    (compressed-tensors, contract 6.2): ``tensor_scale`` is the divisor gs, each value is the
+    library's float32 result (:func:`fp32_reciprocal_values`), then converted to the output type
+    (float32: as it is; float64: exactly; float16 / bfloat16: rounded once more, nearest-even, as
+    the library's ``.to(dtype)``); a float32 overflow is an overflow of the output (+-Inf, or
+    +-largest finite under ``dequant_overflow='saturate'``). Otherwise the exact value, rounded once."""
     if not isinstance(options, DequantizeOptions):
         raise ValueError(f"options must be DequantizeOptions, got {type(options).__name__}")
-    values = dequantize_block(block, fmt, tensor_scale, scale_encoding)
-    return [round_to_output(x, output, options) for x in values]
+    if nvfp4_arith != "fp32_reciprocal":
+        values = dequantize_block(block, fmt, tensor_scale, scale_encoding)
+        return [round_to_output(x, output, options) for x in values]
+    if tensor_scale is None:
+        raise ValueError("nvfp4_arith='fp32_reciprocal' dequantizes against the global scale gs; tensor_scale is None")
+    out_fmt = output_format(output)
+    words = []
+    for x in fp32_reciprocal_values(block, fmt, tensor_scale):
+        if x.is_inf:  # E2M1 has no Inf: a float32 overflow of element * step (or of the step)
+            sign = out_fmt.sign_mask if x.sign else 0
+            words.append(sign | (out_fmt.max_code if options.dequant_overflow == "saturate" else out_fmt.inf_code()))
+        else:
+            words.append(round_to_output(x, output, options))
+    return words

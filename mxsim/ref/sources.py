@@ -65,11 +65,15 @@ def read_subnormal(x: tuple[int, int, int], mode: str) -> tuple[int, int, int]:
     * ``exact``: unchanged;
     * ``flush``: a nonzero magnitude below 2^-126 reads as zero of the same sign;
     * ``as_normal``: a nonzero magnitude below 2^-126 must be an fp32 subnormal m * 2^-149 (else
-      ValueError) and reads as (1 + m / 2^23) * 2^-127 = (2^23 + m) / 2^150.
+      ValueError) and reads as (1 + m / 2^23) * 2^-127 = (2^23 + m) / 2^150;
+    * ``flush_plus`` (contract 2.3, 6.2: AMD Quark MX6/MX9): every magnitude below 2^-126, zeros
+      included, reads as +0 (so -0 and negative subnormals lose their sign).
 
     Integers only: n / d < 2^-126 is n * 2^126 < d.
     """
     sign, n, d = x
+    if mode == "flush_plus" and d and n << 126 < d:
+        return 0, 0, 1
     if mode == "exact" or not d or not n or n << 126 >= d:
         return x
     if mode == "flush":

@@ -1,10 +1,12 @@
 """Identify the quantizer that made an MX tensor from its source (``mxsim identify``).
 
 Given the source values and a quantized tensor (scale bytes and element codes, blocks along the
-last axis of the codes, as :class:`mxsim.MXTensor` holds them), :func:`identify` quantizes the
-source under candidate configurations and counts, for each, the blocks whose scale byte and
-element codes it reproduces (codes of blocks whose scale is the NaN code 0xFF are not compared:
-libraries write anything there). The candidates are those of ``check --explain``
+last axis of the codes, as :class:`mxsim.MXTensor` holds them; optionally the sub-scales of
+MX9/MX6/MX4 and the NVFP4 tensor scale), :func:`identify` quantizes the source under candidate
+configurations and counts, for each, the blocks whose scale byte and element codes (and
+sub-scales, when given) it reproduces (codes of blocks whose scale is the NaN code 0xFF are not
+compared: libraries write anything there). A candidate whose tensor scale differs from a given
+one reproduces no block (every block is scaled by it). The candidates are those of ``check --explain``
 (:mod:`.explain`): first mxsim's defaults and every block profile that has the format; then, if
 none explains every block, every single option change (each allowed value of each
 :class:`mxsim.QuantizeOptions` option, :func:`.explain._values`) on top of the defaults and of the
@@ -74,7 +76,7 @@ class IdentifyReport:
         return [r for r in self.results if r.score() == top]
 
 
-def _evaluate(source, scales, codes, fmt, axis, candidate: Candidate) -> Candidate:
+def _evaluate(source, scales, codes, fmt, axis, candidate: Candidate, subscales=None, tensor_scale=None) -> Candidate:
     from ...tensor import quantize  # the tensor layer (blocks, padding, axis) above the golden package's own
 
     try:
@@ -82,9 +84,14 @@ def _evaluate(source, scales, codes, fmt, axis, candidate: Candidate) -> Candida
     except ValueError as err:
         candidate.error = str(err).split("\n")[0]
         return candidate
+    if tensor_scale is not None and t.tensor_scale != tensor_scale:
+        candidate.error = f"tensor scale {float(t.tensor_scale)!r}, the tensor's {float(tensor_scale)!r}"
+        return candidate
     got_scales = np.asarray(t.scales).reshape(-1)
     got_codes = np.asarray(t.codes).reshape(len(got_scales), -1)
     same = (got_scales == scales) & (np.all(got_codes == codes, axis=1) | (scales == 0xFF))
+    if subscales is not None:
+        same &= np.all(np.asarray(t.subscales).reshape(len(got_scales), -1) == subscales, axis=1) | (scales == 0xFF)
     candidate.explained = int(same.sum())
     return candidate
 
@@ -100,11 +107,16 @@ def _changes(base: QuantizeOptions) -> list[dict]:
     return out
 
 
-def identify(source, scales, codes, fmt, axis: int = -1, budget: float = 60.0) -> IdentifyReport:
+def identify(
+    source, scales, codes, fmt, axis: int = -1, budget: float = 60.0, *, subscales=None, tensor_scale=None
+) -> IdentifyReport:
     """Which profile and options reproduce ``scales`` / ``codes`` from ``source`` (see the module
     docstring). ``scales``: one scale byte per block, ``codes`` the element codes with the blocks
     along their last axis, as :func:`mxsim.quantize` of ``source`` along ``axis`` lays them out
-    (ValueError if their number of blocks differs)."""
+    (ValueError if their number of blocks differs). ``subscales`` (formats with sub-blocks: one
+    per sub-block of each block) and ``tensor_scale`` (NVFP4), when given, must be reproduced too."""
+    from fractions import Fraction
+
     from ...formats import get_format
 
     fmt = get_format(fmt, kind="block")
@@ -115,6 +127,17 @@ def identify(source, scales, codes, fmt, axis: int = -1, budget: float = 60.0) -
             f"codes hold {np.asarray(codes).size} element codes for {len(scales)} scales; expected "
             f"{fmt.block_size} per scale ({fmt.name})"
         )
+    if subscales is not None:
+        if not fmt.subblocks or np.asarray(subscales).size != len(scales) * fmt.subblocks:
+            raise ValueError(
+                f"subscales hold {np.asarray(subscales).size} values for {len(scales)} blocks; expected "
+                f"{fmt.subblocks} per block ({fmt.name} has {fmt.subblocks} sub-blocks)"
+            )
+        subscales = np.asarray(subscales).reshape(len(scales), fmt.subblocks).astype(np.int64)
+    if tensor_scale is not None:
+        if fmt.tensor_scale is None:
+            raise ValueError(f"tensor_scale is given, but {fmt.name!r} has no tensor scale")
+        tensor_scale = Fraction(tensor_scale)
     _check_blocks(source, fmt, axis, len(scales))
     deadline = time.monotonic() + budget
     report = IdentifyReport(blocks=len(scales))
@@ -129,7 +152,7 @@ def identify(source, scales, codes, fmt, axis: int = -1, budget: float = 60.0) -
             break
         candidate = queue.pop(0)
         candidate.blocks = len(scales)
-        tried.append(_evaluate(source, scales, codes, fmt, axis, candidate))
+        tried.append(_evaluate(source, scales, codes, fmt, axis, candidate, subscales, tensor_scale))
         if len(tried) == first_round and max(c.explained for c in tried) < len(scales):
             profiles = [c for c in tried if c.profile and not c.error]
             bases = [None] + ([min(profiles, key=Candidate.score).profile] if profiles else [])

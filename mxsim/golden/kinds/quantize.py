@@ -22,10 +22,9 @@ from .fields import Field
 from .format_spec import block_format, format_param
 from ..coverage.rounding import decision_flags, fp32_resolution, grid_interval, magnitude_grid
 from ..stimulus.patterns import CASES, both_signs, grid_intervals, rounding_cases
-from .suite import Suite, jsonable
+from .suite import Suite, jsonable, profile_options
 from ..values import code_sets, decode, fp32_bits, fp32_value, max_codes, pack_word, subnormal_codes
 from ..coverage.reach import MIN_CLASS_VECTORS
-from .suite import profile_options
 
 FP32_INF_BITS = 0x7F800000
 
@@ -444,7 +443,7 @@ class QuantizeSuite(Suite):
         x = np.where(field < 0xFF, magnitude, 0).astype(np.uint32).view(np.float32).astype(np.float64)
         subnormal = (field == 0) & (fraction != 0)
         min_exponent = -126
-        if opts.subnormal_inputs == "flush":
+        if opts.subnormal_inputs in ("flush", "flush_plus"):
             x = np.where(subnormal, 0.0, x)
         elif opts.subnormal_inputs == "as_normal":  # (1 + m / 2^23) * 2^-127, last bit 2^-150
             x = np.where(subnormal, np.ldexp((fraction | (1 << 23)).astype(np.float64), -150), x)
