@@ -13,7 +13,7 @@ from ..ref.exact import Exact, floor_log2
 from .fields import Field
 from .format_spec import element_format, format_param
 from .classes import class_names
-from .rounding_classes import decision_flags, fp32_resolution, grid_interval, magnitude_grid
+from .rounding_classes import band_class, decision_flags, format_bands, fp32_resolution, grid_interval, magnitude_grid
 from .stimulus import exponent_boundaries, grid_intervals, pattern_values, rounding_cases, significand_patterns
 from .suite import MIN_CLASS_VECTORS, Suite, decode, fp32_bits, fp32_value, kind_classes, is_subnormal_code
 
@@ -162,6 +162,10 @@ class EncodeSuite(Suite):
             # without mantissa bits (binary8p1) the band below the smallest normal is the one interval
             # [0, 2^emin], whose near-ties give 6 distinct inputs (top, bottom, below; both signs)
             reachable.add("subnormal_near_tie")
+        for band in format_bands(self.fmt):
+            intervals = 1 if band == "zero_band" else 1 << (int(band[3:]) - 1) if band != "normal" else None
+            if intervals is None or 2 * intervals >= MIN_CLASS_VECTORS:
+                reachable |= {band_class("top", band), band_class("bottom", band)}
         if self.rounding == "rtz":
             reachable -= {"increment", "carry"}
         if self.rounding == "rdn":
@@ -170,4 +174,5 @@ class EncodeSuite(Suite):
             # too few values for MIN_CLASS_VECTORS distinct inputs of a case that one interval reaches
             # once per sign (int3_sm: 3 intervals)
             reachable -= {"exact", "tie", "near_tie_top", "near_tie_bottom", "near_tie_below", "subnormal_near_tie"}
+            reachable = {name for name in reachable if not name.startswith(("near_tie_top_", "near_tie_bottom_"))}
         return frozenset(reachable)
