@@ -67,10 +67,12 @@ def test_declarations_follow_the_configuration():
     assert not {"inf_a", "inf_b"} & _reach(block_a="mxfp8_e4m3", preset="mxdotp_fp8", steps=True)  # E4M3 has no Inf
     mixed = _reach(block_a="mxfp8_e4m3", block_b="mxfp8_e5m2")
     assert "inf_b" in mixed and "inf_a" not in mixed
-    # a separate datapath has no C: no c_below_window; FP4 products never need rounding to fp32 (always exact)
+    # a separate datapath has no C: no c_below_window; FP4 sums are exact in fp32's normal range and upper
+    # subnormal binades (a few significant bits): they round only in its three lowest binades, where they are aimed
     assert "c_below_window" not in _reach(block_a="mxfp8_e4m3")
     fp4 = _reach(block_a="mxfp4_e2m1")
-    assert "exact" in fp4 and not (ROUNDING - {"exact"}) & fp4
+    assert "exact" in fp4 and not {"tie", "near_tie_top_normal", "near_tie_bottom_normal"} & fp4
+    assert {f"near_tie_{k}_sub{j}" for k in ("top", "bottom") for j in (1, 2, 3)} <= fp4
     # Hopper has no scales: its fp32_e8m13 output never reaches the subnormal range
     hopper = _reach(block_a="mxfp8_e4m3", preset="hopper_fp8_wgmma", unit_scales=True)
     assert ROUNDING <= hopper and not SUBNORMAL & hopper
