@@ -275,8 +275,9 @@ class DequantizeSuite(Suite):
 
     def _band_rows(self) -> list[tuple[int, list[int]]]:
         """(scale code, block codes) of the per-band near-tie and underflow stimulus (conventions.md
-        3.3 (1), (2)): for every scale exponent X where some element lands on a subnormal near-tie of
-        the output (:attr:`_rounding_map`), blocks holding every such code of X and the negative
+        3.3 (1), (2)): for every scale exponent X where some element lands on a near-tie of the
+        output (:attr:`_rounding_map`; MXFP8 and FP4 values only in its subnormal and zero bands),
+        blocks holding every such code of X and the negative
         codes that round to zero there, rotated one lane further in each block; as many blocks at
         X as its rarest class needs for MIN_CLASS_VECTORS in all (a class met at n exponents gets
         ceil(MIN_CLASS_VECTORS / n) blocks at each). If no such X has a negative value rounding to
