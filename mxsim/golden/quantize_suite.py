@@ -208,7 +208,8 @@ class QuantizeSuite(Suite):
                 # the zero band and the subnormal bands have one or two intervals each: their points go to
                 # MIN_CLASS_VECTORS / 2 consecutive blocks each, so every per-band class meets enough blocks
                 low_edge = min_normal * d if min_normal else 0
-                signed = [x for x in both_signs(points) for _ in range(LOW_BAND_COPIES if x.magnitude < low_edge else 1)]
+                copies = [LOW_BAND_COPIES if x.magnitude < low_edge else 1 for x in both_signs(points)]
+                signed = [x for x, n in zip(both_signs(points), copies) for _ in range(n)]
                 count = max(MIN_CLASS_VECTORS, -(-len(signed) // (len(free) - 1)))
                 for b in range(count):
                     block = list(pilot)
