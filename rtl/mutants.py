@@ -565,6 +565,10 @@ DEQUANT = Model("dequant", "tb_dequant", ("tb_dequant.v", "mx_dequant.v"), (
     ("dequantize", "mxfp8_e5m2-fp32", {"FMT": 1}),
     ("dequantize", "mxfp8_e5m2-fp32-dequant_ftz=True-dequant_nan=canonical-dequant_overflow=saturate-"
                    "scale_encoding=int8_exponent", _IDMA),
+    # the outputs that round: nearest even into the subnormal bands of bf16 and fp16 (iDMA's FP16 output)
+    ("dequantize", "mxfp8_e4m3-bf16", {"FMT": 0, "OUT": 2}),
+    ("dequantize", "mxfp8_e5m2-fp16-dequant_nan=canonical-scale_encoding=int8_exponent",
+     {"FMT": 1, "OUT": 1, "SCALE_INT8": 1, "NAN_CANON": 1}),
 ), _mutants("dequant", "mx_dequant.v", [
     (
         'e4m3-nan-pos',
@@ -631,15 +635,15 @@ DEQUANT = Model("dequant", "tb_dequant", ("tb_dequant.v", "mx_dequant.v"), (
         'E5M2 subnormal normalisation tests the wrong bit',
     ),
     (
-        'fp32-bias',
-        "biased = $signed({e[9], e}) + $signed({xs[9], xs}) + 11'sd127;",
-        "biased = $signed({e[9], e}) + $signed({xs[9], xs}) + 11'sd126;",
-        'binary32 bias off by one',
+        'out-bias',
+        "biased = $signed({e[9], e}) + $signed({xs[9], xs}) + OB;",
+        "biased = $signed({e[9], e}) + $signed({xs[9], xs}) + OB - 1;",
+        'output bias off by one',
     ),
     (
         'ovf-gt',
-        "else if (biased >= 11'sd255)",
-        "else if (biased > 11'sd255)",
+        "else if (biased >= (1 << OE) - 1)",
+        "else if (biased > (1 << OE) - 1)",
         'overflow test > for >=',
     ),
     (
@@ -650,46 +654,130 @@ DEQUANT = Model("dequant", "tb_dequant", ("tb_dequant.v", "mx_dequant.v"), (
     ),
     (
         'sub-no-hidden',
-        "dequant = {s, 8'h00, sig[23:1] >> (-biased)};",
-        "dequant = {s, 8'h00, sig[22:0] >> (-biased)};",
-        'subnormal result: hidden bit dropped',
+        "sig    = {1'b1, frac, {(OM - 3){1'b0}}};",
+        "sig    = {1'b0, frac, {(OM - 3){1'b0}}};",
+        'the hidden bit dropped (read only by the subnormal path: a normal result takes sig[OM-1:0])',
     ),
     (
         'sub-shift',
-        "dequant = {s, 8'h00, sig[23:1] >> (-biased)};",
-        "dequant = {s, 8'h00, sig[23:1] >> (1 - biased)};",
-        'subnormal result: shift one too far',
+        "sh     = biased < -OM - 1 ? OM + 2 : 11'sd1 - biased;",
+        "sh     = biased < -OM - 1 ? OM + 2 : 11'sd2 - biased;",
+        'subnormal result: denormalizing shift one too far',
+    ),
+    (
+        'shift-clamp-lt',
+        "sh     = biased < -OM - 1 ? OM + 2 : 11'sd1 - biased;",
+        "sh     = biased <= -OM - 1 ? OM + 2 : 11'sd1 - biased;",
+        'the shift clamp <= for <',
+        {
+            'equivalent': 'at biased = -OM - 1 both arms give sh = OM + 2 (1 - biased = OM + 2): the same value',
+        },
+    ),
+    (
+        'shift-clamp-early',
+        "sh     = biased < -OM - 1 ? OM + 2 : 11'sd1 - biased;",
+        "sh     = biased < -OM + 1 ? OM + 2 : 11'sd1 - biased;",
+        'the shift clamp one exponent early (values in (u/2, u) lose their guard bit: rounded to 0)',
+    ),
+    (
+        'guard-pos',
+        "guard  = (sig >> (sh - 1)) & 1'b1;",
+        "guard  = (sig >> sh) & 1'b1;",
+        'guard bit read one position too high',
+    ),
+    (
+        'sticky-drop',
+        "sticky = (sig & ((1 << (sh - 1)) - 1)) != 0;",
+        "sticky = 1'b0;",
+        'sticky bit dropped (every tie case rounds to even)',
+    ),
+    (
+        'sticky-no-bottom',
+        "sticky = (sig & ((1 << (sh - 1)) - 1)) != 0;",
+        "sticky = (sig & ((1 << (sh - 1)) - 2)) != 0;",
+        'sticky OR misses bit 0 of the significand register',
+        {
+            'equivalent': "sig = {1'b1, frac, (OM - 3) zeros} and OM >= 7 for every output that takes this path "
+                          '(fp32 never reaches it with a nonzero sticky: MXFP8 values are exact there), so sig[0] is '
+                          'always 0: the mask bit it drops never meets a 1',
+        },
+    ),
+    (
+        'sticky-no-frac0',
+        "sticky = (sig & ((1 << (sh - 1)) - 1)) != 0;",
+        "sticky = ({sig[OM:OM-2], {(OM - 2){1'b0}}} & ((1 << (sh - 1)) - 1)) != 0;",
+        "sticky OR misses the element's last fraction bit (the bottom sticky position of a 4-bit value)",
+    ),
+    (
+        'sticky-no-top',
+        "sticky = (sig & ((1 << (sh - 1)) - 1)) != 0;",
+        "sticky = (sig & ((1 << (sh - 2)) - 1)) != 0;",
+        'sticky OR misses the top sticky position (the bit below the guard)',
+    ),
+    (
+        'tie-away',
+        "rounded = kept + (guard && (sticky || kept[0]));",
+        "rounded = kept + guard;",
+        'ties away from zero instead of to even',
+    ),
+    (
+        'tie-odd',
+        "rounded = kept + (guard && (sticky || kept[0]));",
+        "rounded = kept + (guard && (sticky || !kept[0]));",
+        'ties to odd',
+    ),
+    (
+        'round-and',
+        "rounded = kept + (guard && (sticky || kept[0]));",
+        "rounded = kept + (guard && sticky && kept[0]);",
+        'round-up condition: && for || (only odd values above half round up)',
+    ),
+    (
+        'carry-lost',
+        "                dequant = {s, rounded};",
+        "                dequant = {s, {OE{1'b0}}, rounded[OM-1:0]};",
+        'the carry out of the largest subnormal lost (no step up to the smallest normal)',
+        {
+            'equivalent': 'a carry needs a value in ((2^OM - 1/2) u, 2^OM u), u the smallest subnormal; an MXFP8 '
+                          'value there has its leading bit at 2^(OM-1) u and 4 significant bits, so it is a '
+                          'multiple of 2^(OM-4) u >= 8u (OM >= 7 on the rounding outputs): none lies in that '
+                          'interval, and fp32 outputs never round',
+        },
+    ),
+    (
+        'underflow-pos-zero',
+        "                dequant = {s, rounded};",
+        "                dequant = rounded == 0 ? {OW{1'b0}} : {s, rounded};",
+        'a negative value that rounds to zero gives +0 (the sign of zero)',
     ),
     (
         'nan-sign',
-        'dequant = DO_CANON ? QNAN : {s, QNAN[30:0]};',
-        "dequant = DO_CANON ? QNAN : {1'b0, QNAN[30:0]};",
+        'dequant = DO_CANON ? QNAN : {s, QNAN[OW-2:0]};',
+        "dequant = DO_CANON ? QNAN : {1'b0, QNAN[OW-2:0]};",
         'keep_sign NaN loses its sign',
     ),
     (
         'zero-sign',
-        "else if (is_zero)\n                dequant = {s, 31'h0};",
-        "else if (is_zero)\n                dequant = {1'b0, 31'h0};",
+        "else if (is_zero)\n                dequant = {s, {(OW - 1){1'b0}}};",
+        "else if (is_zero)\n                dequant = {1'b0, {(OW - 1){1'b0}}};",
         '-0 element gives +0',
     ),
     (
         'ftz-sign',
-        'else if (DO_FTZ)                                  // subnormal, flushed\n                dequant = {s, '
-        "31'h0};",
-        "else if (DO_FTZ)                                  // subnormal, flushed\n                dequant = {1'b0, "
-        "31'h0};",
+        "// a subnormal word, flushed\n                dequant = {s, {(OW - 1){1'b0}}};",
+        "// a subnormal word, flushed\n                dequant = {1'b0, {(OW - 1){1'b0}}};",
         'ftz: a negative flushes to +0',
     ),
     (
         'sat-sign',
-        "dequant = DO_SAT ? {s, 8'hFE, 23'h7FFFFF}",
-        "dequant = DO_SAT ? {1'b0, 8'hFE, 23'h7FFFFF}",
+        "dequant = DO_SAT ? {s, MAXFIN[OW-2:0]}",
+        "dequant = DO_SAT ? {1'b0, MAXFIN[OW-2:0]}",
         'saturation loses the sign',
     ),
     (
         'inf-sign',
-        "else if (is_inf)\n                dequant = {s, 8'hFF, 23'h0};",
-        "else if (is_inf)\n                dequant = {1'b0, 8'hFF, 23'h0};",
+        "else if (is_inf)\n                dequant = {s, INF[OW-2:0]};",
+        "else if (is_inf)\n                dequant = {1'b0, INF[OW-2:0]};",
         '-Inf element gives +Inf',
     ),
     (

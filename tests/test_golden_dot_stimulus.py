@@ -67,10 +67,12 @@ def test_declarations_follow_the_configuration():
     assert not {"inf_a", "inf_b"} & _reach(block_a="mxfp8_e4m3", preset="mxdotp_fp8", steps=True)  # E4M3 has no Inf
     mixed = _reach(block_a="mxfp8_e4m3", block_b="mxfp8_e5m2")
     assert "inf_b" in mixed and "inf_a" not in mixed
-    # a separate datapath has no C: no c_below_window; FP4 products never need rounding to fp32 (always exact)
+    # a separate datapath has no C: no c_below_window; FP4 sums are exact in fp32's normal range and upper
+    # subnormal binades (a few significant bits): they round only in its three lowest binades, where they are aimed
     assert "c_below_window" not in _reach(block_a="mxfp8_e4m3")
     fp4 = _reach(block_a="mxfp4_e2m1")
-    assert "exact" in fp4 and not (ROUNDING - {"exact"}) & fp4
+    assert "exact" in fp4 and not {"tie", "near_tie_top_normal", "near_tie_bottom_normal"} & fp4
+    assert {f"near_tie_{k}_sub{j}" for k in ("top", "bottom") for j in (1, 2, 3)} <= fp4
     # Hopper has no scales: its fp32_e8m13 output never reaches the subnormal range
     hopper = _reach(block_a="mxfp8_e4m3", preset="hopper_fp8_wgmma", unit_scales=True)
     assert ROUNDING <= hopper and not SUBNORMAL & hopper
@@ -229,3 +231,38 @@ def test_inf_per_operand_hand_worked():
     assert "inf_a" in got and "inf_b" not in got
     got = suite.compute({**inputs, "a_elems": inputs["b_elems"], "b_elems": inputs["a_elems"]})[1]
     assert "inf_b" in got and "inf_a" not in got
+
+
+@pytest.mark.parametrize(
+    "magnitude, low, expected",
+    [
+        # fp32 output, s = 2^-149: a fused or exact sum's near-ties in the zero band and the lowest binades
+        (Fraction(3, 4) * Fraction(2) ** -149, -160, {"near_tie_top_zero_band"}),
+        (Fraction(2) ** -150 + Fraction(2) ** -160, -160, {"near_tie_bottom_zero_band"}),
+        (Fraction(7, 4) * Fraction(2) ** -149, -160, {"near_tie_top_sub1"}),
+        (Fraction(3, 2) * Fraction(2) ** -149 + Fraction(2) ** -160, -160, {"near_tie_bottom_sub1"}),
+        (Fraction(11, 4) * Fraction(2) ** -149, -160, {"near_tie_top_sub2"}),
+        (Fraction(23, 4) * Fraction(2) ** -149, -160, {"near_tie_top_sub3"}),
+        (Fraction(2) ** -130 * Fraction(7, 4), -160, set()),  # 2^-130: a higher subnormal binade, no class of its own
+        (1 + Fraction(2) ** -24 + Fraction(2) ** -25, -60, {"near_tie_top_normal"}),
+        (1 + Fraction(2) ** -24 + Fraction(2) ** -60, -60, {"near_tie_bottom_normal"}),
+    ],
+)
+def test_band_classes_of_the_output_rounding_hand_worked(magnitude, low, expected):
+    from mxsim.formats import get_format
+    from mxsim.golden.coverage.output_rounding import output_rounding_classes
+
+    out = get_format("fp32", kind="float")
+    classes = output_rounding_classes(magnitude, False, low, out, magnitude)  # the result does not matter here
+    assert {c for c in classes if c.startswith(("near_tie_top_", "near_tie_bottom_"))} == expected
+
+
+def test_aimed_bands_are_declared_where_the_datapath_holds_them():
+    """The exact MXFP8 E4M3 dot aims at both near-ties in the normal range and in fp32's three lowest
+    subnormal binades; MXDOTP's fixed grid (2^(X - 34)) has no product bit at its lowest position and
+    C cannot hold bits below 2^-149, so its bottom near-ties exist only in the normal range there."""
+    exact = _reach(block_a="mxfp8_e4m3")
+    assert {f"near_tie_{k}_{b}" for k in ("top", "bottom") for b in ("normal", "sub1", "sub2", "sub3")} <= exact
+    fused = _reach(block_a="mxfp8_e4m3", preset="mxdotp_fp8", steps=True)
+    assert {"near_tie_top_sub1", "near_tie_top_sub2", "near_tie_top_sub3", "near_tie_bottom_normal"} <= fused
+    assert not {"near_tie_bottom_sub1", "near_tie_bottom_sub2", "near_tie_bottom_sub3"} & fused

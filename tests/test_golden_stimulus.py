@@ -325,3 +325,87 @@ def test_quantize_stimulus_reaches_the_near_ties_of_every_subnormal_band_with_bo
     for band in ("zero", 9, 8, 7):
         for case in ("near_tie_top", "near_tie_bottom", "near_tie_below"):
             assert {(band, case, 0), (band, case, 1)} <= found, (band, case)
+
+
+# --- near-ties per band (conventions.md 3.3 (1)): normal range, zero band, subnormal binades ---------
+BAND_KINDS = ("near_tie_top", "near_tie_bottom")
+
+
+def _band_classes(classes) -> set:
+    return {c for c in classes if c.startswith(("near_tie_top_", "near_tie_bottom_"))}
+
+
+@pytest.mark.parametrize(
+    "x, expected",
+    [
+        # E4M3, s = 2^-9: the zero band [0, s), sub1 [s, 2s), sub2 [2s, 4s), sub3 [4s, 8s) (intervals of width s);
+        # the bottom sticky bit is fp32's last bit at x: 2^(floor(log2 x) - 23)
+        (3 * E4M3_SUB / 4, {"near_tie_top_zero_band"}),
+        (E4M3_SUB / 2 + Fraction(2) ** -33, {"near_tie_bottom_zero_band"}),
+        (7 * E4M3_SUB / 4, {"near_tie_top_sub1"}),
+        (3 * E4M3_SUB / 2 + Fraction(2) ** -32, {"near_tie_bottom_sub1"}),
+        (11 * E4M3_SUB / 4, {"near_tie_top_sub2"}),
+        (5 * E4M3_SUB / 2 + Fraction(2) ** -31, {"near_tie_bottom_sub2"}),
+        (19 * E4M3_SUB / 4, {"near_tie_top_sub3"}),
+        (31 * E4M3_SUB / 4, {"near_tie_top_sub3"}),
+        (9 * E4M3_SUB / 2 + Fraction(2) ** -30, {"near_tie_bottom_sub3"}),
+        (Fraction(35, 32), {"near_tie_top_normal"}),
+        (Fraction(17, 16) + P, {"near_tie_bottom_normal"}),
+        (Fraction(1, 64) + Fraction(1, 512) * 3 / 4, {"near_tie_top_normal"}),  # 2^-6 (min normal) + 3/4 ulp
+        (5 * E4M3_SUB / 2, set()),  # an exact tie: no near-tie class
+        (11 * E4M3_SUB / 4 + Fraction(2) ** -31, set()),  # top and bottom sticky bits: above half only
+    ],
+)
+def test_encode_band_classes_hand_worked(x, expected):
+    suite = suite_from_spec("encode", element="fp8_e4m3")
+    for sign in (1, -1):
+        _, classes = suite.compute({"x": _bits(sign * float(x))})
+        assert _band_classes(classes) == expected, (x, sign)
+
+
+def test_encode_declares_a_band_only_where_it_has_min_class_vectors_inputs_and_holds_every_one():
+    """E4M3 has 1, 1, 2 and 4 intervals in the zero band and sub1..sub3, so 2, 2, 4 and 8 distinct
+    fp32 inputs (both signs) per near-tie kind: only sub3 (and the normal range) can meet
+    MIN_CLASS_VECTORS, and the committed suite holds every input of every band."""
+    suite = suite_from_spec("encode", element="fp8_e4m3")
+    reachable = _band_classes(suite.reachable_classes())
+    assert reachable == {f"{k}_{b}" for k in BAND_KINDS for b in ("normal", "sub3")}
+    coverage = json.loads((GOLDEN / "encode" / suite.name / "manifest.json").read_text())["coverage"]
+    for band, inputs in (("zero_band", 2), ("sub1", 2), ("sub2", 4), ("sub3", 8)):
+        for kind in BAND_KINDS:
+            assert coverage[f"{kind}_{band}"] >= inputs, (kind, band, coverage[f"{kind}_{band}"])
+
+
+@pytest.mark.parametrize(
+    "code, expected",
+    [
+        # MXFP8 E4M3 to bf16 at scale 2^-127 (byte 0x00): the element's last bit 2^-9 becomes 2^-136 = s/8, s =
+        # 2^-133 bf16's smallest subnormal. Code 6 = 6 * 2^-9: 3s/4; 5: s/2 + s/8 (guard and the bottom bit);
+        # 0x0E = 14 * 2^-9: 7s/4; 0x0D: 13s/8 = s + s/2 + s/8; 0x13 = 2^-5 * 1.375: 2.75 s in [2s, 3s), whose
+        # last bit (2^-8 * 2^-127 = s/4) is the top sticky position: both near-ties at once
+        (0x06, {"near_tie_top_zero_band"}),
+        (0x05, {"near_tie_bottom_zero_band"}),
+        (0x0E, {"near_tie_top_sub1"}),
+        (0x0D, {"near_tie_bottom_sub1"}),
+        (0x13, {"near_tie_top_sub2", "near_tie_bottom_sub2"}),
+        (0x04, set()),  # s/2: a tie
+        (0x38, set()),  # 1.0 * 2^-127: a normal bf16 value, exact
+    ],
+)
+def test_dequantize_band_classes_hand_worked(code, expected):
+    suite = suite_from_spec("dequantize", block="mxfp8_e4m3", output="bfloat16")
+    for sign in (0, 0x80):
+        _, classes = suite.compute({"scale": 0x00, "codes": code | sign})
+        assert _band_classes(classes) == expected, (hex(code), sign)
+
+
+def test_dequantize_declares_the_bands_a_4_bit_value_reaches():
+    """E4M3 values have 4 significant bits; a near-tie in sub3 = [4s, 8s) needs the bits 4s .. s/4
+    (5 bits), in the normal range bf16 holds every value exactly: the declared bands are the zero
+    band, sub1 and sub2 (both kinds), and the committed suite meets each MIN_CLASS_VECTORS times."""
+    suite = suite_from_spec("dequantize", block="mxfp8_e4m3", output="bfloat16")
+    expected = {f"{k}_{b}" for k in BAND_KINDS for b in ("zero_band", "sub1", "sub2")}
+    assert _band_classes(suite.reachable_classes()) == expected
+    coverage = json.loads((GOLDEN / "dequantize" / suite.name / "manifest.json").read_text())["coverage"]
+    assert all(coverage[name] >= MIN_CLASS_VECTORS for name in expected)
+    assert suite_from_spec("dequantize", block="mxfp8_e4m3", output="float32").reachable_classes() == frozenset()

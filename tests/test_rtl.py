@@ -6,7 +6,7 @@ tests/test_mutate.py).
 * decode: ``golden/decode/{fp8_e4m3,fp4_e2m1}`` through ``rtl/tb_decode.v`` (field ``value``);
 * dot: every ``golden/dot/<format>-aligned-f<F>-w<W>-<truncate|rne>-<saturate|wrap>`` suite of
   an E4M3 or E2M1 format through ``rtl/tb_dot.v`` (fields acc, lsb, anchor, result);
-* dequantize: every ``golden/dequantize/<mxfp8_e4m3|mxfp8_e5m2>-fp32[-options]`` suite through
+* dequantize: every ``golden/dequantize/<mxfp8_e4m3|mxfp8_e5m2>-<fp32|fp16|bf16>[-options]`` suite through
   ``rtl/tb_dequant.v`` (field values), the options taken from the manifest's params;
 * fused: every golden dot suite of MXFP8 E4M3 with MXDOTP-style fused steps (anchor fixed, fp32
   output with IEEE overflow; e.g. ``mxfp8_e4m3-mxdotp_fp8-steps``) through ``rtl/tb_fused_dot.v``
@@ -72,12 +72,16 @@ REQUIRED_DOT_SUITES = (
 DOT_TEETH_SUITES = tuple(name for name in REQUIRED_DOT_SUITES if "-f24-w32-" not in name)
 DOT_FORMATS = {"mxfp8_e4m3": (0, 8), "mxfp4_e2m1": (1, 4)}  # format -> (FMT, element bits)
 DEQUANT_FORMATS = {"mxfp8_e4m3": 0, "mxfp8_e5m2": 1}  # format -> FMT parameter of mx_dequant
+DEQUANT_OUTPUTS = {"float32": (0, 32), "float16": (1, 16), "bfloat16": (2, 16)}  # output -> (OUT, word bits)
 REQUIRED_DEQUANT_SUITES = (
     "mxfp8_e4m3-fp32",
     "mxfp8_e5m2-fp32",
     "mxfp8_e5m2-fp32-dequant_ftz=True-dequant_nan=canonical-dequant_overflow=saturate-scale_encoding=int8_exponent",
+    # the outputs that round (nearest even into their subnormal bands)
+    "mxfp8_e4m3-bf16",
+    "mxfp8_e5m2-fp16-dequant_nan=canonical-scale_encoding=int8_exponent",
 )
-DEQUANT_NAME = re.compile(r"^(mxfp8_e4m3|mxfp8_e5m2)-fp32(-.*)?$")
+DEQUANT_NAME = re.compile(r"^(mxfp8_e4m3|mxfp8_e5m2)-(fp32|fp16|bf16)(-.*)?$")
 SUITE_NAME = re.compile(r"^(mxfp8_e4m3|mxfp4_e2m1)-aligned-f(\d+)-w(\d+)-(truncate|rne)-(saturate|wrap)$")
 
 
@@ -359,13 +363,15 @@ def test_dot_parameters_against_reference(icarus, tmp_path, case):
 def dequant_params(suite: Path, info: dict) -> dict:
     """mx_dequant / tb_dequant parameters of a dequantize suite, from the manifest's params."""
     params, fields = info["params"], info["fields"]
-    assert params.get("output") == "float32", f"{suite.name}: params {params}"
+    assert params.get("output") in DEQUANT_OUTPUTS, f"{suite.name}: params {params}"
     assert params.get("block") in DEQUANT_FORMATS, f"{suite.name}: params {params}"
+    out, word = DEQUANT_OUTPUTS[params["output"]]
     widths = (fields["scale"]["bits"], fields["codes"]["bits"], fields["values"]["bits"])
-    assert widths == (8, 256, 1024), f"{suite.name}: field widths {widths}"
+    assert widths == (8, 256, 32 * word), f"{suite.name}: field widths {widths}"
     options = DequantizeOptions.from_kwargs(**params["options"])
     return {
         "FMT": DEQUANT_FORMATS[params["block"]],
+        "OUT": out,
         "SCALE_INT8": int(params["scale_encoding"] == "int8_exponent"),
         "SATURATE": int(options.dequant_overflow == "saturate"),
         "FTZ": int(options.dequant_ftz),
@@ -404,35 +410,42 @@ def test_dequant_mutation_caught(icarus, name, mutation):
 
 
 DEQUANT_CASES = [
-    # format, scale encoding, saturate, ftz, canonical NaN, K
-    ("mxfp8_e4m3", "e8m0", True, True, True, 32),
-    ("mxfp8_e4m3", "int8_exponent", False, True, False, 32),
-    ("mxfp8_e5m2", "e8m0", True, False, False, 32),
-    ("mxfp8_e5m2", "int8_exponent", False, False, True, 8),
+    # format, scale encoding, saturate, ftz, canonical NaN, K, output
+    ("mxfp8_e4m3", "e8m0", True, True, True, 32, "float32"),
+    ("mxfp8_e4m3", "int8_exponent", False, True, False, 32, "float32"),
+    ("mxfp8_e5m2", "e8m0", True, False, False, 32, "float32"),
+    ("mxfp8_e5m2", "int8_exponent", False, False, True, 8, "float32"),
+    # the rounding outputs with the options and encodings their golden suites lack
+    ("mxfp8_e4m3", "int8_exponent", True, True, True, 8, "float16"),
+    ("mxfp8_e5m2", "e8m0", False, False, False, 32, "float16"),
+    ("mxfp8_e4m3", "int8_exponent", True, False, True, 32, "bfloat16"),
+    ("mxfp8_e5m2", "e8m0", False, True, False, 8, "bfloat16"),
 ]
 
 
 @pytest.mark.parametrize("case", DEQUANT_CASES, ids=lambda c: "-".join(map(str, c)))
 def test_dequant_parameters_against_reference(icarus, tmp_path, case):
-    fmt, encoding, saturate, ftz, canonical, k = case
+    fmt, encoding, saturate, ftz, canonical, k, output = case
     options = DequantizeOptions(
         dequant_overflow="saturate" if saturate else "inf",
         dequant_ftz=ftz,
         dequant_nan="canonical" if canonical else "keep_sign",
     )
+    out, word = DEQUANT_OUTPUTS[output]
     rng = random.Random(f"{case}")
-    edges = (0x00, 0x01, 0x7F, 0x80, 0x90, 0xF0, 0xFE, 0xFF)  # both encodings' extremes, fp32's edges
+    # both encodings' extremes, fp32's edges, and the exponents around fp16's and bf16's subnormal bands
+    edges = (0x00, 0x01, 0x7F, 0x80, 0x90, 0xF0, 0xFE, 0xFF, 0x6C, 0x70, 0x74, 0xE8, 0xEC, 0xF8, 0x02, 0x04)
     rows = []
     for _ in range(300):
         scale = rng.choice(edges) if rng.random() < 0.5 else rng.randrange(256)
         codes = [rng.randrange(256) for _ in range(k)]
         block = QuantizedBlock(scale, (), tuple(codes) + (0,) * (32 - k))  # the reference block is 32 wide
-        words = dequantize_block_bits(block, fmt, "float32", options, scale_encoding=encoding)
-        rows.append({"scale": scale, "codes": pack(codes, 8), "values": pack(words[:k], 32)})
-    write_suite(tmp_path, [("scale", 8), ("codes", 8 * k), ("values", 32 * k)], rows)
+        words = dequantize_block_bits(block, fmt, output, options, scale_encoding=encoding)
+        rows.append({"scale": scale, "codes": pack(codes, 8), "values": pack(words[:k], word)})
+    write_suite(tmp_path, [("scale", 8), ("codes", 8 * k), ("values", word * k)], rows)
     params = {
-        "FMT": DEQUANT_FORMATS[fmt], "K": k, "SCALE_INT8": int(encoding == "int8_exponent"), "SATURATE": int(saturate),
-        "FTZ": int(ftz), "NAN_CANON": int(canonical), "MAXN": len(rows),
+        "FMT": DEQUANT_FORMATS[fmt], "OUT": out, "K": k, "SCALE_INT8": int(encoding == "int8_exponent"),
+        "SATURATE": int(saturate), "FTZ": int(ftz), "NAN_CANON": int(canonical), "MAXN": len(rows),
     }
     image = icarus.build("tb_dequant", ("tb_dequant.v", "mx_dequant.v"), params)
     passed, failed, output = run_tb(image, tmp_path, len(rows))

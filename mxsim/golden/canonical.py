@@ -103,8 +103,10 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("dotgeneral", {"block_a": "mxfp4_e2m1", "accumulator": {"mode": "aligned", "frac_bits": 13, "width": 24}}),
     ]
     + [
-        # the FP8 -> fp32 configurations the example RTL (rtl/mx_dequant.v) is built for, iDMA's among them
+        # the FP8 configurations the example RTL (rtl/mx_dequant.v) is built for, iDMA's among them; bf16 and
+        # fp16 outputs round (nearest even into their subnormal bands)
         ("dequantize", {"block": "mxfp8_e4m3", "output": "float32"}),
+        ("dequantize", {"block": "mxfp8_e4m3", "output": "bfloat16"}),
         ("dequantize", {"block": "mxfp8_e5m2", "output": "float32"}),
         ("dequantize", {"block": "mxfp8_e5m2", "output": "float32", "options": _IDMA_FP32, **_INT8_SCALES}),
         ("dequantize", {"block": "mxfp8_e5m2", "output": "float16", "options": _IDMA_FP16, **_INT8_SCALES}),

@@ -58,6 +58,19 @@ CLASSES: dict[str, str] = {
                       "products are nonzero: cut away (anchor='max') or kept as sticky bits only (anchor='fixed')",
     "inf_a": "an Inf element in operand a",
     "inf_b": "an Inf element in operand b",
+    # near-ties per band (conventions.md 3.3 (1); mxsim.golden.coverage.rounding): the normal range, the zero
+    # band [0, s) under the smallest subnormal s, and the three lowest subnormal binades [s, 2s), [2s, 4s),
+    # [4s, 8s) (every subnormal band of an MX element format; the lowest ones of fp32/fp16/bf16)
+    "near_tie_top_normal": "near_tie_top in the normal range",
+    "near_tie_bottom_normal": "near_tie_bottom in the normal range",
+    "near_tie_top_zero_band": "near_tie_top below the smallest subnormal s (3s/4: rounds to s)",
+    "near_tie_bottom_zero_band": "near_tie_bottom below the smallest subnormal s (s/2 + one input LSB)",
+    "near_tie_top_sub1": "near_tie_top in the lowest subnormal binade [s, 2s)",
+    "near_tie_bottom_sub1": "near_tie_bottom in the lowest subnormal binade [s, 2s)",
+    "near_tie_top_sub2": "near_tie_top in the subnormal binade [2s, 4s)",
+    "near_tie_bottom_sub2": "near_tie_bottom in the subnormal binade [2s, 4s)",
+    "near_tie_top_sub3": "near_tie_top in the subnormal binade [4s, 8s)",
+    "near_tie_bottom_sub3": "near_tie_bottom in the subnormal binade [4s, 8s)",
 }
 _BITS = {name: i for i, name in enumerate(CLASSES)}
 assert len(CLASSES) < FLAGS_BITS, "more classes than the flags field holds"

@@ -17,6 +17,13 @@ dequantize). The guard bit is the bit of weight u/2, the sticky bits are those o
   sticky bit set); the three need 4r <= u (a sticky bit exists);
 * ``subnormal_near_tie``: one of the three where hi <= the output's smallest normal (a subnormal
   band, or the zero band under the smallest subnormal);
+* per band (:data:`BAND_CLASSES`): ``near_tie_top_<band>`` and ``near_tie_bottom_<band>`` where the
+  interval lies in the normal range (lo >= the smallest normal), in the zero band (lo = 0, hi the
+  smallest subnormal s) or in the subnormal binade ``sub<j>`` = [2^(j-1) s, 2^j s), j = 1, 2, 3:
+  a band is a binade of the subnormal range (every subnormal interval has width s, so j is the bit
+  length of lo / s). Every subnormal band of an MX element format (at most 3 mantissa bits) has its
+  class; of fp32, fp16 and bf16 outputs the three lowest (where low-precision values land), the
+  others counted by ``subnormal_near_tie`` only (the 64-bit flags word has no room for 23 bands);
 * ``increment`` / ``truncate``: the result's magnitude above / below x (the rounding direction,
   which depends on the mode and on the sign); ``carry``: an increment onto hi where hi (in the
   element's own units) is a power of two: the result lies in a higher binade than x;
@@ -41,13 +48,18 @@ import numpy as np
 from ...ref.decode import decode
 from .catalogue import flag_bits
 
-__all__ = ["DECISION_CLASSES", "magnitude_grid", "grid_interval", "ieee_interval", "decision_flags", "fp32_resolution"]
+__all__ = [
+    "DECISION_CLASSES", "BANDS", "BAND_CLASSES", "band_class", "format_bands", "magnitude_grid", "grid_interval",
+    "ieee_interval", "decision_flags", "fp32_resolution",
+]
 
 DECISION_CLASSES = (
     "exact", "below_half", "tie", "above_half", "near_tie_top", "near_tie_bottom", "near_tie_below",
     "subnormal_near_tie", "increment", "truncate", "carry", "zero_result_sign", "saturation",
 )
-_BIT = {name: flag_bits([name]) for name in DECISION_CLASSES}
+BANDS = ("normal", "zero_band", "sub1", "sub2", "sub3")
+BAND_CLASSES = tuple(f"near_tie_{kind}_{band}" for band in BANDS for kind in ("top", "bottom"))
+_BIT = {name: flag_bits([name]) for name in DECISION_CLASSES + BAND_CLASSES}
 
 
 @lru_cache(maxsize=None)
@@ -144,7 +156,30 @@ def decision_flags(x, lo, hi, resolution, result, negative, min_normal, hi_unit=
         "carry": increment & (result == hi) & power_of_two,
         "zero_result_sign": negative & (result == 0),
     }
+    subnormal = (hi <= min_normal) & (lo >= 0)
+    band = (np.frexp(lo / u) if isinstance(x, np.ndarray) else math.frexp(lo / u))[1]  # j: lo / u has j bits
+    where = {"normal": (hi > min_normal) & (lo > 0), "zero_band": subnormal & (lo == 0)}
+    where |= {f"sub{j}": subnormal & (band == j) for j in (1, 2, 3)}
+    for name, in_band in where.items():
+        cases[f"near_tie_top_{name}"] = top & in_band
+        cases[f"near_tie_bottom_{name}"] = bottom & in_band
     flags = np.zeros(np.shape(x), dtype=np.int64) if isinstance(x, np.ndarray) else 0
     for name, hit in cases.items():
         flags |= hit * _BIT[name]
     return flags
+
+
+def band_class(kind: str, band: str) -> str:
+    """The per-band near-tie class of ``kind`` ('top' or 'bottom') in ``band`` (one of :data:`BANDS`)."""
+    if kind not in ("top", "bottom") or band not in BANDS:
+        raise ValueError(f"kind={kind!r}, band={band!r}: expected top|bottom and one of {', '.join(BANDS)}")
+    return f"near_tie_{kind}_{band}"
+
+
+def format_bands(fmt) -> tuple[str, ...]:
+    """The :data:`BANDS` a float format's roundings have: ``normal``, and where it keeps subnormals
+    (with at least one mantissa bit) the zero band and its subnormal binades ``sub1`` .. ``sub<m>``
+    (at most ``sub3``). Other formats: ``normal`` only."""
+    if fmt.kind != "float" or not fmt.subnormals or fmt.mantissa_bits < 1:
+        return ("normal",)
+    return ("normal", "zero_band") + tuple(f"sub{j}" for j in range(1, min(fmt.mantissa_bits, 3) + 1))

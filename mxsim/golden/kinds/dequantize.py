@@ -4,7 +4,9 @@ the output words of one float type, under one set of DequantizeOptions (conventi
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from fractions import Fraction
 
 import numpy as np
@@ -16,12 +18,13 @@ from ...ref.dequant import is_subnormal_word, output_format, round_to_output
 from ...ref.encode import encode
 from ...ref.exact import Exact, floor_log2
 from ...ref.scale_code import check_scale_encoding, scale_code_exponent
-from ..coverage.catalogue import class_names
+from ..coverage.catalogue import class_names, flag_bits
+from ..coverage.reach import MIN_CLASS_VECTORS
+from ..coverage.rounding import BAND_CLASSES, decision_flags, ieee_interval
+from ..values import decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word
 from .fields import Field
-from ..coverage.rounding import decision_flags, ieee_interval
 from .format_spec import block_format, format_param
 from .suite import Suite, jsonable
-from ..values import decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word
 from .suite import profile_of, profile_options
 
 __all__ = ["DequantizeSuite", "scale_code_of_exponent"]
@@ -220,6 +223,7 @@ class DequantizeSuite(Suite):
                     subscales = (0, (1 << sub_bits) - 1, rng.getrandbits(sub_bits))[j % 3] if sub_bits else 0
                     rows.append((self._row(scale, codes, subscales, tensor_scale), "directed"))
         rows += [(row, "directed") for row in self._subnormal_tie_rows(sweeps)]
+        rows += [(self._row(scale, codes, 0, None), "directed") for scale, codes in self._band_rows()]
         directed_scales = self._scales()
         for _ in range(100 * level):
             rows.append((self._random_row(rng, directed_scales, tensor_scales), "random"))
@@ -240,6 +244,68 @@ class DequantizeSuite(Suite):
                 code = encode(scale, self.fmt.scale)
                 rows += [self._row(code, codes, 0, product / scale) for codes in sweeps]
         return rows
+
+    def _single_level(self) -> bool:
+        """One power-of-two scale per block (E8M0 or int8 exponents), no sub-scales, no tensor scale."""
+        return self.fmt.scale.name == "e8m0" and not self.fmt.subblocks and self.fmt.tensor_scale is None
+
+    @cached_property
+    def _rounding_map(self) -> dict[int, dict[int, int]]:
+        """Single-level formats: scale exponent X -> {code: its flags word of the classes below}, for
+        every X of the encoding and every finite nonzero element code whose value times 2^X lands
+        on a subnormal near-tie of the output (any band), or is negative and rounds to magnitude 0
+        (``zero_result_sign``), or is a near-tie of the normal range. Exact enumeration; empty for
+        other formats."""
+        if not self._single_level():
+            return {}
+        element = self.fmt.element
+        codes = [c for c in range(1 << element.width) if decode(c, element).is_finite and decode(c, element).magnitude]
+        wanted = flag_bits(["subnormal_near_tie", "zero_result_sign"] + list(BAND_CLASSES))
+        low, high = EXPONENT_RANGE[self.scale_encoding]
+        found = {}
+        for exponent in range(low, high + 1):
+            multiplier = Fraction(2) ** exponent
+            elements = [decode(c, element) for c in codes]
+            values = [Exact(x.sign, x.magnitude * multiplier) for x in elements]
+            words = [round_to_output(x, self.output, self.opts) for x in values]
+            flags = self._decision_flag_words(values, words, elements)
+            hits = {c: f & wanted for c, f in zip(codes, flags) if f & wanted}
+            if hits:
+                found[exponent] = hits
+        return found
+
+    def _band_rows(self) -> list[tuple[int, list[int]]]:
+        """(scale code, block codes) of the per-band near-tie and underflow stimulus (conventions.md
+        3.3 (1), (2)): for every scale exponent X where some element lands on a near-tie of the
+        output (:attr:`_rounding_map`; MXFP8 and FP4 values only in its subnormal and zero bands),
+        blocks holding every such code of X and the negative
+        codes that round to zero there, rotated one lane further in each block; as many blocks at
+        X as its rarest class needs for MIN_CLASS_VECTORS in all (a class met at n exponents gets
+        ceil(MIN_CLASS_VECTORS / n) blocks at each). If no such X has a negative value rounding to
+        zero, the highest X where one does gets MIN_CLASS_VECTORS blocks."""
+        zero_sign = flag_bits(["zero_result_sign"])
+        k = self.fmt.block_size
+        found = self._rounding_map
+        at = {x: set(class_names(self._or(hits) & ~zero_sign)) for x, hits in found.items()}
+        spread = Counter(name for names in at.values() for name in names)
+        blocks = {x: max(-(-MIN_CLASS_VECTORS // spread[name]) for name in names) for x, names in at.items() if names}
+        underflowing = [x for x, hits in found.items() if self._or(hits) & zero_sign]
+        if underflowing and not any(self._or(found[x]) & zero_sign for x in blocks):
+            blocks[max(underflowing)] = MIN_CLASS_VECTORS
+        rows = []
+        for exponent in sorted(blocks):
+            codes = sorted(found[exponent])
+            for r in range(blocks[exponent]):
+                rows.append((scale_code_of_exponent(exponent, self.scale_encoding),
+                             [codes[(i + r) % len(codes)] for i in range(k)]))
+        return rows
+
+    @staticmethod
+    def _or(hits: dict[int, int]) -> int:
+        flags = 0
+        for f in hits.values():
+            flags |= f
+        return flags
 
     def random_inputs(self, rng: random.Random, index: int) -> dict:
         tensor_scales = self._tensor_scales() if self.fmt.tensor_scale is not None else [None]
@@ -326,38 +392,58 @@ class DequantizeSuite(Suite):
 
     def _decision_classes(self, values: list[Exact], words: list[int], elements: list[Exact]) -> set:
         """The rounding-decision classes (:mod:`..coverage.rounding`) of the block's exact values x
-        rounded to the output words: the resolution r of each is its element's last bit times the
-        block's multiplier (x / element). None where a value is zero, not finite, overflows, or
-        flushes (``dequant_ftz``)."""
+        rounded to the output words (:meth:`_decision_flag_words`, OR-ed)."""
+        flags = 0
+        for f in self._decision_flag_words(values, words, elements):
+            flags |= f
+        return set(class_names(flags))
+
+    def _decision_flag_words(self, values: list[Exact], words: list[int], elements: list[Exact]) -> list[int]:
+        """Each value's flags word of decision classes: the resolution r of x is its element's last
+        bit times the block's multiplier (x / element). 0 where a value is zero, not finite,
+        overflows, or flushes (``dequant_ftz``)."""
         out = self.out
-        picked = []
-        for x, word, element in zip(values, words, elements):
+        picked, where = [], []
+        for i, (x, word, element) in enumerate(zip(values, words, elements)):
             if not (x.is_finite and x.magnitude) or x.magnitude > out.max_normal:
                 continue
             if self.opts.dequant_ftz and x.magnitude < out.min_normal:
                 continue
             resolution = _last_bit(element, self.fmt.element) * (x.magnitude / element.magnitude)
             picked.append((float(x.magnitude), float(resolution), float(decode(word, out).magnitude), bool(x.sign)))
+            where.append(i)
+        words_out = [0] * len(values)
         if not picked:
-            return set()
+            return words_out
         magnitude, resolution, result, negative = (np.array(column) for column in zip(*picked))
         lo, hi, _ = ieee_interval(magnitude, out.mantissa_bits, out.emin, float(out.max_normal))
         flags = decision_flags(magnitude, lo, hi, resolution, result, negative, float(out.min_normal))
-        return set(class_names(int(np.bitwise_or.reduce(flags))))
+        for i, f in zip(where, flags):
+            words_out[i] = int(f)
+        return words_out
 
     def reachable_classes(self) -> frozenset[str]:
         """The rounding decisions of the output (conventions.md 3.1, 3.3) where some element times
         some scale has its last bit below the output's smallest subnormal (so it rounds) and the
         output keeps its subnormals (no ``dequant_ftz``): every case, both near-ties, in the
-        subnormal bands (nearest-even only). Otherwise every value is exact: none required."""
+        subnormal bands (nearest-even only). Otherwise every value is exact: none required.
+        Single-level formats (:meth:`_single_level`) also require the per-band near-tie classes
+        (:data:`.rounding_classes.BAND_CLASSES`) that some element times some scale reaches (exact
+        enumeration, :attr:`_rounding_map`); their stimulus holds every one (:meth:`_band_rows`).
+        Two-level formats (sub-scales, NVFP4's fp32 tensor scale) declare none of those: their
+        counts are recorded, not required."""
         out, element = self.out, self.fmt.element
         smallest_bit = min(_last_bit(decode(c, element), element) for c in range(1 << element.width)
                            if decode(c, element).is_finite and decode(c, element).magnitude)
         if self.opts.dequant_ftz or smallest_bit * self._smallest_multiplier() >= out.min_subnormal:
             return frozenset()
-        return frozenset({"exact", "below_half", "tie", "above_half", "near_tie_top", "near_tie_bottom",
-                          "near_tie_below", "subnormal_near_tie", "truncate", "increment", "carry",
-                          "zero_result_sign"})
+        bands = set()
+        for hits in self._rounding_map.values():
+            for f in hits.values():
+                bands |= set(class_names(f)) & set(BAND_CLASSES)
+        return frozenset(bands) | frozenset({
+            "exact", "below_half", "tie", "above_half", "near_tie_top", "near_tie_bottom", "near_tie_below",
+            "subnormal_near_tie", "truncate", "increment", "carry", "zero_result_sign"})
 
     def _smallest_multiplier(self) -> Fraction:
         """The smallest factor a block's scales put on its elements: 2^(lowest exponent of the

@@ -12,13 +12,12 @@ from ...ref.encode import encode
 from ...ref.exact import Exact, floor_log2
 from .fields import Field
 from .format_spec import element_format, format_param
-from ..coverage.catalogue import class_names
-from ..coverage.rounding import decision_flags, fp32_resolution, grid_interval, magnitude_grid
-from ..stimulus.patterns import exponent_boundaries, grid_intervals, pattern_values, rounding_cases, significand_patterns
+from ..coverage.catalogue import class_names, kind_classes
 from ..coverage.reach import MIN_CLASS_VECTORS
-from .suite import Suite
+from ..coverage.rounding import band_class, decision_flags, format_bands, fp32_resolution, grid_interval, magnitude_grid
+from ..stimulus.patterns import exponent_boundaries, grid_intervals, pattern_values, rounding_cases, significand_patterns
 from ..values import decode, fp32_bits, fp32_value, is_subnormal_code
-from ..coverage.catalogue import kind_classes
+from .suite import Suite
 
 
 # fp32 fraction patterns at the format's exponent boundaries (conventions.md 3.3): zero, all ones, the
@@ -165,6 +164,10 @@ class EncodeSuite(Suite):
             # without mantissa bits (binary8p1) the band below the smallest normal is the one interval
             # [0, 2^emin], whose near-ties give 6 distinct inputs (top, bottom, below; both signs)
             reachable.add("subnormal_near_tie")
+        for band in format_bands(self.fmt):
+            intervals = 1 if band == "zero_band" else 1 << (int(band[3:]) - 1) if band != "normal" else None
+            if intervals is None or 2 * intervals >= MIN_CLASS_VECTORS:
+                reachable |= {band_class("top", band), band_class("bottom", band)}
         if self.rounding == "rtz":
             reachable -= {"increment", "carry"}
         if self.rounding == "rdn":
@@ -173,4 +176,5 @@ class EncodeSuite(Suite):
             # too few values for MIN_CLASS_VECTORS distinct inputs of a case that one interval reaches
             # once per sign (int3_sm: 3 intervals)
             reachable -= {"exact", "tie", "near_tie_top", "near_tie_bottom", "near_tie_below", "subnormal_near_tie"}
+            reachable = {name for name in reachable if not name.startswith(("near_tie_top_", "near_tie_bottom_"))}
         return frozenset(reachable)

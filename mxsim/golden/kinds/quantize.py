@@ -20,11 +20,13 @@ from .batch import bit, code_table, compute_each, pack_items, unpack_items
 from ..coverage.catalogue import class_names
 from .fields import Field
 from .format_spec import block_format, format_param
-from ..coverage.rounding import decision_flags, fp32_resolution, grid_interval, magnitude_grid
-from ..stimulus.patterns import CASES, both_signs, grid_intervals, rounding_cases
-from .suite import Suite, jsonable, profile_options
-from ..values import code_sets, decode, fp32_bits, fp32_value, max_codes, pack_word, subnormal_codes
 from ..coverage.reach import MIN_CLASS_VECTORS
+from ..coverage.rounding import band_class, decision_flags, format_bands, fp32_resolution, grid_interval, magnitude_grid
+from ..stimulus.patterns import CASES, both_signs, grid_intervals, rounding_cases
+from ..values import code_sets, decode, fp32_bits, fp32_value, max_codes, pack_word, subnormal_codes
+from .suite import Suite, jsonable, profile_options
+
+LOW_BAND_COPIES = -(-MIN_CLASS_VECTORS // 2)  # blocks per point of the zero or a subnormal band (both signs: MIN)
 
 FP32_INF_BITS = 0x7F800000
 
@@ -181,7 +183,9 @@ class QuantizeSuite(Suite):
         against the divisor the quantizer actually uses, with both signs: per anchor
         (:meth:`_anchors`) the block maximum in slot 0, the points (at most the maximum, exact fp32
         values) dealt round-robin into at least MIN_CLASS_VECTORS blocks (so each case is met in
-        as many blocks), a -0 in the last free slot of each. Sub-block formats twice: every
+        as many blocks; a point of the zero or a subnormal band in MIN_CLASS_VECTORS / 2 consecutive
+        blocks, so that the per-band near-tie classes are met as often), a -0 in the last free slot
+        of each. Sub-block formats twice: every
         pair partnered with the maximum (microexponent 0, points in the odd slots), and pairs of
         points alone (microexponent 1)."""
         fmt, k = self.fmt, self.fmt.block_size
@@ -202,7 +206,11 @@ class QuantizeSuite(Suite):
                 cases = [case for lo, hi, _ in intervals for case in rounding_cases(lo * d, hi * d)]
                 cases.sort(key=lambda case: CASES.index(case[0]))  # a case's points go to different blocks
                 points = [v for v in dict.fromkeys(v for _, v in cases) if v <= amax.magnitude and _is_fp32(v)]
-                signed = both_signs(points)
+                # the zero band and the subnormal bands have one or two intervals each: their points go to
+                # MIN_CLASS_VECTORS / 2 consecutive blocks each, so every per-band class meets enough blocks
+                low_edge = min_normal * d if min_normal else 0
+                copies = [LOW_BAND_COPIES if x.magnitude < low_edge else 1 for x in both_signs(points)]
+                signed = [x for x, n in zip(both_signs(points), copies) for _ in range(n)]
                 count = max(MIN_CLASS_VECTORS, -(-len(signed) // (len(free) - 1)))
                 for b in range(count):
                     block = list(pilot)
@@ -414,12 +422,15 @@ class QuantizeSuite(Suite):
         amax / 6 / s_t).
         NVFP4 with ``nvfp4_arith='fp32_steps'`` and an amax tensor scale rounds fp32(x * factor),
         whose factor fp32(2^-j / 448) is inexact, so the ties and near-ties are met only by chance:
-        not required there."""
+        not required there. Per band (:func:`.rounding_classes.format_bands`): both near-ties in the
+        normal range, the zero band and every subnormal band of the element.
+        """
         reachable = {"negative_zero", "exact", "below_half", "tie", "above_half", "near_tie_top", "near_tie_bottom",
                      "near_tie_below", "truncate", "increment", "carry", "zero_result_sign"}
         element, opts = self.fmt.element, self.opts
         if element.kind == "float" and element.subnormals:
             reachable.add("subnormal_near_tie")
+        reachable |= {band_class(kind, band) for band in format_bands(element) for kind in ("top", "bottom")}
         if opts.rounding == "rtz":
             reachable -= {"increment", "carry"}
         if opts.rounding == "rdn":
@@ -428,6 +439,7 @@ class QuantizeSuite(Suite):
             reachable.add("saturation")
         if self.fmt.scale.name != "e8m0" and opts.nvfp4_arith == "fp32_steps" and opts.nvfp4_tensor_scale == "amax":
             reachable -= {"exact", "tie", "near_tie_top", "near_tie_bottom", "near_tie_below", "subnormal_near_tie"}
+            reachable = {name for name in reachable if not name.startswith(("near_tie_top_", "near_tie_bottom_"))}
         return frozenset(reachable)
 
     # rounding decisions (conventions.md 3.3; mxsim.golden.coverage.rounding) --------------------

@@ -4,7 +4,8 @@
   lands on a chosen remainder: exact, below half, an exact tie, above half, the near-ties (guard
   and one sticky bit at the top sticky position, or at the datapath's lowest bit; guard clear and
   every sticky bit set), each in the output's normal range and in its subnormal range, both
-  signs (the decision classes of :mod:`..coverage.output_rounding`). The value is a power of two
+  signs, and the near-ties in the output's three lowest subnormal binades (the per-band classes;
+  the decision classes of :mod:`..coverage.output_rounding`). The value is a power of two
   2^t (one product or 2, 4, 8 equal ones, or C) plus the remainder bits, carried by C (fused
   steps, when C can hold them exactly) or by more power-of-two products; the block scales place t;
 * **C distances** (fused steps): C (:func:`.stimulus.accumulator_values`) with a sparse or full
@@ -40,9 +41,10 @@ from ...ref.exact import Exact, floor_log2
 from ...ref.fused import integer_offset
 from ...ref.output import output_format
 from ...ref.terms import element_term
-from .patterns import accumulator_values
 from ..coverage.reach import MIN_CLASS_VECTORS
+from ..coverage.rounding import band_class
 from ..values import decode, fp32_bits, pack_word
+from .patterns import accumulator_values
 
 __all__ = ["MIN_CLASS_VECTORS", "PATTERNS", "c_distances", "reachable_classes", "structured_count", "structured_rows"]
 
@@ -68,7 +70,11 @@ _PATTERN_CLASSES = {
     "near_below": {"below_half", "near_tie_below"},
 }
 _NEAR_TIES = ("near_top", "near_bottom", "near_below")
-BANDS = ("normal", "subnormal")
+# where the aimed value 2^t lies: the normal range, the output's subnormal range just below its
+# smallest normal (t = emin - 3 .. emin - 5), and its three lowest subnormal binades sub1 .. sub3
+# (t = emin - m + j - 1: the per-band classes of mxsim.golden.coverage.rounding; near-ties only)
+BANDS = ("normal", "subnormal", "sub1", "sub2", "sub3")
+_LOW_BAND_PATTERNS = ("near_top", "near_bottom", "near_below")
 _SCALE_SHIFTS = (0, 0, 5, 5, -5, -5, 9, 9)
 # C's 23-bit fraction patterns, in turn over the C distances: a power of two, the last bit alone (C's
 # only low bit at the bottom of its significand), a middle bit, all ones
@@ -185,13 +191,15 @@ def _plan_route(suite, route: str, copies: int, pattern: str, band: str, variant
     pa, pb = _powers(fa.element), _powers(fb.element)
     table = _table(suite)
     shift = _product_shift(suite)
-    subnormal = band == "subnormal"
+    subnormal = band != "normal"
+    low_band = int(band[3:]) if band.startswith("sub") and band != "subnormal" else None
+    aim = out.emin - out.mantissa_bits + low_band - 1 if low_band else out.emin - 3 - variant % 3  # subnormal t
     if route == "c_top" and suite.unit_scales:  # scales of 1 (x = 0): t puts the guard bit on the largest product
         x = 0
-        t = out.emin - 2 - variant % 3 if subnormal else max(table) + out.mantissa_bits + 1 - variant % 3
+        t = (aim + (0 if low_band else 1)) if subnormal else max(table) + out.mantissa_bits + 1 - variant % 3
         top, top_e = (), None
     elif route == "c_top":  # C = 2^t; x puts the guard bit on the largest product
-        t = out.emin - 2 - variant % 3 if subnormal else 3 * (variant % 3)
+        t = (aim + (0 if low_band else 1)) if subnormal else 3 * (variant % 3)
         top, top_e = (), None
         x = max(t, out.emin) - out.mantissa_bits - 1 - max(table)
     else:
@@ -202,7 +210,7 @@ def _plan_route(suite, route: str, copies: int, pattern: str, band: str, variant
         top = ((pa[ja], pb[jb]),) * (1 << copies)
         top_e = element_term(pa[ja], fa.element).exponent + element_term(pb[jb], fb.element).exponent + shift
         if subnormal:
-            x = out.emin - 3 - variant % 3 - (ja + jb + shift) - copies
+            x = aim - (ja + jb + shift) - copies
         else:
             x = 0 if suite.unit_scales else _SCALE_SHIFTS[variant]
         t = ja + jb + shift + x + copies
@@ -223,6 +231,10 @@ def _plan_route(suite, route: str, copies: int, pattern: str, band: str, variant
     classes = set(_PATTERN_CLASSES[pattern])
     if t < out.emin and pattern in _NEAR_TIES:
         classes.add("subnormal_near_tie")
+    band_index = t - (out.emin - out.mantissa_bits) + 1  # the subnormal binade [2^(j-1) s, 2^j s) of 2^t
+    where = "normal" if t >= out.emin else f"sub{band_index}" if 1 <= band_index <= 3 else None
+    if where and pattern in ("near_top", "near_bottom"):
+        classes.add(band_class(pattern[5:], where))
     if pattern != "exact":
         classes.add("increment" if _increments(acc, pattern, sign, t < out.emin) else "truncate")
     return _Plan(scales, pairs, c, variant % (free + 1), sign, frozenset(classes))
@@ -318,7 +330,7 @@ def _make_plans(suite) -> tuple[_Plan, ...]:
     are feasible (else none)."""
     plans = []
     for band in BANDS:
-        for pattern in PATTERNS:
+        for pattern in PATTERNS if band in ("normal", "subnormal") else _LOW_BAND_PATTERNS:
             group = [_plan(suite, pattern, band, v) for v in range(VARIANTS)]
             if all(p is not None for p in group):
                 plans += group

@@ -148,8 +148,10 @@ def grid_intervals(grid: tuple[Fraction, ...], min_normal: Fraction | None) -> l
     """(lo, hi, band) of the intervals [grid[i], grid[i+1]) that stand for every band of a sorted
     magnitude grid (zero first): ``zero`` [0, smallest), every subnormal band below ``min_normal``
     (None: the grid has none; ``subnormal`` bands are named by their binade), the lowest normal
-    binade, a middle one and the top one; from each band its first two intervals (an even and an
-    odd lower end) and its last one."""
+    binade, a middle one and the top one; from each normal band its first two intervals (an even
+    and an odd lower end) and its last one, from the zero band and each subnormal band every
+    interval (at most 2^(m-1) of an element with m mantissa bits: the per-band near-tie classes
+    need every distinct input there, :mod:`..coverage.rounding`)."""
     by_band: dict[str, list[tuple[Fraction, Fraction]]] = {}
     for lo, hi in zip(grid, grid[1:]):
         if lo == 0:
@@ -165,7 +167,7 @@ def grid_intervals(grid: tuple[Fraction, ...], min_normal: Fraction | None) -> l
     out = []
     for name, intervals in by_band.items():
         if name in keep:
-            chosen = dict.fromkeys(intervals[:2] + intervals[-1:])
+            chosen = dict.fromkeys(intervals if not name.startswith("normal") else intervals[:2] + intervals[-1:])
             out += [(lo, hi, name) for lo, hi in chosen]
     return out
 
