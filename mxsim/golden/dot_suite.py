@@ -12,6 +12,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..fast.dot import FINITE, BlockDots, Operand, dot_blocks
+from ..fast.fused import dot_general_steps
 from ..formats.element import negated_code
 from ..options import Accumulator
 from ..options.accumulate import PRESETS
@@ -425,6 +426,25 @@ class DotSuite(Suite):
         g = ref_dot.dot_general(blocks_a, blocks_b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb,
                                 c=c)
         return g.steps or (g.code,)
+
+    def first_step_codes(self, rows: list[dict]) -> list[int] | None:
+        """``reference_codes(row, +0)[0]`` of every vector of ``rows`` at once, for aiming C
+        (:mod:`.accumulator_input`): a fused suite's first step's D with C = +0 from the fast path
+        (:func:`mxsim.fast.fused.dot_general_steps`, bit for bit the reference's; it hands the
+        configurations it does not model to the reference itself). None for separate accumulation,
+        or a batch the fast path refuses: the caller asks the reference vector by vector."""
+        if not self.fused or not rows:
+            return None
+        n, count = self.vector_blocks, len(rows)
+        inputs = {f.name: [row[f.name] for row in rows] for f in self.block_fields}
+        try:
+            (sa, ua, ca), (sb, ub, cb) = [self._operand_arrays(inputs, side, fmt, n)
+                                          for side, fmt in (("a", self.fa), ("b", self.fb))]
+            _, steps = dot_general_steps(Operand(self.fa, sa, ua, ca, None), Operand(self.fb, sb, ub, cb, None),
+                                         self.acc, (count,), (count,), n, keep_steps=True)
+        except ValueError:
+            return None
+        return steps[:, 0].astype(np.int64).tolist()
 
     def fresh_row(self, rng: random.Random) -> dict:
         """A vector of random normal blocks (no C)."""

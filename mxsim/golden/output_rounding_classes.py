@@ -28,11 +28,34 @@ def output_rounding_classes(magnitude: Fraction, negative: bool, low: int | None
     """The decision classes of rounding the exact ``magnitude`` (> 0; of sign ``negative``) to the
     float format ``out``, giving a finite output of magnitude ``result``; ``low``: the exponent of
     the datapath's lowest bit, or None when none is fixed (then r is taken below every bit of x,
-    so no near_tie_bottom or near_tie_below)."""
+    so no near_tie_bottom or near_tie_below).
+
+    Dyadic values (every value a datapath rounds: denominators are powers of two) are classified
+    as Python integers on a common grid 2^E below every quantity (the classes compare linear
+    quantities and test hi for a power of two, both unchanged by a common power-of-two factor);
+    any other value with Fractions, the same routine."""
+    n, d = magnitude.numerator, magnitude.denominator
+    rn, rd = result.numerator, result.denominator
+    if d & (d - 1) or rd & (rd - 1):
+        return _fraction_classes(magnitude, negative, low, out, result)
+    s, rs = d.bit_length() - 1, rd.bit_length() - 1  # x = n * 2^-s, result = rn * 2^-rs
+    t = n.bit_length() - 1 - s  # floor(log2 x)
+    ulp = max(t, out.emin) - out.mantissa_bits
+    if low is None:  # no fixed lowest bit: half x's lowest set bit, which neither near-tie can match
+        low = (n & -n).bit_length() - 1 - s - 1
+    grid = min(-s, -rs, ulp, low, out.emin)
+    x = n << (-s - grid)
+    u = 1 << (ulp - grid)
+    lo = x - x % u
+    flags = decision_flags(x, lo, lo + u, 1 << (low - grid), rn << (-rs - grid), negative, 1 << (out.emin - grid))
+    return set(class_names(flags))
+
+
+def _fraction_classes(magnitude: Fraction, negative: bool, low: int | None, out, result: Fraction) -> set[str]:
     t = floor_log2(magnitude)
     ulp = TWO ** (max(t, out.emin) - out.mantissa_bits)
     lo = (magnitude // ulp) * ulp
-    if low is None:  # no fixed lowest bit: half x's lowest set bit, which neither near-tie can match
+    if low is None:
         n = magnitude.numerator
         low = floor_log2(Fraction(n & -n, magnitude.denominator)) - 1
     resolution = TWO**low
