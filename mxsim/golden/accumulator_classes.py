@@ -8,12 +8,12 @@ from fractions import Fraction
 
 from ..ref import dot as ref_dot
 from ..ref.encode import encode
-from ..ref.exact import Exact
+from ..ref.exact import Exact, floor_log2_ratio
 from ..ref.output import output_format, storage_format
 from .output_rounding_classes import output_rounding_classes
 from .suite import code_sets, decode, is_subnormal_code
 
-__all__ = ["CANCELLATION_BITS", "c_classes", "element_classes", "block_low", "block_rounding_classes", "fused_classes",
+__all__ = ["CANCELLATION_BITS", "c_classes", "dyadic_overflows", "element_classes", "block_low", "block_rounding_classes", "fused_classes",
            "step_low", "step_rounding_classes"]
 
 CANCELLATION_BITS = 8  # c_cancellation: |C + products| <= 2^-8 |C|
@@ -77,12 +77,24 @@ def c_classes(c: Exact, exact: Exact | None) -> set:
 
 
 def _overflows(total: Fraction, accumulator) -> bool:
-    """Whether rounding ``total`` to the output with unbounded exponent passes its largest value."""
+    """Whether rounding ``total`` to the output with unbounded exponent passes its largest value.
+    Below 2^emax no rounding can (it gives at most 2^emax <= the largest value): decided from
+    the exponent alone; the encoder decides the rest."""
+    out = output_format(accumulator)
+    if total == 0 or floor_log2_ratio(abs(total.numerator), total.denominator) < out.emax:
+        return False
     try:
         encode(Exact(int(total < 0), abs(total)), output_format(accumulator), accumulator.output_rounding, "error")
     except OverflowError:
         return True
     return False
+
+
+def dyadic_overflows(n: int, x: int, accumulator) -> bool:
+    """:func:`_overflows` of the value n * 2^x (integers)."""
+    if n == 0 or abs(n).bit_length() - 1 + x < output_format(accumulator).emax:
+        return False
+    return _overflows(Fraction(n << x) if x >= 0 else Fraction(n, 1 << -x), accumulator)
 
 
 TWO = Fraction(2)

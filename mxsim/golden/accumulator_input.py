@@ -81,7 +81,7 @@ def _first_d(suite, row, code: int | None = None) -> Exact:
     """The first step's D (the result, for separate accumulation) with C = +0: decoded ``code``,
     or computed by the reference if None."""
     if code is None:
-        code = suite.reference_codes(row, Exact(0))[0]
+        code = suite.reference_codes(row, Exact(0), first_steps=1)[0]
     return decode(code, storage_format(suite.acc))
 
 

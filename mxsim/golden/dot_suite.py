@@ -419,10 +419,14 @@ class DotSuite(Suite):
         (a, b), (ta, tb) = self._blocks(inputs)
         return [a], [b], ta, tb
 
-    def reference_codes(self, inputs: dict, c: Exact) -> tuple[int, ...]:
+    def reference_codes(self, inputs: dict, c: Exact, first_steps: int | None = None) -> tuple[int, ...]:
         """The reference's output codes of a vector's blocks with accumulator input ``c``: every
-        fused step's D, or the one result of separate accumulation (for aiming stimulus)."""
+        fused step's D (``first_steps``: only the first that many; the reference's steps, as
+        :meth:`compute` takes them), or the one result of separate accumulation (for aiming stimulus)."""
         blocks_a, blocks_b, ta, tb = self._vector_blocks(inputs)
+        if self.fused:
+            details = fused_step_details(blocks_a, blocks_b, self.fa, self.fb, self.acc, c, first_steps)
+            return tuple(step.code for step in details)
         g = ref_dot.dot_general(blocks_a, blocks_b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb,
                                 c=c)
         return g.steps or (g.code,)

@@ -42,9 +42,24 @@ def _decode_cached(code: int, fmt) -> Exact:
     return _decode(code, fmt)
 
 
+_TABLES: dict[int, tuple] = {}  # id(format) -> (the format, the decoded value of every code)
+_TABLES_MAX = 256  # formats whose tables are kept (emptied when full: custom formats come and go)
+
+
 def decode(code: int, fmt) -> Exact:
-    """The reference decoder, memoized (golden suites decode the same few codes many times)."""
-    return _decode_cached(code, get_format(fmt, kind="element"))
+    """The reference decoder, memoized (golden suites decode the same few codes many times): a
+    format of at most 8 bits by its table of every code (found by the object's identity, hashing
+    a format costs more than decoding), any other through an LRU cache."""
+    entry = _TABLES.get(id(fmt))
+    if entry is not None and entry[0] is fmt and code.__class__ is int and 0 <= code < len(entry[1]):
+        return entry[1][code]
+    element = get_format(fmt, kind="element")
+    if element.width > 8:
+        return _decode_cached(code, element)
+    if len(_TABLES) >= _TABLES_MAX:
+        _TABLES.clear()
+    _TABLES[id(fmt)] = (fmt, tuple(_decode(c, element) for c in range(1 << element.width)))
+    return _decode(code, element)
 
 
 def fp32_bits(x: Exact) -> int:
