@@ -97,7 +97,6 @@ def dyadic_overflows(n: int, x: int, accumulator) -> bool:
     return _overflows(Fraction(n << x) if x >= 0 else Fraction(n, 1 << -x), accumulator)
 
 
-TWO = Fraction(2)
 C_FRACTION_BITS = 23  # C is fp32: its LSB weighs 2^(e_C - 23)
 
 
@@ -180,7 +179,8 @@ def fused_classes(details, accumulator) -> set:
         if d.is_finite and is_subnormal_code(step.code, storage):
             classes.add("subnormal_output")
         classes |= step_rounding_classes(step, d, accumulator)
-        if step.nonzero and c.is_finite and c.magnitude and step.grid is not None and c.magnitude < TWO**step.grid:
+        if step.nonzero and c.is_finite and c.magnitude and step.grid is not None and (
+                floor_log2_ratio(c.magnitude.numerator, c.magnitude.denominator) < step.grid):  # |C| < 2^grid
             classes.add("c_below_window")
     if details:
         last = decode(details[-1].code, storage)
