@@ -360,7 +360,8 @@ def main_job(workdir: Path) -> None:
     print("\nthe main job (canonical suite), each a fresh process")
     for label, r in (("golden generate", generate), ("golden verify", verify)):
         print(f"{label:20} {r['cpu']:7.1f} s CPU {r['wall']:7.1f} s wall")
-    print(f"{'main job':20} {generate['cpu'] + verify['cpu']:7.1f} s CPU {generate['wall'] + verify['wall']:7.1f} s wall")
+    cpu, wall = generate["cpu"] + verify["cpu"], generate["wall"] + verify["wall"]
+    print(f"{'main job':20} {cpu:7.1f} s CPU {wall:7.1f} s wall")
 
 
 def explain_run(count: int, workdir: Path) -> None:

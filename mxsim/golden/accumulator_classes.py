@@ -13,8 +13,10 @@ from ..ref.output import output_format, storage_format
 from .output_rounding_classes import output_rounding_classes
 from .suite import code_sets, decode, is_subnormal_code
 
-__all__ = ["CANCELLATION_BITS", "c_classes", "dyadic_overflows", "element_classes", "block_low", "block_rounding_classes", "fused_classes",
-           "step_low", "step_rounding_classes"]
+__all__ = [
+    "CANCELLATION_BITS", "c_classes", "dyadic_overflows", "element_classes", "block_low",
+    "block_rounding_classes", "fused_classes", "step_low", "step_rounding_classes",
+]
 
 CANCELLATION_BITS = 8  # c_cancellation: |C + products| <= 2^-8 |C|
 
