@@ -28,13 +28,16 @@ Prints, in one run:
   suite (hopper_fp8_wgmma, blackwell_mxf8f6f4, blackwell_mxf4nvf4, mxdotp_fp8) beside the aligned
   dot suite above, in turn, ``--fused-repeat`` times: median CPU seconds and the ratio of vectors
   per CPU second to the aligned suite's;
+* ``--main-job`` (default on; ``--no-main-job`` skips): the main job, ``golden generate DIR`` of the
+  canonical suite then ``golden verify DIR``, each in a fresh child process: CPU and wall seconds
+  of each and their sum (printed after ``--fused``, in the same run);
 * ``--explain N`` (default 100,000; 0 skips): ``golden check --explain`` with its default budget
   of an N-vector blackwell_mxf8f6f4 suite against a device computed with ``output_rounding=rne``.
 
     python benchmarks/bench_golden.py [--vectors 400] [--repeat 5] [--million 1000000] [--chunk 65536]
                                       [--pipeline 1000000] [--verify-count 20000] [--workdir /tmp/bench_golden]
                                       [--presets 2000] [--preset-only] [--fused 20000] [--fused-repeat 3]
-                                      [--explain 100000] [--only-fused]
+                                      [--explain 100000] [--only-fused] [--no-main-job]
 
 Run it with PYTHONPATH pointing at an older checkout to measure that version's reference (the
 rows of a version without ``compute_batch`` say so).
@@ -216,7 +219,10 @@ def main() -> None:
     parser.add_argument("--explain", type=int, default=100_000,
                         help="vectors of the blackwell_mxf8f6f4 suite checked with --explain against a planted "
                              "device (0: skip)")
-    parser.add_argument("--only-fused", action="store_true", help="run the --fused and --explain parts only")
+    parser.add_argument("--only-fused", action="store_true",
+                        help="run the --fused, main job and --explain parts only")
+    parser.add_argument("--no-main-job", dest="main_job", action="store_false",
+                        help="skip the main job (generate + verify of the canonical suite)")
     parser.add_argument("--child", choices=sorted(SUITES), help=argparse.SUPPRESS)
     parser.add_argument("--cli-child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -230,6 +236,8 @@ def main() -> None:
         preset_runs(args.presets, args.repeat, Path(args.workdir))
     if args.fused:
         fused_runs(args.fused, args.fused_repeat, Path(args.workdir))
+    if args.main_job:
+        main_job(Path(args.workdir))
     if args.explain:
         explain_run(args.explain, Path(args.workdir))
     if args.preset_only or args.only_fused:
@@ -335,6 +343,25 @@ def fused_runs(count: int, repeat: int, workdir: Path) -> None:
         label = f"{name}: {kind}/{suite_from_spec(kind, **params).name}"
         rate = count / median
         print(f"{label:70} {median:7.2f} s CPU {rate:>9,.0f} vectors/CPU s  {rate / aligned:5.2f}x aligned")
+
+
+def main_job(workdir: Path) -> None:
+    """The main job: ``golden generate`` of the canonical suite into a fresh directory, then
+    ``golden verify`` of it, each in a fresh process: CPU and wall seconds of each and the sum."""
+    root = workdir / "main-job"
+    shutil.rmtree(workdir, ignore_errors=True)
+    try:
+        generate = run_cli(["golden", "generate", str(root), "--no-progress"])
+        verify = run_cli(["golden", "verify", str(root), "--no-progress"])
+        if verify["code"] != 0:
+            raise RuntimeError(f"golden verify of the canonical suite exited with {verify['code']}")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print("\nthe main job (canonical suite), each a fresh process")
+    for label, r in (("golden generate", generate), ("golden verify", verify)):
+        print(f"{label:20} {r['cpu']:7.1f} s CPU {r['wall']:7.1f} s wall")
+    cpu, wall = generate["cpu"] + verify["cpu"], generate["wall"] + verify["wall"]
+    print(f"{'main job':20} {cpu:7.1f} s CPU {wall:7.1f} s wall")
 
 
 def explain_run(count: int, workdir: Path) -> None:

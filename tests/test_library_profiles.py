@@ -784,7 +784,6 @@ def test_identify_command_line(nc_mx, tmp_path, capsys):
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from mxsim.options import QuantizeOptions  # noqa: E402
 
 OCP_FORMATS = ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8"]
 DIFFERENTIAL = {"blocks": 0, "errors": 0}

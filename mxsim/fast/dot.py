@@ -34,7 +34,6 @@ from functools import lru_cache
 import numpy as np
 
 from ..options import Accumulator
-from ..formats import get_format
 from ..ref import dot as ref_dot
 from ..ref.block import QuantizedBlock, check_tensor_scale
 from ..ref.round import CUT_ROUNDING

@@ -749,7 +749,7 @@ class _FusedKernel:
         2^(E - F) and E (NO_ANCHOR when no product counts), by steps 1 and 2 of
         :func:`mxsim.ref.fused._late_join` (they do not depend on C). Exact in float64 (see
         :meth:`_late_bound`): the cuts are np.trunc/np.rint/np.floor of exact values."""
-        acc, n = self.acc, self.acc.partial_sums
+        n = self.acc.partial_sums
         layout = self.layout.tile(ca.shape[1])
         rows, step = ca.shape[0], layout.step
         index = self._pair_index(ca, cb)

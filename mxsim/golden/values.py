@@ -21,14 +21,35 @@ FP32 = "fp32"
 _FP32_FORMAT = get_format(FP32)
 
 
-@lru_cache(maxsize=1 << 16)
-def _decode_cached(code: int, fmt) -> Exact:
-    return _decode(code, fmt)
+_TABLES: dict[int, tuple] = {}  # id(format) -> (the format, {code: its decoded value})
+_TABLES_MAX = 256  # formats kept (emptied when full: custom formats come and go)
+_VALUES_MAX = 1 << 16  # codes kept per format of more than 8 bits (filled as they are met)
 
 
 def decode(code: int, fmt) -> Exact:
-    """The reference decoder, memoized (golden suites decode the same few codes many times)."""
-    return _decode_cached(code, get_format(fmt, kind="element"))
+    """The reference decoder, memoized (golden suites decode the same few codes many times): per
+    format (found by the object's identity: hashing a format costs more than decoding) a table of
+    every code of a format of at most 8 bits, of the codes met so far of a wider one."""
+    entry = _TABLES.get(id(fmt))
+    if entry is not None and entry[0] is fmt and code.__class__ is int:
+        value = entry[1].get(code)
+        if value is not None:
+            return value
+    return _decode_new(code, fmt)
+
+
+def _decode_new(code: int, fmt) -> Exact:
+    element = get_format(fmt, kind="element")
+    value = _decode(code, element)  # ValueError for a code out of range
+    entry = _TABLES.get(id(fmt))
+    if entry is None or entry[0] is not fmt:
+        if len(_TABLES) >= _TABLES_MAX:
+            _TABLES.clear()
+        values = {} if element.width > 8 else {c: _decode(c, element) for c in range(1 << element.width)}
+        entry = _TABLES[id(fmt)] = (fmt, values)
+    if code.__class__ is int and len(entry[1]) < _VALUES_MAX:
+        entry[1][code] = value
+    return value
 
 
 def fp32_bits(x: Exact) -> int:

@@ -130,8 +130,10 @@ def fused_step_details(
     fmt_b,
     accumulator: Accumulator,
     c: Exact,
+    first_steps: int | None = None,
 ) -> tuple[FusedStep, ...]:
-    """Every step of :func:`fused_steps` as a :class:`FusedStep`."""
+    """Every step of :func:`fused_steps` as a :class:`FusedStep`; ``first_steps``: only the first
+    that many (a step depends on the steps before it alone)."""
     accumulator.check_block_format(fmt_a, fmt_b)
     k = fmt_a.block_size
     offset = integer_offset(fmt_a.element, accumulator) + integer_offset(fmt_b.element, accumulator)
@@ -150,7 +152,7 @@ def fused_step_details(
         anchors or None,
     )
     details = []
-    for first, last in accumulator.step_ranges(k, len(blocks_a)):
+    for first, last in accumulator.step_ranges(k, len(blocks_a))[:first_steps]:
         details.append(_step(ops, first, last, c, accumulator))
         c = output_value(details[-1].code, accumulator)
     return tuple(details)

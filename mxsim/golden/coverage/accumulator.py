@@ -8,13 +8,15 @@ from fractions import Fraction
 
 from ...ref import dot as ref_dot
 from ...ref.encode import encode
-from ...ref.exact import Exact
+from ...ref.exact import Exact, floor_log2_ratio
 from ...ref.output import output_format, storage_format
-from .output_rounding import output_rounding_classes
 from ..values import code_sets, decode, is_subnormal_code
+from .output_rounding import output_rounding_classes
 
-__all__ = ["CANCELLATION_BITS", "c_classes", "element_classes", "block_low", "block_rounding_classes", "fused_classes",
-           "step_low", "step_rounding_classes"]
+__all__ = [
+    "CANCELLATION_BITS", "c_classes", "dyadic_overflows", "element_classes", "block_low",
+    "block_rounding_classes", "fused_classes", "step_low", "step_rounding_classes",
+]
 
 CANCELLATION_BITS = 8  # c_cancellation: |C + products| <= 2^-8 |C|
 
@@ -77,7 +79,12 @@ def c_classes(c: Exact, exact: Exact | None) -> set:
 
 
 def _overflows(total: Fraction, accumulator) -> bool:
-    """Whether rounding ``total`` to the output with unbounded exponent passes its largest value."""
+    """Whether rounding ``total`` to the output with unbounded exponent passes its largest value.
+    Below 2^emax no rounding can (it gives at most 2^emax <= the largest value): decided from
+    the exponent alone; the encoder decides the rest."""
+    out = output_format(accumulator)
+    if total == 0 or floor_log2_ratio(abs(total.numerator), total.denominator) < out.emax:
+        return False
     try:
         encode(Exact(int(total < 0), abs(total)), output_format(accumulator), accumulator.output_rounding, "error")
     except OverflowError:
@@ -85,7 +92,13 @@ def _overflows(total: Fraction, accumulator) -> bool:
     return False
 
 
-TWO = Fraction(2)
+def dyadic_overflows(n: int, x: int, accumulator) -> bool:
+    """:func:`_overflows` of the value n * 2^x (integers)."""
+    if n == 0 or abs(n).bit_length() - 1 + x < output_format(accumulator).emax:
+        return False
+    return _overflows(Fraction(n << x) if x >= 0 else Fraction(n, 1 << -x), accumulator)
+
+
 C_FRACTION_BITS = 23  # C is fp32: its LSB weighs 2^(e_C - 23)
 
 
@@ -168,7 +181,8 @@ def fused_classes(details, accumulator) -> set:
         if d.is_finite and is_subnormal_code(step.code, storage):
             classes.add("subnormal_output")
         classes |= step_rounding_classes(step, d, accumulator)
-        if step.nonzero and c.is_finite and c.magnitude and step.grid is not None and c.magnitude < TWO**step.grid:
+        if step.nonzero and c.is_finite and c.magnitude and step.grid is not None and (
+                floor_log2_ratio(c.magnitude.numerator, c.magnitude.denominator) < step.grid):  # |C| < 2^grid
             classes.add("c_below_window")
     if details:
         last = decode(details[-1].code, storage)

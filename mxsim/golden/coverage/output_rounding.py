@@ -19,7 +19,7 @@ from ...ref.exact import floor_log2
 from .catalogue import class_names
 from .rounding import decision_flags
 
-__all__ = ["output_rounding_classes"]
+__all__ = ["output_rounding_classes", "dyadic_rounding_flags"]
 
 TWO = Fraction(2)
 
@@ -28,11 +28,35 @@ def output_rounding_classes(magnitude: Fraction, negative: bool, low: int | None
     """The decision classes of rounding the exact ``magnitude`` (> 0; of sign ``negative``) to the
     float format ``out``, giving a finite output of magnitude ``result``; ``low``: the exponent of
     the datapath's lowest bit, or None when none is fixed (then r is taken below every bit of x,
-    so no near_tie_bottom or near_tie_below)."""
+    so no near_tie_bottom or near_tie_below). Dyadic values (every value a datapath rounds) go
+    through :func:`dyadic_rounding_flags`; any other through the same routine on Fractions."""
+    d, rd = magnitude.denominator, result.denominator
+    if d & (d - 1) or rd & (rd - 1):
+        return _fraction_classes(magnitude, negative, low, out, result)
+    return set(class_names(dyadic_rounding_flags(magnitude.numerator, 1 - d.bit_length(), negative, low, out, result)))
+
+
+def dyadic_rounding_flags(n: int, x: int, negative: bool, low: int | None, out, result: Fraction) -> int:
+    """The flags word of :func:`output_rounding_classes` of the magnitude n * 2^x (integers, n > 0)
+    rounded to a finite ``result`` (a Fraction whose denominator is a power of two): every quantity
+    as a Python integer on a common grid 2^E below all of them (the classes compare linear
+    quantities and test hi for a power of two, both unchanged by a common power-of-two factor)."""
+    rn, rx = result.numerator, 1 - result.denominator.bit_length()  # result = rn * 2^rx
+    ulp = max(n.bit_length() - 1 + x, out.emin) - out.mantissa_bits
+    if low is None:  # no fixed lowest bit: half x's lowest set bit, which neither near-tie can match
+        low = (n & -n).bit_length() - 1 + x - 1
+    grid = min(x, rx, ulp, low, out.emin)
+    value = n << (x - grid)
+    u = 1 << (ulp - grid)
+    lo = value - value % u
+    return decision_flags(value, lo, lo + u, 1 << (low - grid), rn << (rx - grid), negative, 1 << (out.emin - grid))
+
+
+def _fraction_classes(magnitude: Fraction, negative: bool, low: int | None, out, result: Fraction) -> set[str]:
     t = floor_log2(magnitude)
     ulp = TWO ** (max(t, out.emin) - out.mantissa_bits)
     lo = (magnitude // ulp) * ulp
-    if low is None:  # no fixed lowest bit: half x's lowest set bit, which neither near-tie can match
+    if low is None:
         n = magnitude.numerator
         low = floor_log2(Fraction(n & -n, magnitude.denominator)) - 1
     resolution = TWO**low

@@ -140,7 +140,12 @@ def decision_flags(x, lo, hi, resolution, result, negative, min_normal, hi_unit=
     bottom = sticky & (2 * t == u + 2 * r)
     below = sticky & (2 * t == u - 2 * r)
     hi_unit = hi if hi_unit is None else hi_unit
-    power_of_two = (np.frexp(hi_unit) if isinstance(hi_unit, np.ndarray) else math.frexp(hi_unit))[0] == 0.5
+    if isinstance(hi_unit, np.ndarray):
+        power_of_two = np.frexp(hi_unit)[0] == 0.5
+    elif isinstance(hi_unit, int):  # Python integers (a dyadic value on a common grid): of any size
+        power_of_two = hi_unit > 0 and not hi_unit & (hi_unit - 1)
+    else:
+        power_of_two = math.frexp(hi_unit)[0] == 0.5
     increment = result > x
     cases = {
         "exact": t == 0,

@@ -12,6 +12,7 @@ from functools import lru_cache
 import numpy as np
 
 from ...fast.dot import FINITE, BlockDots, Operand, dot_blocks
+from ...fast.fused import dot_general_steps
 from ...formats.element import negated_code
 from ...options import Accumulator
 from ...options.accumulate import PRESETS
@@ -21,10 +22,10 @@ from ...ref.encode import encode
 from ...ref.exact import Exact
 from ...ref.fused import fused_step_details
 from ...ref.output import storage_format
+from ..coverage.accumulator import block_low, block_rounding_classes, c_classes, element_classes, fused_classes
 from ..stimulus import accumulator as accumulator_input
 from ..stimulus import dot as dot_stimulus
 from ..stimulus import mutation as mutation_stimulus
-from ..coverage.accumulator import block_low, block_rounding_classes, c_classes, element_classes, fused_classes
 from .batch import (
     FloatBits, add_operand_classes, bit, code_table, compute_each, dyadic_differ, fast_dot_models, pack_items, unpack_items,
 )
@@ -421,13 +422,36 @@ class DotSuite(Suite):
         (a, b), (ta, tb) = self._blocks(inputs)
         return [a], [b], ta, tb
 
-    def reference_codes(self, inputs: dict, c: Exact) -> tuple[int, ...]:
+    def reference_codes(self, inputs: dict, c: Exact, first_steps: int | None = None) -> tuple[int, ...]:
         """The reference's output codes of a vector's blocks with accumulator input ``c``: every
-        fused step's D, or the one result of separate accumulation (for aiming stimulus)."""
+        fused step's D (``first_steps``: only the first that many; the reference's steps, as
+        :meth:`compute` takes them), or the one result of separate accumulation (for aiming stimulus)."""
         blocks_a, blocks_b, ta, tb = self._vector_blocks(inputs)
+        if self.fused:
+            details = fused_step_details(blocks_a, blocks_b, self.fa, self.fb, self.acc, c, first_steps)
+            return tuple(step.code for step in details)
         g = ref_dot.dot_general(blocks_a, blocks_b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb,
                                 c=c)
         return g.steps or (g.code,)
+
+    def first_step_codes(self, rows: list[dict]) -> list[int] | None:
+        """``reference_codes(row, +0)[0]`` of every vector of ``rows`` at once, for aiming C
+        (:mod:`..stimulus.accumulator`): a fused suite's first step's D with C = +0 from the fast path
+        (:func:`mxsim.fast.fused.dot_general_steps`, bit for bit the reference's; it hands the
+        configurations it does not model to the reference itself). None for separate accumulation,
+        or a batch the fast path refuses: the caller asks the reference vector by vector."""
+        if not self.fused or not rows:
+            return None
+        n, count = self.vector_blocks, len(rows)
+        inputs = {f.name: [row[f.name] for row in rows] for f in self.block_fields}
+        try:
+            (sa, ua, ca), (sb, ub, cb) = [self._operand_arrays(inputs, side, fmt, n)
+                                          for side, fmt in (("a", self.fa), ("b", self.fb))]
+            _, steps = dot_general_steps(Operand(self.fa, sa, ua, ca, None), Operand(self.fb, sb, ub, cb, None),
+                                         self.acc, (count,), (count,), n, keep_steps=True)
+        except ValueError:
+            return None
+        return steps[:, 0].astype(np.int64).tolist()
 
     def fresh_row(self, rng: random.Random) -> dict:
         """A vector of random normal blocks (no C)."""

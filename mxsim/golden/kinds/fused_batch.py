@@ -39,14 +39,13 @@ from ...fast.encode import floor_log2_int64
 from ...fast.fused import dot_general_steps
 from ...fast.output import fp32_words
 from ...formats import get_format
-from ...ref.exact import Exact
-from ...ref.fused import FusedStep, scale_parts
-from ...ref.output import storage_format
+from ...ref.fused import scale_parts
+from ...ref.output import output_format, storage_format
 from ...ref.terms import element_term, frac_bits
-from ..coverage.accumulator import CANCELLATION_BITS, step_rounding_classes
-from .batch import FloatBits, add_operand_classes, bit, code_table, compute_each, dyadic_differ, pack_items
-from ..coverage.catalogue import flag_bits
+from ..coverage.accumulator import C_FRACTION_BITS, CANCELLATION_BITS, dyadic_overflows
+from ..coverage.output_rounding import dyadic_rounding_flags
 from ..values import decode
+from .batch import FloatBits, add_operand_classes, bit, code_table, compute_each, dyadic_differ, pack_items
 
 __all__ = ["compute_fused_batch", "element_flags", "models"]
 
@@ -319,23 +318,25 @@ class _StepClasses:
 
     def _rounding_flags(self, rows, units, grid, c_n, c_lsb, e_c, anchor) -> np.ndarray:
         """The flags of :func:`.accumulator_classes.step_rounding_classes` of every step in ``rows``
-        (rows, steps): its exact total rebuilt with Python integers (``units`` * 2^grid, plus C when
-        the anchor is fixed: C joins exactly) and classified by the reference's own routine."""
+        (rows, steps): its exact total rebuilt with Python integers (``units`` * 2^grid, plus C =
+        c_n * 2^c_lsb when the anchor is fixed: C joins exactly) and classified by the reference's
+        own routine (:func:`.output_rounding_classes.dyadic_rounding_flags`; a zero total or an
+        overflow has no class; the lowest bit is the grid's, or C's LSB 2^(e_C - 23) below it when
+        the anchor is fixed, :func:`.accumulator_classes.step_low`)."""
         out = np.zeros(self.rows, dtype=np.int64)
-        storage, acc = self.storage, self.acc
+        storage, acc, fmt = self.storage, self.acc, output_format(self.acc)
         for r, s in zip(*np.nonzero(rows)):
-            c = _dyadic_fraction(int(c_n[r, s]), int(c_lsb[r, s]))
-            total = _dyadic_fraction(int(units[r, s]), int(grid[r, s]))
-            if anchor is None:
-                total += c
-            if not total:
+            n, x, c = int(units[r, s]), int(grid[r, s]), int(c_n[r, s])
+            low = x
+            if anchor is None and c:  # C joins exactly: the total on the lower of the two grids
+                lsb = int(c_lsb[r, s])
+                low = min(x, int(e_c[r, s]) - C_FRACTION_BITS)
+                common = min(x, lsb)
+                n, x = (n << (x - common)) + (c << (lsb - common)), common
+            d = decode(int(self.steps[r, s]), storage)
+            if not n or not d.is_finite or dyadic_overflows(n, x, acc):
                 continue
-            code = int(self.steps[r, s])
-            step = FusedStep(code, Exact(int(c < 0), abs(c)), grid=int(grid[r, s]), c_exponent=int(e_c[r, s]),
-                             anchor=None if anchor is None else int(anchor[r, s]), total=total)
-            names = step_rounding_classes(step, decode(code, storage), acc)
-            if names:
-                out[r] |= flag_bits(names)
+            out[r] |= dyadic_rounding_flags(abs(n), x, n < 0, low, fmt, d.magnitude)
         return out
 
     def _exact_sum(self, n, x):
@@ -376,11 +377,6 @@ class _StepClasses:
             p = Fraction(int(p_n[r, s])) * Fraction(2) ** int(p_x[r, s])
             out[r, s] = abs(c + p) * 2**CANCELLATION_BITS <= abs(c)
         return out
-
-
-def _dyadic_fraction(n: int, x: int) -> Fraction:
-    """n * 2^x as a Fraction."""
-    return Fraction(n << x) if x >= 0 else Fraction(n, 1 << -x)
 
 
 def _bits(x: np.ndarray) -> np.ndarray:

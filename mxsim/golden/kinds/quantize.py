@@ -14,7 +14,7 @@ from ...fast.block import quantize_blocks
 from ...options import QuantizeOptions
 from ...ref.block import _element_divisor, nvfp4_tensor_scale, quantize_block, to_fp32
 from ...ref.decode import finite_magnitudes
-from ...ref.exact import Exact, floor_log2
+from ...ref.exact import Exact, dyadic, floor_log2
 from ...ref.scale import E8M0_MAX, byte_exponent
 from .batch import bit, code_table, compute_each, pack_items, unpack_items
 from ..coverage.catalogue import class_names
@@ -99,7 +99,8 @@ class QuantizeSuite(Suite):
             # integer draws only (no libm), so that every platform makes the same vectors: a
             # random 24-bit significand at a bell-shaped exponent around scale_exp
             exponent = scale_exp + rng.randint(-3, 0) + rng.randint(-3, 1)
-            return Exact(rng.getrandbits(1), Fraction(rng.getrandbits(23) | (1 << 23), 1 << 23) * Fraction(2) ** exponent)
+            sign = rng.getrandbits(1)  # drawn before the significand
+            return Exact.trusted(sign, dyadic(rng.getrandbits(23) | (1 << 23), exponent - 23))
 
         if kind == "all_zero":
             return [Exact(rng.getrandbits(1)) for _ in range(k)]

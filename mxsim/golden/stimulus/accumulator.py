@@ -13,8 +13,11 @@ steer the blocks and C together into them:
 * ``overflow``: C = +-max fp32 with products of its sign, large enough to overflow round-to-nearest;
 * ``nan``/``inf``: NaN C (quiet, signalling, either sign) and +-Inf C.
 
-Expected values still come only from the suite's ``compute`` (the reference model); the reference
-is asked here only to aim C (for ``cancel``)."""
+Expected values still come only from the suite's ``compute`` (the reference model); the first
+step's D with C = +0 is asked here only to aim C (``near``, ``cancel``, ``dominant``): of the
+catalogue's vectors all at once from the fast path where the suite is fused
+(:meth:`.dot_suite.DotSuite.first_step_codes`, bit for bit the reference's), else from the
+reference vector by vector."""
 
 from __future__ import annotations
 
@@ -42,8 +45,9 @@ def with_c(suite, rows, rng: random.Random):
     C vectors (:func:`directed_count` of them). The blocks are all drawn before the first C (a
     catalogue's few thousand rows are held in memory), so the C draws follow the block draws."""
     rows = list(rows)
-    for row, origin in rows:
-        yield add_c(suite, row, rng), origin
+    firsts = suite.first_step_codes([row for row, _ in rows])  # None: the reference, vector by vector
+    for i, (row, origin) in enumerate(rows):
+        yield add_c(suite, row, rng, None if firsts is None else firsts[i]), origin
     for make in _DIRECTED_MAKERS:
         for index in range(DIRECTED):
             row = make(suite, rng, index)
@@ -51,9 +55,10 @@ def with_c(suite, rows, rng: random.Random):
                 yield row, "directed"
 
 
-def add_c(suite, row: dict, rng: random.Random) -> dict:
-    """``row`` with a C of a kind drawn by the weights of :data:`C_KINDS`."""
-    return {**row, "c": _c(suite, row, rng, rng.choice(_KIND_DRAW))}
+def add_c(suite, row: dict, rng: random.Random, first_code: int | None = None) -> dict:
+    """``row`` with a C of a kind drawn by the weights of :data:`C_KINDS`; ``first_code``: the
+    first step's D with C = +0 (:func:`_first_d`) if known already."""
+    return {**row, "c": _c(suite, row, rng, rng.choice(_KIND_DRAW), first_code)}
 
 
 def directed_count(suite) -> int:
@@ -72,16 +77,18 @@ def _fp32(sign: int, exponent: int, rng: random.Random) -> int:
     return sign << 31 | (exponent + 127) << 23 | rng.getrandbits(23)
 
 
-def _first_d(suite, row) -> Exact:
-    """The first step's D (the result, for separate accumulation) with C = +0."""
-    code = suite.reference_codes(row, Exact(0))[0]
+def _first_d(suite, row, code: int | None = None) -> Exact:
+    """The first step's D (the result, for separate accumulation) with C = +0: decoded ``code``,
+    or computed by the reference if None."""
+    if code is None:
+        code = suite.reference_codes(row, Exact(0), first_steps=1)[0]
     return decode(code, storage_format(suite.acc))
 
 
-def _c(suite, row, rng: random.Random, kind: str) -> int:
+def _c(suite, row, rng: random.Random, kind: str, first_code: int | None = None) -> int:
     sign = rng.getrandbits(1)
     if kind in ("near", "cancel"):
-        d = _first_d(suite, row)
+        d = _first_d(suite, row, first_code)
         if d.is_finite and d.magnitude:
             if kind == "cancel":
                 bits = fp32_bits(Exact(1 - d.sign, d.magnitude))
@@ -89,7 +96,7 @@ def _c(suite, row, rng: random.Random, kind: str) -> int:
             return _fp32(sign, floor_log2(d.magnitude) + rng.randint(-24, 24), rng)
         return _fp32(sign, rng.randint(-20, 20), rng)
     if kind == "dominant":
-        return _fp32(sign, _dominant_exponent(suite, row, rng), rng)
+        return _fp32(sign, _dominant_exponent(suite, row, rng, first_code), rng)
     if kind == "zero":
         return sign << 31
     if kind == "nan":
@@ -110,13 +117,13 @@ def _scale_sum(suite, parts, block: int = 0) -> int:
     return xa.exponent + xb.exponent
 
 
-def _dominant_exponent(suite, row, rng: random.Random) -> int:
+def _dominant_exponent(suite, row, rng: random.Random, first_code: int | None = None) -> int:
     """An exponent for C at or just above where it swallows the first step's products."""
     acc = suite.acc
     if acc.accumulate == "fused" and acc.anchor == "fixed" and acc.bypass is not None:
         grid = _scale_sum(suite, _parts(suite, row)) - acc.frac_bits
         return grid + acc.bypass + 23 + rng.choice([0, 1, 1, 2, rng.randint(3, 30)])
-    d = _first_d(suite, row)
+    d = _first_d(suite, row, first_code)
     top = floor_log2(d.magnitude) if d.is_finite and d.magnitude else 0
     return top + (acc.frac_bits or 24) + rng.randint(-2, 12)
 

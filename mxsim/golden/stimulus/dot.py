@@ -131,7 +131,14 @@ def _scale_pair(suite, x: int) -> tuple[int, int] | None:
     """Scale codes (a, b) of the powers of two 2^xa, 2^xb with xa + xb = x, or None."""
     if suite.unit_scales:
         return (encode(1, suite.fa.scale), encode(1, suite.fb.scale)) if x == 0 else None
-    pa, pb = _powers(suite.fa.scale), _powers(suite.fb.scale)
+    return _power_pair(suite.fa.scale, suite.fb.scale, x)
+
+
+@lru_cache(maxsize=None)
+def _power_pair(scale_a, scale_b, x: int) -> tuple[int, int] | None:
+    """Codes (a, b) of the powers of two 2^xa of ``scale_a`` and 2^(x - xa) of ``scale_b``, xa the
+    nearest to x / 2 (the lower of two equally near), or None."""
+    pa, pb = _powers(scale_a), _powers(scale_b)
     for xa in sorted(pa, key=lambda v: (abs(2 * v - x), v)):
         if x - xa in pb:
             return pa[xa], pb[x - xa]
@@ -443,7 +450,7 @@ def _signed(code: int, element, sign: int) -> int:
 
 
 def _aimed(suite, plan: _Plan) -> dict:
-    ea, eb = suite.fa.element, suite.fb.element
+    ea = suite.fa.element
     codes_a, codes_b = [0] * plan.offset, [0] * plan.offset
     for ca, cb in plan.pairs:
         codes_a.append(_signed(ca, ea, plan.sign))

@@ -25,8 +25,10 @@ from fractions import Fraction
 
 from ...ref.exact import Exact
 from ...ref.output import output_format
-from .dot import FP32_ONE, _finite_nonzero, _pair_for, _powers, _scale_pair, _signed, _supported, _vector
 from ..values import decode, fp32_bits
+from .dot import (
+    FP32_ONE, _finite_nonzero, _memo, _pair_for, _powers, _scale_pair, _signed, _supported, _vector,
+)
 
 __all__ = ["mutation_rows", "mutation_count"]
 
@@ -146,17 +148,22 @@ def _c_rows(suite) -> list[dict]:
     return rows
 
 
-def _rows(suite) -> list[dict]:
+def _rows(suite) -> tuple[dict, ...]:
+    """The vectors of every function above, made once per suite (they draw nothing)."""
+    return _memo(suite, "mutation_rows", lambda: _make_rows(suite))
+
+
+def _make_rows(suite) -> tuple[dict, ...]:
     if not _supported(suite):
-        return []
-    return (_nan_scale_rows(suite) + _overflow_rows(suite) + _subnormal_tie_rows(suite) + _carry_rows(suite)
-            + _c_rows(suite))
+        return ()
+    return tuple(_nan_scale_rows(suite) + _overflow_rows(suite) + _subnormal_tie_rows(suite) + _carry_rows(suite)
+                 + _c_rows(suite))
 
 
 def mutation_rows(suite):
-    """The vectors of every function above, each as (inputs, "directed")."""
+    """The vectors of every function above, each as (inputs, "directed"): a fresh dict each time."""
     for row in _rows(suite):
-        yield row, "directed"
+        yield dict(row), "directed"
 
 
 def mutation_count(suite) -> int:
