@@ -183,3 +183,20 @@ def test_decode_tables_are_the_reference_decoder(name):
     for bad in (-1, 1 << fmt.width):
         with pytest.raises(ValueError, match="out of range"):
             decode(bad, fmt)
+
+
+@pytest.mark.parametrize("params", [
+    {"block": "mxfp8_e4m3", "output": "bfloat16"},
+    {"block": "mxfp8_e4m3", "output": "float32"},
+    {"block": "mxint8", "output": "bfloat16"},
+    {"block": "mxfp4_e2m1", "output": "float16", "options": {"dequant_ftz": True}},
+])
+def test_dequantize_rounding_map_skips_only_exponents_without_a_decision(params):
+    """The per-band map of a dequantize suite skips the scale exponents where every element times
+    2^X is a normal of the output's precision (or overflows); computed at every exponent instead,
+    the map is the same."""
+    from mxsim.golden.kinds.dequantize import EXPONENT_RANGE
+    suite = suite_from_spec("dequantize", **params)
+    low, high = EXPONENT_RANGE[suite.scale_encoding]
+    every = {x: hits for x in range(low, high + 1) if (hits := suite._rounding_hits(x))}
+    assert suite._rounding_map == every

@@ -49,6 +49,12 @@ def scale_code_of_exponent(exponent: int, encoding: str) -> int:
     return code
 
 
+def _significant_bits(magnitude: Fraction) -> int:
+    """The bits from the leading to the trailing 1 of a dyadic magnitude (> 0)."""
+    n = magnitude.numerator
+    return n.bit_length() - (n & -n).bit_length() + 1
+
+
 @dataclass
 class DequantizeSuite(Suite):
     """One block (``scale``, ``subscales``, NVFP4 ``tensor_scale``, ``codes``) -> ``values``: the
@@ -258,21 +264,32 @@ class DequantizeSuite(Suite):
         other formats."""
         if not self._single_level():
             return {}
-        element = self.fmt.element
-        codes = [c for c in range(1 << element.width) if decode(c, element).is_finite and decode(c, element).magnitude]
-        wanted = flag_bits(["subnormal_near_tie", "zero_result_sign"] + list(BAND_CLASSES))
+        magnitudes = [decode(c, self.fmt.element).magnitude for c in self._nonzero_codes]
+        narrow = max(_significant_bits(m) for m in magnitudes) <= self.out.mantissa_bits + 1
         low, high = EXPONENT_RANGE[self.scale_encoding]
         found = {}
         for exponent in range(low, high + 1):
-            multiplier = Fraction(2) ** exponent
-            elements = [decode(c, element) for c in codes]
-            values = [Exact(x.sign, x.magnitude * multiplier) for x in elements]
-            words = [round_to_output(x, self.output, self.opts) for x in values]
-            flags = self._decision_flag_words(values, words, elements)
-            hits = {c: f & wanted for c, f in zip(codes, flags) if f & wanted}
+            if narrow and min(magnitudes) * Fraction(2) ** exponent >= self.out.min_normal:
+                continue  # every value a normal of the output's precision, or beyond its range: no near-tie, no zero
+            hits = self._rounding_hits(exponent)
             if hits:
                 found[exponent] = hits
         return found
+
+    @cached_property
+    def _nonzero_codes(self) -> list[int]:
+        element = self.fmt.element
+        return [c for c in range(1 << element.width) if decode(c, element).is_finite and decode(c, element).magnitude]
+
+    def _rounding_hits(self, exponent: int) -> dict[int, int]:
+        """{code: its flags word of :attr:`_rounding_map`'s classes} of the codes that set one at 2^exponent."""
+        wanted = flag_bits(["subnormal_near_tie", "zero_result_sign"] + list(BAND_CLASSES))
+        multiplier = Fraction(2) ** exponent
+        elements = [decode(c, self.fmt.element) for c in self._nonzero_codes]
+        values = [Exact(x.sign, x.magnitude * multiplier) for x in elements]
+        words = [round_to_output(x, self.output, self.opts) for x in values]
+        flags = self._decision_flag_words(values, words, elements)
+        return {c: f & wanted for c, f in zip(self._nonzero_codes, flags) if f & wanted}
 
     def _band_rows(self) -> list[tuple[int, list[int]]]:
         """(scale code, block codes) of the per-band near-tie and underflow stimulus (conventions.md
