@@ -74,8 +74,20 @@ def _classes_by_definition(x: Fraction, negative: bool, low: int | None, out, re
     near = {"near_tie_top": sticky and 4 * t == 3 * u, "near_tie_bottom": sticky and 2 * t == u + 2 * r,
             "near_tie_below": sticky and 2 * t == u - 2 * r}
     names |= {name for name, hit in near.items() if hit}
-    if any(near.values()) and hi <= Fraction(2) ** out.emin:
+    min_normal = Fraction(2) ** out.emin
+    if any(near.values()) and hi <= min_normal:
         names.add("subnormal_near_tie")
+    # the per-band near-ties (contract 3.3 (1), the catalogue's bands): the normal range, the zero band
+    # [0, s) under the smallest subnormal s = the ulp there, the subnormal binades [s, 2s), [2s, 4s), [4s, 8s)
+    if hi > min_normal:
+        band = "normal"
+    elif lo == 0:
+        band = "zero_band"
+    else:
+        band = next((f"sub{j}" for j in (1, 2, 3) if 2 ** (j - 1) * ulp <= lo < 2 ** j * ulp), None)
+    for kind in ("top", "bottom"):
+        if near[f"near_tie_{kind}"] and band is not None:
+            names.add(f"near_tie_{kind}_{band}")
     if result > x:
         names.add("increment")
         if result == hi and (hi.numerator & (hi.numerator - 1)) == 0 and hi.denominator & (hi.denominator - 1) == 0:

@@ -602,16 +602,9 @@ class DotSuite(Suite):
             parts.append((group[1], dot_blocks(op_a, op_b, acc)))
         if len(parts) == 1:
             return parts[0][1]
-        n = sum(len(rows) for rows, _ in parts)
-        fields = {}
-        for name in BlockDots.__dataclass_fields__:
-            arrays = [getattr(dots, name) for _, dots in parts]
-            dtype = object if any(a.dtype == object for a in arrays) else arrays[0].dtype
-            merged = np.empty((n, blocks), dtype=dtype)
-            for (rows, _), a in zip(parts, arrays):
-                merged[rows] = a.reshape(-1, blocks)
-            fields[name] = merged.reshape(-1)
-        return BlockDots(**fields)
+        vectors = sum(len(rows) for rows, _ in parts)
+        merged = merged_block_dots(parts, vectors, blocks)
+        return BlockDots(**{name: getattr(merged, name).reshape(-1) for name in BlockDots.__dataclass_fields__})
 
     def _batch(self, inputs: dict):
         n = len(inputs["a_scale"])
@@ -677,3 +670,18 @@ def rounding_flags(suite, scales_a, scales_b, r: BlockDots) -> np.ndarray:
             flags[i] = bit_word(names)
     return flags
 
+
+def merged_block_dots(parts, count: int, n: int) -> BlockDots:
+    """One :class:`BlockDots` of shape (count, n) from the groups' (rows, BlockDots) in any order
+    (rows: a slice or an index array of vectors; each BlockDots holds its vectors' n blocks in order)."""
+    if len(parts) == 1 and isinstance(parts[0][0], slice):
+        return parts[0][1]
+    fields = {}
+    for name in BlockDots.__dataclass_fields__:
+        arrays = [getattr(dots, name) for _, dots in parts]
+        dtype = object if any(a.dtype == object for a in arrays) else arrays[0].dtype
+        merged = np.empty((count, n), dtype=dtype)
+        for (rows, _), a in zip(parts, arrays):
+            merged[rows] = a.reshape(-1, n)
+        fields[name] = merged
+    return BlockDots(**fields)

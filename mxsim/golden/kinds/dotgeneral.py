@@ -15,7 +15,7 @@ from ...ref.exact import Exact
 from ...ref.output import storage_format
 from ..coverage.accumulator import c_classes
 from .batch import FloatBits, bit, code_table, pack_items
-from .dot import DotSuite, rounding_flags
+from .dot import DotSuite, merged_block_dots, rounding_flags
 from .fields import Field
 from ..values import code_sets, fp32_value, is_subnormal_code, pack_word, unpack_word
 
@@ -145,7 +145,7 @@ class DotGeneralSuite(DotSuite):
             codes, group_blocks = dot_general_blocks(op_a, op_b, self.acc, rows=size, n_blocks=n)
             result[rows], block_codes[rows] = codes, group_blocks.codes
             parts.append((rows, group_blocks))
-        blocks = _merged(parts, count, n)
+        blocks = merged_block_dots(parts, count, n)
         out_format = self.out_format
         value, block = FloatBits.of(result, out_format), FloatBits.of(block_codes, out_format)
         flags = np.zeros(count, dtype=np.int64)
@@ -174,18 +174,3 @@ class DotGeneralSuite(DotSuite):
         flags[ta.inf[ca].reshape(count, n * k).any(axis=1)] |= bit("inf_a")
         flags[tb.inf[cb].reshape(count, n * k).any(axis=1)] |= bit("inf_b")
         return flags
-
-
-def _merged(parts, count: int, n: int) -> BlockDots:
-    """One :class:`BlockDots` of shape (count, n) from the groups' (rows, BlockDots) in any order."""
-    if len(parts) == 1 and isinstance(parts[0][0], slice):
-        return parts[0][1]
-    fields = {}
-    for name in BlockDots.__dataclass_fields__:
-        arrays = [getattr(dots, name) for _, dots in parts]
-        dtype = object if any(a.dtype == object for a in arrays) else arrays[0].dtype
-        merged = np.empty((count, n), dtype=dtype)
-        for (rows, _), a in zip(parts, arrays):
-            merged[rows] = a.reshape(-1, n)
-        fields[name] = merged
-    return BlockDots(**fields)
