@@ -112,10 +112,13 @@ def get_format(name_or_format, kind: str | None = None):
     ``kind`` restricts the answer: ``"element"`` (float or int), ``"float"``, ``"int"`` or
     ``"block"``. Raises ValueError naming the allowed names for an unknown or wrong-kind name.
     """
-    if name_or_format.__class__ is str:  # names already looked up: one dict read (the hot path)
+    cls = name_or_format.__class__
+    if cls is str:  # names already looked up: one dict read (the hot path)
         fmt = _LOOKED_UP.get((name_or_format, kind))
         if fmt is not None:
             return fmt
+    elif cls in _PASSED_THROUGH and name_or_format.kind in _PASSED_THROUGH[cls].get(kind, ()):
+        return name_or_format  # a format object of an allowed kind (the other hot path)
     if isinstance(name_or_format, (FloatFormat, IntFormat, BlockFormat)):
         fmt = name_or_format
     elif isinstance(name_or_format, str):
@@ -141,5 +144,8 @@ def get_format(name_or_format, kind: str | None = None):
 
 
 _KINDS = {"element": ("float", "int"), None: ("float", "int", "block")}
+# format class -> {kind asked for: the format kinds get_format passes through at once}
+_PASSED_THROUGH = {cls: {k: _KINDS.get(k, (k,)) for k in ("element", None, "float", "int", "block")}
+                   for cls in (FloatFormat, IntFormat, BlockFormat)}
 # (name as given, kind) -> format, for names that passed get_format's checks (the catalogue is fixed)
 _LOOKED_UP: dict = {}

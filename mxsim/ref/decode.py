@@ -2,8 +2,8 @@
 
 Codes of formats of at most :data:`TABLE_BITS` bits (every MX element and scale format) are
 decoded once per format into a table (:func:`code_table`), which :func:`decode` then indexes;
-wider formats (fp16, bf16, fp32) are decoded code by code. Both use the same rule,
-:func:`_decode_code`.
+wider formats (fp16, bf16, fp32) are decoded code by code, the last 2^17 codes of each kept (an
+output is often read again). Both use the same rule, :func:`_decode_code`; values are immutable.
 """
 
 from __future__ import annotations
@@ -46,8 +46,30 @@ def decode(code: int, fmt) -> Exact:
     fmt = get_format(fmt, kind="element")
     code = _check_code(code, fmt)
     if fmt.width <= TABLE_BITS:
-        return code_table(fmt)[code]
-    return _decode_code(code, fmt)
+        held = _TABLES.get(id(fmt))  # by identity: hashing a format dataclass costs more than decoding
+        if held is None or held[0] is not fmt:
+            if len(_TABLES) >= _TABLES_HELD:
+                _TABLES.clear()
+            held = _TABLES[id(fmt)] = (fmt, code_table(fmt))
+        return held[1][code]
+    held = _TABLES.get(id(fmt))  # wider formats: the values decoded lately (a result is often read again)
+    if held is None or held[0] is not fmt:
+        if len(_TABLES) >= _TABLES_HELD:
+            _TABLES.clear()
+        held = _TABLES[id(fmt)] = (fmt, {})
+    value = held[1].get(code)
+    if value is None:
+        if len(held[1]) >= _RECENT_HELD:
+            held[1].clear()
+        value = held[1][code] = _decode_code(code, fmt)
+    return value
+
+
+_TABLES_HELD = 256  # format objects whose values decode keeps at hand (then it starts again)
+_RECENT_HELD = 1 << 17  # decoded codes kept per wide format (then it starts again): a few tens of MB at most
+# id(format) -> (format, its code_table, or a dict code -> value of a wide format); the format is held, so
+# its id stays its own
+_TABLES: dict = {}
 
 
 @lru_cache(maxsize=None)

@@ -124,13 +124,14 @@ def products(terms_a: list[Term], terms_b: list[Term]) -> list[tuple[int, int, i
     return result
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=8)
 def pair_products(element_a, element_b) -> tuple[tuple[int, int, int, str], ...]:
     """:func:`products` of every pair of codes (microexponents 0) of two element formats of at most
     TABLE_BITS bits, indexed by ``(code_a << width_b) | code_b``: the same rule, applied once per
-    pair (65,536 pairs of 8-bit formats, a few MB; the last four pairs of formats are kept)."""
+    pair (65,536 pairs of 8-bit formats, about 6 MB; the last eight pairs of formats are kept:
+    every pair of the canonical golden suites)."""
     terms_a, terms_b = term_table(element_a), term_table(element_b)
-    return tuple(products([ta], [tb])[0] for ta in terms_a for tb in terms_b)
+    return tuple(products([ta for ta in terms_a for _ in terms_b], [tb for _ in terms_a for tb in terms_b]))
 
 
 def _checked_codes(codes: Sequence[int], element) -> Sequence[int]:

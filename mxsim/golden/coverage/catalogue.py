@@ -73,6 +73,7 @@ CLASSES: dict[str, str] = {
     "near_tie_bottom_sub3": "near_tie_bottom in the subnormal binade [4s, 8s)",
 }
 _BITS = {name: i for i, name in enumerate(CLASSES)}
+_NAMES = {i: name for name, i in _BITS.items()}
 assert len(CLASSES) < FLAGS_BITS, "more classes than the flags field holds"
 
 
@@ -85,7 +86,15 @@ def flag_bits(names) -> int:
 
 
 def class_names(flags: int) -> list[str]:
-    return [name for name, bit in _BITS.items() if flags >> bit & 1]
+    """The class names of a flags word, in bit order (bits without a class are passed over)."""
+    names, flags = [], int(flags)
+    while flags:
+        lowest = flags & -flags
+        name = _NAMES.get(lowest.bit_length() - 1)
+        if name is not None:
+            names.append(name)
+        flags ^= lowest
+    return names
 
 ORIGIN_MASK = flag_bits(["exhaustive", "directed", "random"])
 

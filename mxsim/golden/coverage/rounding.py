@@ -147,29 +147,33 @@ def decision_flags(x, lo, hi, resolution, result, negative, min_normal, hi_unit=
     else:
         power_of_two = math.frexp(hi_unit)[0] == 0.5
     increment = result > x
-    cases = {
-        "exact": t == 0,
-        "below_half": (t > 0) & (2 * t < u),
-        "tie": 2 * t == u,
-        "above_half": 2 * t > u,
-        "near_tie_top": top,
-        "near_tie_bottom": bottom,
-        "near_tie_below": below,
-        "subnormal_near_tie": (top | bottom | below) & (hi <= min_normal),
-        "increment": increment,
-        "truncate": result < x,
-        "carry": increment & (result == hi) & power_of_two,
-        "zero_result_sign": negative & (result == 0),
-    }
-    subnormal = (hi <= min_normal) & (lo >= 0)
-    band = (np.frexp(lo / u) if isinstance(x, np.ndarray) else math.frexp(lo / u))[1]  # j: lo / u has j bits
-    where = {"normal": (hi > min_normal) & (lo > 0), "zero_band": subnormal & (lo == 0)}
-    where |= {f"sub{j}": subnormal & (band == j) for j in (1, 2, 3)}
-    for name, in_band in where.items():
-        cases[f"near_tie_top_{name}"] = top & in_band
-        cases[f"near_tie_bottom_{name}"] = bottom & in_band
-    flags = np.zeros(np.shape(x), dtype=np.int64) if isinstance(x, np.ndarray) else 0
-    for name, hit in cases.items():
+    near = top | bottom | below
+    cases = [
+        ("exact", t == 0),
+        ("below_half", (t > 0) & (2 * t < u)),
+        ("tie", 2 * t == u),
+        ("above_half", 2 * t > u),
+        ("near_tie_top", top),
+        ("near_tie_bottom", bottom),
+        ("near_tie_below", below),
+        ("subnormal_near_tie", near & (hi <= min_normal)),
+        ("increment", increment),
+        ("truncate", result < x),
+        ("carry", increment & (result == hi) & power_of_two),
+        ("zero_result_sign", negative & (result == 0)),
+    ]
+    array = isinstance(x, np.ndarray)
+    if array or top or bottom:  # a scalar without a near-tie at the top or bottom has no band class
+        subnormal = (hi <= min_normal) & (lo >= 0)
+        band = (np.frexp(lo / u) if array else math.frexp(lo / u))[1]  # j: lo / u has j bits
+        where = [("normal", (hi > min_normal) & (lo > 0)), ("zero_band", subnormal & (lo == 0))]
+        where += [(f"sub{j}", subnormal & (band == j)) for j in (1, 2, 3)]
+        for name, in_band in where:
+            cases += [(f"near_tie_top_{name}", top & in_band), (f"near_tie_bottom_{name}", bottom & in_band)]
+    if not array:
+        return sum(_BIT[name] for name, hit in cases if hit)
+    flags = np.zeros(np.shape(x), dtype=np.int64)
+    for name, hit in cases:
         flags |= hit * _BIT[name]
     return flags
 
