@@ -202,11 +202,14 @@ def test_decode_tables_are_the_reference_decoder(name):
     {"block": "mxfp8_e4m3", "output": "float32"},
     {"block": "mxint8", "output": "bfloat16"},
     {"block": "mxfp4_e2m1", "output": "float16", "options": {"dequant_ftz": True}},
+    {"block": "mxfp8_e5m2", "output": "float16", "scale_encoding": "int8_exponent"},
+    {"block": "mxfp8_e4m3", "output": "float16", "options": {"dequant_ftz": True}},
 ])
 def test_dequantize_rounding_map_skips_only_exponents_without_a_decision(params):
     """The per-band map of a dequantize suite skips the scale exponents where every element times
-    2^X is a normal of the output's precision (or overflows); computed at every exponent instead,
-    the map is the same."""
+    2^X is a normal of the output's precision (or overflows), and takes the classes of the first
+    exponent where every value is below a quarter of the smallest subnormal for all those below it;
+    computed at every exponent instead, the map is the same."""
     from mxsim.golden.kinds.dequantize import EXPONENT_RANGE
     suite = suite_from_spec("dequantize", **params)
     low, high = EXPONENT_RANGE[suite.scale_encoding]

@@ -267,11 +267,19 @@ class DequantizeSuite(Suite):
         magnitudes = [decode(c, self.fmt.element).magnitude for c in self._nonzero_codes]
         narrow = max(_significant_bits(m) for m in magnitudes) <= self.out.mantissa_bits + 1
         low, high = EXPONENT_RANGE[self.scale_encoding]
-        found = {}
+        found, tiny_hits = {}, None
         for exponent in range(low, high + 1):
             if narrow and min(magnitudes) * Fraction(2) ** exponent >= self.out.min_normal:
                 continue  # every value a normal of the output's precision, or beyond its range: no near-tie, no zero
-            hits = self._rounding_hits(exponent)
+            # every value below a quarter of the smallest subnormal s: each lies in [0, s) short of any
+            # near-tie, rounds (nearest-even) to a zero of its sign, and so has the same classes at every
+            # such exponent: those of the first
+            tiny = 4 * max(magnitudes) * Fraction(2) ** exponent < self.out.min_subnormal
+            if tiny and tiny_hits is not None:
+                hits = dict(tiny_hits)
+            else:
+                hits = self._rounding_hits(exponent)
+                tiny_hits = hits if tiny else None
             if hits:
                 found[exponent] = hits
         return found
