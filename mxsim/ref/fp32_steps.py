@@ -31,6 +31,7 @@ from fractions import Fraction
 from functools import lru_cache
 from math import isqrt
 
+from ..formats import get_format
 from ..options.quantize import FP32_STEP_ROUNDINGS
 from .decode import decode
 from .encode import encode_ratio
@@ -53,8 +54,6 @@ _PRECISION = 128  # fraction bits of the fixed-point square roots of 2
 
 def fp32_rne(q: Fraction) -> Fraction:
     """q rounded to the nearest float32 (ties to even, subnormals kept; no overflow in use here)."""
-    from ..formats import get_format
-
     n, d = q.numerator, q.denominator
     fp32 = get_format("fp32")
     return decode(encode_ratio(abs(n), d, n < 0, fp32, "rne", "saturate"), fp32).value

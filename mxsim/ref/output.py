@@ -12,12 +12,15 @@ X = 8: the code shifted left by 23 - Y, its low bits 0).
 from __future__ import annotations
 
 
+from ..formats import get_format
 from ..options import Accumulator
 from ..options.accumulate import output_float_format
 from .block import to_fp32
 from .decode import decode
 from .encode import encode_ratio
 from .exact import Exact, Number, to_exact
+
+_FP32 = get_format("fp32")
 
 __all__ = ["output_format", "storage_format", "round_output", "output_value", "fp32_add", "fp32_bits", "fp32_input"]
 
@@ -87,10 +90,20 @@ def fp32_add(x: Exact, y: Exact) -> Exact:
         return Exact.nan()
     if x.is_inf or y.is_inf:
         return x if x.is_inf else y
-    total = x.value + y.value
+    nx, dx = x.magnitude.numerator, x.magnitude.denominator
+    ny, dy = y.magnitude.numerator, y.magnitude.denominator
+    if dx & (dx - 1) or dy & (dy - 1):  # not both dyadic: the sum as a Fraction
+        total = x.value + y.value
+        if total == 0:  # exact zero: -0 only for (-0) + (-0)
+            return Exact(int(x.sign and y.sign and x.is_zero and y.is_zero))
+        return to_fp32(total)
+    # n / 2^a + m / 2^b on the grid 2^-max(a, b): integers only
+    shift = dx.bit_length() - dy.bit_length()
+    nx, ny = (-nx if x.sign else nx) << max(-shift, 0), (-ny if y.sign else ny) << max(shift, 0)
+    total = nx + ny
     if total == 0:  # exact zero: -0 only for (-0) + (-0)
         return Exact(int(x.sign and y.sign and x.is_zero and y.is_zero))
-    return to_fp32(total)
+    return decode(encode_ratio(abs(total), max(dx, dy), total < 0, _FP32, "rne", "ieee"), _FP32)
 
 
 def fp32_bits(bits: int) -> Exact:

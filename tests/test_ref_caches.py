@@ -1,0 +1,73 @@
+"""The reference's shortcuts against plain definitions: fp32_add's integer path against IEEE float32
+addition (NumPy) and against the exact sum rounded once; the decoder's kept values (bounded, the
+same values) against a fresh decode."""
+
+from __future__ import annotations
+
+import importlib
+import random
+from fractions import Fraction
+
+import numpy as np
+
+from mxsim.formats import get_format
+from mxsim.ref.block import to_fp32
+from mxsim.ref.decode import decode
+from mxsim.ref.exact import Exact
+from mxsim.ref.output import fp32_add
+
+FP32 = get_format("fp32")
+decode_module = importlib.import_module("mxsim.ref.decode")  # the module (mxsim.ref exports the function)
+
+
+def _fp32_words(rng: random.Random, n: int) -> list[int]:
+    """Random fp32 bit patterns weighted toward zeros, subnormals, the largest values and close exponents."""
+    words = []
+    for _ in range(n):
+        kind = rng.randrange(6)
+        sign = rng.getrandbits(1) << 31
+        if kind == 0:
+            words.append(sign | rng.choice([0, 1, 0x7FFFFF, 0x800000, 0x7F7FFFFF]))
+        elif kind == 1:
+            words.append(sign | rng.randrange(1, 1 << 23))
+        elif kind == 2:
+            words.append(sign | rng.randrange(0xFE - 3, 0xFF) << 23 | rng.getrandbits(23))
+        else:
+            words.append(sign | rng.randrange(120, 135) << 23 | rng.getrandbits(23))
+    return words
+
+
+def test_fp32_add_of_fp32_values_is_ieee_float32_addition():
+    """Every sum of two fp32 values, signs of zero and overflow to Inf included, is NumPy's float32 sum."""
+    rng = random.Random(20261126)
+    xs, ys = _fp32_words(rng, 20000), _fp32_words(rng, 20000)
+    with np.errstate(over="ignore"):
+        expected = (np.array(xs, np.uint32).view(np.float32) + np.array(ys, np.uint32).view(np.float32)).view(np.uint32)
+    for x, y, want in zip(xs, ys, expected.tolist()):
+        got = fp32_add(decode(x, FP32), decode(y, FP32))
+        assert got == decode(want, FP32), (hex(x), hex(y))
+
+
+def test_fp32_add_of_an_exact_term_rounds_the_exact_sum_once():
+    """A term with more bits than fp32 (a product, dyadic or not) is added exactly and the sum rounded once."""
+    rng = random.Random(7)
+    for _ in range(5000):
+        x = decode(rng.choice(_fp32_words(rng, 1)), FP32)
+        if not x.is_finite:
+            continue
+        denominator = 1 << rng.randrange(0, 200) if rng.random() < 0.8 else rng.choice([3, 5, 7 << 40])
+        y = Exact(rng.getrandbits(1), Fraction(rng.getrandbits(rng.randrange(1, 60)), denominator))
+        total = x.value + y.value
+        want = Exact(int(x.sign and y.sign and x.is_zero and y.is_zero)) if total == 0 else to_fp32(total)
+        assert fp32_add(x, y) == want, (x, y)
+
+
+def test_decode_keeps_a_bounded_number_of_wide_values_and_they_are_the_decoded_ones():
+    """More distinct fp32 codes than the decoder keeps: its store stays within the bound, and
+    every value (read a first and a second time) is the rule's."""
+    rng = random.Random(3)
+    codes = [rng.getrandbits(32) for _ in range(decode_module._RECENT_HELD + 1000)]
+    for code in codes[:3000] + codes + codes[-3000:]:
+        assert decode(code, FP32) == decode_module._decode_code(code, FP32)
+    kept = decode_module._TABLES[id(FP32)][1]
+    assert len(kept) <= decode_module._RECENT_HELD
