@@ -71,3 +71,23 @@ def test_decode_keeps_a_bounded_number_of_wide_values_and_they_are_the_decoded_o
         assert decode(code, FP32) == decode_module._decode_code(code, FP32)
     kept = decode_module._TABLES[id(FP32)][1]
     assert len(kept) <= decode_module._RECENT_HELD
+
+
+def test_a_format_from_another_process_hashes_as_the_same_format_here():
+    """Formats keep their hash once computed; a format pickled by a process with another string
+    hash seed is equal to ours and finds our dict entries (its kept hash is not pickled)."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    here = get_format("mxfp8_e4m3")
+    table = {here: "ours", here.element: "element"}
+    script = ("import pickle, sys; from mxsim.formats import get_format; f = get_format('mxfp8_e4m3'); "
+              "hash(f); hash(f.element); sys.stdout.buffer.write(pickle.dumps(f))")
+    for seed in ("1", "2"):
+        blob = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+        there = pickle.loads(blob)
+        assert there == here and hash(there) == hash(here)
+        assert table[there] == "ours" and table[there.element] == "element"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cached_property
 
-from .element import ElementFormat, FloatFormat, IntFormat, _require, _require_int
+from .element import ElementFormat, FloatFormat, IntFormat, _require, _require_int, _hash_once, _state_without_hash
 
 __all__ = ["BlockFormat", "SCALE_FORMATS"]
 
@@ -54,6 +54,9 @@ class BlockFormat:
     subscale_bits: int = 0
     tensor_scale: FloatFormat | None = None
     kind: str = field(default="block", init=False, repr=False)
+
+    __hash__ = _hash_once
+    __getstate__ = _state_without_hash
 
     def __post_init__(self) -> None:
         owner = f"block format {self.name!r}"

@@ -38,7 +38,7 @@ Integer layout: ``bits`` bits holding an integer q, either two's complement or s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from functools import cached_property
 from typing import Literal, Union
@@ -52,6 +52,24 @@ _NAN_AT_NEGATIVE_ZERO = ("fnuz", "p3109")
 _TOP_MAGNITUDE_SPECIAL = ("fn", "p3109")
 INT_ENCODINGS = ("twos_complement", "sign_magnitude")
 MAX_CODE_BITS = 64
+
+
+def _hash_once(self) -> int:
+    """A format's hash, the dataclass's (of every field), computed once per object: formats are
+    immutable and key every lookup table of the reference, which hashes them at each call."""
+    try:
+        return self.__dict__["_hash"]
+    except KeyError:
+        value = self.__dict__["_hash"] = hash(tuple(getattr(self, f.name) for f in fields(self)))
+        return value
+
+
+def _state_without_hash(self) -> dict:
+    """A format's pickled state: its fields and cached properties, not its hash (string hashes
+    differ between processes)."""
+    state = dict(self.__dict__)
+    state.pop("_hash", None)
+    return state
 
 
 def _require(condition: bool, message: str) -> None:
@@ -88,6 +106,9 @@ class FloatFormat:
     subnormals: bool = True
     specials: Literal["ieee", "fn", "none", "fnuz", "p3109"] = "ieee"
     kind: str = field(default="float", init=False, repr=False)
+
+    __hash__ = _hash_once
+    __getstate__ = _state_without_hash
 
     def __post_init__(self) -> None:
         owner = f"float format {self.name!r}"
@@ -269,6 +290,9 @@ class IntFormat:
     frac_bits: int
     encoding: Literal["twos_complement", "sign_magnitude"] = "twos_complement"
     kind: str = field(default="int", init=False, repr=False)
+
+    __hash__ = _hash_once
+    __getstate__ = _state_without_hash
 
     def __post_init__(self) -> None:
         owner = f"int format {self.name!r}"
