@@ -14,6 +14,8 @@ from typing import Literal, Union
 
 __all__ = ["Exact", "as_int", "to_exact", "ratio", "float_ratio", "floor_log2", "floor_log2_ratio", "dyadic"]
 
+_ZERO = Fraction(0)
+
 
 @dataclass(frozen=True)
 class Exact:
@@ -31,7 +33,8 @@ class Exact:
             raise ValueError(f"Exact.sign must be 0 or 1, got {self.sign!r}")
         if self.kind not in ("finite", "inf", "nan"):
             raise ValueError(f"Exact.kind must be 'finite', 'inf' or 'nan', got {self.kind!r}")
-        if self.magnitude < 0:
+        magnitude = self.magnitude
+        if (magnitude.numerator < 0) if magnitude.__class__ is Fraction else magnitude < 0:
             raise ValueError("Exact.magnitude must be non-negative; the sign lives in Exact.sign")
 
     @classmethod
@@ -50,11 +53,15 @@ class Exact:
 
     @classmethod
     def nan(cls, sign: int = 0) -> "Exact":
-        return cls(sign, Fraction(0), "nan")
+        if sign not in (0, 1):
+            raise ValueError(f"Exact.sign must be 0 or 1, got {sign!r}")
+        return cls.trusted(sign, _ZERO, "nan")
 
     @classmethod
     def inf(cls, sign: int = 0) -> "Exact":
-        return cls(sign, Fraction(0), "inf")
+        if sign not in (0, 1):
+            raise ValueError(f"Exact.sign must be 0 or 1, got {sign!r}")
+        return cls.trusted(sign, _ZERO, "inf")
 
     @property
     def is_nan(self) -> bool:
@@ -70,7 +77,7 @@ class Exact:
 
     @property
     def is_zero(self) -> bool:
-        return self.kind == "finite" and self.magnitude == 0
+        return self.kind == "finite" and not self.magnitude
 
     @property
     def value(self) -> Fraction:
@@ -173,7 +180,7 @@ def _float_to_exact(x: float) -> Exact:
 
 def floor_log2(q: Fraction) -> int:
     """floor(log2(q)) of a positive rational, with integers only (trap T10: never a float log2)."""
-    if q <= 0:
+    if (q.numerator <= 0) if q.__class__ is Fraction else q <= 0:
         raise ValueError("floor_log2 needs a positive value")
     return floor_log2_ratio(q.numerator, q.denominator)
 
