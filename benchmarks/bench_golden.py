@@ -31,6 +31,11 @@ Prints, in one run:
 * ``--main-job`` (default on; ``--no-main-job`` skips): the main job, ``golden generate DIR`` of the
   canonical suite then ``golden verify DIR``, each in a fresh child process: CPU and wall seconds
   of each and their sum (printed after ``--fused``, in the same run);
+* ``--collection FILE``: the main job on the suites FILE lists (a JSON list of ``[kind, params]``)
+  instead of the canonical suite: all generated in one fresh process
+  (:func:`mxsim.golden.storage.files.generate_suites`, as ``golden generate`` does the canonical
+  one), then ``golden verify DIR``. ``benchmarks/collection_2026-11-23.json`` is the canonical
+  collection of 2026-11-23 (68 suites, 40,483 vectors then; its suites draw today's stimulus);
 * ``--explain N`` (default 100,000; 0 skips): ``golden check --explain`` with its default budget
   of an N-vector blackwell_mxf8f6f4 suite against a device computed with ``output_rounding=rne``.
 
@@ -223,7 +228,10 @@ def main() -> None:
                         help="run the --fused, main job and --explain parts only")
     parser.add_argument("--no-main-job", dest="main_job", action="store_false",
                         help="skip the main job (generate + verify of the canonical suite)")
+    parser.add_argument("--collection", help="run the main job on the suites this JSON file lists ([kind, params] "
+                                             "each) instead of the canonical suite")
     parser.add_argument("--child", choices=sorted(SUITES), help=argparse.SUPPRESS)
+    parser.add_argument("--collection-child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--cli-child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -232,12 +240,15 @@ def main() -> None:
     if args.cli_child is not None:
         cli_child(args.cli_child)
         return
+    if args.collection_child:
+        collection_child(*args.collection_child)
+        return
     if args.presets:
         preset_runs(args.presets, args.repeat, Path(args.workdir))
     if args.fused:
         fused_runs(args.fused, args.fused_repeat, Path(args.workdir))
     if args.main_job:
-        main_job(Path(args.workdir))
+        main_job(Path(args.workdir), args.collection)
     if args.explain:
         explain_run(args.explain, Path(args.workdir))
     if args.preset_only or args.only_fused:
@@ -304,6 +315,19 @@ def cli_child(argv: list[str]) -> None:
     print(json.dumps({"code": code, "wall": wall, "cpu": cpu, "peak": peak}))
 
 
+def collection_child(collection: str, root: str) -> None:
+    """Generate the suites the JSON file ``collection`` lists into ``root`` in this (fresh)
+    process; print the exit code, wall and CPU time and peak memory, as :func:`cli_child`."""
+    from mxsim.golden.kinds.registry import suite_from_spec
+    from mxsim.golden.storage.files import generate_suites
+
+    start, start_cpu = time.perf_counter(), time.process_time()
+    generate_suites([suite_from_spec(kind, **params) for kind, params in json.loads(Path(collection).read_text())], root)
+    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"code": 0, "wall": wall, "cpu": cpu, "peak": peak}))
+
+
 def run_cli(argv: list[str]) -> dict:
     result = subprocess.run([sys.executable, __file__, "--cli-child", *argv], capture_output=True, text=True)
     if result.returncode != 0 or not result.stdout.strip():
@@ -345,19 +369,29 @@ def fused_runs(count: int, repeat: int, workdir: Path) -> None:
         print(f"{label:70} {median:7.2f} s CPU {rate:>9,.0f} vectors/CPU s  {rate / aligned:5.2f}x aligned")
 
 
-def main_job(workdir: Path) -> None:
-    """The main job: ``golden generate`` of the canonical suite into a fresh directory, then
-    ``golden verify`` of it, each in a fresh process: CPU and wall seconds of each and the sum."""
+def main_job(workdir: Path, collection: str | None = None) -> None:
+    """The main job: ``golden generate DIR`` of the canonical suite (or of the suites the JSON file
+    ``collection`` lists, :func:`collection_child`) into a fresh directory, then ``golden verify
+    DIR``, each in a fresh process: CPU and wall seconds of each and the sum."""
     root = workdir / "main-job"
     shutil.rmtree(workdir, ignore_errors=True)
     try:
-        generate = run_cli(["golden", "generate", str(root), "--no-progress"])
+        if collection is None:
+            generate = run_cli(["golden", "generate", str(root), "--no-progress"])
+        else:
+            result = subprocess.run([sys.executable, __file__, "--collection-child", collection, str(root)],
+                                    capture_output=True, text=True)
+            if result.returncode != 0:
+                raise RuntimeError(f"generating {collection} failed: {result.stderr[-2000:]}")
+            generate = json.loads(result.stdout.splitlines()[-1])
         verify = run_cli(["golden", "verify", str(root), "--no-progress"])
         if verify["code"] != 0:
-            raise RuntimeError(f"golden verify of the canonical suite exited with {verify['code']}")
+            raise RuntimeError(f"golden verify of {root} exited with {verify['code']}")
+        vectors = sum(entry["count"] for entry in json.loads((root / "index.json").read_text())["suites"].values())
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    print("\nthe main job (canonical suite), each a fresh process")
+    what = "canonical suite" if collection is None else collection
+    print(f"\nthe main job ({what}: {vectors:,} vectors), each a fresh process")
     for label, r in (("golden generate", generate), ("golden verify", verify)):
         print(f"{label:20} {r['cpu']:7.1f} s CPU {r['wall']:7.1f} s wall")
     cpu, wall = generate["cpu"] + verify["cpu"], generate["wall"] + verify["wall"]
