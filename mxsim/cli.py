@@ -17,9 +17,11 @@
                                the vectors of one suite as lines on stdout (TestFloat's testfloat_gen)
 ``mxsim golden merge OUT SHARD_DIR...``   merge the shards of suites (generate --shard I/N) into whole
                                suites, byte for byte what one generate writes
-``mxsim golden verify DIR [--sample K]``   recompute the vectors (all, or the directed ones and K
-                               sampled) with the reference model and check the suites against
-                               DIR/index.json (exit 1 on any problem)
+``mxsim golden verify DIR [--sample K] [--reference-only]``   recompute the vectors (all, as
+                               generation does: the fast path, the reference model on the catalogue
+                               and a seeded sample; or the directed ones and K sampled with the
+                               reference model) and check the suites against DIR/index.json (exit 1
+                               on any problem)
 ``mxsim golden check SUITE_DIR DUT_DIR|- [--errors N] [--fields F,...] [--explain [--budget S]]``
                                compare a device's results with a suite (exit 1 on any mismatch, 2
                                on a file error); --explain names the configuration that
@@ -433,7 +435,8 @@ class _VerifyFailed(Exception):
 def _cmd_golden_verify(args) -> str:
     try:
         with _cluster(args) as cluster:
-            report = verify_suites(args.path, _progress(args.progress), args.sample, args.sample_seed, cluster)
+            report = verify_suites(args.path, _progress(args.progress), args.sample, args.sample_seed, cluster,
+                                   args.reference_only)
     except KeyboardInterrupt:
         _interrupted("verification stopped; nothing was changed")
     lines = [f"{args.path}: {report.summary()}"]
@@ -785,7 +788,8 @@ def build_parser() -> argparse.ArgumentParser:
     stream.add_argument("--manifest", metavar="FILE",
                         help="write the manifest (fields, widths, params) to FILE and no comment line to stdout")
     stream.set_defaults(run=_cmd_golden_stream)
-    check = actions.add_parser("verify", help="recompute every vector of the suites under DIR with the reference model, "
+    check = actions.add_parser("verify", help="recompute every vector of the suites under DIR (the reference model "
+                               "recomputing every catalogue line and a seeded sample), "
                                f"and check them against the root's {INDEX} (exit 1 on any problem)")
     check.add_argument("path", metavar="DIR", help="a suite directory, a kind directory or a root of suites")
     check.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
@@ -793,6 +797,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="recompute every directed vector and K sampled ones per suite (every file's hash and "
                             "format are still checked in full)")
     check.add_argument("--sample-seed", type=int, default=0, metavar="S", help="the sample's seed (default 0)")
+    check.add_argument("--reference-only", action="store_true",
+                       help="recompute every vector with the reference model (default: as generation computes them, "
+                            "the fast path where a kind has one, the reference model recomputing every catalogue "
+                            "line and a seeded sample; the canonical suite is catalogue only)")
     _add_cluster_flags(check)
     check.set_defaults(run=_cmd_golden_verify)
     dut = actions.add_parser("check", help="compare a device's results with a suite (TestFloat's testfloat_ver)",

@@ -11,6 +11,7 @@ import random
 
 import pytest
 
+from forged_suites import rewrite_suite
 from mxsim.golden.compute import crosscheck
 from mxsim.golden.compute import pipeline
 from mxsim.golden.compute.crosscheck import CrossCheck, ReferenceDisagreement, sample_size
@@ -156,7 +157,7 @@ def test_an_endless_stream_checks_three_lines_per_run(monkeypatch):
     assert [x + 100 for x in check.positions(100, c + 256 * 4 - 100)] == lines[100:]  # any start: the same lines
 
 
-def test_verify_recomputes_with_the_reference_not_the_fast_path(tmp_path, monkeypatch):
+def test_verify_reference_only_recomputes_every_vector_with_the_reference(tmp_path, monkeypatch):
     suite = suite_from_spec("dot", **SMALL["dot"])
     generate(suite, tmp_path, seed=2, count=suite.catalogue_size(1) + 50)
 
@@ -164,9 +165,49 @@ def test_verify_recomputes_with_the_reference_not_the_fast_path(tmp_path, monkey
         raise AssertionError("verify called the fast path")
 
     monkeypatch.setattr(KINDS["dot"], "compute_batch", refuse)
+    report = verify(tmp_path, reference_only=True)
+    assert report.ok, report.problems
+    assert report.vectors == report.reference == suite.catalogue_size(1) + 50
+
+
+def _beyond_the_sample(suite, seed: int, total: int) -> int:
+    """A line (0-based) beyond the catalogue that the reference does not recompute."""
+    check = CrossCheck(suite, seed, pipeline.plan(suite, 1, total))
+    chosen = set(check.positions(0, total))
+    return next(line for line in range(suite.catalogue_size(1), total) if line not in chosen)
+
+
+def test_verify_checks_lines_beyond_the_sample_with_the_fast_path(tmp_path, monkeypatch):
+    """Issue 22: verify computes as generation does. A suite of C + 10,050 lines: the reference
+    recomputes the catalogue and 10,000 sampled lines, the fast path every line; an output edited
+    on a line the reference does not recompute is still caught (by the fast path), and a fast path
+    that lies on a catalogue line is reported against the reference."""
+    suite = suite_from_spec("quantize", **SMALL["quantize"])
+    c = suite.catalogue_size(1)
+    total = c + 10_050
+    generate(suite, tmp_path, seed=4, count=total)
     report = verify(tmp_path)
     assert report.ok, report.problems
-    assert report.vectors == suite.catalogue_size(1) + 50
+    assert report.vectors == total and report.reference == c + 10_000
+    assert "(" + str(c + 10_000) + " by the reference model" in report.summary()
+
+    line = _beyond_the_sample(suite, 4, total)
+    directory = tmp_path / "quantize" / suite.name
+    path = directory / "scale.hex"
+    lines = path.read_bytes().split(b"\n")
+    lines[line] = b"%02x" % (int(lines[line], 16) ^ 1)
+    path.write_bytes(b"\n".join(lines))
+    rewrite_suite(directory, tmp_path)  # the hashes and index made to match: only the vectors tell
+    problems = verify(tmp_path).problems
+    assert len(problems) == 1 and f"scale.hex: line {line + 1}: field 'scale': mxsim gives" in problems[0], problems
+    assert f"line {line + 1}" in verify(tmp_path, reference_only=True).problems[0]
+    assert verify(tmp_path, sample=10).ok  # the sample's lines: the edited one is not among them
+
+    path.write_bytes(b"\n".join(lines[:line] + [b"%02x" % (int(lines[line], 16) ^ 1)] + lines[line + 1:]))
+    rewrite_suite(directory, tmp_path)
+    _planted(monkeypatch, "quantize", {c // 2}, "scale")
+    problems = verify(tmp_path).problems
+    assert len(problems) == 1 and f"line {c // 2 + 1}: field 'scale': the fast path gives" in problems[0], problems
 
 
 def test_the_cli_reports_a_disagreement_and_exits_1(tmp_path, monkeypatch, capsys):

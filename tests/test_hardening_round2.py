@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import mxsim
+from forged_suites import rewrite_suite
 from mxsim import cli, fileformat, reading
 from mxsim.golden.storage import files as golden_files
 
@@ -284,24 +285,6 @@ def _generate(root: Path, kind: str, params: str, *extra) -> Path:
     return directory
 
 
-def _rewrite(directory: Path, root: Path, lines=None, **changes) -> None:
-    """Edit a suite as a forger would: ``lines`` (a function of each file's list of lines) applied
-    to every hex file, the manifest's ``changes`` made, every SHA-256 and the index made to match."""
-    manifest = json.loads((directory / "manifest.json").read_text())
-    for name in list(manifest["files"]):
-        path = directory / name
-        if lines is not None:
-            path.write_bytes(b"".join(lines(path.read_bytes().splitlines(keepends=True))))
-        manifest["files"][name] = hashlib.sha256(path.read_bytes()).hexdigest()
-    manifest.update(changes)
-    data = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
-    (directory / "manifest.json").write_bytes(data)
-    index = json.loads((root / "index.json").read_text())
-    key = directory.relative_to(root).as_posix()
-    index["suites"][key] = {"count": manifest["count"], "manifest_sha256": hashlib.sha256(data).hexdigest()}
-    (root / "index.json").write_text(json.dumps(index))
-
-
 def _verify_problems(root: Path, capsys) -> str:
     code, _, err = _run(["golden", "verify", root], capsys)
     assert code == 1, err
@@ -311,7 +294,7 @@ def _verify_problems(root: Path, capsys) -> str:
 def test_item1_an_untouched_suite_verifies(tmp_path, capsys):
     root = tmp_path / "g"
     directory = _generate(root, "dot", '{"block_a": "mxfp4_e2m1"}', "--count", 300)
-    _rewrite(directory, root)  # the same bytes: nothing changes
+    rewrite_suite(directory, root)  # the same bytes: nothing changes
     code, out, err = _run(["golden", "verify", root], capsys)
     assert code == 0, err
 
@@ -319,7 +302,7 @@ def test_item1_an_untouched_suite_verifies(tmp_path, capsys):
 def test_item1_a_suite_cut_short_with_count_and_hashes_rewritten_is_caught(tmp_path, capsys):
     root = tmp_path / "g"
     directory = _generate(root, "decode", '{"element": "fp4_e2m1"}')
-    _rewrite(directory, root, lambda lines: lines[:10], count=10)
+    rewrite_suite(directory, root, lambda lines: lines[:10], count=10)
     assert "'count' is 10, but the stimulus makes 16 vectors" in _verify_problems(root, capsys)
 
 
@@ -327,7 +310,7 @@ def test_item1_a_suite_cut_short_with_count_and_hashes_rewritten_is_caught(tmp_p
 def test_item1_reversed_lines_are_caught(tmp_path, capsys, sample):
     root = tmp_path / "g"
     directory = _generate(root, "decode", '{"element": "fp4_e2m1"}')
-    _rewrite(directory, root, lambda lines: lines[::-1])  # 16 lines: none stays in place
+    rewrite_suite(directory, root, lambda lines: lines[::-1])  # 16 lines: none stays in place
     code, _, err = _run(["golden", "verify", root, *sample], capsys)
     assert code == 1 and "not the vector the manifest's seed, level and stimulus draw for this line" in err
     if not sample:
@@ -338,7 +321,7 @@ def test_item1_reversed_lines_are_caught(tmp_path, capsys, sample):
 def test_item1_an_edited_seed_or_level_is_caught(tmp_path, capsys, change):
     root = tmp_path / "g"
     directory = _generate(root, "dot", '{"block_a": "mxfp4_e2m1"}', "--count", 300)
-    _rewrite(directory, root, **change)
+    rewrite_suite(directory, root, **change)
     err = _verify_problems(root, capsys)
     if "level" in change:  # level 2 draws a catalogue of 368 vectors, not 218
         assert "'stimulus' is" in err and "at level 2 with count_requested 300 this suite draws" in err
@@ -350,7 +333,7 @@ def test_item1_an_edited_stimulus_is_caught(tmp_path, capsys):
     root = tmp_path / "g"
     directory = _generate(root, "decode", '{"element": "fp4_e2m1"}')
     stimulus = json.loads((directory / "manifest.json").read_text())["stimulus"]
-    _rewrite(directory, root, stimulus={**stimulus, "catalogue": 99})
+    rewrite_suite(directory, root, stimulus={**stimulus, "catalogue": 99})
     assert "'stimulus' is" in _verify_problems(root, capsys)
 
 
@@ -360,7 +343,7 @@ def test_item1_a_coverage_that_does_not_match_the_flags_is_caught(tmp_path, caps
     coverage = json.loads((directory / "manifest.json").read_text())["coverage"]
     # FP4 E2M1 by its definition: 16 codes, one -0 (0x8), two of the largest magnitude 6 (0x7, 0xF)
     assert (coverage["exhaustive"], coverage["negative_zero"], coverage["max"]) == (16, 1, 2)
-    _rewrite(directory, root, coverage={**coverage, "max": 5})
+    rewrite_suite(directory, root, coverage={**coverage, "max": 5})
     assert "'coverage' differs from the classes counted in flags.hex: max 5 (flags.hex: 2)" in _verify_problems(
         root, capsys)
 
@@ -374,7 +357,7 @@ def test_item1_merge_refuses_a_shard_whose_coverage_does_not_match_its_flags(tmp
                          "--shard", f"{index}/2"]) == 0
     shard = root / "decode" / "fp4_e2m1" / "shard-1-of-2"
     coverage = json.loads((shard / "manifest.json").read_text())["coverage"]
-    _rewrite(shard, root, coverage={**coverage, "max": coverage["max"] + 3})
+    rewrite_suite(shard, root, coverage={**coverage, "max": coverage["max"] + 3})
     with pytest.raises(ShardError, match="'coverage' differs from the classes counted in its flags.hex"):
         merge(tmp_path / "out", [root])
     assert not (tmp_path / "out").exists()

@@ -7,14 +7,22 @@ line count that differs, CRLF line endings, a line that is not hex (file, line a
 the manifest records that can be recomputed and differs (``seed``, ``level``, the ``stimulus`` and
 the ``count`` it makes, a shard's place, the ``coverage`` counted from ``flags.hex``), a line whose
 inputs or origin are not the vector the seed draws for it (lines reordered, cut or edited), and
-every vector the reference model disagrees with (the first per suite); and, against the index
+every vector whose recomputed outputs or flags differ from the file's (the first per suite); and, against the index
 at the root (found in the directory or up to three levels above), every indexed suite that is
 missing, unfinished or whose manifest changed, and every suite the index does not list.
 
 Files are read a block at a time (SHA-256, line count) and then a chunk of lines at a time
-(:mod:`.columns`: every line's format), so memory stays bounded whatever the suite's size. By
-default every vector is recomputed with the reference model; ``sample=K`` recomputes every
-*directed* vector (flags bit ``directed``) and K vectors drawn uniformly from all lines with
+(:mod:`.columns`: every line's format), so memory stays bounded whatever the suite's size.
+
+Every vector is recomputed as generation computes it (:class:`..compute.crosscheck.CrossCheck`):
+by the fast path where the suite's kind has one, with the reference model recomputing every
+catalogue line and the seeded sample beyond it (the manifest's ``reference_check`` rule; a fast
+path that disagrees with the reference is a problem of its own); by the reference model alone for
+kinds without a fast path and for a chunk of lines the reference recomputes every one of (the
+catalogue's: the fast path would add nothing there). The canonical suite is catalogue only, so
+the reference recomputes every one of its vectors, as before. ``reference_only=True`` recomputes every vector with the reference
+model. ``sample=K`` recomputes (with the reference model) every *directed* vector (flags bit
+``directed``) and K vectors drawn uniformly from all lines with
 ``random.Random("mxsim-verify:<sample_seed>:<kind>/<suite>")`` (a drawn vector may be directed
 too), checking those lines' stimulus, and still checks every file's hash, line count and format
 and the coverage in full.
@@ -38,6 +46,7 @@ from ...reading import shorten
 from ..compute import limits
 from ..compute import pipeline
 from ..coverage.catalogue import CLASSES, ORIGIN_MASK, class_names, flag_bits
+from ..compute.crosscheck import CrossCheck, ReferenceDisagreement
 from .columns import RecordError, RecordReader, field_values, sha256_file
 from .files import INDEX, MANIFEST, MANIFEST_KEYS, NPZ, _is_temporary, _read_index, _read_json, _sha256
 from .files import shard_lines as files_shard_lines
@@ -51,8 +60,10 @@ _DIRECTED = flag_bits(["directed"])
 @dataclass
 class VerifyReport:
     """What :func:`verify` found: ``suites`` checked, ``lines`` (vectors) read, ``vectors``
-    recomputed with the reference model (all of them unless ``sample``), and every problem (the
-    first mismatching line of each suite, with its field and both values)."""
+    recomputed (all of them unless ``sample``), ``reference`` of them by the reference model (every
+    catalogue line and the seeded sample where a fast path computed the rest; all of them with
+    ``reference_only``, ``sample`` or a kind without a fast path), and every problem (the first
+    mismatching line of each suite, with its field and both values)."""
 
     suites: int = 0
     vectors: int = 0
@@ -60,6 +71,7 @@ class VerifyReport:
     sample: int | None = None
     sample_seed: int = 0
     problems: list[str] = field(default_factory=list)
+    reference: int = 0
 
     @property
     def ok(self) -> bool:
@@ -68,6 +80,9 @@ class VerifyReport:
     def summary(self) -> str:
         """One line: what was checked."""
         text = f"{self.suites} suite(s), {self.vectors} vectors recomputed"
+        if self.reference < self.vectors:
+            text += (f" ({self.reference} by the reference model: every catalogue line and the seeded sample; "
+                     "the rest by the fast path)")
         if self.sample is not None:
             text += (f" of {self.lines} (every directed vector and {self.sample} sampled per suite, sample seed "
                      f"{self.sample_seed}; every line's hash and format checked)")
@@ -75,10 +90,11 @@ class VerifyReport:
 
 
 def verify(path, progress: bool = False, sample: int | None = None, sample_seed: int = 0,
-           cluster=None) -> VerifyReport:
-    """Verify every suite at or under ``path`` against its manifest, the reference model and the
+           cluster=None, reference_only: bool = False) -> VerifyReport:
+    """Verify every suite at or under ``path`` against its manifest, the recomputed vectors and the
     root's index (see the module docstring). Every problem is reported; none stops the rest.
     ``sample``: recompute only the directed vectors and ``sample`` drawn ones per suite.
+    ``reference_only``: recompute every vector with the reference model (no fast path).
     ``cluster``: a :class:`.cluster.Cluster` to recompute ranges of lines on (the same report)."""
     if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 0):
         raise ValueError(f"sample={sample!r} is not allowed; expected a non-negative integer")
@@ -106,18 +122,20 @@ def verify(path, progress: bool = False, sample: int | None = None, sample_seed:
             parts.append((part, []))
         elif cluster is None:
             label = f"suite {number}/{len(manifests)} {directory}" if progress else None
-            _add_ranges(part, [recompute(directory, 0, prepared[1], prepared[2], label, prepared[0])])
+            _add_ranges(part, [recompute(directory, 0, prepared[1], prepared[2], label, prepared[0],
+                                         reference_only=reference_only)])
             parts.append((part, []))
         else:
             suite, count, picked = prepared
             ranges = cluster.ranges(count, _RANGE_VECTORS, pipeline.CHUNK)
             parts.append((part, ranges))
-            jobs += [(str(directory), first, last, _within(picked, first, last), None, None, os.getcwd())
-                     for first, last in ranges]
+            jobs += [(str(directory), first, last, _within(picked, first, last), None, None, os.getcwd(),
+                      reference_only) for first, last in ranges]
     results = iter(cluster.map(recompute, jobs, "verify" if progress else None)) if jobs else iter(())
     for part, ranges in parts:
         _add_ranges(part, [next(results) for _ in ranges])
         report.vectors += part.vectors
+        report.reference += part.reference
         report.lines += part.lines
         report.problems += part.problems
     return report
@@ -139,6 +157,7 @@ def _add_ranges(part: VerifyReport, results: list[VerifyReport]) -> None:
     (what one pass over the lines finds: it stops at the first)."""
     for result in results:
         part.vectors += result.vectors
+        part.reference += result.reference
         if result.problems:
             part.problems += result.problems
             return
@@ -432,10 +451,12 @@ def flags_coverage(path: Path, flags_field, count: int) -> dict[str, int]:
 
 
 def recompute(directory, first: int, last: int, picked=None, label: str | None = None, suite=None,
-              base: str | None = None) -> VerifyReport:
+              base: str | None = None, reference_only: bool = False) -> VerifyReport:
     """Recompute lines [first, last) (0-based) of the suite in ``directory`` (its files checked
-    already) with the reference model: all of them, or with ``picked`` (sorted 0-based lines) the
-    directed ones and those picked. Returns a report of the vectors recomputed and the first
+    already): all of them as generation computes them (the fast path, the reference model
+    recomputing the catalogue and the seeded sample; ``reference_only``: the reference model), or
+    with ``picked`` (sorted 0-based lines) the directed ones and those picked, with the reference
+    model. Returns a report of the vectors recomputed and the first
     problem (a mismatch or a malformed line), after which it stops, as a pass over the whole
     suite would; the lines are read from their offsets (every line of a field has one width).
     ``suite``: the suite, if loaded already; ``label``: a progress bar's; ``base``: the directory
@@ -451,6 +472,8 @@ def recompute(directory, first: int, last: int, picked=None, label: str | None =
         if isinstance(located, str):
             raise ValueError(located)
         drawn = _Stimulus(suite, *located, first, last, everything=picked is None)
+        seed, _, plan, offset = located
+        check = None if picked is not None else (CrossCheck(suite, seed, plan, fast=not reference_only), offset)
         files = {f.name: open(where / f.file, "rb") for f in suite.fields}
         try:
             for f in suite.fields:
@@ -461,7 +484,7 @@ def recompute(directory, first: int, last: int, picked=None, label: str | None =
             with tqdm(total=last - first, desc=label, disable=label is None, leave=False) as bar:
                 for start in range(first, last, chunk):
                     size = min(chunk, last - start)
-                    if not _verify_chunk(directory, suite, readers, start, size, picked, part, drawn):
+                    if not _verify_chunk(directory, suite, readers, start, size, picked, part, drawn, check):
                         break
                     bar.update(size)
         except RecordError as error:
@@ -475,10 +498,12 @@ def recompute(directory, first: int, last: int, picked=None, label: str | None =
 
 
 def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, picked, report: VerifyReport,
-                  drawn) -> bool:
+                  drawn, check=None) -> bool:
     """Read ``size`` lines of every file, check every line's inputs and origin against the
-    stimulus ``drawn`` (:func:`.pipeline.vectors`) and recompute the chosen vectors; False after a
-    mismatch."""
+    stimulus ``drawn`` (:func:`.pipeline.vectors`) and recompute the chosen vectors: every line
+    with ``check`` = (a :class:`.crosscheck.CrossCheck` of the suite, the directory's first line in
+    the whole suite), else the ``picked`` and directed lines with the reference model; False after
+    a mismatch."""
     fields = {f.name: f for f in suite.fields}
     digits = {name: reader.read(size)[:, :fields[name].hex_digits] for name, reader in readers.items()}
     flags = field_values(digits["flags"], fields["flags"])
@@ -494,7 +519,20 @@ def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, 
     values = {name: _as_ints(field_values(digits[name][rows], f)) for name, f in fields.items()}
     inputs = {f.name: values[f.name] for f in suite.inputs}
     try:
-        outputs, computed = pipeline.reference_expected(suite, inputs)
+        cross, offset = check if check is not None else (None, 0)
+        if cross is None or not cross.fast or len(cross.positions(offset + start, len(rows))) == len(rows):
+            # the reference recomputes every line here (a catalogue chunk): the fast path would add nothing
+            outputs, computed = pipeline.reference_expected(suite, inputs)
+            report.reference += len(rows)
+            by = "reference"
+        else:
+            by = "mxsim"  # the fast path's value (the reference agreed on the lines it recomputed)
+            before = cross.catalogue_checked + cross.sample_checked
+            outputs, computed = cross.expected(inputs, offset + start)
+            report.reference += cross.catalogue_checked + cross.sample_checked - before
+    except ReferenceDisagreement as error:
+        report.problems.append(f"{directory}: {error}".replace("; nothing was written for this suite", ""))
+        return False
     except ValueError:
         return _report_failure(directory, suite, inputs, start + rows, report)
     report.vectors += len(rows)
@@ -506,7 +544,7 @@ def _verify_chunk(directory: Path, suite, readers: dict, start: int, size: int, 
                 f = fields[name]
                 shown = (f.to_hex(column[position]), f.to_hex(values[name][position])) if name != "flags" else (
                     ",".join(class_names(column[position])), ",".join(class_names(got)))
-                report.problems.append(f"{directory}/{f.file}: line {line + 1}: field {name!r}: reference gives "
+                report.problems.append(f"{directory}/{f.file}: line {line + 1}: field {name!r}: {by} gives "
                                        f"{shorten(shown[0])}, file has {shorten(shown[1])}")
                 return False
     return True
