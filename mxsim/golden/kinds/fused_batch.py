@@ -34,20 +34,21 @@ from functools import lru_cache
 
 import numpy as np
 
-from ...fast.dot import Operand, float32_parts
+from ...fast.dot import FINITE, NAN, NEG_INF, POS_INF, Operand, float32_parts
 from ...fast.encode import floor_log2_int64
 from ...fast.fused import dot_general_steps
 from ...fast.output import fp32_words
 from ...formats import get_format
+from ...ref.exact import Exact
 from ...ref.fused import scale_parts
 from ...ref.output import output_format, storage_format
 from ...ref.terms import element_term, frac_bits
 from ..coverage.accumulator import C_FRACTION_BITS, CANCELLATION_BITS, dyadic_overflows
 from ..coverage.output_rounding import dyadic_rounding_flags
-from ..values import decode
+
 from .batch import FloatBits, add_operand_classes, bit, code_table, compute_each, dyadic_differ, pack_items
 
-__all__ = ["compute_fused_batch", "element_flags", "models"]
+__all__ = ["compute_fused_batch", "element_flags", "exact_outputs", "models"]
 
 _FP32_EMIN = -126  # e_C of a subnormal C
 _LIMIT = 61  # |every intermediate| < 2^_LIMIT + a few terms: far from int64's 2^63
@@ -95,6 +96,33 @@ def _scale_table(scale) -> _ScaleTable:
         np.array([1 - p.significand.denominator.bit_length() for p in parts], dtype=np.int64),
         np.array([p.exponent for p in parts], dtype=np.int64),
     )
+
+
+def output_parts(codes: np.ndarray, acc):
+    """Output codes (the accumulator's storage format) as (negative, significand, exponent,
+    special) of :func:`mxsim.fast.dot.float32_parts`: a finite value is exactly (-1)^negative *
+    significand * 2^exponent (every output value is an fp32 value, :func:`mxsim.fast.output.fp32_words`)."""
+    return float32_parts(fp32_words(np.asarray(codes), acc).astype(np.uint32).view(np.float32))
+
+
+def dyadic(significand: int, exponent: int) -> Fraction:
+    """significand * 2^exponent as a Fraction (significand >= 0)."""
+    return Fraction(significand << exponent) if exponent >= 0 else Fraction(significand, 1 << -exponent)
+
+
+def exact_outputs(codes: np.ndarray, acc) -> list[Exact]:
+    """Output codes as the reference decoder's values (:func:`mxsim.golden.values.decode` in the
+    storage format: the sign bit the code's top bit, NaN and Inf with magnitude 0), all at once."""
+    codes = np.asarray(codes).astype(np.int64)
+    storage = storage_format(acc)
+    _, significand, exponent, special = output_parts(codes, acc)
+    kinds = {FINITE: "finite", NAN: "nan", POS_INF: "inf", NEG_INF: "inf"}
+    out = []
+    for code, m, e, kind in zip(codes.tolist(), significand.tolist(), exponent.tolist(), special.tolist()):
+        sign = int(code & storage.sign_mask != 0)
+        magnitude = dyadic(m, e) if kind == FINITE else Fraction(0)
+        out.append(Exact.trusted(sign, magnitude, kinds[kind]))
+    return out
 
 
 def element_flags(fmt_a, fmt_b, scales_a, codes_a, scales_b, codes_b) -> np.ndarray:
@@ -324,7 +352,8 @@ class _StepClasses:
         overflow has no class; the lowest bit is the grid's, or C's LSB 2^(e_C - 23) below it when
         the anchor is fixed, :func:`.accumulator_classes.step_low`)."""
         out = np.zeros(self.rows, dtype=np.int64)
-        storage, acc, fmt = self.storage, self.acc, output_format(self.acc)
+        acc, fmt = self.acc, output_format(self.acc)
+        _, d_significand, d_exponent, d_special = output_parts(self.steps, acc)  # each step's D, exactly
         for r, s in zip(*np.nonzero(rows)):
             n, x, c = int(units[r, s]), int(grid[r, s]), int(c_n[r, s])
             low = x
@@ -333,10 +362,10 @@ class _StepClasses:
                 low = min(x, int(e_c[r, s]) - C_FRACTION_BITS)
                 common = min(x, lsb)
                 n, x = (n << (x - common)) + (c << (lsb - common)), common
-            d = decode(int(self.steps[r, s]), storage)
-            if not n or not d.is_finite or dyadic_overflows(n, x, acc):
+            if not n or d_special[r, s] != FINITE or dyadic_overflows(n, x, acc):
                 continue
-            out[r] |= dyadic_rounding_flags(abs(n), x, n < 0, low, fmt, d.magnitude)
+            result = dyadic(int(d_significand[r, s]), int(d_exponent[r, s]))
+            out[r] |= dyadic_rounding_flags(abs(n), x, n < 0, low, fmt, result)
         return out
 
     def _exact_sum(self, n, x):
