@@ -354,18 +354,17 @@ class _StepClasses:
         out = np.zeros(self.rows, dtype=np.int64)
         acc, fmt = self.acc, output_format(self.acc)
         _, d_significand, d_exponent, d_special = output_parts(self.steps, acc)  # each step's D, exactly
-        for r, s in zip(*np.nonzero(rows)):
-            n, x, c = int(units[r, s]), int(grid[r, s]), int(c_n[r, s])
+        where = np.nonzero(rows)
+        columns = [a[where].tolist() for a in (units, grid, c_n, c_lsb, e_c, d_significand, d_exponent, d_special)]
+        for r, n, x, c, lsb, e, d_n, d_x, d_kind in zip(where[0].tolist(), *columns):
             low = x
             if anchor is None and c:  # C joins exactly: the total on the lower of the two grids
-                lsb = int(c_lsb[r, s])
-                low = min(x, int(e_c[r, s]) - C_FRACTION_BITS)
+                low = min(x, e - C_FRACTION_BITS)
                 common = min(x, lsb)
                 n, x = (n << (x - common)) + (c << (lsb - common)), common
-            if not n or d_special[r, s] != FINITE or dyadic_overflows(n, x, acc):
+            if not n or d_kind != FINITE or dyadic_overflows(n, x, acc):
                 continue
-            result = dyadic(int(d_significand[r, s]), int(d_exponent[r, s]))
-            out[r] |= dyadic_rounding_flags(abs(n), x, n < 0, low, fmt, result)
+            out[r] |= dyadic_rounding_flags(abs(n), x, n < 0, low, fmt, dyadic(d_n, d_x))
         return out
 
     def _exact_sum(self, n, x):
@@ -400,11 +399,13 @@ class _StepClasses:
         top_p = p_x + _bits(p_n) - 1
         maybe = finite & (p_n != 0) & (significand != 0) & (negative != (p_n < 0)) & (np.abs(top_c - top_p) <= 1)
         out = np.zeros(maybe.shape, dtype=bool)
-        for r, s in zip(*np.nonzero(maybe)):
-            c = Fraction(int(significand[r, s])) * Fraction(2) ** int(lsb[r, s])
+        for r, s in zip(*np.nonzero(maybe)):  # C and P on their common grid 2^low
+            c_x, p_exp = int(lsb[r, s]), int(p_x[r, s])
+            low = min(c_x, p_exp)
+            c = int(significand[r, s]) << (c_x - low)
             c = -c if negative[r, s] else c
-            p = Fraction(int(p_n[r, s])) * Fraction(2) ** int(p_x[r, s])
-            out[r, s] = abs(c + p) * 2**CANCELLATION_BITS <= abs(c)
+            p = int(p_n[r, s]) << (p_exp - low)
+            out[r, s] = abs(c + p) << CANCELLATION_BITS <= abs(c)
         return out
 
 
