@@ -17,13 +17,15 @@ reference's terms (:func:`mxsim.ref.terms.element_term`, :func:`mxsim.ref.fused.
   ``c_bypass``/``c_zero_tiny`` from the bypass (or C as the anchor with bits cut);
 * ``c_cancellation`` (|C + P| <= 2^-8 |C|): decided from the top exponents where C and P are two or
   more binades apart or of one sign, exactly with Python integers for the rest (few rows);
-* ``overflow``: D = +-Inf from a finite non-bypassed step.
+* ``overflow``: D = +-Inf from a finite non-bypassed step; ``overflow`` and ``saturation``: a
+  finite D (at the output's largest magnitude) whose exact total (rebuilt with Python integers, as
+  for the rounding classes) overflows the output: rounding toward zero, or a saturating output. A
+  bypassed step or one whose D is C passed on has no total, so neither class (as the reference).
 
 Rows the int64 arithmetic cannot take are recomputed by the reference (``compute``, vector by
 vector): a term or sum that would pass 2^62 (e.g. a step over blocks whose scales are far apart,
-or FP8 E5M2 block terms), and a non-special D in the output's top binade (overflow and saturation
-are told apart there by the exact total only). So is every row of a batch with a vector the
-reference refuses (its error is then the reference's).
+or FP8 E5M2 block terms). So is every row of a batch with a vector the reference refuses (its
+error is then the reference's).
 """
 
 from __future__ import annotations
@@ -169,8 +171,8 @@ def compute_fused_batch(suite, inputs: dict):
     return outputs, flags
 
 
-#: the outputs whose top binade is the storage format's (an overflowing or saturating step has its
-#: D there and goes to the reference); fp32_eXmY with fewer exponent bits saturates below it
+#: the outputs whose overflow this module decides from the exact total (an fp32_eXmY output with fewer
+#: exponent bits than its fp32 storage saturates inside fp32's range: the reference decides it)
 _OUTPUTS = ("fp32", "bf16", "fp16", "fp32_e8m13")
 
 
@@ -300,9 +302,6 @@ class _StepClasses:
         special = self.special | c.nan | c.inf
         add("nan", special & d.nan)
         add("inf", (special & ~d.nan) | d.inf)
-        field = (self.steps & ~storage.sign_mask) >> storage.mantissa_bits
-        top = ~special & ~d.nan & ~d.inf & (field == (storage.inf_code() >> storage.mantissa_bits) - 1)
-        self._refer_if(top.any(axis=1))
         add("subnormal_output", ~special & d.subnormal)
         last = FloatBits.of(self.steps[:, -1], storage)
         add("zero", last.zero & ~last.negative)
@@ -340,6 +339,8 @@ class _StepClasses:
             units = cut + self._cut_sum(c_n[..., None], lsb[..., None], grid)
         else:
             units = cut
+        # the steps the adder rounds (a special, bypassed or passed step has no total: no rounding
+        # class, no overflow) to a finite D
         rounded = ~special & ~bypass & ~passed & ~d.nan & ~d.inf & ~self.refer[:, None]
         flags |= self._rounding_flags(rounded, units, grid, c_n, lsb, e_c, anchor if acc.anchor == "max" else None)
         return flags, self.refer
@@ -348,11 +349,13 @@ class _StepClasses:
         """The flags of :func:`.accumulator_classes.step_rounding_classes` of every step in ``rows``
         (rows, steps): its exact total rebuilt with Python integers (``units`` * 2^grid, plus C =
         c_n * 2^c_lsb when the anchor is fixed: C joins exactly) and classified by the reference's
-        own routine (:func:`.output_rounding_classes.dyadic_rounding_flags`; a zero total or an
-        overflow has no class; the lowest bit is the grid's, or C's LSB 2^(e_C - 23) below it when
-        the anchor is fixed, :func:`.accumulator_classes.step_low`)."""
+        own routine (:func:`.output_rounding_classes.dyadic_rounding_flags`; a zero total has no
+        class, an overflowing one ``overflow`` and ``saturation`` alone: D is finite in ``rows``;
+        the lowest bit is the grid's, or C's LSB 2^(e_C - 23) below it when the anchor is fixed,
+        :func:`.accumulator_classes.step_low`)."""
         out = np.zeros(self.rows, dtype=np.int64)
         acc, fmt = self.acc, output_format(self.acc)
+        saturated = bit("overflow") | bit("saturation")
         _, d_significand, d_exponent, d_special = output_parts(self.steps, acc)  # each step's D, exactly
         where = np.nonzero(rows)
         columns = [a[where].tolist() for a in (units, grid, c_n, c_lsb, e_c, d_significand, d_exponent, d_special)]
@@ -362,7 +365,10 @@ class _StepClasses:
                 low = min(x, e - C_FRACTION_BITS)
                 common = min(x, lsb)
                 n, x = (n << (x - common)) + (c << (lsb - common)), common
-            if not n or d_kind != FINITE or dyadic_overflows(n, x, acc):
+            if not n or d_kind != FINITE:
+                continue
+            if dyadic_overflows(n, x, acc):  # a finite D from an overflowing total: clamped
+                out[r] |= saturated
                 continue
             out[r] |= dyadic_rounding_flags(abs(n), x, n < 0, low, fmt, dyadic(d_n, d_x))
         return out

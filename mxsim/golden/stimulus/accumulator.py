@@ -15,9 +15,9 @@ steer the blocks and C together into them:
 
 Expected values still come only from the suite's ``compute`` (the reference model); the first
 step's D with C = +0 is asked here only to aim C (``near``, ``cancel``, ``dominant``): of the
-catalogue's vectors all at once from the fast path where the suite is fused
-(:meth:`.dot_suite.DotSuite.first_step_codes`, bit for bit the reference's), else from the
-reference vector by vector."""
+catalogue's vectors, and of each run of 256 random vectors beyond it (:func:`add_c_each`), all at
+once from the fast path where the suite is fused (:meth:`..kinds.dot.DotSuite.first_step_values`,
+bit for bit the reference's), else from the reference vector by vector."""
 
 from __future__ import annotations
 
