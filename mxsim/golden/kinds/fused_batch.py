@@ -30,6 +30,7 @@ error is then the reference's).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -47,6 +48,7 @@ from ...ref.output import output_format, storage_format
 from ...ref.terms import element_term, frac_bits
 from ..coverage.accumulator import C_FRACTION_BITS, CANCELLATION_BITS, dyadic_overflows
 from ..coverage.output_rounding import dyadic_rounding_flags
+from ..coverage.rounding import decision_flags, ieee_interval
 
 from .batch import FloatBits, add_operand_classes, bit, code_table, compute_each, dyadic_differ, pack_items
 
@@ -347,19 +349,25 @@ class _StepClasses:
 
     def _rounding_flags(self, rows, units, grid, c_n, c_lsb, e_c, anchor) -> np.ndarray:
         """The flags of :func:`.accumulator_classes.step_rounding_classes` of every step in ``rows``
-        (rows, steps): its exact total rebuilt with Python integers (``units`` * 2^grid, plus C =
-        c_n * 2^c_lsb when the anchor is fixed: C joins exactly) and classified by the reference's
-        own routine (:func:`.output_rounding_classes.dyadic_rounding_flags`; a zero total has no
+        (rows, steps): its exact total (``units`` * 2^grid, plus C = c_n * 2^c_lsb when the anchor
+        is fixed: C joins exactly) classified by the reference's own routine (a zero total has no
         class, an overflowing one ``overflow`` and ``saturation`` alone: D is finite in ``rows``;
         the lowest bit is the grid's, or C's LSB 2^(e_C - 23) below it when the anchor is fixed,
-        :func:`.accumulator_classes.step_low`)."""
+        :func:`.accumulator_classes.step_low`). Steps whose total, D, ulp and lowest bit all lie
+        within 50 bits of one another below the output's top binade (float64 holds every quantity
+        and every sum the routine forms exactly) go through its array form at once
+        (:func:`..coverage.rounding.ieee_interval` and :func:`..coverage.rounding.decision_flags`, as
+        the dequantize kind's); the others one at a time with Python integers
+        (:func:`.output_rounding_classes.dyadic_rounding_flags`)."""
         out = np.zeros(self.rows, dtype=np.int64)
         acc, fmt = self.acc, output_format(self.acc)
-        saturated = bit("overflow") | bit("saturation")
         _, d_significand, d_exponent, d_special = output_parts(self.steps, acc)  # each step's D, exactly
         where = np.nonzero(rows)
-        columns = [a[where].tolist() for a in (units, grid, c_n, c_lsb, e_c, d_significand, d_exponent, d_special)]
-        for r, n, x, c, lsb, e, d_n, d_x, d_kind in zip(where[0].tolist(), *columns):
+        columns = [a[where] for a in (units, grid, c_n, c_lsb, e_c, d_significand, d_exponent, d_special)]
+        at_once = self._float_rounding(out, where[0], fmt, anchor, *columns)
+        saturated = bit("overflow") | bit("saturation")
+        left = [where[0][~at_once].tolist()] + [a[~at_once].tolist() for a in columns]
+        for r, n, x, c, lsb, e, d_n, d_x, d_kind in zip(*left):
             low = x
             if anchor is None and c:  # C joins exactly: the total on the lower of the two grids
                 low = min(x, e - C_FRACTION_BITS)
@@ -372,6 +380,37 @@ class _StepClasses:
                 continue
             out[r] |= dyadic_rounding_flags(abs(n), x, n < 0, low, fmt, dyadic(d_n, d_x))
         return out
+
+    @staticmethod
+    def _float_rounding(out, row_of, fmt, anchor, n, x, c, c_lsb, e_c, d_n, d_x, d_kind) -> np.ndarray:
+        """The rounding flags of the steps (1-D arrays, step i of vector ``row_of[i]``) that float64
+        represents exactly, ORed into ``out``; which steps those were (bool)."""
+        low = x
+        fits = np.ones(len(n), dtype=bool)
+        if anchor is None:  # C joins exactly: the total on the lower of the two grids, in int64
+            joined = c != 0
+            low = np.where(joined, np.minimum(x, e_c - C_FRACTION_BITS), x)
+            common = np.where(joined, np.minimum(x, c_lsb), x)
+            shift_n, shift_c = x - common, c_lsb - common
+            fits = ~joined | ((_bits(n) + shift_n < 61) & (_bits(c) + shift_c < 61))
+            shift_n, shift_c = np.where(fits, shift_n, 0), np.where(fits & joined, shift_c, 0)
+            n = np.where(fits, (n << shift_n) + np.where(joined, c << shift_c, 0), 0)
+            x = np.where(fits, common, x)
+        magnitude = np.abs(n)
+        top = x + _bits(magnitude) - 1
+        ulp = np.maximum(top, fmt.emin) - fmt.mantissa_bits
+        d_bottom = np.where(d_n != 0, d_x + _trailing_zeros(d_n), ulp)  # D's lowest set bit
+        base = np.minimum(np.minimum(x + _trailing_zeros(magnitude), low), np.minimum(ulp, d_bottom))
+        exact = fits & (magnitude != 0) & (d_kind == FINITE) & (top < fmt.emax) & (top + 1 - base <= 50) & (
+            base >= -1000)  # no overflow below the top binade; normal float64 exponents
+        if exact.any():
+            value = np.ldexp(magnitude[exact].astype(np.float64), x[exact].astype(np.int32))
+            lo, hi, _ = ieee_interval(value, fmt.mantissa_bits, fmt.emin, float(fmt.max_normal))
+            result = np.ldexp(d_n[exact].astype(np.float64), d_x[exact].astype(np.int32))
+            resolution = np.ldexp(1.0, low[exact].astype(np.int32))
+            words = decision_flags(value, lo, hi, resolution, result, n[exact] < 0, math.ldexp(1.0, fmt.emin))
+            np.bitwise_or.at(out, row_of[exact], words)
+        return exact  # the rest (zero totals and non-finite D included: no class) to the caller's loop
 
     def _exact_sum(self, n, x):
         """(P_n, P_x): the exact sum of the terms (n, x) of each step as P_n * 2^P_x."""
@@ -413,6 +452,11 @@ class _StepClasses:
             p = int(p_n[r, s]) << (p_exp - low)
             out[r, s] = abs(c + p) << CANCELLATION_BITS <= abs(c)
         return out
+
+
+def _trailing_zeros(x: np.ndarray) -> np.ndarray:
+    """Trailing zero bits of x > 0 (int64 below 2^62); 0 for 0."""
+    return np.where(x > 0, _bits(x & -x) - 1, 0)
 
 
 def _bits(x: np.ndarray) -> np.ndarray:
