@@ -49,7 +49,6 @@ from ...ref.terms import element_term, frac_bits
 from ..coverage.accumulator import C_FRACTION_BITS, CANCELLATION_BITS, dyadic_overflows
 from ..coverage.output_rounding import dyadic_rounding_flags
 from ..coverage.rounding import decision_flags, ieee_interval
-
 from .batch import FloatBits, add_operand_classes, bit, code_table, compute_each, dyadic_differ, pack_items
 
 __all__ = ["compute_fused_batch", "element_flags", "exact_outputs", "models"]
