@@ -251,6 +251,14 @@ def test_the_manifest_names_the_path_that_computed_the_values(kind, params, fast
 @pytest.mark.parametrize("kind, params", [
     ("dot", SMALL["dot"]), ("dot", {"block_a": "mx6", "block_b": "mx9"}), ("dot", {"block_a": "nvfp4"}),
     ("quantize", SMALL["quantize"]), ("quantize", {"block": "nvfp4"}), ("quantize", {"block": "mx4"}),
+    # C inputs (fused and separate), unit scales, no tensor scales, n blocks
+    ("dot", {"block_a": "mxfp8_e4m3", "preset": "hopper_fp8_wgmma", "unit_scales": True}),
+    ("dot", {"block_a": "mxfp8_e4m3", "preset": "mxdotp_fp8", "steps": True}),
+    ("dot", {"block_a": "mxfp8_e4m3", "c_input": True,
+             "accumulator": {"mode": "aligned", "frac_bits": 13, "width": 24}}),
+    ("dotgeneral", {"block_a": "nvfp4", "preset": "blackwell_mxf4nvf4", "n_blocks": 4}),
+    ("dotgeneral", {"block_a": "mxfp8_e4m3", "block_b": "mxfp4_e2m1", "preset": "blackwell_mxf8f6f4", "n_blocks": 2}),
+    ("dotgeneral", {"block_a": "nvfp4", "n_blocks": 2}),
 ])
 def test_runs_drawn_at_once_follow_random_inputs_mix(kind, params):
     """random_run (NumPy) and random_inputs (Python's random) draw from the same mix: every corner

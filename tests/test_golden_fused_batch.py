@@ -202,14 +202,16 @@ def test_referred_presets_go_wholly_to_the_reference(preset, monkeypatch):
 @pytest.mark.parametrize("preset", sorted(set(PRESETS) - set(REFERRED_PRESETS)))
 def test_the_fast_path_takes_nearly_every_random_vector(preset, monkeypatch):
     """At most 8 % of a preset's random vectors (16 % with a bf16 or fp16 D) are referred to the
-    reference (compute_each; those with a D in the output's top binade, where overflow and
-    saturation need the exact total: C near the fp32 maximum is one of the C kinds): the suites
-    really run on the fast path."""
+    reference (compute_each; those whose terms or sums would pass int64): the suites really run on
+    the fast path (a D in the output's top binade, C near the fp32 maximum being one of the C
+    kinds, no longer goes to the reference: its overflow and saturation come from the exact total)."""
     kind, params = PRESETS[preset]
     suite = suite_from_spec(kind, **params)
     inputs = _beyond_catalogue(suite, 300)
     referred = _referred_counts(suite, inputs, monkeypatch)
-    # a bf16 or fp16 D lands in its top binade from many more random C (any |C| >= 2^15 for fp16):
-    # at most 16 % there
+    # FP8 E5M2 products span more bits (their terms pass int64 more often), more so into a bf16 or
+    # fp16 D: at most 16 % there; no vector of the other presets
     bound = 24 if suite.acc.output_storage == "fp32" else 48
     assert 0 < len(inputs["c"]) and sum(referred) <= bound, referred
+    if "e5m2" not in suite.name:
+        assert sum(referred) == 0, referred

@@ -76,6 +76,7 @@ WIDE_BITS = 60 + LIMB  # |H| < 2^60 keeps sums of two wide values inside int64
 NO_ANCHOR = -(1 << 24)  # anchor exponent of a term that does not count
 COUNTS = -(1 << 22)  # anchor exponents above this belong to counting terms
 ROW_CHUNK = 8192  # rows per chunk at most: the step loop's operations run on arrays of this length
+MIN_ROW_CHUNK = 1024  # rows per chunk at least (but for the last): a chunk costs a fixed few ms of Python besides
 CHUNK_PRODUCTS = 1 << 20  # products per tile of a chunk (about 8 MB per float64 array)
 
 
@@ -934,9 +935,10 @@ def _run_chunks(kernel: _FusedKernel, take_a, take_b, rows: int, n: int, words, 
         if out_steps:
             out_steps[0][...] = kept
 
-    # at least four chunks when there are enough rows, so that both threads work
+    # at least four chunks when there are enough rows, so that both threads work; a few hundred rows (a golden
+    # run aiming C) in one chunk, on the calling thread
     arrays = [words, codes, refer] + ([steps] if steps is not None else [])
-    map_chunks(chunk, rows, *arrays, chunk=min(ROW_CHUNK, max(1, -(-rows // 4))))
+    map_chunks(chunk, rows, *arrays, chunk=min(ROW_CHUNK, max(MIN_ROW_CHUNK, -(-rows // 4))))
 
 
 def _round_c(words: np.ndarray, acc: Accumulator) -> np.ndarray:

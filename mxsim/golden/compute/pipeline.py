@@ -13,9 +13,11 @@ Numbering (0-based vector i of a suite of N vectors, the same whatever the chunk
   (i - C) % 256 vectors of the run before it: it depends on i alone (not on the chunk or shard
   that asks for it), and a shard starts anywhere after drawing at most 255 vectors it drops
   (one seeding per run, not per vector: seeding costs more than drawing a cheap vector). Kinds
-  with ``random_run`` (dot, quantize: a million vectors in seconds rather than minutes) draw the
-  256 vectors of run r at once, ``suite.random_run(run_generator(seed, suite, r), C + 256r, 256)``,
-  with NumPy's PCG64 (:func:`run_generator`), from the same distribution as ``random_inputs``;
+  with ``random_run`` (dot and dotgeneral, every configuration: with C, unit scales, fused; quantize:
+  a million vectors in seconds rather than minutes) draw the 256 vectors of run r at once,
+  ``suite.random_run(run_generator(seed, suite, r), C + 256r, 256)``, with NumPy's PCG64
+  (:func:`run_generator`), from the same distribution as ``random_inputs`` (a dot suite's C: one
+  :class:`random.Random` per run seeded from that generator, aimed by one fast first-step call);
 * N = C without a count (the suite as it always was: the canonical ``golden/``); N = count
   otherwise; a count below C keeps the first N vectors of the catalogue; ``forever`` never ends.
 

@@ -32,7 +32,7 @@ from .batch import (
 from ..coverage.catalogue import flag_bits as bit_word
 from .fields import Field
 from .format_spec import block_format, format_param
-from .fused_batch import compute_fused_batch
+from .fused_batch import compute_fused_batch, exact_outputs
 from .suite import Suite, jsonable
 from ..values import decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word
 
@@ -68,6 +68,19 @@ def _code_pairs(e) -> tuple[list, list]:
 def _finite_codes(fmt) -> list[int]:
     """The finite codes of a (scale) format, in code order (the same list every call: kept)."""
     return [c for c in range(1 << fmt.width) if decode(c, fmt).is_finite]
+
+
+@lru_cache(maxsize=64)
+def _np_codes(codes: tuple[int, ...]) -> np.ndarray:
+    """A tuple of codes as an int64 array (kept: the same array every call; read only)."""
+    array = np.array(codes, dtype=np.int64)
+    array.flags.writeable = False
+    return array
+
+
+def _np_code_sets(e) -> dict[str, np.ndarray]:
+    """:meth:`DotSuite._code_sets` of element format ``e`` as int64 arrays."""
+    return {name: _np_codes(tuple(codes)) for name, codes in DotSuite._code_sets(e).items()}
 
 
 @dataclass
@@ -354,48 +367,66 @@ class DotSuite(Suite):
 
     def random_run(self, rng: np.random.Generator, first: int, n: int) -> list[dict]:
         """``n`` random vectors beyond the catalogue drawn at once with NumPy (see
-        :func:`mxsim.golden.compute.pipeline.vectors`), from the distribution of :meth:`random_inputs`:
-        block a "normal" (6 in 9), "max", "small" or "special"; block b "normal", "max" or
-        "small"; scales 2^+-8 (E8M0) or any finite UE4M3 code. A suite with an accumulator input,
-        unit scales or no tensor scales (fused) draws them with :meth:`random_inputs` instead, from
-        a :class:`random.Random` seeded by ``rng``."""
-        if self.has_c or self.unit_scales or not self.tensor_scales:
-            seeded = random.Random(int(rng.integers(0, 1 << 63)))
-            return [self.random_inputs(seeded, first + j) for j in range(n)]
-        a = self._np_side(self.fa, rng, n, rng.choice(["normal"] * 6 + ["max", "small", "special"], size=n))
-        b = self._np_side(self.fb, rng, n, rng.choice(["normal", "max", "small"], size=n))
+        :func:`mxsim.golden.compute.pipeline.vectors`), from the distribution of :meth:`random_inputs`.
+        Each of a vector's ``vector_blocks`` block pairs (:meth:`_np_side`): block a "normal" (6 in 9),
+        "max", "small" or "special", block b "normal", "max" or "small"; scales 2^-8 .. 2^8 (E8M0),
+        any finite code of another scale format, the code of 1 with ``unit_scales``; sub-scales
+        uniform; NVFP4 tensor scales (suites with tensor-scale fields) m / 2^s, one per vector.
+        With an accumulator input, then a C per vector as :func:`.accumulator_input.add_c` draws it
+        (a kind by the weights of ``C_KINDS``, its bits from a :class:`random.Random` seeded by
+        ``rng``), aimed at the first step's D with C = +0 of the whole run computed in one
+        :meth:`first_step_values` call (the reference vector by vector where that gives None:
+        separate accumulation)."""
+        count = n * self.vector_blocks
+        a = self._np_side(self.fa, rng, n, rng.choice(["normal"] * 6 + ["max", "small", "special"], size=count))
+        b = self._np_side(self.fb, rng, n, rng.choice(["normal", "max", "small"], size=count))
         columns = {**{f"a_{k}": v for k, v in a.items()}, **{f"b_{k}": v for k, v in b.items()}}
         names = list(columns)
-        return [dict(zip(names, values)) for values in zip(*columns.values())]
+        rows = [dict(zip(names, values)) for values in zip(*columns.values())]
+        if not self.has_c:
+            return rows
+        return accumulator_input.add_c_each(self, rows, random.Random(int(rng.integers(0, 1 << 63))))
 
     def _np_side(self, fmt, rng: np.random.Generator, n: int, kinds: np.ndarray) -> dict:
-        """One operand's fields of ``n`` vectors, block i drawn as ``_codes(fmt, ., kinds[i])``
-        draws it (the same code sets and odds)."""
-        k, e = fmt.block_size, fmt.element
-        sets = {name: np.array(codes, dtype=np.int64) for name, codes in self._code_sets(e).items()}
-        codes = sets["finite"][rng.integers(0, len(sets["finite"]), size=(n, k))]
-        anything = rng.random((n, k)) >= 0.97
-        codes = np.where(anything & (kinds == "normal")[:, None], rng.integers(0, 1 << e.width, size=(n, k)), codes)
+        """One operand's fields of ``n`` vectors of ``vector_blocks`` blocks each: block i (of
+        ``len(kinds)`` = n * vector_blocks, vector by vector) drawn as ``_codes(fmt, ., kinds[i])``
+        draws it (the same code sets and odds), its scale as :meth:`_scale` (:meth:`_np_scales`),
+        its sub-scales uniform and the vector's tensor scale as :meth:`_side` draws them; block j of
+        a vector at bits [j*bits, (j+1)*bits) of each field, as :meth:`_join` packs them."""
+        k, e, blocks = fmt.block_size, fmt.element, self.vector_blocks
+        count = n * blocks
+        sets = _np_code_sets(e)
+        codes = sets["finite"][rng.integers(0, len(sets["finite"]), size=(count, k))]
+        anything = rng.random((count, k)) >= 0.97
+        codes = np.where(anything & (kinds == "normal")[:, None], rng.integers(0, 1 << e.width, size=(count, k)), codes)
         for name in ("max", "small"):
             rows = kinds == name
             codes[rows] = sets[name][rng.integers(0, len(sets[name]), size=(int(rows.sum()), k))]
         rows = np.flatnonzero(kinds == "special")
         if len(sets["special"]) and len(rows):
-            codes[rows, rng.integers(0, k, size=len(rows))] = sets["special"][rng.integers(0, len(sets["special"]), size=len(rows))]
-        side = {"scale": self._np_scales(fmt, rng, n), "elems": pack_items(codes, e.width)}
+            specials = sets["special"][rng.integers(0, len(sets["special"]), size=len(rows))]  # drawn first
+            codes[rows, rng.integers(0, k, size=len(rows))] = specials
+        scales = self._np_scales(fmt, rng, count).reshape(n, blocks)
+        side = {"scale": pack_items(scales, fmt.scale_storage_bits),
+                "elems": pack_items(codes.reshape(n, blocks * k), e.width)}
         if fmt.subblocks:
-            side["sub"] = pack_items(rng.integers(0, 1 << fmt.subscale_bits, size=(n, fmt.subblocks)), fmt.subscale_bits)
-        if fmt.tensor_scale is not None:  # m / 2^s, m a 24-bit significand, s in 20 .. 40: fp32 exponent 23 - s
-            m, shift = rng.integers(1 << 23, 1 << 24, size=n), rng.integers(20, 41, size=n)
+            subs = rng.integers(0, 1 << fmt.subscale_bits, size=(n, blocks * fmt.subblocks))
+            side["sub"] = pack_items(subs, fmt.subscale_bits)
+        if fmt.tensor_scale is not None and self.tensor_scales:  # m / 2^s, m a 24-bit significand, s in 20 .. 40
+            m, shift = rng.integers(1 << 23, 1 << 24, size=n), rng.integers(20, 41, size=n)  # fp32 exponent 23 - s
             side["tensor_scale"] = ((150 - shift) << 23 | (m & 0x7FFFFF)).tolist()
         return side
 
-    def _np_scales(self, fmt, rng: np.random.Generator, n: int) -> list[int]:
+    def _np_scales(self, fmt, rng: np.random.Generator, count: int) -> np.ndarray:
+        """``count`` scale codes drawn as :meth:`_scale` (kind "normal") draws one: the code of 1
+        with unit scales (no draw), 2^-8 .. 2^8 uniform (E8M0), else a finite code uniform."""
         s = fmt.scale
+        if self.unit_scales:
+            return np.full(count, encode(1, s), dtype=np.int64)
         if s.name != "e8m0":
-            finite = np.array([c for c in range(1 << s.width) if decode(c, s).is_finite], dtype=np.int64)
-            return finite[rng.integers(0, len(finite), size=n)].tolist()
-        return (127 + rng.integers(-8, 9, size=n)).tolist()
+            finite = _np_codes(tuple(_finite_codes(s)))
+            return finite[rng.integers(0, len(finite), size=count)]
+        return 127 + rng.integers(-8, 9, size=count)
 
     def _random_block(self, rng: random.Random) -> dict:
         """Two blocks: a of mostly normal codes (or max, small, with an Inf/NaN), b normal, max or
@@ -440,18 +471,45 @@ class DotSuite(Suite):
         (:func:`mxsim.fast.fused.dot_general_steps`, bit for bit the reference's; it hands the
         configurations it does not model to the reference itself). None for separate accumulation,
         or a batch the fast path refuses: the caller asks the reference vector by vector."""
+        codes = self._first_steps(rows)
+        return None if codes is None else codes.astype(np.int64).tolist()
+
+    def first_step_values(self, rows: list[dict]) -> list[Exact] | None:
+        """:meth:`first_step_codes` decoded: the exact value of each vector's first step's D with
+        C = +0 (:func:`.fused_batch.exact_outputs`); None where that gives None."""
+        codes = self._first_steps(rows)
+        return None if codes is None else exact_outputs(codes, self.acc)
+
+    def _first_steps(self, rows: list[dict]) -> np.ndarray | None:
+        """The first step's D codes of :meth:`first_step_codes` as an array, from the blocks the
+        first step reads alone (the first ceil(step / k) of each vector's blocks: the step's D with
+        C = +0 depends on its own products only)."""
         if not self.fused or not rows:
             return None
-        n, count = self.vector_blocks, len(rows)
+        k = self.fa.block_size
+        n, count = min(self.vector_blocks, -(-self.acc.effective_step(k) // k)), len(rows)
         inputs = {f.name: [row[f.name] for row in rows] for f in self.block_fields}
         try:
-            (sa, ua, ca), (sb, ub, cb) = [self._operand_arrays(inputs, side, fmt, n)
+            (sa, ua, ca), (sb, ub, cb) = [self._first_blocks(inputs, side, fmt, n)
                                           for side, fmt in (("a", self.fa), ("b", self.fb))]
             _, steps = dot_general_steps(Operand(self.fa, sa, ua, ca, None), Operand(self.fb, sb, ub, cb, None),
                                          self.acc, (count,), (count,), n, keep_steps=True)
         except ValueError:
             return None
-        return steps[:, 0].astype(np.int64).tolist()
+        return steps[:, 0]
+
+    def _first_blocks(self, inputs: dict, side: str, fmt, n: int):
+        """:meth:`_operand_arrays` of the first ``n`` of each vector's ``vector_blocks`` blocks."""
+        scales, subs, codes = self._operand_arrays(inputs, side, fmt, self.vector_blocks)
+        if n == self.vector_blocks:
+            return scales, subs, codes
+        count = len(scales) // self.vector_blocks
+
+        def first(array):
+            return None if array is None else array.reshape(count, self.vector_blocks, *array.shape[1:])[:, :n].reshape(
+                count * n, *array.shape[1:])
+
+        return first(scales), first(subs), first(codes)
 
     def fresh_row(self, rng: random.Random) -> dict:
         """A vector of random normal blocks (no C)."""

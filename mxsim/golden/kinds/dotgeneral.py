@@ -81,10 +81,9 @@ class DotGeneralSuite(DotSuite):
         rows = len(range(0, singles - self.n_blocks + 1, self.n_blocks)) + 8
         return min(rows, 60 * level + 8) if level == 1 else rows
 
-    random_run = None  # its random vectors come from random_inputs alone
-
     def _random_vector(self, rng: random.Random) -> dict:
-        """n random blocks of the dot kind, drawn as the dot catalogue's random blocks."""
+        """n random blocks of the dot kind, drawn as the dot catalogue's random blocks (a run of
+        them at once: :meth:`DotSuite.random_run`, ``vector_blocks`` = n)."""
         return self._join([self._random_block(rng) for _ in range(self.n_blocks)])
 
     def _vector_blocks(self, inputs: dict):

@@ -17,37 +17,41 @@ reference's terms (:func:`mxsim.ref.terms.element_term`, :func:`mxsim.ref.fused.
   ``c_bypass``/``c_zero_tiny`` from the bypass (or C as the anchor with bits cut);
 * ``c_cancellation`` (|C + P| <= 2^-8 |C|): decided from the top exponents where C and P are two or
   more binades apart or of one sign, exactly with Python integers for the rest (few rows);
-* ``overflow``: D = +-Inf from a finite non-bypassed step.
+* ``overflow``: D = +-Inf from a finite non-bypassed step; ``overflow`` and ``saturation``: a
+  finite D (at the output's largest magnitude) whose exact total (rebuilt with Python integers, as
+  for the rounding classes) overflows the output: rounding toward zero, or a saturating output. A
+  bypassed step or one whose D is C passed on has no total, so neither class (as the reference).
 
 Rows the int64 arithmetic cannot take are recomputed by the reference (``compute``, vector by
 vector): a term or sum that would pass 2^62 (e.g. a step over blocks whose scales are far apart,
-or FP8 E5M2 block terms), and a non-special D in the output's top binade (overflow and saturation
-are told apart there by the exact total only). So is every row of a batch with a vector the
-reference refuses (its error is then the reference's).
+or FP8 E5M2 block terms). So is every row of a batch with a vector the reference refuses (its
+error is then the reference's).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
 
-from ...fast.dot import Operand, float32_parts
+from ...fast.dot import FINITE, NAN, NEG_INF, POS_INF, Operand, float32_parts
 from ...fast.encode import floor_log2_int64
 from ...fast.fused import dot_general_steps
 from ...fast.output import fp32_words
 from ...formats import get_format
+from ...ref.exact import Exact
 from ...ref.fused import scale_parts
 from ...ref.output import output_format, storage_format
 from ...ref.terms import element_term, frac_bits
 from ..coverage.accumulator import C_FRACTION_BITS, CANCELLATION_BITS, dyadic_overflows
 from ..coverage.output_rounding import dyadic_rounding_flags
-from ..values import decode
+from ..coverage.rounding import decision_flags, ieee_interval
 from .batch import FloatBits, add_operand_classes, bit, code_table, compute_each, dyadic_differ, pack_items
 
-__all__ = ["compute_fused_batch", "element_flags", "models"]
+__all__ = ["compute_fused_batch", "element_flags", "exact_outputs", "models"]
 
 _FP32_EMIN = -126  # e_C of a subnormal C
 _LIMIT = 61  # |every intermediate| < 2^_LIMIT + a few terms: far from int64's 2^63
@@ -97,6 +101,33 @@ def _scale_table(scale) -> _ScaleTable:
     )
 
 
+def output_parts(codes: np.ndarray, acc):
+    """Output codes (the accumulator's storage format) as (negative, significand, exponent,
+    special) of :func:`mxsim.fast.dot.float32_parts`: a finite value is exactly (-1)^negative *
+    significand * 2^exponent (every output value is an fp32 value, :func:`mxsim.fast.output.fp32_words`)."""
+    return float32_parts(fp32_words(np.asarray(codes), acc).astype(np.uint32).view(np.float32))
+
+
+def dyadic(significand: int, exponent: int) -> Fraction:
+    """significand * 2^exponent as a Fraction (significand >= 0)."""
+    return Fraction(significand << exponent) if exponent >= 0 else Fraction(significand, 1 << -exponent)
+
+
+def exact_outputs(codes: np.ndarray, acc) -> list[Exact]:
+    """Output codes as the reference decoder's values (:func:`mxsim.golden.values.decode` in the
+    storage format: the sign bit the code's top bit, NaN and Inf with magnitude 0), all at once."""
+    codes = np.asarray(codes).astype(np.int64)
+    storage = storage_format(acc)
+    _, significand, exponent, special = output_parts(codes, acc)
+    kinds = {FINITE: "finite", NAN: "nan", POS_INF: "inf", NEG_INF: "inf"}
+    out = []
+    for code, m, e, kind in zip(codes.tolist(), significand.tolist(), exponent.tolist(), special.tolist()):
+        sign = int(code & storage.sign_mask != 0)
+        magnitude = dyadic(m, e) if kind == FINITE else Fraction(0)
+        out.append(Exact.trusted(sign, magnitude, kinds[kind]))
+    return out
+
+
 def element_flags(fmt_a, fmt_b, scales_a, codes_a, scales_b, codes_b) -> np.ndarray:
     """The classes of :func:`.accumulator_classes.element_classes` of block pairs as flag words,
     one per pair: ``scales_*`` (P,) scale codes, ``codes_*`` (P, k) element codes."""
@@ -141,8 +172,8 @@ def compute_fused_batch(suite, inputs: dict):
     return outputs, flags
 
 
-#: the outputs whose top binade is the storage format's (an overflowing or saturating step has its
-#: D there and goes to the reference); fp32_eXmY with fewer exponent bits saturates below it
+#: the outputs whose overflow this module decides from the exact total (an fp32_eXmY output with fewer
+#: exponent bits than its fp32 storage saturates inside fp32's range: the reference decides it)
 _OUTPUTS = ("fp32", "bf16", "fp16", "fp32_e8m13")
 
 
@@ -272,9 +303,6 @@ class _StepClasses:
         special = self.special | c.nan | c.inf
         add("nan", special & d.nan)
         add("inf", (special & ~d.nan) | d.inf)
-        field = (self.steps & ~storage.sign_mask) >> storage.mantissa_bits
-        top = ~special & ~d.nan & ~d.inf & (field == (storage.inf_code() >> storage.mantissa_bits) - 1)
-        self._refer_if(top.any(axis=1))
         add("subnormal_output", ~special & d.subnormal)
         last = FloatBits.of(self.steps[:, -1], storage)
         add("zero", last.zero & ~last.negative)
@@ -312,32 +340,76 @@ class _StepClasses:
             units = cut + self._cut_sum(c_n[..., None], lsb[..., None], grid)
         else:
             units = cut
+        # the steps the adder rounds (a special, bypassed or passed step has no total: no rounding
+        # class, no overflow) to a finite D
         rounded = ~special & ~bypass & ~passed & ~d.nan & ~d.inf & ~self.refer[:, None]
         flags |= self._rounding_flags(rounded, units, grid, c_n, lsb, e_c, anchor if acc.anchor == "max" else None)
         return flags, self.refer
 
     def _rounding_flags(self, rows, units, grid, c_n, c_lsb, e_c, anchor) -> np.ndarray:
         """The flags of :func:`.accumulator_classes.step_rounding_classes` of every step in ``rows``
-        (rows, steps): its exact total rebuilt with Python integers (``units`` * 2^grid, plus C =
-        c_n * 2^c_lsb when the anchor is fixed: C joins exactly) and classified by the reference's
-        own routine (:func:`.output_rounding_classes.dyadic_rounding_flags`; a zero total or an
-        overflow has no class; the lowest bit is the grid's, or C's LSB 2^(e_C - 23) below it when
-        the anchor is fixed, :func:`.accumulator_classes.step_low`)."""
+        (rows, steps): its exact total (``units`` * 2^grid, plus C = c_n * 2^c_lsb when the anchor
+        is fixed: C joins exactly) classified by the reference's own routine (a zero total has no
+        class, an overflowing one ``overflow`` and ``saturation`` alone: D is finite in ``rows``;
+        the lowest bit is the grid's, or C's LSB 2^(e_C - 23) below it when the anchor is fixed,
+        :func:`.accumulator_classes.step_low`). Steps whose total, D, ulp and lowest bit all lie
+        within 50 bits of one another below the output's top binade (float64 holds every quantity
+        and every sum the routine forms exactly) go through its array form at once
+        (:func:`..coverage.rounding.ieee_interval` and :func:`..coverage.rounding.decision_flags`, as
+        the dequantize kind's); the others one at a time with Python integers
+        (:func:`.output_rounding_classes.dyadic_rounding_flags`)."""
         out = np.zeros(self.rows, dtype=np.int64)
-        storage, acc, fmt = self.storage, self.acc, output_format(self.acc)
-        for r, s in zip(*np.nonzero(rows)):
-            n, x, c = int(units[r, s]), int(grid[r, s]), int(c_n[r, s])
+        acc, fmt = self.acc, output_format(self.acc)
+        _, d_significand, d_exponent, d_special = output_parts(self.steps, acc)  # each step's D, exactly
+        where = np.nonzero(rows)
+        columns = [a[where] for a in (units, grid, c_n, c_lsb, e_c, d_significand, d_exponent, d_special)]
+        at_once = self._float_rounding(out, where[0], fmt, anchor, *columns)
+        saturated = bit("overflow") | bit("saturation")
+        left = [where[0][~at_once].tolist()] + [a[~at_once].tolist() for a in columns]
+        for r, n, x, c, lsb, e, d_n, d_x, d_kind in zip(*left):
             low = x
             if anchor is None and c:  # C joins exactly: the total on the lower of the two grids
-                lsb = int(c_lsb[r, s])
-                low = min(x, int(e_c[r, s]) - C_FRACTION_BITS)
+                low = min(x, e - C_FRACTION_BITS)
                 common = min(x, lsb)
                 n, x = (n << (x - common)) + (c << (lsb - common)), common
-            d = decode(int(self.steps[r, s]), storage)
-            if not n or not d.is_finite or dyadic_overflows(n, x, acc):
+            if not n or d_kind != FINITE:
                 continue
-            out[r] |= dyadic_rounding_flags(abs(n), x, n < 0, low, fmt, d.magnitude)
+            if dyadic_overflows(n, x, acc):  # a finite D from an overflowing total: clamped
+                out[r] |= saturated
+                continue
+            out[r] |= dyadic_rounding_flags(abs(n), x, n < 0, low, fmt, dyadic(d_n, d_x))
         return out
+
+    @staticmethod
+    def _float_rounding(out, row_of, fmt, anchor, n, x, c, c_lsb, e_c, d_n, d_x, d_kind) -> np.ndarray:
+        """The rounding flags of the steps (1-D arrays, step i of vector ``row_of[i]``) that float64
+        represents exactly, ORed into ``out``; which steps those were (bool)."""
+        low = x
+        fits = np.ones(len(n), dtype=bool)
+        if anchor is None:  # C joins exactly: the total on the lower of the two grids, in int64
+            joined = c != 0
+            low = np.where(joined, np.minimum(x, e_c - C_FRACTION_BITS), x)
+            common = np.where(joined, np.minimum(x, c_lsb), x)
+            shift_n, shift_c = x - common, c_lsb - common
+            fits = ~joined | ((_bits(n) + shift_n < 61) & (_bits(c) + shift_c < 61))
+            shift_n, shift_c = np.where(fits, shift_n, 0), np.where(fits & joined, shift_c, 0)
+            n = np.where(fits, (n << shift_n) + np.where(joined, c << shift_c, 0), 0)
+            x = np.where(fits, common, x)
+        magnitude = np.abs(n)
+        top = x + _bits(magnitude) - 1
+        ulp = np.maximum(top, fmt.emin) - fmt.mantissa_bits
+        d_bottom = np.where(d_n != 0, d_x + _trailing_zeros(d_n), ulp)  # D's lowest set bit
+        base = np.minimum(np.minimum(x + _trailing_zeros(magnitude), low), np.minimum(ulp, d_bottom))
+        exact = fits & (magnitude != 0) & (d_kind == FINITE) & (top < fmt.emax) & (top + 1 - base <= 50) & (
+            base >= -1000)  # no overflow below the top binade; normal float64 exponents
+        if exact.any():
+            value = np.ldexp(magnitude[exact].astype(np.float64), x[exact].astype(np.int32))
+            lo, hi, _ = ieee_interval(value, fmt.mantissa_bits, fmt.emin, float(fmt.max_normal))
+            result = np.ldexp(d_n[exact].astype(np.float64), d_x[exact].astype(np.int32))
+            resolution = np.ldexp(1.0, low[exact].astype(np.int32))
+            words = decision_flags(value, lo, hi, resolution, result, n[exact] < 0, math.ldexp(1.0, fmt.emin))
+            np.bitwise_or.at(out, row_of[exact], words)
+        return exact  # the rest (zero totals and non-finite D included: no class) to the caller's loop
 
     def _exact_sum(self, n, x):
         """(P_n, P_x): the exact sum of the terms (n, x) of each step as P_n * 2^P_x."""
@@ -371,12 +443,19 @@ class _StepClasses:
         top_p = p_x + _bits(p_n) - 1
         maybe = finite & (p_n != 0) & (significand != 0) & (negative != (p_n < 0)) & (np.abs(top_c - top_p) <= 1)
         out = np.zeros(maybe.shape, dtype=bool)
-        for r, s in zip(*np.nonzero(maybe)):
-            c = Fraction(int(significand[r, s])) * Fraction(2) ** int(lsb[r, s])
+        for r, s in zip(*np.nonzero(maybe)):  # C and P on their common grid 2^low
+            c_x, p_exp = int(lsb[r, s]), int(p_x[r, s])
+            low = min(c_x, p_exp)
+            c = int(significand[r, s]) << (c_x - low)
             c = -c if negative[r, s] else c
-            p = Fraction(int(p_n[r, s])) * Fraction(2) ** int(p_x[r, s])
-            out[r, s] = abs(c + p) * 2**CANCELLATION_BITS <= abs(c)
+            p = int(p_n[r, s]) << (p_exp - low)
+            out[r, s] = abs(c + p) << CANCELLATION_BITS <= abs(c)
         return out
+
+
+def _trailing_zeros(x: np.ndarray) -> np.ndarray:
+    """Trailing zero bits of x > 0 (int64 below 2^62); 0 for 0."""
+    return np.where(x > 0, _bits(x & -x) - 1, 0)
 
 
 def _bits(x: np.ndarray) -> np.ndarray:
