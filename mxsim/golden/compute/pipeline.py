@@ -100,9 +100,11 @@ class Plan:
             "from_catalogue": self.from_catalogue,
             "beyond_catalogue": None if total is None else total - self.from_catalogue,
             "rule": "lines 1..C are the catalogue in order (exhaustive, directed, then the level's random); line "
-                    f"C + 1 + {RUN}r + j (j < {RUN}) is random, draw j of random.Random('mxsim-golden:<seed>:<kind>:"
-                    "<suite>:random:<r>'); a count below C keeps the first count lines of the catalogue "
-                    "(mxsim.golden.compute.pipeline)",
+                    f"C + 1 + {RUN}r + j (j < {RUN}) is random, draw j of run r from the string "
+                    "'mxsim-golden:<seed>:<kind>:<suite>:random:<r>': random.Random(string) one vector at a time, or "
+                    "for the kinds that draw a run at once (dot, dotgeneral, quantize) NumPy's PCG64 seeded with the "
+                    "first 16 bytes of SHA-256(string) as a little-endian integer; a count below C keeps the first "
+                    "count lines of the catalogue (mxsim.golden.compute.pipeline)",
         }
 
 
