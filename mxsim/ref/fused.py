@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import chain
 
 from ..options.accumulate import FP32_EMIN, Accumulator
@@ -140,7 +140,7 @@ def fused_step_details(
     prods, anchors = [], []
     for a, b in zip(blocks_a, blocks_b):
         block = block_products(a.codes, a.subscales, fmt_a, b.codes, b.subscales, fmt_b)
-        prods += [(s, m, e + offset, kind) for s, m, e, kind in block]
+        prods += [(s, m, e + offset, kind) for s, m, e, kind in block] if offset else block
         if accumulator.zero_exponent is not None:
             anchors += _zero_read_exponents(a, b, fmt_a, fmt_b, accumulator.zero_exponent, offset)
     ops = _Operands(
@@ -188,6 +188,14 @@ class _Operands:
     frac: int
     anchors: list[int] | None = None
 
+    @cached_property
+    def specials_before(self) -> list[int]:
+        """How many products before index i are not finite (NaN or Inf), for i = 0 .. len(products)."""
+        counts = [0]
+        for _, _, _, kind in self.products:
+            counts.append(counts[-1] + (kind != "finite"))
+        return counts
+
 
 def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> FusedStep:
     """The step over products [first, last) with accumulator input ``c``. Terms and cuts are exact
@@ -195,10 +203,11 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
     made once from their sums."""
     blocks = range(first // ops.k, (last - 1) // ops.k + 1)
     nan_scale = any(ops.scales_a[i].nan or ops.scales_b[i].nan for i in blocks)
-    kinds = chain(((sign, kind) for sign, _, _, kind in ops.products[first:last]), [(c.sign, c.kind)])
-    outcome = special(kinds, nan_scale)
-    if outcome is not None:
-        return FusedStep(round_output(outcome, acc), c, special=True)
+    if nan_scale or not c.is_finite or ops.specials_before[last] != ops.specials_before[first]:
+        kinds = chain(((sign, kind) for sign, _, _, kind in ops.products[first:last]), [(c.sign, c.kind)])
+        outcome = special(kinds, nan_scale)  # (finite terms and a finite C have no special outcome)
+        if outcome is not None:
+            return FusedStep(round_output(outcome, acc), c, special=True)
     terms = _terms(ops, first, last, acc)
     e_c = _c_exponent(c, acc)
     values = [(n, x) for n, x, _, _ in terms]

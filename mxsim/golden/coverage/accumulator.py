@@ -62,7 +62,10 @@ def _cancels(c: Exact, products: Fraction) -> bool:
     """C nonzero and finite, products nonzero, and |C + products| <= 2^-CANCELLATION_BITS |C|."""
     if not (c.is_finite and c.magnitude and products):
         return False
-    return abs(c.value + products) * 2**CANCELLATION_BITS <= c.magnitude
+    # |C + P| * 2^bits <= |C| with C = cn / cd, P = pn / pd, both sides times cd * pd > 0: integers only
+    cn, cd = c.magnitude.numerator, c.magnitude.denominator
+    pn, pd = products.numerator, products.denominator
+    return abs((-cn if c.sign else cn) * pd + pn * cd) << CANCELLATION_BITS <= cn * pd
 
 
 def c_classes(c: Exact, exact: Exact | None) -> set:
@@ -114,13 +117,14 @@ def step_low(step) -> int | None:
     return step.grid
 
 
-def step_rounding_classes(step, d, accumulator) -> set:
+def step_rounding_classes(step, d, accumulator, overflows: bool | None = None) -> set:
     """The decision classes (:func:`.output_rounding_classes.output_rounding_classes`) of one
     fused step's output rounding: its exact sum ``step.total`` against the output format, ``d``
-    the decoded D. A bypassed or special step, an overflow and a zero sum have none."""
+    the decoded D. A bypassed or special step, an overflow and a zero sum have none.
+    ``overflows``: whether ``step.total`` overflows, if the caller knows already."""
     if step.total is None or not step.total or not d.is_finite:
         return set()
-    if _overflows(step.total, accumulator):
+    if _overflows(step.total, accumulator) if overflows is None else overflows:
         return set()
     return output_rounding_classes(abs(step.total), step.total < 0, step_low(step), output_format(accumulator),
                                    d.magnitude)
@@ -174,13 +178,14 @@ def fused_classes(details, accumulator) -> set:
                 classes.add("c_bypass")
             elif not c.magnitude:
                 classes.add("c_zero_tiny")
-        if step.total is not None and _overflows(step.total, accumulator):
+        overflows = step.total is not None and _overflows(step.total, accumulator)
+        if overflows:
             classes.add("overflow")
             if d.is_finite:
                 classes.add("saturation")
         if d.is_finite and is_subnormal_code(step.code, storage):
             classes.add("subnormal_output")
-        classes |= step_rounding_classes(step, d, accumulator)
+        classes |= step_rounding_classes(step, d, accumulator, overflows)
         if step.nonzero and c.is_finite and c.magnitude and step.grid is not None and (
                 floor_log2_ratio(c.magnitude.numerator, c.magnitude.denominator) < step.grid):  # |C| < 2^grid
             classes.add("c_below_window")
