@@ -91,3 +91,23 @@ def test_a_format_from_another_process_hashes_as_the_same_format_here():
         there = pickle.loads(blob)
         assert there == here and hash(there) == hash(here)
         assert table[there] == "ours" and table[there.element] == "element"
+
+
+def test_the_fused_step_record_built_fast_is_the_dataclass():
+    """ref.fused builds its FusedStep records without the frozen dataclass's __init__: each equals
+    FusedStep(...) of the same fields, field for field, and stays frozen."""
+    import dataclasses
+
+    import pytest
+
+    from mxsim.ref.fused import FusedStep, _fused_step
+
+    c = Exact(1, Fraction(3, 8))
+    cases = [dict(special=True), dict(nonzero=True, products=Fraction(5, 4), cut_products=Fraction(1), c_exponent=-2,
+                                      grid=-20, total=Fraction(7, 8)),
+             dict(anchor=4, grid=-21, bypass=True)]
+    for given in cases:
+        fast, plain = _fused_step(0x3F800000, c, **given), FusedStep(0x3F800000, c, **given)
+        assert fast == plain and dataclasses.asdict(fast) == dataclasses.asdict(plain)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            fast.code = 0
