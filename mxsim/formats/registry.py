@@ -117,9 +117,9 @@ def get_format(name_or_format, kind: str | None = None):
         fmt = _LOOKED_UP.get((name_or_format, kind))
         if fmt is not None:
             return fmt
-    elif cls in _PASSED_THROUGH and name_or_format.kind in _PASSED_THROUGH[cls].get(kind, ()):
+    elif cls in _FORMAT_CLASSES and name_or_format.kind in _PASSED_THROUGH.get(kind, ()):
         return name_or_format  # a format object of an allowed kind (the other hot path)
-    if isinstance(name_or_format, (FloatFormat, IntFormat, BlockFormat)):
+    if isinstance(name_or_format, _FORMAT_CLASSES):
         fmt = name_or_format
     elif isinstance(name_or_format, str):
         key = name_or_format.strip().lower()
@@ -144,8 +144,8 @@ def get_format(name_or_format, kind: str | None = None):
 
 
 _KINDS = {"element": ("float", "int"), None: ("float", "int", "block")}
-# format class -> {kind asked for: the format kinds get_format passes through at once}
-_PASSED_THROUGH = {cls: {k: _KINDS.get(k, (k,)) for k in ("element", None, "float", "int", "block")}
-                   for cls in (FloatFormat, IntFormat, BlockFormat)}
+_FORMAT_CLASSES = (FloatFormat, IntFormat, BlockFormat)
+# kind asked for -> the format kinds get_format passes a format object of through at once
+_PASSED_THROUGH = {k: _KINDS.get(k, (k,)) for k in ("element", None, "float", "int", "block")}
 # (name as given, kind) -> format, for names that passed get_format's checks (the catalogue is fixed)
 _LOOKED_UP: dict = {}

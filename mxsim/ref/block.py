@@ -58,6 +58,7 @@ __all__ = [
     "QUARK_EPS_EXPONENT",
     "as_normal_fp32_error",
     "to_fp32",
+    "fp32_of_ratio",
     "FP32_MAX",
     "FP32_MIN_NORMAL",
 ]
@@ -86,9 +87,14 @@ def to_fp32(q, overflow: str = "ieee") -> Exact:
     Overflow gives +-Inf (``overflow='ieee'``, IEEE arithmetic) or +-FP32_MAX (``'saturate'``);
     +-Inf stays +-Inf under 'ieee' (IEEE: Inf / finite = Inf)."""
     if q.__class__ is Fraction or q.__class__ is int:  # the common case: the integer core directly
-        n, d = q.numerator, q.denominator
-        return decode(encode_ratio(abs(n), d, n < 0, _FP32, "rne", overflow), _FP32)
+        return fp32_of_ratio(q.numerator, q.denominator, overflow)
     return decode(encode(to_exact(q), _FP32, "rne", overflow), _FP32)
+
+
+def fp32_of_ratio(numerator: int, denominator: int, overflow: str = "ieee") -> Exact:
+    """:func:`to_fp32` of numerator / denominator (integers, denominator > 0, not necessarily
+    reduced; a zero numerator gives +0)."""
+    return decode(encode_ratio(abs(numerator), denominator, numerator < 0, _FP32, "rne", overflow), _FP32)
 
 
 def nvfp4_tensor_scale(tensor_amax: Fraction, options: QuantizeOptions = QuantizeOptions()) -> Fraction:

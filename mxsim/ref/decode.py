@@ -45,24 +45,26 @@ def decode(code: int, fmt) -> Exact:
     """
     fmt = get_format(fmt, kind="element")
     code = _check_code(code, fmt)
+    kept = _kept(fmt)
     if fmt.width <= TABLE_BITS:
-        held = _TABLES.get(id(fmt))  # by identity: hashing a format dataclass costs more than decoding
-        if held is None or held[0] is not fmt:
-            if len(_TABLES) >= _TABLES_HELD:
-                _TABLES.clear()
-            held = _TABLES[id(fmt)] = (fmt, code_table(fmt))
-        return held[1][code]
-    held = _TABLES.get(id(fmt))  # wider formats: the values decoded lately (a result is often read again)
+        return kept[code]
+    value = kept.get(code)  # a wide format: the values decoded lately (a result is often read again)
+    if value is None:
+        if len(kept) >= _RECENT_HELD:
+            kept.clear()
+        value = kept[code] = _decode_code(code, fmt)
+    return value
+
+
+def _kept(fmt):
+    """The values :func:`decode` keeps for ``fmt``, found by identity (hashing a format costs more
+    than decoding): its :func:`code_table`, or a dict code -> value of a wide format."""
+    held = _TABLES.get(id(fmt))
     if held is None or held[0] is not fmt:
         if len(_TABLES) >= _TABLES_HELD:
             _TABLES.clear()
-        held = _TABLES[id(fmt)] = (fmt, {})
-    value = held[1].get(code)
-    if value is None:
-        if len(held[1]) >= _RECENT_HELD:
-            held[1].clear()
-        value = held[1][code] = _decode_code(code, fmt)
-    return value
+        held = _TABLES[id(fmt)] = (fmt, code_table(fmt) if fmt.width <= TABLE_BITS else {})
+    return held[1]
 
 
 _TABLES_HELD = 256  # format objects whose values decode keeps at hand (then it starts again)

@@ -12,15 +12,12 @@ X = 8: the code shifted left by 23 - Y, its low bits 0).
 from __future__ import annotations
 
 
-from ..formats import get_format
 from ..options import Accumulator
 from ..options.accumulate import output_float_format
-from .block import to_fp32
+from .block import fp32_of_ratio, to_fp32
 from .decode import decode
 from .encode import encode_ratio
 from .exact import Exact, Number, to_exact
-
-_FP32 = get_format("fp32")
 
 __all__ = ["output_format", "storage_format", "round_output", "output_value", "fp32_add", "fp32_bits", "fp32_input"]
 
@@ -103,7 +100,7 @@ def fp32_add(x: Exact, y: Exact) -> Exact:
     total = nx + ny
     if total == 0:  # exact zero: -0 only for (-0) + (-0)
         return Exact(int(x.sign and y.sign and x.is_zero and y.is_zero))
-    return decode(encode_ratio(abs(total), max(dx, dy), total < 0, _FP32, "rne", "ieee"), _FP32)
+    return fp32_of_ratio(total, max(dx, dy))
 
 
 def fp32_bits(bits: int) -> Exact:

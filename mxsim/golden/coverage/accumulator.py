@@ -14,7 +14,7 @@ from ..values import code_sets, decode, is_subnormal_code
 from .output_rounding import output_rounding_classes
 
 __all__ = [
-    "CANCELLATION_BITS", "c_classes", "dyadic_overflows", "element_classes", "block_low",
+    "CANCELLATION_BITS", "c_classes", "cancels", "dyadic_overflows", "element_classes", "block_low",
     "block_rounding_classes", "fused_classes", "step_low", "step_rounding_classes",
 ]
 
@@ -58,14 +58,19 @@ def element_classes(a, b, fmt_a, fmt_b, products=None) -> set:
     return classes
 
 
+def cancels(c_num: int, c_den: int, p_num: int, p_den: int) -> bool:
+    """The ``c_cancellation`` test |C + P| * 2^CANCELLATION_BITS <= |C| of C = c_num / c_den and
+    P = p_num / p_den (signed numerators, positive denominators, not necessarily reduced): both
+    sides multiplied by c_den * p_den, integers only."""
+    return abs(c_num * p_den + p_num * c_den) << CANCELLATION_BITS <= abs(c_num) * p_den
+
+
 def _cancels(c: Exact, products: Fraction) -> bool:
-    """C nonzero and finite, products nonzero, and |C + products| <= 2^-CANCELLATION_BITS |C|."""
+    """C nonzero and finite, products nonzero, and :func:`cancels`."""
     if not (c.is_finite and c.magnitude and products):
         return False
-    # |C + P| * 2^bits <= |C| with C = cn / cd, P = pn / pd, both sides times cd * pd > 0: integers only
-    cn, cd = c.magnitude.numerator, c.magnitude.denominator
-    pn, pd = products.numerator, products.denominator
-    return abs((-cn if c.sign else cn) * pd + pn * cd) << CANCELLATION_BITS <= cn * pd
+    cn = c.magnitude.numerator
+    return cancels(-cn if c.sign else cn, c.magnitude.denominator, products.numerator, products.denominator)
 
 
 def c_classes(c: Exact, exact: Exact | None) -> set:

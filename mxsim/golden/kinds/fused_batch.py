@@ -42,11 +42,11 @@ from ...fast.encode import floor_log2_int64
 from ...fast.fused import dot_general_steps
 from ...fast.output import fp32_words
 from ...formats import get_format
-from ...ref.exact import Exact
+from ...ref.exact import Exact, dyadic
 from ...ref.fused import scale_parts
 from ...ref.output import output_format, storage_format
 from ...ref.terms import element_term, frac_bits
-from ..coverage.accumulator import C_FRACTION_BITS, CANCELLATION_BITS, dyadic_overflows
+from ..coverage.accumulator import C_FRACTION_BITS, cancels, dyadic_overflows
 from ..coverage.output_rounding import dyadic_rounding_flags
 from ..coverage.rounding import decision_flags, ieee_interval
 from .batch import FloatBits, add_operand_classes, bit, code_table, compute_each, dyadic_differ, pack_items
@@ -106,11 +106,6 @@ def output_parts(codes: np.ndarray, acc):
     special) of :func:`mxsim.fast.dot.float32_parts`: a finite value is exactly (-1)^negative *
     significand * 2^exponent (every output value is an fp32 value, :func:`mxsim.fast.output.fp32_words`)."""
     return float32_parts(fp32_words(np.asarray(codes), acc).astype(np.uint32).view(np.float32))
-
-
-def dyadic(significand: int, exponent: int) -> Fraction:
-    """significand * 2^exponent as a Fraction (significand >= 0)."""
-    return Fraction(significand << exponent) if exponent >= 0 else Fraction(significand, 1 << -exponent)
 
 
 def exact_outputs(codes: np.ndarray, acc) -> list[Exact]:
@@ -436,7 +431,7 @@ class _StepClasses:
         return np.where(n < 0, -q, q).sum(axis=2)
 
     def _cancels(self, negative, significand, lsb, p_n, p_x, finite):
-        """|C + P| * 2^CANCELLATION_BITS <= |C| with C = +-significand * 2^lsb and P = p_n * 2^p_x
+        """:func:`..coverage.accumulator.cancels` of C = +-significand * 2^lsb and P = p_n * 2^p_x
         both nonzero: no where they have one sign or their top bits are two or more binades apart,
         exactly (Python integers) elsewhere."""
         top_c = lsb + _bits(significand) - 1
@@ -449,7 +444,7 @@ class _StepClasses:
             c = int(significand[r, s]) << (c_x - low)
             c = -c if negative[r, s] else c
             p = int(p_n[r, s]) << (p_exp - low)
-            out[r, s] = abs(c + p) << CANCELLATION_BITS <= abs(c)
+            out[r, s] = cancels(c, 1, p, 1)
         return out
 
 

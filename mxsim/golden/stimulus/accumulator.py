@@ -56,7 +56,7 @@ def with_c(suite, rows, rng: random.Random):
 
 def add_c_each(suite, rows: list[dict], rng: random.Random) -> list[dict]:
     """Every vector of ``rows`` with a C (:func:`add_c`, drawn in turn from ``rng``), aimed at the
-    first steps' D of all of them from one :meth:`~..kinds.dot.DotSuite.first_step_codes` call
+    first steps' D of all of them from one :meth:`~..kinds.dot.DotSuite.first_step_values` call
     (where it gives None, e.g. separate accumulation: from the reference, vector by vector)."""
     firsts = suite.first_step_values(rows)
     if firsts is None:
