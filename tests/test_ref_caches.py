@@ -14,7 +14,7 @@ from mxsim.formats import get_format
 from mxsim.ref.block import to_fp32
 from mxsim.ref.decode import decode
 from mxsim.ref.exact import Exact
-from mxsim.ref.output import fp32_add
+from mxsim.ref.output import fp32_add, fp32_add_dyadic
 
 FP32 = get_format("fp32")
 decode_module = importlib.import_module("mxsim.ref.decode")  # the module (mxsim.ref exports the function)
@@ -60,6 +60,30 @@ def test_fp32_add_of_an_exact_term_rounds_the_exact_sum_once():
         total = x.value + y.value
         want = Exact(int(x.sign and y.sign and x.is_zero and y.is_zero)) if total == 0 else to_fp32(total)
         assert fp32_add(x, y) == want, (x, y)
+
+
+def test_fp32_add_dyadic_is_the_exact_sum_rounded_once():
+    """The integer core (sign, n, e) = (-1)^sign * n * 2^e: the exact sum rounded once to fp32 (to_fp32 of
+    the Fraction), an exact zero +0 unless both are -0, +-Inf past the largest value; operands from
+    2^-200 to beyond 2^128 and sums of at most 24 bits at the edges (2^-149, 2^128) included."""
+    rng = random.Random(11)
+    cases = [((0, 1, -149), (0, 1, -149)), ((0, 1, -150), (0, 0, 0)), ((0, 3, -151), (1, 0, 5)),
+             ((0, 1, 127), (0, 1, 127)), ((0, (1 << 24) - 1, 104), (0, 1, 104)), ((0, (1 << 23) + 1, 105), (0, 0, 0)),
+             ((0, 1, 104), (0, (1 << 24) - 2, 104)), ((1, 0, 0), (1, 0, 9)), ((1, 0, 0), (0, 0, 0)), ((0, 5, 3), (1, 5, 3))]
+    for _ in range(20000):
+        cases.append(tuple((rng.getrandbits(1), rng.getrandbits(rng.randrange(0, 31)), rng.randrange(-200, 131))
+                           for _ in range(2)))
+    for x, y in cases:
+        total = sum(Fraction(-n if s else n) * Fraction(2) ** e for s, n, e in (x, y))
+        sign, n, e = fp32_add_dyadic(x, y)
+        if total == 0:
+            assert (sign, n) == (int(x[0] and y[0] and not x[1] and not y[1]), 0), (x, y)
+            continue
+        want = to_fp32(total)
+        if want.is_inf:
+            assert (sign, n) == (want.sign, None), (x, y)
+        else:
+            assert Exact(sign, Fraction(n) * Fraction(2) ** e) == want, (x, y)
 
 
 def test_decode_keeps_a_bounded_number_of_wide_values_and_they_are_the_decoded_ones():

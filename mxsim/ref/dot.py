@@ -39,7 +39,7 @@ from .block import QuantizedBlock, check_block
 from .decode import decode
 from .exact import Exact, Number, dyadic, floor_log2
 from .fused import check_tensor_scales, fused_steps
-from .output import fp32_add, fp32_bits, fp32_input, output_value, round_output
+from .output import fp32_add, fp32_add_dyadic, fp32_bits, fp32_input, output_value, round_output
 from .round import CUT_ROUNDING, round_shift
 from .terms import Term, block_products, block_terms, element_term, frac_bits, min_exponent, special
 
@@ -185,23 +185,33 @@ def _aligned_register(products, frac: int, anchor: int, accumulator: Accumulator
 
 def _fp32_register(products, frac: int) -> tuple[Exact, int, int]:
     """The fp32 chain over every product in index order (IEEE, nearest-even per addition), and
-    the register as (significand, lsb_exponent); (0, 0) if it is not finite."""
-    total = Exact(0)
+    the register as (significand, lsb_exponent); (0, 0) if it is not finite. The chain runs on
+    dyadic integers (:func:`~mxsim.ref.output.fp32_add_dyadic`) until a NaN or Inf product, or an
+    overflow, makes it special; then on :class:`Exact` values (:func:`~mxsim.ref.output.fp32_add`)."""
+    register, total = (0, 0, 0), None  # +0; total: the chain's Exact value once it is special
     for sign, magnitude, e, kind in products:
+        if total is None and kind == "finite":
+            register = fp32_add_dyadic(register, (sign, magnitude, e - frac))  # exact: each addition rounds once
+            if register[1] is None:
+                total = Exact.inf(register[0])
+            continue
+        if total is None:
+            total = Exact.trusted(register[0], dyadic(register[1], register[2]))
         if kind == "nan":
             term = Exact.nan()
         elif kind == "inf":
             term = Exact.inf(sign)
         else:
-            term = Exact.trusted(sign, dyadic(magnitude, e - frac))  # exact: each addition rounds once
+            term = Exact.trusted(sign, dyadic(magnitude, e - frac))
         total = fp32_add(total, term)
-    if not total.is_finite:
+    if total is not None:  # NaN or Inf: no finite term brings it back
         return total, 0, 0
-    if total.is_zero:
+    sign, n, e = register
+    if not n:
         return Exact(0), 0, FP32_MIN_EXPONENT - FP32_ULP_SHIFT
-    lsb = max(floor_log2(total.magnitude), FP32_MIN_EXPONENT) - FP32_ULP_SHIFT
-    significand = (total.magnitude * dyadic(1, -lsb)).numerator
-    return total, -significand if total.sign else significand, lsb
+    lsb = max(n.bit_length() - 1 + e, FP32_MIN_EXPONENT) - FP32_ULP_SHIFT
+    significand = n << (e - lsb) if e >= lsb else n >> (lsb - e)  # exact: an fp32 value lies on its ulp grid
+    return Exact.trusted(sign, dyadic(n, e)), -significand if sign else significand, lsb
 
 
 def block_register(prods, fmt_a, fmt_b, accumulator: Accumulator) -> tuple[int, int, int]:

@@ -17,9 +17,11 @@ from ..options.accumulate import output_float_format
 from .block import fp32_of_ratio, to_fp32
 from .decode import decode
 from .encode import encode_ratio
-from .exact import Exact, Number, to_exact
+from .exact import Exact, Number, dyadic, to_exact
 
-__all__ = ["output_format", "storage_format", "round_output", "output_value", "fp32_add", "fp32_bits", "fp32_input"]
+__all__ = [
+    "output_format", "storage_format", "round_output", "output_value", "fp32_add", "fp32_add_dyadic", "fp32_bits", "fp32_input",
+]
 
 
 def output_format(accumulator: Accumulator):
@@ -94,13 +96,33 @@ def fp32_add(x: Exact, y: Exact) -> Exact:
         if total == 0:  # exact zero: -0 only for (-0) + (-0)
             return Exact(int(x.sign and y.sign and x.is_zero and y.is_zero))
         return to_fp32(total)
-    # n / 2^a + m / 2^b on the grid 2^-max(a, b): integers only
-    shift = dx.bit_length() - dy.bit_length()
-    nx, ny = (-nx if x.sign else nx) << max(-shift, 0), (-ny if y.sign else ny) << max(shift, 0)
-    total = nx + ny
-    if total == 0:  # exact zero: -0 only for (-0) + (-0)
-        return Exact(int(x.sign and y.sign and x.is_zero and y.is_zero))
-    return fp32_of_ratio(total, max(dx, dy))
+    sign, n, e = fp32_add_dyadic((x.sign, nx, 1 - dx.bit_length()), (y.sign, ny, 1 - dy.bit_length()))
+    return Exact.inf(sign) if n is None else Exact.trusted(sign, dyadic(n, e))
+
+
+def fp32_add_dyadic(x: tuple[int, int, int], y: tuple[int, int, int]) -> tuple[int, int | None, int]:
+    """:func:`fp32_add` of two finite dyadic values given as (sign, n, e), the value
+    (-1)^sign * n * 2^e (n >= 0 an integer; a zero keeps its sign): integers only. Returns the
+    sum as (sign, n, e), or (sign, None, 0) when it overflows to +-Inf. An exact zero sum is +0,
+    -0 only for (-0) + (-0); a sum fp32 holds exactly (at most 24 significant bits on a grid of
+    2^-149 or coarser, below 2^128) is returned as it is, any other is rounded by the encoder."""
+    (sx, nx, ex), (sy, ny, ey) = x, y
+    grid = min(ex, ey)
+    total = (-nx if sx else nx) << (ex - grid)
+    total += (-ny if sy else ny) << (ey - grid)
+    if total == 0:
+        return int(sx and sy and not nx and not ny), 0, 0
+    sign, magnitude = int(total < 0), abs(total)
+    size = magnitude.bit_length()
+    if size <= 24 and grid >= _FP32_GRID_MIN and size + grid <= 128:
+        return sign, magnitude, grid
+    rounded = fp32_of_ratio(total << grid, 1) if grid >= 0 else fp32_of_ratio(total, 1 << -grid)
+    if rounded.is_inf:
+        return sign, None, 0
+    return sign, rounded.magnitude.numerator, 1 - rounded.magnitude.denominator.bit_length()
+
+
+_FP32_GRID_MIN = -149  # fp32's smallest subnormal is 2^-149
 
 
 def fp32_bits(bits: int) -> Exact:

@@ -142,22 +142,37 @@ def _checked_codes(codes: Sequence[int], element) -> Sequence[int]:
     return [_check_code(code, element) for code in codes]
 
 
-def block_products(codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b) -> list[tuple[int, int, int, str]]:
+def block_products(codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b) -> tuple[tuple[int, int, int, str], ...]:
     """``products(block_terms(codes_a, subscales_a, fmt_a), block_terms(codes_b, subscales_b, fmt_b))``
-    of two blocks of formats ``fmt_a``, ``fmt_b`` (block format objects): for narrow elements,
-    looked up in :func:`pair_products`, then each exponent lowered by the two elements'
-    microexponents (E = E_element - tau, as :func:`element_term` folds it)."""
+    of two blocks of formats ``fmt_a``, ``fmt_b`` (block format objects), as a tuple: for narrow
+    elements, looked up in :func:`pair_products`, then each exponent lowered by the two elements'
+    microexponents (E = E_element - tau, as :func:`element_term` folds it). The last call's
+    products are kept for a call with the same tuples of codes and subscales and the same format
+    objects (a Dot and its corner classes read a block pair's products several times)."""
+    key = (codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b)
+    kept = codes_a.__class__ is subscales_a.__class__ is codes_b.__class__ is subscales_b.__class__ is tuple
+    last = _LAST_PRODUCTS[0]
+    if kept and last is not None and last[0] == key:
+        return last[1]
     ea, eb = fmt_a.element, fmt_b.element
     if ea.width > TABLE_BITS or eb.width > TABLE_BITS:
-        return products(block_terms(codes_a, subscales_a, fmt_a), block_terms(codes_b, subscales_b, fmt_b))
-    table, width_b = pair_products(ea, eb), eb.width
-    codes_a, codes_b = _checked_codes(codes_a, ea), _checked_codes(codes_b, eb)
-    result = [table[(ca << width_b) | cb] for ca, cb in zip(codes_a, codes_b)]
-    for fmt, subscales in ((fmt_a, subscales_a), (fmt_b, subscales_b)):
-        if fmt.subblocks and any(subscales):
-            size = fmt.subblock_size
-            result = [(s, m, e - subscales[i // size], kind) for i, (s, m, e, kind) in enumerate(result)]
+        result = products(block_terms(codes_a, subscales_a, fmt_a), block_terms(codes_b, subscales_b, fmt_b))
+    else:
+        table, width_b = pair_products(ea, eb), eb.width
+        codes_a, codes_b = _checked_codes(codes_a, ea), _checked_codes(codes_b, eb)
+        result = [table[(ca << width_b) | cb] for ca, cb in zip(codes_a, codes_b)]
+        for fmt, subscales in ((fmt_a, subscales_a), (fmt_b, subscales_b)):
+            if fmt.subblocks and any(subscales):
+                size = fmt.subblock_size
+                result = [(s, m, e - subscales[i // size], kind) for i, (s, m, e, kind) in enumerate(result)]
+    result = tuple(result)
+    if kept:
+        _LAST_PRODUCTS[0] = (key, result)
     return result
+
+
+# the last block_products call whose codes and subscales were tuples (immutable): (its arguments, its products)
+_LAST_PRODUCTS: list = [None]
 
 
 def special(signs_and_kinds: Iterable[tuple[int, str]], nan_scale: bool) -> Exact | None:

@@ -5,6 +5,8 @@ computed from each vector's content and the reference model's view of every step
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache, reduce
+from operator import and_, or_
 
 from ...ref import dot as ref_dot
 from ...ref.encode import encode
@@ -25,37 +27,64 @@ def element_classes(a, b, fmt_a, fmt_b, products=None) -> set:
     """The classes of one block pair's inputs: NaN/Inf elements, an all-zero pair, products of both
     signs, scale codes at the edges or NaN, largest elements, MXINT8 -2, subnormal products.
     ``products``: the pair's :func:`mxsim.ref.dot.block_products` if the caller has them (else
-    computed here). Element classes come from the per-code sets of :func:`..values.code_sets`."""
+    computed here). Element classes come from the per-code sets of :func:`..values.code_sets`
+    (as one bit word per code, :func:`_code_bits`: the classes of a block are the OR of its codes'
+    words, "every code zero" the AND)."""
     classes = set()
-    sets_a, sets_b = code_sets(fmt_a.element), code_sets(fmt_b.element)
+    bits_a, bits_b = _code_bits(fmt_a.element), _code_bits(fmt_b.element)
     if products is None:
         products = ref_dot.block_products(a.codes, a.subscales, fmt_a, b.codes, b.subscales, fmt_b)
-    # (code a, code b, sign) of the products of two finite nonzero elements: kind finite, Ma * Mb > 0
-    live = [(ca, cb, sign) for ca, cb, (sign, magnitude, _, kind) in zip(a.codes, b.codes, products)
-            if kind == "finite" and magnitude]
-    for name in ("nan", "inf"):
-        if not (sets_a[name].isdisjoint(a.codes) and sets_b[name].isdisjoint(b.codes)):
-            classes.add(name)
-    for side, sets, block in (("a", sets_a, a), ("b", sets_b, b)):
-        if not sets["inf"].isdisjoint(block.codes):
-            classes.add(f"inf_{side}")  # element Inf per operand (contract 3.3 (5))
-    if sets_a["zero"].issuperset(a.codes) and sets_b["zero"].issuperset(b.codes):
+    any_a, all_a = _or_and(bits_a, a.codes)
+    any_b, all_b = _or_and(bits_b, b.codes)
+    if (any_a | any_b) & _NAN:
+        classes.add("nan")
+    if (any_a | any_b) & _INF:
+        classes.add("inf")
+        if any_a & _INF:
+            classes.add("inf_a")  # element Inf per operand (contract 3.3 (5))
+        if any_b & _INF:
+            classes.add("inf_b")
+    if all_a & all_b & _ZERO:
         classes.add("all_zero")
-    if len({sign for _, _, sign in live}) == 2:
-        classes.add("mixed_signs")
-    for fmt, block, sets in ((fmt_a, a, sets_a), (fmt_b, b, sets_b)):
+    if (any_a | any_b) & _MAX:
+        classes.add("max")
+    if (any_a | any_b) & _NEG2:
+        classes.add("int8_neg2")
+    for fmt, block in ((fmt_a, a), (fmt_b, b)):
         if block.scale in code_sets(fmt.scale)["nan"]:
             classes.add("scale_nan")
         elif fmt.scale.name == "e8m0" and block.scale in (0, 0xFE):
             classes.add("scale_min" if block.scale == 0 else "scale_max")
-        if not sets["max"].isdisjoint(block.codes):
-            classes.add("max")
-        if not sets["neg2"].isdisjoint(block.codes):
-            classes.add("int8_neg2")
-    codes_a, codes_b, _ = zip(*live) if live else ((), (), ())
-    if not (sets_a["subnormal"].isdisjoint(codes_a) and sets_b["subnormal"].isdisjoint(codes_b)):
+    # the products of two finite nonzero elements (kind finite, Ma * Mb > 0): their signs, and
+    # whether one has a subnormal element
+    signs, subnormal = set(), False
+    for ca, cb, (sign, magnitude, _, kind) in zip(a.codes, b.codes, products):
+        if magnitude and kind == "finite":
+            signs.add(sign)
+            subnormal = subnormal or (bits_a[ca] | bits_b[cb]) & _SUBNORMAL
+    if len(signs) == 2:
+        classes.add("mixed_signs")
+    if subnormal:
         classes.add("subnormal_product")
     return classes
+
+
+_NAN, _INF, _ZERO, _MAX, _NEG2, _SUBNORMAL = (1 << i for i in range(6))
+_SET_BITS = {"nan": _NAN, "inf": _INF, "zero": _ZERO, "max": _MAX, "neg2": _NEG2, "subnormal": _SUBNORMAL}
+
+
+@lru_cache(maxsize=64)
+def _code_bits(element) -> tuple[int, ...]:
+    """For every code of an element format, the word of the :func:`..values.code_sets` it is in
+    (``_NAN`` ... ``_SUBNORMAL``)."""
+    sets = code_sets(element)
+    return tuple(sum(bit for name, bit in _SET_BITS.items() if code in sets[name]) for code in range(1 << element.width))
+
+
+def _or_and(bits: tuple[int, ...], codes) -> tuple[int, int]:
+    """(OR, AND) of the words of ``codes`` (AND of no codes: every bit)."""
+    words = [bits[code] for code in codes]
+    return reduce(or_, words, 0), reduce(and_, words, -1)
 
 
 def cancels(c_num: int, c_den: int, p_num: int, p_den: int) -> bool:
