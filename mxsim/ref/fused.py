@@ -223,8 +223,10 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
     terms = _terms(ops, first, last, acc)
     e_c = _c_exponent(c, acc)
     values = [(n, x) for n, x, _, _ in terms]
-    found = {"c": c, "nonzero": any(counts for _, _, _, counts in terms), "products": _dyadic_sum(values),
-             "c_exponent": e_c}
+    base = min([x for _, x in values], default=0)  # the products' exact sum: units of 2^base
+    units = sum([n << (x - base) for n, x in values])
+    products = _fraction(units, base)
+    found = {"c": c, "nonzero": any(counts for _, _, _, counts in terms), "products": products, "c_exponent": e_c}
     if acc.sum_frac_bits is not None:
         anchor, grid, products, cut, total = _late_join(terms, c, e_c, acc)
         if acc.zero_product_sum == "pass_c" and products == 0:
@@ -235,8 +237,11 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
     if acc.anchor == "max":
         anchor = max([e_c] + [exponent for _, _, exponent, counts in terms if counts])
         grid = anchor - acc.frac_bits
-        cut_units = _cut_sum(values, grid, acc.shift_rounding)
-        cut = _fraction(cut_units, grid)
+        if base >= grid:  # no term below the grid: the cut is exact
+            cut_units, cut = units << (base - grid), products
+        else:
+            cut_units = _cut_sum(values, grid, acc.shift_rounding)
+            cut = _fraction(cut_units, grid)
         if acc.zero_product_sum == "pass_c" and cut == 0:  # D = C, its sign included
             return _fused_step(round_output(c, acc), anchor=anchor, grid=grid, **found)
         total = _fraction(_cut_sum([_dyadic(c.value)], grid, acc.shift_rounding) + cut_units, grid)
@@ -244,7 +249,7 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
     else:
         block = first // ops.k
         grid = ops.scales_a[block].exponent + ops.scales_b[block].exponent - acc.frac_bits
-        cut = _fraction(_cut_sum(values, grid, acc.shift_rounding), grid)
+        cut = products if base >= grid else _fraction(_cut_sum(values, grid, acc.shift_rounding), grid)
         if acc.bypass is not None and (e_c - FP32_FRACTION_BITS) - grid > acc.bypass:
             # D = C unchanged (C itself for an fp32 output, -0 included)
             return _fused_step(round_output(c, acc), grid=grid, cut_products=cut, bypass=True, **found)
@@ -338,14 +343,6 @@ def _dyadic(q: Fraction) -> tuple[int, int]:
 def _fraction(n: int, x: int) -> Fraction:
     """n * 2^x as a Fraction."""
     return Fraction(n << x) if x >= 0 else Fraction(n, 1 << -x)
-
-
-def _dyadic_sum(values: list[tuple[int, int]]) -> Fraction:
-    """The exact sum of the dyadic values (n, x) = n * 2^x, as a Fraction."""
-    if not values:
-        return Fraction(0)
-    base = min(x for _, x in values)
-    return _fraction(sum(n << (x - base) for n, x in values), base)
 
 
 def _c_exponent(c: Exact, acc: Accumulator) -> int:

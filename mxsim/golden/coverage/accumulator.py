@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from functools import lru_cache, reduce
-from operator import and_, or_
+from operator import or_
 
 from ...ref import dot as ref_dot
 from ...ref.encode import encode
@@ -29,26 +29,27 @@ def element_classes(a, b, fmt_a, fmt_b, products=None) -> set:
     ``products``: the pair's :func:`mxsim.ref.dot.block_products` if the caller has them (else
     computed here). Element classes come from the per-code sets of :func:`..values.code_sets`
     (as one bit word per code, :func:`_code_bits`: the classes of a block are the OR of its codes'
-    words, "every code zero" the AND)."""
+    words; "every code zero" is no word with `_NOT_ZERO`)."""
     classes = set()
     bits_a, bits_b = _code_bits(fmt_a.element), _code_bits(fmt_b.element)
     if products is None:
         products = ref_dot.block_products(a.codes, a.subscales, fmt_a, b.codes, b.subscales, fmt_b)
-    any_a, all_a = _or_and(bits_a, a.codes)
-    any_b, all_b = _or_and(bits_b, b.codes)
-    if (any_a | any_b) & _NAN:
+    word_a = reduce(or_, map(bits_a.__getitem__, a.codes), 0)
+    word_b = reduce(or_, map(bits_b.__getitem__, b.codes), 0)
+    word = word_a | word_b
+    if word & _NAN:
         classes.add("nan")
-    if (any_a | any_b) & _INF:
+    if word & _INF:
         classes.add("inf")
-        if any_a & _INF:
+        if word_a & _INF:
             classes.add("inf_a")  # element Inf per operand (contract 3.3 (5))
-        if any_b & _INF:
+        if word_b & _INF:
             classes.add("inf_b")
-    if all_a & all_b & _ZERO:
+    if not word & _NOT_ZERO:
         classes.add("all_zero")
-    if (any_a | any_b) & _MAX:
+    if word & _MAX:
         classes.add("max")
-    if (any_a | any_b) & _NEG2:
+    if word & _NEG2:
         classes.add("int8_neg2")
     for fmt, block in ((fmt_a, a), (fmt_b, b)):
         if block.scale in code_sets(fmt.scale)["nan"]:
@@ -57,34 +58,27 @@ def element_classes(a, b, fmt_a, fmt_b, products=None) -> set:
             classes.add("scale_min" if block.scale == 0 else "scale_max")
     # the products of two finite nonzero elements (kind finite, Ma * Mb > 0): their signs, and
     # whether one has a subnormal element
-    signs, subnormal = set(), False
-    for ca, cb, (sign, magnitude, _, kind) in zip(a.codes, b.codes, products):
-        if magnitude and kind == "finite":
-            signs.add(sign)
-            subnormal = subnormal or (bits_a[ca] | bits_b[cb]) & _SUBNORMAL
-    if len(signs) == 2:
+    if len({sign for sign, magnitude, _, kind in products if magnitude and kind == "finite"}) == 2:
         classes.add("mixed_signs")
-    if subnormal:
+    if word & _SUBNORMAL and any(
+            (bits_a[ca] | bits_b[cb]) & _SUBNORMAL
+            for ca, cb, (_, magnitude, _, kind) in zip(a.codes, b.codes, products) if magnitude and kind == "finite"):
         classes.add("subnormal_product")
     return classes
 
 
-_NAN, _INF, _ZERO, _MAX, _NEG2, _SUBNORMAL = (1 << i for i in range(6))
-_SET_BITS = {"nan": _NAN, "inf": _INF, "zero": _ZERO, "max": _MAX, "neg2": _NEG2, "subnormal": _SUBNORMAL}
+_NAN, _INF, _NOT_ZERO, _MAX, _NEG2, _SUBNORMAL = (1 << i for i in range(6))
 
 
 @lru_cache(maxsize=64)
 def _code_bits(element) -> tuple[int, ...]:
-    """For every code of an element format, the word of the :func:`..values.code_sets` it is in
-    (``_NAN`` ... ``_SUBNORMAL``)."""
+    """For every code of an element format, its word of :func:`..values.code_sets` bits: ``_NAN``,
+    ``_INF``, ``_MAX``, ``_NEG2``, ``_SUBNORMAL`` for the sets it is in, ``_NOT_ZERO`` unless it
+    is in ``zero``."""
     sets = code_sets(element)
-    return tuple(sum(bit for name, bit in _SET_BITS.items() if code in sets[name]) for code in range(1 << element.width))
-
-
-def _or_and(bits: tuple[int, ...], codes) -> tuple[int, int]:
-    """(OR, AND) of the words of ``codes`` (AND of no codes: every bit)."""
-    words = [bits[code] for code in codes]
-    return reduce(or_, words, 0), reduce(and_, words, -1)
+    named = {"nan": _NAN, "inf": _INF, "max": _MAX, "neg2": _NEG2, "subnormal": _SUBNORMAL}
+    return tuple(sum(bit for name, bit in named.items() if code in sets[name]) | (0 if code in sets["zero"] else _NOT_ZERO)
+                 for code in range(1 << element.width))
 
 
 def cancels(c_num: int, c_den: int, p_num: int, p_den: int) -> bool:
