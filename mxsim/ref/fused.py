@@ -208,6 +208,11 @@ class _Operands:
             counts.append(counts[-1] + (kind != "finite"))
         return counts
 
+    @cached_property
+    def block_scales(self) -> list[tuple[int, int, int]]:
+        """:func:`_block_scale` of every block pair, in order."""
+        return [_block_scale(self, block) for block in range(len(self.scales_a))]
+
 
 def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> FusedStep:
     """The step over products [first, last) with accumulator input ``c``. Terms and cuts are exact
@@ -268,7 +273,7 @@ def _terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> list[tupl
     if acc.step_terms != "block":
         terms = []
         for block in range(first // ops.k, (last - 1) // ops.k + 1):
-            scale, scale_exponent, shift = _block_scale(ops, block)
+            scale, scale_exponent, shift = ops.block_scales[block]
             start = max(first, block * ops.k)
             products = ops.products[start : min(last, (block + 1) * ops.k)]
             if ops.anchors is not None:  # zero_exponent: every product counts, a zero element at zero_exponent
@@ -280,7 +285,7 @@ def _terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> list[tupl
     size = acc.effective_term_size(ops.k)
     terms = []
     for start in range(first, last, size):
-        scale, scale_exponent, shift = _block_scale(ops, start // ops.k)
+        scale, scale_exponent, shift = ops.block_scales[start // ops.k]
         group = ops.products[start : min(start + size, last)]
         base = min(e for _, _, e, _ in group)  # the group's sum on the grid 2^(base - frac)
         total = sum((-m if s else m) << (e - base) for s, m, e, _ in group)
