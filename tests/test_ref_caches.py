@@ -135,3 +135,31 @@ def test_the_fused_step_record_built_fast_is_the_dataclass():
         assert fast == plain and dataclasses.asdict(fast) == dataclasses.asdict(plain)
         with pytest.raises(dataclasses.FrozenInstanceError):
             fast.code = 0
+
+
+def test_block_products_keeps_its_last_call_only_for_the_same_immutable_arguments():
+    """block_products returns its last products again for the same tuples and formats, and the products of the
+    definition (products of the blocks' terms) for anything else: other codes, other sub-scales, other formats,
+    and a list of codes changed in place between two calls."""
+    from mxsim.ref.terms import block_products, block_terms, products
+
+    def definition(codes_a, subs_a, fmt_a, codes_b, subs_b, fmt_b):
+        return tuple(products(block_terms(codes_a, subs_a, fmt_a), block_terms(codes_b, subs_b, fmt_b)))
+
+    rng = random.Random(5)
+    e4m3, e5m2, mx9 = get_format("mxfp8_e4m3"), get_format("mxfp8_e5m2"), get_format("mx9")
+    a, b = tuple(rng.randrange(256) for _ in range(32)), tuple(rng.randrange(256) for _ in range(32))
+    first = block_products(a, (), e4m3, b, (), e4m3)
+    assert first == definition(a, (), e4m3, b, (), e4m3)
+    assert block_products(a, (), e4m3, b, (), e4m3) is first  # kept
+    assert block_products(a, (), e5m2, b, (), e4m3) == definition(a, (), e5m2, b, (), e4m3)  # another format
+    assert block_products(a, (), e4m3, b, (), e4m3) == first
+    b2 = b[:-1] + ((b[-1] + 1) % 256,)
+    assert block_products(a, (), e4m3, b2, (), e4m3) == definition(a, (), e4m3, b2, (), e4m3) != first
+    codes = list(a)
+    assert block_products(codes, (), e4m3, b, (), e4m3) == first
+    codes[0] = (codes[0] + 1) % 256  # changed in place: never the kept products
+    assert block_products(codes, (), e4m3, b, (), e4m3) == definition(tuple(codes), (), e4m3, b, (), e4m3)
+    m9a, m9b = tuple(rng.randrange(128) for _ in range(16)), tuple(rng.randrange(128) for _ in range(16))
+    for subs in [(0,) * 8, (1, 0, 1, 0, 1, 0, 1, 0), (1,) * 8]:
+        assert block_products(m9a, subs, mx9, m9b, (0,) * 8, mx9) == definition(m9a, subs, mx9, m9b, (0,) * 8, mx9)
