@@ -278,8 +278,8 @@ class DequantizeSuite(Suite):
             tiny = 4 * largest * Fraction(2) ** exponent < self.out.min_subnormal
             if tiny and tiny_hits is not None:
                 hits = dict(tiny_hits)
-            else:
-                hits = self._rounding_hits(exponent)
+            else:  # narrow: a value at or above the smallest normal is a normal of the output's precision (as above)
+                hits = self._rounding_hits(exponent, below_normal_only=narrow)
                 tiny_hits = hits if tiny else None
             if hits:
                 found[exponent] = hits
@@ -295,14 +295,21 @@ class DequantizeSuite(Suite):
         """The values of :attr:`_nonzero_codes`, in their order."""
         return [decode(c, self.fmt.element) for c in self._nonzero_codes]
 
-    def _rounding_hits(self, exponent: int) -> dict[int, int]:
-        """{code: its flags word of :attr:`_rounding_map`'s classes} of the codes that set one at 2^exponent."""
+    def _rounding_hits(self, exponent: int, below_normal_only: bool = False) -> dict[int, int]:
+        """{code: its flags word of :attr:`_rounding_map`'s classes} of the codes that set one at
+        2^exponent; ``below_normal_only``: of those whose value there is below the output's smallest
+        normal (the map's shortcut for narrow elements)."""
         wanted = flag_bits(["subnormal_near_tie", "zero_result_sign"] + list(BAND_CLASSES))
-        multiplier = Fraction(2) ** exponent
-        values = [Exact(x.sign, x.magnitude * multiplier) for x in self._nonzero_elements]
+        multiplier, bottom = Fraction(2) ** exponent, self.out.min_normal
+        codes, values = [], []
+        for code, element in zip(self._nonzero_codes, self._nonzero_elements):
+            x = Exact(element.sign, element.magnitude * multiplier)
+            if not (below_normal_only and x.magnitude >= bottom):
+                codes.append(code)
+                values.append(x)
         words = [round_to_output(x, self.output, self.opts) for x in values]
-        flags = self._decision_flag_words(values, words, self._nonzero_codes)
-        return {c: f & wanted for c, f in zip(self._nonzero_codes, flags) if f & wanted}
+        flags = self._decision_flag_words(values, words, codes)
+        return {c: f & wanted for c, f in zip(codes, flags) if f & wanted}
 
     def _band_rows(self) -> list[tuple[int, list[int]]]:
         """(scale code, block codes) of the per-band near-tie and underflow stimulus (conventions.md
