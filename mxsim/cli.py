@@ -64,8 +64,6 @@ from .golden import canonical as golden_canonical
 from .golden import generate_suites, suite_from_spec
 from .golden.compute.crosscheck import ReferenceDisagreement
 from .golden import verify as verify_suites
-from .golden.device import check as golden_check
-from .golden.device import explain as golden_explain
 from .golden import cluster as golden_cluster
 from .golden.storage import merge as golden_merge
 from .golden.storage import files as golden_files
@@ -468,6 +466,9 @@ def _cmd_golden_stream(args) -> None:
 
 def _cmd_golden_check(args):
     """Compare; the report on stdout; exit 1 on a mismatch and 2 on a file error (via _CheckFailed)."""
+    from .golden.device import check as golden_check  # here: the other commands start without them
+    from .golden.device import explain as golden_explain
+
     if args.errors < 0:
         raise ValueError(f"--errors={args.errors} is not allowed; expected a non-negative integer")
     fields = None if args.fields is None else [name for name in args.fields.split(",") if name]
@@ -507,6 +508,8 @@ def _cmd_golden_check(args):
 def _stdin_of_suite(suite_dir) -> bytes:
     """stdin, kept for --explain: at most what the suite's stream can take (its lines with flags and
     a MiB of comment lines); more is an error, read no further (``stream --forever`` never ends)."""
+    from .golden.device import check as golden_check
+
     try:
         manifest, suite = golden_check.load_suite(suite_dir)
     except ValueError as error:

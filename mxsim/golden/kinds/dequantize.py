@@ -264,21 +264,22 @@ class DequantizeSuite(Suite):
         other formats."""
         if not self._single_level():
             return {}
-        magnitudes = [decode(c, self.fmt.element).magnitude for c in self._nonzero_codes]
+        magnitudes = [x.magnitude for x in self._nonzero_elements]
         narrow = max(_significant_bits(m) for m in magnitudes) <= self.out.mantissa_bits + 1
+        smallest, largest = min(magnitudes), max(magnitudes)
         low, high = EXPONENT_RANGE[self.scale_encoding]
         found, tiny_hits = {}, None
         for exponent in range(low, high + 1):
-            if narrow and min(magnitudes) * Fraction(2) ** exponent >= self.out.min_normal:
+            if narrow and smallest * Fraction(2) ** exponent >= self.out.min_normal:
                 continue  # every value a normal of the output's precision, or beyond its range: no near-tie, no zero
             # every value below a quarter of the smallest subnormal s: each lies in [0, s) short of any
             # near-tie, rounds (nearest-even) to a zero of its sign, and so has the same classes at every
             # such exponent: those of the first
-            tiny = 4 * max(magnitudes) * Fraction(2) ** exponent < self.out.min_subnormal
+            tiny = 4 * largest * Fraction(2) ** exponent < self.out.min_subnormal
             if tiny and tiny_hits is not None:
                 hits = dict(tiny_hits)
-            else:
-                hits = self._rounding_hits(exponent)
+            else:  # narrow: a value at or above the smallest normal is a normal of the output's precision (as above)
+                hits = self._rounding_hits(exponent, below_normal_only=narrow)
                 tiny_hits = hits if tiny else None
             if hits:
                 found[exponent] = hits
@@ -289,15 +290,26 @@ class DequantizeSuite(Suite):
         element = self.fmt.element
         return [c for c in range(1 << element.width) if decode(c, element).is_finite and decode(c, element).magnitude]
 
-    def _rounding_hits(self, exponent: int) -> dict[int, int]:
-        """{code: its flags word of :attr:`_rounding_map`'s classes} of the codes that set one at 2^exponent."""
+    @cached_property
+    def _nonzero_elements(self) -> list[Exact]:
+        """The values of :attr:`_nonzero_codes`, in their order."""
+        return [decode(c, self.fmt.element) for c in self._nonzero_codes]
+
+    def _rounding_hits(self, exponent: int, below_normal_only: bool = False) -> dict[int, int]:
+        """{code: its flags word of :attr:`_rounding_map`'s classes} of the codes that set one at
+        2^exponent; ``below_normal_only``: of those whose value there is below the output's smallest
+        normal (the map's shortcut for narrow elements)."""
         wanted = flag_bits(["subnormal_near_tie", "zero_result_sign"] + list(BAND_CLASSES))
-        multiplier = Fraction(2) ** exponent
-        elements = [decode(c, self.fmt.element) for c in self._nonzero_codes]
-        values = [Exact(x.sign, x.magnitude * multiplier) for x in elements]
+        multiplier, bottom = Fraction(2) ** exponent, self.out.min_normal
+        codes, values = [], []
+        for code, element in zip(self._nonzero_codes, self._nonzero_elements):
+            x = Exact(element.sign, element.magnitude * multiplier)
+            if not (below_normal_only and x.magnitude >= bottom):
+                codes.append(code)
+                values.append(x)
         words = [round_to_output(x, self.output, self.opts) for x in values]
-        flags = self._decision_flag_words(values, words, elements)
-        return {c: f & wanted for c, f in zip(self._nonzero_codes, flags) if f & wanted}
+        flags = self._decision_flag_words(values, words, codes)
+        return {c: f & wanted for c, f in zip(codes, flags) if f & wanted}
 
     def _band_rows(self) -> list[tuple[int, list[int]]]:
         """(scale code, block codes) of the per-band near-tie and underflow stimulus (conventions.md
@@ -377,7 +389,7 @@ class DequantizeSuite(Suite):
         classes |= self._scale_classes(block.scale)
         for x, word in zip(values, words):
             classes |= self._value_classes(x, word, out)
-        classes |= self._decision_classes(values, words, elements)
+        classes |= self._decision_classes(values, words, block.codes)
         return classes
 
     def _scale_classes(self, code: int) -> set:
@@ -398,14 +410,16 @@ class DequantizeSuite(Suite):
             if magnitude == out.max_code:
                 classes.add("max")
             if x.magnitude:
-                classes |= self._rounding_classes(x, out)
+                classes |= self._rounding_classes(x, word, out)
         if magnitude == out.inf_code():
             classes.add("inf")
         return classes
 
-    def _rounding_classes(self, x: Exact, out) -> set:
+    def _rounding_classes(self, x: Exact, word: int, out) -> set:
+        """overflow (and saturation) and subnormal_output of a finite nonzero x whose output word is
+        ``word``, from its IEEE word (nearest-even, overflowing to Inf: :meth:`_is_ieee_word`)."""
         classes = set()
-        ieee = encode(x, out, "rne", "ieee")
+        ieee = word if self._is_ieee_word(word) else encode(x, out, "rne", "ieee")
         if decode(ieee, out).is_inf:
             classes.add("overflow")
             if self.opts.dequant_overflow == "saturate":
@@ -415,27 +429,44 @@ class DequantizeSuite(Suite):
             classes.add("subnormal_output")
         return classes
 
-    def _decision_classes(self, values: list[Exact], words: list[int], elements: list[Exact]) -> set:
+    def _is_ieee_word(self, word: int) -> bool:
+        """Whether the output word of a finite value is surely its IEEE word, ``encode(x, out, "rne",
+        "ieee")``: :func:`mxsim.ref.dequant.round_to_output` (conventions.md 3.1) changes that word
+        only to saturate an overflow to the largest finite (``dequant_overflow='saturate'``) or to
+        flush a subnormal to a zero (``dequant_ftz``), so a word that is neither is it."""
+        magnitude = word & ~self.out.sign_mask
+        if self.opts.dequant_overflow == "saturate" and magnitude == self.out.max_code:
+            return False
+        return not (self.opts.dequant_ftz and magnitude == 0)
+
+    def _decision_classes(self, values: list[Exact], words: list[int], codes) -> set:
         """The rounding-decision classes (:mod:`..coverage.rounding`) of the block's exact values x
         rounded to the output words (:meth:`_decision_flag_words`, OR-ed)."""
         flags = 0
-        for f in self._decision_flag_words(values, words, elements):
+        for f in self._decision_flag_words(values, words, codes):
             flags |= f
         return set(class_names(flags))
 
-    def _decision_flag_words(self, values: list[Exact], words: list[int], elements: list[Exact]) -> list[int]:
-        """Each value's flags word of decision classes: the resolution r of x is its element's last
-        bit times the block's multiplier (x / element). 0 where a value is zero, not finite,
-        overflows, or flushes (``dequant_ftz``)."""
-        out = self.out
+    def _decision_flag_words(self, values: list[Exact], words: list[int], codes) -> list[int]:
+        """Each value's flags word of decision classes, x the value of element code c: the
+        resolution r of x is its element's last bit times the block's multiplier (x / element),
+        taken in floats as ``A * num(x) / (B * den(x))`` (:attr:`_resolution_factors`; Python's
+        integer division is correctly rounded, as ``float`` of the Fraction r is). 0 where a value is
+        zero, not finite, overflows, or flushes (``dequant_ftz``)."""
+        out, factors, ftz = self.out, self._resolution_factors, self.opts.dequant_ftz
+        top, bottom = out.max_normal, out.min_normal
         picked, where = [], []
-        for i, (x, word, element) in enumerate(zip(values, words, elements)):
-            if not (x.is_finite and x.magnitude) or x.magnitude > out.max_normal:
+        for i, (x, word, code) in enumerate(zip(values, words, codes)):
+            if not x.is_finite:
                 continue
-            if self.opts.dequant_ftz and x.magnitude < out.min_normal:
+            n, d = x.magnitude.numerator, x.magnitude.denominator  # x compared with the bounds in integers
+            if not n or n * top.denominator > top.numerator * d:
                 continue
-            resolution = _last_bit(element, self.fmt.element) * (x.magnitude / element.magnitude)
-            picked.append((float(x.magnitude), float(resolution), float(decode(word, out).magnitude), bool(x.sign)))
+            if ftz and n * bottom.denominator < bottom.numerator * d:
+                continue
+            a, b = factors[code]
+            result = decode(word, out).magnitude
+            picked.append((n / d, (a * n) / (b * d), result.numerator / result.denominator, bool(x.sign)))
             where.append(i)
         words_out = [0] * len(values)
         if not picked:
@@ -446,6 +477,17 @@ class DequantizeSuite(Suite):
         for i, f in zip(where, flags):
             words_out[i] = int(f)
         return words_out
+
+    @cached_property
+    def _resolution_factors(self) -> dict[int, tuple[int, int]]:
+        """Every finite nonzero element code -> (A, B), integers with A / B = (its last bit,
+        :func:`_last_bit`) / (its magnitude): the resolution of a value x of that element is
+        A * x / B (:meth:`_decision_flag_words`)."""
+        factors = {}
+        for code, element in zip(self._nonzero_codes, self._nonzero_elements):
+            ratio = _last_bit(element, self.fmt.element) / element.magnitude
+            factors[code] = (ratio.numerator, ratio.denominator)
+        return factors
 
     def reachable_classes(self) -> frozenset[str]:
         """The rounding decisions of the output (conventions.md 3.1, 3.3) where some element times

@@ -122,11 +122,12 @@ def verify(path, progress: bool = False, sample: int | None = None, sample_seed:
             parts.append((part, []))
         elif cluster is None:
             label = f"suite {number}/{len(manifests)} {directory}" if progress else None
-            _add_ranges(part, [recompute(directory, 0, prepared[1], prepared[2], label, prepared[0],
-                                         reference_only=reference_only)])
+            suite, count, picked, located = prepared
+            _add_ranges(part, [recompute(directory, 0, count, picked, label, suite, reference_only=reference_only,
+                                         located=located)])
             parts.append((part, []))
         else:
-            suite, count, picked = prepared
+            suite, count, picked, _ = prepared
             ranges = cluster.ranges(count, _RANGE_VECTORS, pipeline.CHUNK)
             parts.append((part, ranges))
             jobs += [(str(directory), first, last, _within(picked, first, last), None, None, os.getcwd(),
@@ -357,12 +358,13 @@ def _check_files(directory: Path, manifest: dict, suite, report: VerifyReport) -
 
 def _prepare_suite(directory: Path, part: VerifyReport):
     """Load a suite and check its files (problems into ``part``); (suite, lines, sampled lines or
-    None) when its vectors can be recomputed, else None."""
+    None, what :func:`_located` found) when its vectors can be recomputed, else None."""
     loaded = _load_suite(directory, part)
     if loaded is None or not _check_files(directory, *loaded, part):
         return None
     manifest, suite = loaded
-    if not _check_recorded(directory, manifest, suite, part):
+    located = _check_recorded(directory, manifest, suite, part)
+    if located is None:
         return None
     count = manifest["count"]
     part.lines += count
@@ -370,32 +372,32 @@ def _prepare_suite(directory: Path, part: VerifyReport):
     if part.sample is not None and part.sample < count:
         rng = random.Random(f"mxsim-verify:{part.sample_seed}:{suite.kind}/{suite.name}")
         picked = np.array(sorted(rng.sample(range(count), part.sample)), dtype=np.int64)
-    return suite, count, picked
+    return suite, count, picked, located
 
 
-def _check_recorded(directory: Path, manifest: dict, suite, part: VerifyReport) -> bool:
-    """What the manifest records besides the files, recomputed (problems into ``part``; whether the
-    vectors are worth recomputing): ``seed`` and ``level``; the ``stimulus`` (what ``plan`` gives for
-    the suite, level and count asked for), the ``count`` it makes (a shard: its share, at its
-    ``first_line``); and the ``coverage`` (every class counted from ``flags.hex``). The stimulus
-    of every line, and so the lines' order, is checked against the seed as the vectors are read
-    (:func:`recompute`)."""
+def _check_recorded(directory: Path, manifest: dict, suite, part: VerifyReport):
+    """What the manifest records besides the files, recomputed (problems into ``part``; what
+    :func:`_located` found if the vectors are worth recomputing, else None): ``seed`` and
+    ``level``; the ``stimulus`` (what ``plan`` gives for the suite, level and count asked for), the
+    ``count`` it makes (a shard: its share, at its ``first_line``); and the ``coverage`` (every
+    class counted from ``flags.hex``). The stimulus of every line, and so the lines' order, is
+    checked against the seed as the vectors are read (:func:`recompute`)."""
     where = directory / MANIFEST
     located = _located(manifest, suite)
     if isinstance(located, str):
         part.problems.append(f"{where}: {located}")
-        return False
+        return None
     coverage = manifest.get("coverage")
     try:
         counted = flags_coverage(directory / suite.fields[-1].file, suite.fields[-1], manifest["count"])
     except (RecordError, OSError):
-        return True  # the lines are reported as recompute reads them
+        return located  # the lines are reported as recompute reads them
     if coverage != counted:
         differs = [f"{name} {coverage.get(name) if isinstance(coverage, dict) else None} (flags.hex: {n})"
                    for name, n in counted.items() if not isinstance(coverage, dict) or coverage.get(name) != n]
         part.problems.append(f"{where}: 'coverage' differs from the classes counted in flags.hex: "
                              f"{', '.join(differs) or _short(coverage)}")
-    return True
+    return located
 
 
 def _short(value) -> str:
@@ -451,7 +453,7 @@ def flags_coverage(path: Path, flags_field, count: int) -> dict[str, int]:
 
 
 def recompute(directory, first: int, last: int, picked=None, label: str | None = None, suite=None,
-              base: str | None = None, reference_only: bool = False) -> VerifyReport:
+              base: str | None = None, reference_only: bool = False, located=None) -> VerifyReport:
     """Recompute lines [first, last) (0-based) of the suite in ``directory`` (its files checked
     already): all of them as generation computes them (the fast path, the reference model
     recomputing the catalogue and the seeded sample; ``reference_only``: the reference model), or
@@ -461,16 +463,18 @@ def recompute(directory, first: int, last: int, picked=None, label: str | None =
     suite would; the lines are read from their offsets (every line of a field has one width).
     ``suite``: the suite, if loaded already; ``label``: a progress bar's; ``base``: the directory
     a relative ``directory`` is in (a cluster's worker has another working directory; problems
-    name ``directory`` as given)."""
+    name ``directory`` as given); ``located``: with ``suite``, what :func:`_located` found in the
+    manifest when it was checked (else the manifest is read and checked again: a cluster's worker)."""
     directory = Path(directory)
     where = directory if base is None else Path(base) / directory
     part = VerifyReport()
     try:
-        manifest, loaded = load_suite(where)
-        suite = suite or loaded
-        located = _located(manifest, suite)
-        if isinstance(located, str):
-            raise ValueError(located)
+        if located is None or suite is None:
+            manifest, loaded = load_suite(where)
+            suite = suite or loaded
+            located = _located(manifest, suite)
+            if isinstance(located, str):
+                raise ValueError(located)
         drawn = _Stimulus(suite, *located, first, last, everything=picked is None)
         seed, _, plan, offset = located
         check = None if picked is not None else (CrossCheck(suite, seed, plan, fast=not reference_only), offset)
