@@ -9,6 +9,7 @@ import random
 from fractions import Fraction
 
 import numpy as np
+import pytest
 
 from mxsim.formats import get_format
 from mxsim.ref.block import to_fp32
@@ -137,8 +138,8 @@ def test_the_fused_step_record_built_fast_is_the_dataclass():
             fast.code = 0
 
 
-def test_block_products_keeps_its_last_call_only_for_the_same_immutable_arguments():
-    """block_products returns its last products again for the same tuples and formats, and the products of the
+def test_block_products_keeps_recent_calls_only_for_the_same_immutable_arguments():
+    """block_products returns a recent call's products again for the same tuples and formats, and the products of the
     definition (products of the blocks' terms) for anything else: other codes, other sub-scales, other formats,
     and a list of codes changed in place between two calls."""
     from mxsim.ref.terms import block_products, block_terms, products
@@ -163,3 +164,9 @@ def test_block_products_keeps_its_last_call_only_for_the_same_immutable_argument
     m9a, m9b = tuple(rng.randrange(128) for _ in range(16)), tuple(rng.randrange(128) for _ in range(16))
     for subs in [(0,) * 8, (1, 0, 1, 0, 1, 0, 1, 0), (1,) * 8]:
         assert block_products(m9a, subs, mx9, m9b, (0,) * 8, mx9) == definition(m9a, subs, mx9, m9b, (0,) * 8, mx9)
+    for _ in range(40):  # more calls than are kept, then the first again: recomputed, the same products
+        c = tuple(rng.randrange(256) for _ in range(32))
+        assert block_products(c, (), e4m3, b, (), e5m2) == definition(c, (), e4m3, b, (), e5m2)
+    assert block_products(a, (), e4m3, b, (), e4m3) == first
+    with pytest.raises(ValueError, match="code"):  # an unhashable code is refused by the checks, not by the keeping
+        block_products(a[:-1] + ([1],), (), e4m3, b, (), e4m3)

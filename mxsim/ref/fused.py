@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, fields
 from fractions import Fraction
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from itertools import chain
 
 from ..options.accumulate import FP32_EMIN, Accumulator
@@ -155,7 +155,7 @@ def fused_step_details(
         prods += [(s, m, e + offset, kind) for s, m, e, kind in block] if offset else block
         if accumulator.zero_exponent is not None:
             anchors += _zero_read_exponents(a, b, fmt_a, fmt_b, accumulator.zero_exponent, offset)
-    ops = _Operands(
+    ops = _operands(
         prods,
         [scale_parts(a.scale, fmt_a.scale) for a in blocks_a],
         [scale_parts(b.scale, fmt_b.scale) for b in blocks_b],
@@ -191,27 +191,28 @@ def _zero_read_exponents(a, b, fmt_a, fmt_b, zero_exponent: int, offset: int) ->
 class _Operands:
     """The products of a DotGeneral in order, each block pair's scales, the block size ``k``,
     ``frac`` = fa + fb (a product's value is (-1)^sign * magnitude * 2^(exponent - frac)) and, with
-    ``zero_exponent`` set, every product's anchor exponent (``anchors``; else None)."""
+    ``zero_exponent`` set, every product's anchor exponent (``anchors``; else None). Derived once
+    (:func:`_operands`): ``specials_before[i]``, how many products before index i are not finite
+    (NaN or Inf), for i = 0 .. len(products); ``block_scales``, :func:`_block_scale` of every block
+    pair."""
 
     products: list[tuple[int, int, int, str]]
     scales_a: list[ScaleParts]
     scales_b: list[ScaleParts]
     k: int
     frac: int
-    anchors: list[int] | None = None
+    anchors: list[int] | None
+    specials_before: list[int]
+    block_scales: list[tuple[int, int, int]]
 
-    @cached_property
-    def specials_before(self) -> list[int]:
-        """How many products before index i are not finite (NaN or Inf), for i = 0 .. len(products)."""
-        counts = [0]
-        for _, _, _, kind in self.products:
-            counts.append(counts[-1] + (kind != "finite"))
-        return counts
 
-    @cached_property
-    def block_scales(self) -> list[tuple[int, int, int]]:
-        """:func:`_block_scale` of every block pair, in order."""
-        return [_block_scale(self, block) for block in range(len(self.scales_a))]
+def _operands(products, scales_a, scales_b, k: int, frac: int, anchors) -> _Operands:
+    """:class:`_Operands` with its derived lists."""
+    specials_before = [0]
+    for _, _, _, kind in products:
+        specials_before.append(specials_before[-1] + (kind != "finite"))
+    block_scales = [_block_scale(sa, sb, frac) for sa, sb in zip(scales_a, scales_b)]
+    return _Operands(products, scales_a, scales_b, k, frac, anchors, specials_before, block_scales)
 
 
 def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> FusedStep:
@@ -330,13 +331,12 @@ def _late_join(terms, c: Exact, e_c: int, acc: Accumulator) -> tuple[int, int, F
     return joint, grid, _fraction(units, base), cut, cut + _fraction(c_units, c_grid)
 
 
-def _block_scale(ops: _Operands, block: int) -> tuple[int, int, int]:
-    """(sigA * sigB as an integer n, XA + XB, x) of a block pair: a product of element exponent e
-    (value m * 2^(e - frac)) is m * n * 2^(e + x) with its scales."""
-    sa, sb = ops.scales_a[block], ops.scales_b[block]
+def _block_scale(sa: ScaleParts, sb: ScaleParts, frac: int) -> tuple[int, int, int]:
+    """(sigA * sigB as an integer n, XA + XB, x) of a block pair's scales: a product of element
+    exponent e (value m * 2^(e - frac)) is m * n * 2^(e + x) with its scales."""
     (na, xa), (nb, xb) = _dyadic(sa.significand), _dyadic(sb.significand)
     scale_exponent = sa.exponent + sb.exponent
-    return na * nb, scale_exponent, xa + xb + scale_exponent - ops.frac
+    return na * nb, scale_exponent, xa + xb + scale_exponent - frac
 
 
 def _dyadic(q: Fraction) -> tuple[int, int]:

@@ -146,14 +146,19 @@ def block_products(codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b) -> 
     """``products(block_terms(codes_a, subscales_a, fmt_a), block_terms(codes_b, subscales_b, fmt_b))``
     of two blocks of formats ``fmt_a``, ``fmt_b`` (block format objects), as a tuple: for narrow
     elements, looked up in :func:`pair_products`, then each exponent lowered by the two elements'
-    microexponents (E = E_element - tau, as :func:`element_term` folds it). The last call's
-    products are kept for a call with the same tuples of codes and subscales and the same format
-    objects (a Dot and its corner classes read a block pair's products several times)."""
-    key = (codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b)
+    microexponents (E = E_element - tau, as :func:`element_term` folds it). The products of the
+    last :data:`_RECENT_HELD` calls whose codes and subscales were tuples are kept for a call with
+    equal arguments (a Dot or DotGeneral and its corner classes read a block pair's products
+    several times)."""
     kept = codes_a.__class__ is subscales_a.__class__ is codes_b.__class__ is subscales_b.__class__ is tuple
-    last = _LAST_PRODUCTS[0]
-    if kept and last is not None and last[0] == key:
-        return last[1]
+    if kept:
+        key = (codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b)
+        try:
+            found = _RECENT_PRODUCTS.get(key)
+        except TypeError:  # an unhashable code: not kept; the checks below name it
+            found, kept = None, False
+        if found is not None:
+            return found
     ea, eb = fmt_a.element, fmt_b.element
     if ea.width > TABLE_BITS or eb.width > TABLE_BITS:
         result = products(block_terms(codes_a, subscales_a, fmt_a), block_terms(codes_b, subscales_b, fmt_b))
@@ -167,12 +172,16 @@ def block_products(codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b) -> 
                 result = [(s, m, e - subscales[i // size], kind) for i, (s, m, e, kind) in enumerate(result)]
     result = tuple(result)
     if kept:
-        _LAST_PRODUCTS[0] = (key, result)
+        if len(_RECENT_PRODUCTS) >= _RECENT_HELD:
+            _RECENT_PRODUCTS.clear()
+        _RECENT_PRODUCTS[key] = result
     return result
 
 
-# the last block_products call whose codes and subscales were tuples (immutable): (its arguments, its products)
-_LAST_PRODUCTS: list = [None]
+_RECENT_HELD = 16  # block_products calls kept (then it starts again): a DotGeneral's block pairs, read again by its classes
+# (codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b) -> products, for calls whose codes and subscales were
+# tuples (immutable)
+_RECENT_PRODUCTS: dict = {}
 
 
 def special(signs_and_kinds: Iterable[tuple[int, str]], nan_scale: bool) -> Exact | None:
