@@ -33,6 +33,7 @@ scale of the step's blocks is NaN, a product is NaN (a NaN element, Inf x 0), or
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, fields
 from fractions import Fraction
@@ -192,8 +193,8 @@ class _Operands:
     """The products of a DotGeneral in order, each block pair's scales, the block size ``k``,
     ``frac`` = fa + fb (a product's value is (-1)^sign * magnitude * 2^(exponent - frac)) and, with
     ``zero_exponent`` set, every product's anchor exponent (``anchors``; else None). Derived once
-    (:func:`_operands`): ``specials_before[i]``, how many products before index i are not finite
-    (NaN or Inf), for i = 0 .. len(products); ``block_scales``, :func:`_block_scale` of every block
+    (:func:`_operands`): ``specials``, the indices of the products that are not finite (NaN or
+    Inf), ascending; ``block_scales``, :func:`_block_scale` of every block
     pair."""
 
     products: list[tuple[int, int, int, str]]
@@ -202,17 +203,15 @@ class _Operands:
     k: int
     frac: int
     anchors: list[int] | None
-    specials_before: list[int]
+    specials: list[int]
     block_scales: list[tuple[int, int, int]]
 
 
 def _operands(products, scales_a, scales_b, k: int, frac: int, anchors) -> _Operands:
     """:class:`_Operands` with its derived lists."""
-    specials_before = [0]
-    for _, _, _, kind in products:
-        specials_before.append(specials_before[-1] + (kind != "finite"))
+    specials = [i for i, (_, _, _, kind) in enumerate(products) if kind != "finite"]
     block_scales = [_block_scale(sa, sb, frac) for sa, sb in zip(scales_a, scales_b)]
-    return _Operands(products, scales_a, scales_b, k, frac, anchors, specials_before, block_scales)
+    return _Operands(products, scales_a, scales_b, k, frac, anchors, specials, block_scales)
 
 
 def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> FusedStep:
@@ -221,7 +220,9 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
     made once from their sums."""
     blocks = range(first // ops.k, (last - 1) // ops.k + 1)
     nan_scale = any(ops.scales_a[i].nan or ops.scales_b[i].nan for i in blocks)
-    if nan_scale or not c.is_finite or ops.specials_before[last] != ops.specials_before[first]:
+    # a product that is not finite in [first, last)
+    specials = ops.specials and bisect_left(ops.specials, first) < bisect_left(ops.specials, last)
+    if nan_scale or not c.is_finite or specials:
         kinds = chain(((sign, kind) for sign, _, _, kind in ops.products[first:last]), [(c.sign, c.kind)])
         outcome = special(kinds, nan_scale)  # (finite terms and a finite C have no special outcome)
         if outcome is not None:

@@ -20,7 +20,8 @@ from .encode import encode_ratio
 from .exact import Exact, Number, dyadic, to_exact
 
 __all__ = [
-    "output_format", "storage_format", "round_output", "output_value", "fp32_add", "fp32_add_dyadic", "fp32_bits", "fp32_input",
+    "output_format", "storage_format", "round_output", "output_value", "fp32_add", "fp32_add_dyadic", "fp32_bits",
+    "fp32_input",
 ]
 
 

@@ -178,7 +178,8 @@ def block_products(codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b) -> 
     return result
 
 
-_RECENT_HELD = 16  # block_products calls kept (then it starts again): a DotGeneral's block pairs, read again by its classes
+# block_products calls kept (then it starts again): a DotGeneral's block pairs, read again by its classes
+_RECENT_HELD = 16
 # (codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b) -> products, for calls whose codes and subscales were
 # tuples (immutable)
 _RECENT_PRODUCTS: dict = {}

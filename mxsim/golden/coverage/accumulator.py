@@ -77,8 +77,8 @@ def _code_bits(element) -> tuple[int, ...]:
     is in ``zero``."""
     sets = code_sets(element)
     named = {"nan": _NAN, "inf": _INF, "max": _MAX, "neg2": _NEG2, "subnormal": _SUBNORMAL}
-    return tuple(sum(bit for name, bit in named.items() if code in sets[name]) | (0 if code in sets["zero"] else _NOT_ZERO)
-                 for code in range(1 << element.width))
+    return tuple(sum(bit for name, bit in named.items() if code in sets[name])
+                 | (0 if code in sets["zero"] else _NOT_ZERO) for code in range(1 << element.width))
 
 
 def cancels(c_num: int, c_den: int, p_num: int, p_den: int) -> bool:

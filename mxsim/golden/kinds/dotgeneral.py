@@ -88,10 +88,10 @@ class DotGeneralSuite(DotSuite):
 
     def _vector_blocks(self, inputs: dict):
         n = self.n_blocks
-        per_block = [
-            {f.name: (inputs[f.name] if f.name.endswith("tensor_scale") else unpack_word(inputs[f.name], f.bits, n)[j]) for f in self.single}
-            for j in range(n)
-        ]
+        # block j's value of each field at [j]
+        fields = {f.name: [inputs[f.name]] * n if f.name.endswith("tensor_scale")
+                  else unpack_word(inputs[f.name], f.bits, n) for f in self.single}
+        per_block = [{name: values[j] for name, values in fields.items()} for j in range(n)]
         pairs = [self._blocks(row) for row in per_block]
         (ta, tb) = pairs[0][1]
         return [p[0][0] for p in pairs], [p[0][1] for p in pairs], ta, tb
