@@ -239,7 +239,7 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
         if acc.zero_product_sum == "pass_c" and products == 0:
             return _fused_step(round_output(c, acc), anchor=anchor, grid=grid, **found)
         found.update(anchor=anchor)
-        code = round_output(Exact.trusted(int(total < 0), abs(total)), acc)
+        code = round_output(_signed_exact(total), acc)
         return _fused_step(code, grid=grid, cut_products=cut, total=total, **found)
     if acc.anchor == "max":
         anchor = max([e_c] + [exponent for _, _, exponent, counts in terms if counts])
@@ -264,7 +264,7 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
             return _fused_step(round_output(c, acc), grid=grid, **found)
         total = c.value + cut
     # an exactly-zero sum is +0
-    code = round_output(Exact.trusted(int(total < 0), abs(total)), acc)
+    code = round_output(_signed_exact(total), acc)
     return _fused_step(code, grid=grid, cut_products=cut, total=total, **found)
 
 
@@ -338,6 +338,11 @@ def _block_scale(sa: ScaleParts, sb: ScaleParts, frac: int) -> tuple[int, int, i
     (na, xa), (nb, xb) = _dyadic(sa.significand), _dyadic(sb.significand)
     scale_exponent = sa.exponent + sb.exponent
     return na * nb, scale_exponent, xa + xb + scale_exponent - frac
+
+
+def _signed_exact(q: Fraction) -> Exact:
+    """The finite Exact of a Fraction (an exact zero is +0), its sign read from the numerator."""
+    return Exact.trusted(1, -q) if q.numerator < 0 else Exact.trusted(0, q)
 
 
 def _dyadic(q: Fraction) -> tuple[int, int]:

@@ -154,8 +154,9 @@ def step_rounding_classes(step, d, accumulator, overflows: bool | None = None) -
         return set()
     if _overflows(step.total, accumulator) if overflows is None else overflows:
         return set()
-    return output_rounding_classes(abs(step.total), step.total < 0, step_low(step), output_format(accumulator),
-                                   d.magnitude)
+    negative = step.total.numerator < 0
+    return output_rounding_classes(-step.total if negative else step.total, negative, step_low(step),
+                                   output_format(accumulator), d.magnitude)
 
 
 def block_low(lsb_exponent: int, scale_a: int, scale_b: int, fmt_a, fmt_b, tensor_scales: bool) -> int | None:
