@@ -9,7 +9,8 @@ definitions give:
 * the C-aiming D of a fused suite's first step (:meth:`DotSuite.first_step_codes`, the fast path
   on the whole catalogue; :meth:`DotSuite.reference_codes` with ``first_steps=1``) against
   :func:`mxsim.ref.dot.dot_general`'s first step, for every fused preset and a few custom ones;
-* the golden decoder's per-format tables against the reference decoder, code by code.
+* the golden decoder's per-format tables against the reference decoder, code by code;
+* the quantize kind's classes of a whole chunk (``compute_many``) against ``compute`` vector by vector.
 
 The byte identity of whole suites (the canonical golden/ regenerated, fused suites computed both
 ways) is tests/test_golden.py's and tests/test_golden_fused_batch.py's.
@@ -17,6 +18,7 @@ ways) is tests/test_golden.py's and tests/test_golden_fused_batch.py's.
 
 from __future__ import annotations
 
+import itertools
 import random
 from fractions import Fraction
 
@@ -215,3 +217,21 @@ def test_dequantize_rounding_map_skips_only_exponents_without_a_decision(params)
     low, high = EXPONENT_RANGE[suite.scale_encoding]
     every = {x: hits for x in range(low, high + 1) if (hits := suite._rounding_hits(x))}
     assert suite._rounding_map == every
+
+
+def _canonical_quantize_suites():
+    from mxsim.golden.canonical import canonical_suites
+
+    return [s for s in canonical_suites() if s.kind == "quantize"]
+
+
+@pytest.mark.parametrize("suite", _canonical_quantize_suites(), ids=lambda s: s.name)
+def test_quantize_classes_of_many_vectors_are_each_vectors(suite):
+    """The reference's quantize classes computed for a whole chunk at once (``compute_many``: the decision
+    classes on NumPy arrays) are, vector by vector, ``compute``'s (one vector: the same steps on floats), for
+    every canonical quantize suite (NVFP4, MX9/MX6/MX4 sub-blocks, MXINT8, every rounding and profile),
+    on its first 600 catalogue vectors."""
+    from mxsim.golden.compute import pipeline
+
+    rows = [inputs for inputs, _ in itertools.islice(pipeline.vectors(suite, 0, 1, pipeline.plan(suite, 1)), 600)]
+    assert suite.compute_many(rows) == [suite.compute(row) for row in rows]

@@ -55,12 +55,14 @@ def fast_path(suite: Suite):
 def reference_expected(suite: Suite, inputs: dict[str, list[int]]) -> tuple[dict[str, list[int]], list[int]]:
     """The outputs (one list per output field) and flags words (computed classes, no origin bits)
     of the vectors whose inputs are given as one list per input field, from the reference model
-    alone (``compute`` per vector)."""
+    alone (``compute`` per vector, or the kind's ``compute_many`` of them all where it has one: the
+    same reference per vector, its classes computed for all the vectors at once)."""
     names = [f.name for f in suite.inputs]
     outputs: dict[str, list[int]] = {f.name: [] for f in suite.outputs}
     flags = []
-    for values in zip(*(inputs[name] for name in names)):
-        out, classes = suite.compute(dict(zip(names, values)))
+    rows = [dict(zip(names, values)) for values in zip(*(inputs[name] for name in names))]
+    many = getattr(suite, "compute_many", None)  # a kind that classes many vectors at once (quantize)
+    for out, classes in (many(rows) if many is not None else map(suite.compute, rows)):
         for name, column in outputs.items():
             column.append(out[name])
         flags.append(flag_bits(classes))

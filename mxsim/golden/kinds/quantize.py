@@ -272,6 +272,32 @@ class QuantizeSuite(Suite):
         return inputs
 
     def compute(self, inputs: dict):
+        return self.compute_many([inputs])[0]
+
+    def compute_many(self, rows: list[dict]) -> list[tuple[dict, set]]:
+        """``compute`` of every vector of ``rows``: the reference quantizer vector by vector, then
+        the rounding-decision classes of all of them at once (:meth:`_decision_flags` on the
+        stacked blocks: the same operations per element as for one vector)."""
+        done = [self._reference_vector(inputs) for inputs in rows]
+        if not done:
+            return []
+        fmt = self.fmt
+        tensor = "tensor_scale" in rows[0]
+        flags = self._decision_flags(
+            np.array([words for _, _, (words, _, _, _, _) in done], dtype=np.uint32),
+            np.array([block.scale for _, _, (_, block, _, _, _) in done]),
+            np.array([0 if exponent is None else exponent for _, _, (_, _, exponent, _, _) in done]),
+            np.array([scale_nan for _, _, (_, _, _, scale_nan, _) in done]),
+            np.array([block.codes for _, _, (_, block, _, _, _) in done], dtype=np.int64),
+            np.array([block.subscales if fmt.subblocks else () for _, _, (_, block, _, _, _) in done],
+                     dtype=np.int64).reshape(len(done), fmt.subblocks),
+            np.array([word for _, _, (_, _, _, _, word) in done]) if tensor else None,
+        )
+        return [(out, classes | set(class_names(int(word)))) for (out, classes, _), word in zip(done, flags.tolist())]
+
+    def _reference_vector(self, inputs: dict):
+        """(outputs, classes but the decision classes, (fp32 words, the reference's QuantizedBlock,
+        the scale exponent or None, scale NaN, the tensor scale word or None)) of one vector."""
         k, fmt = self.fmt.block_size, self.fmt
         raw = inputs["x"].to_bytes(4 * k, "little")
         words = struct.unpack(f"<{k}I", raw)
@@ -323,13 +349,7 @@ class QuantizeSuite(Suite):
         if any(w == 0x80000000 for w in words) or not code_sets(fmt.element)["negative"].isdisjoint(
                 set(block.codes) & code_sets(fmt.element)["zero"]):
             classes.add("negative_zero")
-        row = np.array([words], dtype=np.uint32)
-        subscales = np.array([block.subscales if fmt.subblocks else ()], dtype=np.int64).reshape(1, fmt.subblocks)
-        tensor_words = np.array([inputs["tensor_scale"]]) if "tensor_scale" in inputs else None
-        flags = self._decision_flags(row, np.array([block.scale]), np.array([0 if exponent is None else exponent]),
-                                     np.array([scale_nan]), np.array([block.codes], dtype=np.int64), subscales,
-                                     tensor_words)
-        return out, classes | set(class_names(int(flags[0])))
+        return out, classes, (words, block, exponent, scale_nan, inputs.get("tensor_scale"))
 
     # expected values of many vectors at once (mxsim.golden.kinds.batch) ---------------------------
     def compute_batch(self, inputs: dict):
