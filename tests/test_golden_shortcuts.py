@@ -10,7 +10,7 @@ definitions give:
   on the whole catalogue; :meth:`DotSuite.reference_codes` with ``first_steps=1``) against
   :func:`mxsim.ref.dot.dot_general`'s first step, for every fused preset and a few custom ones;
 * the golden decoder's per-format tables against the reference decoder, code by code;
-* the quantize kind's classes of a whole chunk (``compute_many``) against ``compute`` vector by vector.
+* the quantize and encode kinds' classes of a whole chunk (``compute_many``) against ``compute`` vector by vector.
 
 The byte identity of whole suites (the canonical golden/ regenerated, fused suites computed both
 ways) is tests/test_golden.py's and tests/test_golden_fused_batch.py's.
@@ -219,18 +219,18 @@ def test_dequantize_rounding_map_skips_only_exponents_without_a_decision(params)
     assert suite._rounding_map == every
 
 
-def _canonical_quantize_suites():
+def _canonical_suites_computing_many():
     from mxsim.golden.canonical import canonical_suites
 
-    return [s for s in canonical_suites() if s.kind == "quantize"]
+    return [s for s in canonical_suites() if hasattr(s, "compute_many")]
 
 
-@pytest.mark.parametrize("suite", _canonical_quantize_suites(), ids=lambda s: s.name)
-def test_quantize_classes_of_many_vectors_are_each_vectors(suite):
-    """The reference's quantize classes computed for a whole chunk at once (``compute_many``: the decision
-    classes on NumPy arrays) are, vector by vector, ``compute``'s (one vector: the same steps on floats), for
-    every canonical quantize suite (NVFP4, MX9/MX6/MX4 sub-blocks, MXINT8, every rounding and profile),
-    on its first 600 catalogue vectors."""
+@pytest.mark.parametrize("suite", _canonical_suites_computing_many(), ids=lambda s: f"{s.kind}/{s.name}")
+def test_classes_of_many_vectors_are_each_vectors(suite):
+    """The reference's classes computed for a whole chunk at once (``compute_many``: the decision classes on
+    NumPy arrays) are, vector by vector, ``compute``'s (one vector: the same steps on floats), for every
+    canonical suite of a kind that has it (quantize: NVFP4, MX9/MX6/MX4 sub-blocks, MXINT8, every rounding
+    and profile; encode: every element format, rounding and overflow), on its first 600 catalogue vectors."""
     from mxsim.golden.compute import pipeline
 
     rows = [inputs for inputs, _ in itertools.islice(pipeline.vectors(suite, 0, 1, pipeline.plan(suite, 1)), 600)]

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from fractions import Fraction
 
+import numpy as np
+
 from ...ref.decode import finite_magnitudes
 from ...ref.encode import encode
 from ...ref.exact import Exact, floor_log2
@@ -115,9 +117,36 @@ class EncodeSuite(Suite):
         return {"x": fp32_bits(x)}
 
     def compute(self, inputs: dict):
+        out, classes, rounded = self._reference_vector(inputs)
+        if rounded is not None:
+            classes |= set(class_names(int(self._decision_flags(*rounded))))
+        return out, classes
+
+    def compute_many(self, rows: list[dict]) -> list[tuple[dict, set]]:
+        """``compute`` of every vector of ``rows``: the reference encoder vector by vector, then the
+        rounding-decision classes of all of them at once (the same steps on NumPy arrays)."""
+        done = [self._reference_vector(inputs) for inputs in rows]
+        words = [0] * len(done)
+        for sign in (0, 1):
+            picked = [i for i, (_, _, rounded) in enumerate(done) if rounded is not None and rounded[0].sign == sign]
+            if not picked:
+                continue
+            x = np.array([float(done[i][2][0].magnitude) for i in picked])  # fp32 values: exact
+            y = np.array([float(done[i][2][1].magnitude) for i in picked])
+            lo, hi, _ = grid_interval(x, 1.0, magnitude_grid(self.fmt, bool(sign)))
+            flags = decision_flags(x, lo, hi, fp32_resolution(x), y, np.full(len(x), bool(sign)), self._min_normal)
+            for i, word in zip(picked, flags.tolist()):
+                words[i] = word
+        return [(out, classes | set(class_names(word)) if word else classes)
+                for (out, classes, _), word in zip(done, words)]
+
+    def _reference_vector(self, inputs: dict):
+        """(outputs, classes but the decision classes, (x, y) when the decision classes apply: the fp32
+        input x, finite, nonzero and within the format's range, and the value y of its code; else None)."""
         x = fp32_value(inputs["x"])
         code = encode(x, self.fmt, self.rounding, self.overflow)
         classes = kind_classes(x)
+        rounded = None
         if x.is_finite and not x.is_zero:
             if x.magnitude < Fraction(1, 1 << 126):
                 classes.add("subnormal_input")
@@ -129,14 +158,14 @@ class EncodeSuite(Suite):
             if y.is_finite and y.magnitude == self.fmt.max_normal:
                 classes.add("max")
             if x.magnitude <= self.fmt.max_normal:
-                classes |= set(class_names(int(self._decision_flags(x, y))))
+                rounded = (x, y)
             if is_subnormal_code(code, self.fmt):
                 classes.add("subnormal_output")
             if y.is_zero:
                 classes.add("negative_zero" if y.sign else "zero")
         if self.fmt.kind == "int" and self.fmt.encoding == "twos_complement" and code == self.fmt.sign_mask:
             classes.add("int8_neg2")
-        return {"code": code}, classes
+        return {"code": code}, classes, rounded
 
     def _decision_flags(self, x: Exact, y: Exact):
         """The rounding-decision classes (:mod:`..coverage.rounding`) of the fp32 input x (within the
