@@ -194,8 +194,7 @@ class _Operands:
     ``frac`` = fa + fb (a product's value is (-1)^sign * magnitude * 2^(exponent - frac)) and, with
     ``zero_exponent`` set, every product's anchor exponent (``anchors``; else None). Derived once
     (:func:`_operands`): ``specials``, the indices of the products that are not finite (NaN or
-    Inf), ascending; ``block_scales``, :func:`_block_scale` of every block
-    pair."""
+    Inf), ascending; ``block_scales``, :func:`_block_scale` of every block pair."""
 
     products: list[tuple[int, int, int, str]]
     scales_a: list[ScaleParts]
