@@ -140,9 +140,10 @@ def test_the_fused_step_record_built_fast_is_the_dataclass():
 
 
 def test_block_products_keeps_recent_calls_only_for_the_same_immutable_arguments():
-    """block_products returns a recent call's products again for the same tuples and formats, and the products of the
-    definition (products of the blocks' terms) for anything else: other codes, other sub-scales, other formats,
-    and a list of codes changed in place between two calls."""
+    """block_products returns a recent call's products again for the same tuple and format objects, and the
+    products of the definition (products of the blocks' terms) for anything else: other codes, other sub-scales,
+    other formats, a list of codes changed in place between two calls; and its checks' error for an equal tuple
+    holding a bool."""
     from mxsim.ref.terms import block_products, block_terms, products
 
     def definition(codes_a, subs_a, fmt_a, codes_b, subs_b, fmt_b):
@@ -171,3 +172,7 @@ def test_block_products_keeps_recent_calls_only_for_the_same_immutable_arguments
     assert block_products(a, (), e4m3, b, (), e4m3) == first
     with pytest.raises(ValueError, match="code"):  # an unhashable code is refused by the checks, not by the keeping
         block_products(a[:-1] + ([1],), (), e4m3, b, (), e4m3)
+    ones = (1,) * 32
+    assert block_products(ones, (), e4m3, b, (), e4m3) == definition(ones, (), e4m3, b, (), e4m3)
+    with pytest.raises(ValueError, match="code True"):  # equal to the kept (1, ...), but a bool is no code
+        block_products((True,) * 32, (), e4m3, b, (), e4m3)

@@ -148,17 +148,15 @@ def block_products(codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b) -> 
     elements, looked up in :func:`pair_products`, then each exponent lowered by the two elements'
     microexponents (E = E_element - tau, as :func:`element_term` folds it). The products of the
     last :data:`_RECENT_HELD` calls whose codes and subscales were tuples are kept for a call with
-    equal arguments (a Dot or DotGeneral and its corner classes read a block pair's products
+    the same objects (a Dot or DotGeneral and its corner classes read a block pair's products
     several times)."""
+    arguments = (codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b)
     kept = codes_a.__class__ is subscales_a.__class__ is codes_b.__class__ is subscales_b.__class__ is tuple
     if kept:
-        key = (codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b)
-        try:
-            found = _RECENT_PRODUCTS.get(key)
-        except TypeError:  # an unhashable code: not kept; the checks below name it
-            found, kept = None, False
+        key = tuple(map(id, arguments))
+        found = _RECENT_PRODUCTS.get(key)
         if found is not None:
-            return found
+            return found[1]
     ea, eb = fmt_a.element, fmt_b.element
     if ea.width > TABLE_BITS or eb.width > TABLE_BITS:
         result = products(block_terms(codes_a, subscales_a, fmt_a), block_terms(codes_b, subscales_b, fmt_b))
@@ -174,14 +172,16 @@ def block_products(codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b) -> 
     if kept:
         if len(_RECENT_PRODUCTS) >= _RECENT_HELD:
             _RECENT_PRODUCTS.clear()
-        _RECENT_PRODUCTS[key] = result
+        _RECENT_PRODUCTS[key] = (arguments, result)
     return result
 
 
 # block_products calls kept (then it starts again): a DotGeneral's block pairs, read again by its classes
 _RECENT_HELD = 16
-# (codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b) -> products, for calls whose codes and subscales were
-# tuples (immutable)
+# the ids of (codes_a, subscales_a, fmt_a, codes_b, subscales_b, fmt_b) -> (those objects, their products), for
+# calls whose codes and subscales were tuples: the entry holds the objects, so their ids stay theirs, and an
+# immutable tuple the checks accepted once is accepted again (an equal tuple of other objects, say a bool
+# code for 1, is not taken for it)
 _RECENT_PRODUCTS: dict = {}
 
 
