@@ -37,7 +37,7 @@ from ..options import Accumulator
 from ..formats import get_format
 from .block import QuantizedBlock, check_block
 from .decode import decode
-from .exact import Exact, Number, dyadic, floor_log2
+from .exact import Exact, Number, dyadic
 from .fused import check_tensor_scales, fused_steps
 from .output import fp32_add, fp32_add_dyadic, fp32_bits, fp32_input, output_value, round_output
 from .round import CUT_ROUNDING, round_shift
