@@ -119,7 +119,8 @@ class EncodeSuite(Suite):
     def compute(self, inputs: dict):
         out, classes, rounded = self._reference_vector(inputs)
         if rounded is not None:
-            classes |= set(class_names(int(self._decision_flags(*rounded))))
+            x, y = rounded
+            classes |= set(class_names(int(self._decision_flags(float(x.magnitude), float(y.magnitude), bool(x.sign)))))
         return out, classes
 
     def compute_many(self, rows: list[dict]) -> list[tuple[dict, set]]:
@@ -133,9 +134,7 @@ class EncodeSuite(Suite):
                 continue
             x = np.array([float(done[i][2][0].magnitude) for i in picked])  # fp32 values: exact
             y = np.array([float(done[i][2][1].magnitude) for i in picked])
-            lo, hi, _ = grid_interval(x, 1.0, magnitude_grid(self.fmt, bool(sign)))
-            flags = decision_flags(x, lo, hi, fp32_resolution(x), y, np.full(len(x), bool(sign)), self._min_normal)
-            for i, word in zip(picked, flags.tolist()):
+            for i, word in zip(picked, self._decision_flags(x, y, bool(sign)).tolist()):
                 words[i] = word
         return [(out, classes | set(class_names(word)) if word else classes)
                 for (out, classes, _), word in zip(done, words)]
@@ -167,13 +166,14 @@ class EncodeSuite(Suite):
             classes.add("int8_neg2")
         return {"code": code}, classes, rounded
 
-    def _decision_flags(self, x: Exact, y: Exact):
-        """The rounding-decision classes (:mod:`..coverage.rounding`) of the fp32 input x (within the
-        format's range) rounded to the code of value y."""
-        magnitude = float(x.magnitude)  # an fp32 value: exact
-        lo, hi, _ = grid_interval(magnitude, 1.0, magnitude_grid(self.fmt, bool(x.sign)))
-        return decision_flags(magnitude, lo, hi, fp32_resolution(magnitude), float(y.magnitude), bool(x.sign),
-                              self._min_normal)
+    def _decision_flags(self, x, y, negative: bool):
+        """The rounding-decision classes (:mod:`..coverage.rounding`) of fp32 inputs of magnitude x
+        (within the format's range; x is an fp32 value, so a float holds it exactly) and sign
+        ``negative`` rounded to codes of magnitude y: floats (a flags word) or arrays of them (one
+        word each), the same steps either way."""
+        lo, hi, _ = grid_interval(x, 1.0, magnitude_grid(self.fmt, negative))
+        signs = np.full(len(x), negative) if isinstance(x, np.ndarray) else negative
+        return decision_flags(x, lo, hi, fp32_resolution(x), y, signs, self._min_normal)
 
     @cached_property
     def _min_normal(self) -> float:
