@@ -15,16 +15,40 @@ Imported on their own (``import mxsim.strategies``), so that ``import mxsim`` st
 * :mod:`mxsim.interop`: codes and tensors to and from ml_dtypes, torch, torchao and gpt-oss.
 """
 
+import importlib
+
 from . import ref
-from .fast import decode, encode
 from .formats import BlockFormat, FloatFormat, IntFormat, format_names, get_format
 from .options import OVERFLOW_MODES, ROUNDING_MODES, SCALE_RULES, DequantizeOptions, QuantizeOptions
-from .tensor import MXTensor, quantize
-from .fileformat import load, save
 from .options import PROFILES, Accumulator, Profile
-from .tensor_dot import DotResult, dot
 
 from ._version import __version__
+
+# the array API's modules, imported on first use (a command-line run that makes golden vectors
+# never loads the tensor and file modules: about 0.1 s of CPU per process)
+_LAZY = {
+    "encode": "fast",
+    "decode": "fast",
+    "MXTensor": "tensor",
+    "quantize": "tensor",
+    "load": "fileformat",
+    "save": "fileformat",
+    "DotResult": "tensor_dot",
+    "dot": "tensor_dot",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mxsim' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     "encode",

@@ -54,7 +54,7 @@ from ._version import __version__
 from .options import DequantizeOptions, LayoutOptions, QuantizeOptions
 from .options.profiles import PROFILES, get_profile
 from .options.spec import Choice, Flag, NameOrPattern, options_of
-from .fileformat import atomic_write, load, read, save
+from .writing import atomic_write
 from .reading import check_allocation, loads_json, shorten
 from .ref.sources import SOURCE_TYPES
 from .formats import ALIASES, FORMATS, format_names, get_format
@@ -74,8 +74,6 @@ from .golden.storage.files import INDEX, GenerationInterrupted
 from .golden.compute.limits import MAX_ENUMERATED_BITS
 from .golden.kinds.params import keys_text, suite_keys
 from .golden.kinds.registry import KINDS
-from .tensor import quantize
-from .tensor_dot import dot
 
 __all__ = ["main"]
 
@@ -184,6 +182,8 @@ def _cmd_info(args) -> str:
 
 def _file_details(path) -> str:
     """``mxsim info FILE``: what a tensor file holds, every check of :func:`mxsim.fileformat.read` passed."""
+    from .fileformat import read
+
     found = read(path)
     t, header = found.tensor, found.header
     fmt, layout = t.fmt, header["layout"]
@@ -273,6 +273,9 @@ def _checked_npy_header(path) -> np.ndarray | None:
 
 
 def _cmd_quantize(args) -> str:
+    from .fileformat import save
+    from .tensor import quantize
+
     x = _load_array(args.input)
     options = _given_options(args, QuantizeOptions)
     rand_bits = None if args.rand_bits is None else _load_array(args.rand_bits)
@@ -288,6 +291,8 @@ def _cmd_quantize(args) -> str:
 
 
 def _cmd_dequantize(args) -> str:
+    from .fileformat import load
+
     tensor = load(args.input)
     options = None if args.profile is None else get_profile(args.profile).dequantize
     values = tensor.dequantize(args.dtype, options, **_given_options(args, DequantizeOptions))
@@ -296,6 +301,7 @@ def _cmd_dequantize(args) -> str:
 
 
 def _cmd_identify(args) -> str:
+    from .fileformat import load
     from .golden.device.identify import identify, identify_lines
 
     source = _load_array(args.source)
@@ -321,6 +327,9 @@ def _save_npy(path, array: np.ndarray) -> None:
 
 
 def _cmd_dot(args) -> str:
+    from .fileformat import load
+    from .tensor_dot import dot
+
     a, b = load(args.a), load(args.b)
     options = _given_options(args, Accumulator)
     acc = Accumulator.preset(args.preset, **options) if args.preset else Accumulator.from_kwargs(**options)

@@ -43,7 +43,6 @@ the destination is left as it was.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
@@ -51,12 +50,12 @@ import os
 import re
 import stat
 import struct
-import tempfile
 from fractions import Fraction
 from typing import NamedTuple
 
 from . import ref
 from .reading import available_memory, loads_json, shorten, shorten_list
+from .writing import atomic_write, file_mode
 from ._version import __version__
 from .options import QuantizeOptions
 from .options.profiles import get_profile
@@ -109,10 +108,6 @@ _FIELDS = {
 _VERSION_FIELDS = {1: tuple(name for name in _FIELDS if name != "payload_sha256"), 2: tuple(_FIELDS)}
 _OPTIONAL_FIELDS = {"profile": (dict, "an object: the name and options of the profile the tensor was made under")}
 
-# read once, while the import is single-threaded: os.umask can only be read by setting it
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
 
 def _jsonable(value):
     if isinstance(value, Fraction):
@@ -129,46 +124,6 @@ def _describe_format(fmt) -> dict:
     out["scale"] = _jsonable(fmt.scale.describe())
     out["tensor_scale"] = None if fmt.tensor_scale is None else _jsonable(fmt.tensor_scale.describe())
     return out
-
-
-def file_mode(path) -> int:
-    """The permissions a file written to ``path`` gets: an existing file's, else 0o666 minus the umask."""
-    try:
-        return os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        return 0o666 & ~_UMASK
-
-
-def atomic_write(path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file in the same directory, fsync, os.replace.
-
-    On any failure the temp file is removed and an existing ``path`` is untouched. A new file
-    gets the usual permissions (0o666 minus the umask); a replaced file keeps its mode.
-    """
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    mode = file_mode(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-    except OSError as error:
-        raise OSError(error.errno, f"cannot write {path}: no temporary file in {directory}: {error.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as file:
-            os.fchmod(file.fileno(), mode)
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):  # make the rename durable; not every platform allows this
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
 
 
 # --------------------------------------------------------------------------------------------------

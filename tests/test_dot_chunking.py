@@ -17,7 +17,7 @@ from test_dot_api_cli import assert_matches_reference, broadcast_index, tensor_b
 from test_dot_fast import check_general, make_operand, route_name
 
 import mxsim
-from mxsim import Accumulator, MXTensor, cli
+from mxsim import Accumulator, MXTensor, cli, tensor_dot
 from mxsim.options.accumulate import PRESETS
 from mxsim.fast import dot as fast_dot
 from mxsim.fileformat import save
@@ -187,9 +187,9 @@ def test_cli_asks_for_the_per_block_details_only_with_details(tmp_path, monkeypa
     save(a, tmp_path / "a.mx")
     save(b, tmp_path / "b.mx")
     asked = []
-    dot = cli.dot
+    dot = tensor_dot.dot  # the CLI imports it from its module when `mxsim dot` runs
     monkeypatch.setattr(
-        cli, "dot", lambda *args, details, **kw: asked.append(details) or dot(*args, details=details, **kw)
+        tensor_dot, "dot", lambda *args, details, **kw: asked.append(details) or dot(*args, details=details, **kw)
     )
     for extra in ([], ["--details", str(tmp_path / "d.npz")]):
         assert cli.main(["dot", str(tmp_path / "a.mx"), str(tmp_path / "b.mx"), str(tmp_path / "out.npy"), *extra]) == 0

@@ -138,3 +138,25 @@ def test_the_layer_rule_sees_a_planted_upward_import():
     assert _imports_from_later_layers("mxsim.golden.values", targets) == [
         "mxsim.golden.cluster", "mxsim.golden.device.check"]
     assert _imports_from_later_layers("mxsim.golden.device.check", targets) == ["mxsim.golden.cluster"]
+
+
+def test_every_public_name_resolves_and_the_golden_commands_leave_the_tensor_modules_unloaded():
+    """mxsim's array API is imported on first use: every name of ``mxsim.__all__`` still resolves
+    (and is the object its module defines), an unknown name is an AttributeError, and a fresh
+    process that imports the command line (what ``mxsim golden generate`` runs) does not load the
+    tensor, tensor-file and tensor-dot modules."""
+    import subprocess
+    import sys
+
+    import mxsim
+    import mxsim.fileformat
+    import mxsim.tensor_dot
+
+    assert all(getattr(mxsim, name) is not None for name in mxsim.__all__)
+    assert mxsim.dot is mxsim.tensor_dot.dot and mxsim.load is mxsim.fileformat.load
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        mxsim.no_such_name  # noqa: B018
+    code = ("import sys, mxsim.cli; print(sorted(m for m in ('mxsim.tensor', 'mxsim.fileformat', 'mxsim.tensor_dot', "
+            "'mxsim.tensor_pack') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]", f"importing mxsim.cli loads {loaded}"

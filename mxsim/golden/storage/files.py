@@ -35,7 +35,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..._version import __version__
-from ...fileformat import atomic_write
+from ...writing import atomic_write
 from ...reading import loads_json, read_capped
 from ..compute import limits
 from ..compute import pipeline
@@ -64,7 +64,7 @@ def _sha256(data: bytes) -> str:
 
 
 def _is_temporary(name: str) -> bool:
-    """A temporary file of :func:`mxsim.fileformat.atomic_write` (``.<name>.<random>.tmp``)."""
+    """A temporary file of :func:`mxsim.writing.atomic_write` (``.<name>.<random>.tmp``)."""
     return name.startswith(".") and name.endswith(".tmp")
 
 

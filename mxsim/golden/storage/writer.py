@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...fileformat import atomic_write, file_mode
+from ...writing import atomic_write, file_mode
 from ..kinds.fields import Field
 
 __all__ = ["SuiteWriter", "NPZ", "MANIFEST", "npy_dtype"]
@@ -37,7 +37,7 @@ _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 def _temporary(directory: Path, name: str):
     """An open binary file ``.<name>.<random>.tmp`` in ``directory``, with the permissions
-    ``<name>`` will have (:func:`mxsim.fileformat.file_mode`), and its path."""
+    ``<name>`` will have (:func:`mxsim.writing.file_mode`), and its path."""
     fd, path = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
     file = os.fdopen(fd, "wb")
     try:
