@@ -30,7 +30,10 @@ Prints, in one run:
   per CPU second to the aligned suite's;
 * ``--main-job`` (default on; ``--no-main-job`` skips): the main job, ``golden generate DIR`` of the
   canonical suite then ``golden verify DIR``, each in a fresh child process: CPU and wall seconds
-  of each and their sum (printed after ``--fused``, in the same run);
+  of each and their sum (printed after ``--fused``, in the same run), counted from after the
+  imports; of that CPU, the seconds spent in the reference model's expected values
+  (``crosscheck.reference_expected``, timed by a wrapper in the child) and the rest; and the whole
+  processes' CPU (interpreter start and imports included);
 * ``--collection FILE``: the main job on the suites FILE lists (a JSON list of ``[kind, params]``)
   instead of the canonical suite: all generated in one fresh process
   (:func:`mxsim.golden.storage.files.generate_suites`, as ``golden generate`` does the canonical
@@ -308,11 +311,33 @@ def cli_child(argv: list[str]) -> None:
     """Run ``mxsim <argv>`` in this (fresh) process; print its exit code, wall and CPU time, peak memory."""
     from mxsim.cli import main as cli
 
+    reference = _timed_reference()
     start, start_cpu = time.perf_counter(), time.process_time()
     code = cli(argv)
     wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"code": code, "wall": wall, "cpu": cpu, "peak": peak}))
+    print(json.dumps({"code": code, "wall": wall, "cpu": cpu, "peak": peak, "reference": reference[0],
+                      "process": time.process_time()}))
+
+
+def _timed_reference() -> list[float]:
+    """Count the CPU seconds this process spends in the reference model's expected values
+    (``crosscheck.reference_expected``: outputs and classes, as generation's check and ``verify``
+    call it): a one-item list that the wrapper adds to."""
+    from mxsim.golden.compute import crosscheck, pipeline
+
+    spent = [0.0]
+    original = crosscheck.reference_expected
+
+    def timed(suite, inputs):
+        start = time.process_time()
+        try:
+            return original(suite, inputs)
+        finally:
+            spent[0] += time.process_time() - start
+
+    crosscheck.reference_expected = pipeline.reference_expected = timed
+    return spent
 
 
 def collection_child(collection: str, root: str) -> None:
@@ -321,11 +346,13 @@ def collection_child(collection: str, root: str) -> None:
     from mxsim.golden.kinds.registry import suite_from_spec
     from mxsim.golden.storage.files import generate_suites
 
+    reference = _timed_reference()
     start, start_cpu = time.perf_counter(), time.process_time()
     generate_suites([suite_from_spec(kind, **params) for kind, params in json.loads(Path(collection).read_text())], root)
     wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"code": 0, "wall": wall, "cpu": cpu, "peak": peak}))
+    print(json.dumps({"code": 0, "wall": wall, "cpu": cpu, "peak": peak, "reference": reference[0],
+                      "process": time.process_time()}))
 
 
 def run_cli(argv: list[str]) -> dict:
@@ -391,11 +418,17 @@ def main_job(workdir: Path, collection: str | None = None) -> None:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     what = "canonical suite" if collection is None else collection
-    print(f"\nthe main job ({what}: {vectors:,} vectors), each a fresh process")
+    print(f"\nthe main job ({what}: {vectors:,} vectors), each a fresh process (CPU after the imports; of it, the "
+          "reference model's expected values and everything else)")
     for label, r in (("golden generate", generate), ("golden verify", verify)):
-        print(f"{label:20} {r['cpu']:7.1f} s CPU {r['wall']:7.1f} s wall")
+        print(f"{label:20} {r['cpu']:7.1f} s CPU {r['wall']:7.1f} s wall   reference {r['reference']:6.1f} s   "
+              f"the rest {r['cpu'] - r['reference']:6.1f} s")
     cpu, wall = generate["cpu"] + verify["cpu"], generate["wall"] + verify["wall"]
-    print(f"{'main job':20} {cpu:7.1f} s CPU {wall:7.1f} s wall")
+    reference = generate["reference"] + verify["reference"]
+    print(f"{'main job':20} {cpu:7.1f} s CPU {wall:7.1f} s wall   reference {reference:6.1f} s   "
+          f"the rest {cpu - reference:6.1f} s")
+    process = generate["process"] + verify["process"]
+    print(f"{'':20} whole processes (the interpreter's start and the imports too): {process:.1f} s CPU")
 
 
 def explain_run(count: int, workdir: Path) -> None:
