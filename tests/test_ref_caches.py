@@ -129,8 +129,8 @@ def test_the_fused_step_record_built_fast_is_the_dataclass():
     from mxsim.ref.fused import FusedStep, _fused_step
 
     c = Exact(1, Fraction(3, 8))
-    cases = [dict(special=True), dict(nonzero=True, products=Fraction(5, 4), cut_products=Fraction(1), c_exponent=-2,
-                                      grid=-20, total=Fraction(7, 8)),
+    cases = [dict(special=True), dict(nonzero=True, products=(5, -2), cut_products=(1, 0), c_exponent=-2,
+                                      grid=-20, total=(7, -3)),
              dict(anchor=4, grid=-21, bypass=True)]
     for given in cases:
         fast, plain = _fused_step(0x3F800000, c, **given), FusedStep(0x3F800000, c, **given)
@@ -176,3 +176,53 @@ def test_block_products_keeps_recent_calls_only_for_the_same_immutable_arguments
     assert block_products(ones, (), e4m3, b, (), e4m3) == definition(ones, (), e4m3, b, (), e4m3)
     with pytest.raises(ValueError, match="code True"):  # equal to the kept (1, ...), but a bool is no code
         block_products((True,) * 32, (), e4m3, b, (), e4m3)
+
+
+def _dyadic_pairs(rng: random.Random, n: int) -> list[tuple[int, int]]:
+    """Random (n, x) pairs, many of them not reduced (trailing zero bits in n) and some zero."""
+    pairs = []
+    for _ in range(n):
+        m = rng.choice([0, 1, -1, rng.randrange(-2**40, 2**40), rng.randrange(-255, 256) << rng.randrange(0, 30)])
+        pairs.append((m, rng.randrange(-160, 60)))
+    return pairs
+
+
+def test_a_fused_steps_dyadic_sums_are_the_fractions_they_stand_for():
+    """ref.fused keeps a step's sums as dyadic pairs (n, x) = n * 2^x: dyadic_sum and dyadic_equal
+    against the same values as Fractions, on 4,000 random pairs (unreduced ones included: (2, 0)
+    and (1, 1) are equal, which comparing the pairs themselves would miss)."""
+    from mxsim.ref.fused import dyadic_equal, dyadic_sum
+
+    def value(pair):
+        n, x = pair
+        return Fraction(n) * Fraction(2) ** x
+
+    rng = random.Random(41)
+    pairs = _dyadic_pairs(rng, 4000)
+    for a, b in zip(pairs, pairs[1:] + pairs[:1]):
+        assert value(dyadic_sum(a, b)) == value(a) + value(b)
+        assert dyadic_equal(a, b) == (value(a) == value(b))
+        assert dyadic_equal(a, (a[0] << 3, a[1] - 3)) and dyadic_equal((0, 5), (0, -7))
+    assert dyadic_equal((2, 0), (1, 1)) and not dyadic_equal((3, 0), (1, 1)) and not dyadic_equal((1, 0), (-1, 0))
+
+
+def test_rounding_a_sum_from_its_integers_is_round_output_of_its_value():
+    """round_finite_output (what a fused step rounds its dyadic total with) gives round_output of the
+    same value, for ratios that are not reduced, across output formats, roundings and overflow
+    rules, ftz and both signs of zero."""
+    from mxsim.options import Accumulator
+    from mxsim.ref.output import round_finite_output, round_output
+
+    rng = random.Random(43)
+    accumulators = [Accumulator(output=o, output_rounding=r, output_overflow=v, ftz=f)
+                    for o in ("fp32", "bf16", "fp16", "fp32_e8m13")
+                    for r in ("rne", "rtz", "rup", "rdn", "rna")
+                    for v in ("inf", "ieee", "saturate")
+                    for f in (False, True)]
+    for n, x in _dyadic_pairs(rng, 3000):
+        acc = rng.choice(accumulators)
+        negative, magnitude = n < 0 or (n == 0 and rng.random() < 0.5), abs(n)
+        common = 1 << rng.randrange(0, 5)  # a factor in both terms: the ratio is not reduced
+        numerator, denominator = (magnitude << x, 1) if x >= 0 else (magnitude, 1 << -x)
+        value = Exact(int(negative), Fraction(numerator, denominator))
+        assert round_finite_output(negative, numerator * common, denominator * common, acc) == round_output(value, acc)

@@ -44,11 +44,12 @@ from ..options.accumulate import FP32_EMIN, Accumulator
 from .block import QuantizedBlock
 from .decode import decode
 from .exact import Exact, floor_log2, to_exact
-from .output import output_value, round_output
+from .output import output_value, round_finite_output, round_output
 from .round import CUT_ROUNDING, round_magnitude
 from .terms import block_products, block_terms, frac_bits, special
 
-__all__ = ["FusedStep", "ScaleParts", "check_tensor_scales", "fused_step_details", "fused_steps", "scale_parts"]
+__all__ = ["FusedStep", "ScaleParts", "check_tensor_scales", "dyadic_equal", "dyadic_sum", "fused_step_details",
+           "fused_steps", "scale_parts"]
 
 TWO = Fraction(2)
 FP32_FRACTION_BITS = 23  # C's LSB weighs 2^(e_C - 23)
@@ -109,19 +110,21 @@ class FusedStep:
     block) terms, scales included, before any cut. ``cut_products``: their value after the cut to
     the grid. ``c_exponent``: e_C. ``anchor``: ``anchor="max"``'s anchor (None for fixed).
     ``grid``: the exponent of the grid's LSB. ``bypass``: D = C by the bypass rule. ``total``: the
-    exact value rounded to the output (None with ``special`` or ``bypass``)."""
+    exact value rounded to the output (None with ``special`` or ``bypass``). The three sums are
+    exact dyadic values given as integer pairs (n, x), the value n * 2^x (n signed; not reduced:
+    compare them with :func:`dyadic_equal`); the adder's sums are dyadic, so no Fraction is made."""
 
     code: int
     c: Exact
     special: bool = False
     nonzero: bool = False
-    products: Fraction = Fraction(0)
-    cut_products: Fraction = Fraction(0)
+    products: tuple[int, int] = (0, 0)
+    cut_products: tuple[int, int] = (0, 0)
     c_exponent: int = 0
     anchor: int | None = None
     grid: int | None = None
     bypass: bool = False
-    total: Fraction | None = None
+    total: tuple[int, int] | None = None
 
 
 _STEP_DEFAULTS = {f.name: f.default for f in fields(FusedStep) if f.default is not MISSING}
@@ -215,8 +218,8 @@ def _operands(products, scales_a, scales_b, k: int, frac: int, anchors) -> _Oper
 
 def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> FusedStep:
     """The step over products [first, last) with accumulator input ``c``. Terms and cuts are exact
-    dyadic integers (n, x) = n * 2^x (:func:`_terms`, :func:`_cut_sum`); the step's Fractions are
-    made once from their sums."""
+    dyadic integers (n, x) = n * 2^x (:func:`_terms`, :func:`_cut_sum`), and so are the step's
+    sums; the exact total is rounded from its integers (:func:`_round_sum`)."""
     blocks = range(first // ops.k, (last - 1) // ops.k + 1)
     nan_scale = any(ops.scales_a[i].nan or ops.scales_b[i].nan for i in blocks)
     # a product that is not finite in [first, last)
@@ -231,15 +234,14 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
     values = [(n, x) for n, x, _, _ in terms]
     base = min([x for _, x in values], default=0)  # the products' exact sum: units of 2^base
     units = sum([n << (x - base) for n, x in values])
-    products = _fraction(units, base)
+    products = (units, base)
     found = {"c": c, "nonzero": any(counts for _, _, _, counts in terms), "products": products, "c_exponent": e_c}
     if acc.sum_frac_bits is not None:
         anchor, grid, products, cut, total = _late_join(terms, c, e_c, acc)
-        if acc.zero_product_sum == "pass_c" and products == 0:
+        if acc.zero_product_sum == "pass_c" and not products[0]:
             return _fused_step(round_output(c, acc), anchor=anchor, grid=grid, **found)
         found.update(anchor=anchor)
-        code = round_output(_signed_exact(total), acc)
-        return _fused_step(code, grid=grid, cut_products=cut, total=total, **found)
+        return _fused_step(_round_sum(total, acc), grid=grid, cut_products=cut, total=total, **found)
     if acc.anchor == "max":
         anchor = max([e_c] + [exponent for _, _, exponent, counts in terms if counts])
         grid = anchor - acc.frac_bits
@@ -247,24 +249,22 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
             cut_units, cut = units << (base - grid), products
         else:
             cut_units = _cut_sum(values, grid, acc.shift_rounding)
-            cut = _fraction(cut_units, grid)
-        if acc.zero_product_sum == "pass_c" and cut == 0:  # D = C, its sign included
+            cut = (cut_units, grid)
+        if acc.zero_product_sum == "pass_c" and not cut_units:  # D = C, its sign included
             return _fused_step(round_output(c, acc), anchor=anchor, grid=grid, **found)
-        total = _fraction(_cut_sum([_dyadic(c.value)], grid, acc.shift_rounding) + cut_units, grid)
+        total = (_cut_sum([_dyadic(c.value)], grid, acc.shift_rounding) + cut_units, grid)
         found.update(anchor=anchor)
     else:
         block = first // ops.k
         grid = ops.scales_a[block].exponent + ops.scales_b[block].exponent - acc.frac_bits
-        cut = products if base >= grid else _fraction(_cut_sum(values, grid, acc.shift_rounding), grid)
+        cut = products if base >= grid else (_cut_sum(values, grid, acc.shift_rounding), grid)
         if acc.bypass is not None and (e_c - FP32_FRACTION_BITS) - grid > acc.bypass:
             # D = C unchanged (C itself for an fp32 output, -0 included)
             return _fused_step(round_output(c, acc), grid=grid, cut_products=cut, bypass=True, **found)
-        if acc.zero_product_sum == "pass_c" and cut == 0:  # D = C, its sign included
+        if acc.zero_product_sum == "pass_c" and not cut[0]:  # D = C, its sign included
             return _fused_step(round_output(c, acc), grid=grid, **found)
-        total = c.value + cut
-    # an exactly-zero sum is +0
-    code = round_output(_signed_exact(total), acc)
-    return _fused_step(code, grid=grid, cut_products=cut, total=total, **found)
+        total = dyadic_sum(_dyadic(c.value), cut)
+    return _fused_step(_round_sum(total, acc), grid=grid, cut_products=cut, total=total, **found)
 
 
 def _terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> list[tuple[int, int, int, bool]]:
@@ -294,7 +294,7 @@ def _terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> list[tupl
     return terms
 
 
-def _late_join(terms, c: Exact, e_c: int, acc: Accumulator) -> tuple[int, int, Fraction, Fraction, Fraction]:
+def _late_join(terms, c: Exact, e_c: int, acc: Accumulator) -> tuple[int, int, tuple, tuple, tuple]:
     """The step sum when C joins after the products (``sum_frac_bits`` set; AMD CDNA3, contract 6.1).
 
     1. The terms are dealt into ``partial_sums`` interleaved sums (term i of the step into sum
@@ -306,8 +306,9 @@ def _late_join(terms, c: Exact, e_c: int, acc: Accumulator) -> tuple[int, int, F
     3. E' = max(E, e_C) (e_C alone when no term counts); S is cut to the grid 2^(E' - sum_frac_bits)
        and C to 2^(E' - c_frac_bits), both by ``sum_rounding``; C counts as zero when
        e_C < E' - c_drop.
-    Returns (E', the exponent of the sum's grid, S, S after its cut, the exact total). The terms
-    are dyadic (n, x, exponent, counts) as :func:`_terms` gives them; every cut is in integers."""
+    Returns (E', the exponent of the sum's grid, S, S after its cut, the exact total), the last
+    three as dyadic pairs (n, x). The terms are dyadic (n, x, exponent, counts) as :func:`_terms`
+    gives them; every cut is in integers."""
     n, f = acc.partial_sums, acc.frac_bits
     sums = []  # (units, grid exponent, e_h) of every partial sum with a counting term
     for h in range(n):
@@ -327,8 +328,7 @@ def _late_join(terms, c: Exact, e_c: int, acc: Accumulator) -> tuple[int, int, F
     dropped = acc.c_drop is not None and e_c < joint - acc.c_drop
     c_grid = joint - acc.c_frac_bits
     c_units = 0 if dropped else _cut_sum([_dyadic(c.value)], c_grid, acc.sum_rounding)
-    cut = _fraction(cut_units, grid)
-    return joint, grid, _fraction(units, base), cut, cut + _fraction(c_units, c_grid)
+    return joint, grid, (units, base), (cut_units, grid), dyadic_sum((cut_units, grid), (c_units, c_grid))
 
 
 def _block_scale(sa: ScaleParts, sb: ScaleParts, frac: int) -> tuple[int, int, int]:
@@ -339,20 +339,31 @@ def _block_scale(sa: ScaleParts, sb: ScaleParts, frac: int) -> tuple[int, int, i
     return na * nb, scale_exponent, xa + xb + scale_exponent - frac
 
 
-def _signed_exact(q: Fraction) -> Exact:
-    """The finite Exact of a Fraction (an exact zero is +0), its sign read from the numerator."""
-    return Exact.trusted(1, -q) if q.numerator < 0 else Exact.trusted(0, q)
+def _round_sum(total: tuple[int, int], acc: Accumulator) -> int:
+    """The output code of a step's exact sum n * 2^x (an exactly-zero sum is +0)."""
+    n, x = total
+    magnitude = -n if n < 0 else n
+    if x >= 0:
+        return round_finite_output(n < 0, magnitude << x, 1, acc)
+    return round_finite_output(n < 0, magnitude, 1 << -x, acc)
+
+
+def dyadic_sum(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    """The exact sum of two dyadic values (n, x) = n * 2^x, on the finer of their grids."""
+    (na, xa), (nb, xb) = a, b
+    return ((na << (xa - xb)) + nb, xb) if xa >= xb else (na + (nb << (xb - xa)), xa)
+
+
+def dyadic_equal(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether two dyadic values (n, x) = n * 2^x are equal (their pairs need not be reduced)."""
+    (na, xa), (nb, xb) = a, b
+    return (na << (xa - xb)) == nb if xa >= xb else na == (nb << (xb - xa))
 
 
 def _dyadic(q: Fraction) -> tuple[int, int]:
     """(n, x) with q = n * 2^x exactly, for a Fraction whose denominator is a power of two (every
     element, scale and fp32 value is one)."""
     return q.numerator, 1 - q.denominator.bit_length()
-
-
-def _fraction(n: int, x: int) -> Fraction:
-    """n * 2^x as a Fraction."""
-    return Fraction(n << x) if x >= 0 else Fraction(n, 1 << -x)
 
 
 def _c_exponent(c: Exact, acc: Accumulator) -> int:

@@ -20,8 +20,8 @@ from .encode import encode_ratio
 from .exact import Exact, Number, dyadic, to_exact
 
 __all__ = [
-    "output_format", "storage_format", "round_output", "output_value", "fp32_add", "fp32_add_dyadic", "fp32_bits",
-    "fp32_input",
+    "output_format", "storage_format", "round_output", "round_finite_output", "output_value", "fp32_add",
+    "fp32_add_dyadic", "fp32_bits", "fp32_input",
 ]
 
 
@@ -48,21 +48,27 @@ def round_output(x: Exact, accumulator: Accumulator) -> int:
       negative; rdn of a positive) and +-Inf otherwise, ``saturate`` gives +-max finite.
       ``ftz``: a result that rounds to a subnormal (or zero) becomes a zero of its sign.
     """
-    storage = storage_format(accumulator)
     if x.is_nan:
-        return storage.nan_code() if accumulator.nan_bits is None else accumulator.nan_bits
+        return storage_format(accumulator).nan_code() if accumulator.nan_bits is None else accumulator.nan_bits
     if x.is_inf:
-        return storage.inf_code(bool(x.sign))
+        return storage_format(accumulator).inf_code(bool(x.sign))
+    magnitude = x.magnitude
+    return round_finite_output(bool(x.sign), magnitude.numerator, magnitude.denominator, accumulator)
+
+
+def round_finite_output(negative: bool, numerator: int, denominator: int, accumulator: Accumulator) -> int:
+    """:func:`round_output` of the finite value (-1)^negative * numerator / denominator (integers,
+    numerator >= 0, denominator > 0, not necessarily reduced; -0 is numerator 0 with ``negative``
+    True): for callers that hold a sum as integers (a fused step's dyadic total)."""
     out = output_format(accumulator)
     overflow = "error" if accumulator.output_overflow == "inf" else accumulator.output_overflow
-    magnitude = x.magnitude
     try:
-        code = encode_ratio(magnitude.numerator, magnitude.denominator, bool(x.sign), out, accumulator.output_rounding, overflow)
+        code = encode_ratio(numerator, denominator, negative, out, accumulator.output_rounding, overflow)
     except OverflowError:
-        code = out.inf_code(bool(x.sign))
+        code = out.inf_code(negative)
     if accumulator.ftz and code & ~out.sign_mask < 1 << out.mantissa_bits:
         code &= out.sign_mask
-    return _widen(code, out, storage)
+    return _widen(code, out, storage_format(accumulator))
 
 
 def _widen(code: int, out, storage) -> int:

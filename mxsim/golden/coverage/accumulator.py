@@ -13,7 +13,9 @@ from ...ref.encode import encode
 from ...ref.exact import Exact, floor_log2_ratio
 from ...ref.output import output_format, storage_format
 from ..values import code_sets, decode, is_subnormal_code
-from .output_rounding import output_rounding_classes
+from ...ref.fused import dyadic_equal
+from .catalogue import class_names
+from .output_rounding import dyadic_rounding_flags, output_rounding_classes
 
 __all__ = [
     "CANCELLATION_BITS", "c_classes", "cancels", "dyadic_overflows", "element_classes", "block_low",
@@ -96,6 +98,15 @@ def _cancels(c: Exact, products: Fraction) -> bool:
     return cancels(-cn if c.sign else cn, c.magnitude.denominator, products.numerator, products.denominator)
 
 
+def _cancels_dyadic(c: Exact, products: tuple[int, int]) -> bool:
+    """:func:`_cancels` of products given as the dyadic pair (n, x) = n * 2^x."""
+    n, x = products
+    if not (c.is_finite and c.magnitude and n):
+        return False
+    cn = c.magnitude.numerator
+    return cancels(-cn if c.sign else cn, c.magnitude.denominator, *((n << x, 1) if x >= 0 else (n, 1 << -x)))
+
+
 def c_classes(c: Exact, exact: Exact | None) -> set:
     """Classes of the input C against the exact value it is added to (``exact``: the products'
     sum, None if it is not finite): c_nan, inf, c_cancellation."""
@@ -146,17 +157,17 @@ def step_low(step) -> int | None:
 
 
 def step_rounding_classes(step, d, accumulator, overflows: bool | None = None) -> set:
-    """The decision classes (:func:`.output_rounding_classes.output_rounding_classes`) of one
-    fused step's output rounding: its exact sum ``step.total`` against the output format, ``d``
-    the decoded D. A bypassed or special step, an overflow and a zero sum have none.
-    ``overflows``: whether ``step.total`` overflows, if the caller knows already."""
-    if step.total is None or not step.total or not d.is_finite:
+    """The decision classes (:func:`.output_rounding.output_rounding_classes`) of one fused step's
+    output rounding: its exact sum ``step.total`` (a dyadic pair (n, x)) against the output format,
+    ``d`` the decoded D (a float value: dyadic). A bypassed or special step, an overflow and a zero
+    sum have none. ``overflows``: whether ``step.total`` overflows, if the caller knows already."""
+    if step.total is None or not step.total[0] or not d.is_finite:
         return set()
-    if _overflows(step.total, accumulator) if overflows is None else overflows:
+    n, x = step.total
+    if dyadic_overflows(n, x, accumulator) if overflows is None else overflows:
         return set()
-    negative = step.total.numerator < 0
-    return output_rounding_classes(-step.total if negative else step.total, negative, step_low(step),
-                                   output_format(accumulator), d.magnitude)
+    flags = dyadic_rounding_flags(-n if n < 0 else n, x, n < 0, step_low(step), output_format(accumulator), d.magnitude)
+    return set(class_names(flags))
 
 
 def block_low(lsb_exponent: int, scale_a: int, scale_b: int, fmt_a, fmt_b, tensor_scales: bool) -> int | None:
@@ -195,19 +206,20 @@ def fused_classes(details, accumulator) -> set:
         if d.is_inf:
             classes.add("inf")
         c = step.c
-        if step.nonzero and _cancels(c, step.products):
+        if step.nonzero and _cancels_dyadic(c, step.products):
             classes.add("c_cancellation")
-        if step.nonzero and step.products == 0:
+        if step.nonzero and not step.products[0]:
             classes.add("cancellation")
-        if step.cut_products != step.products:
+        inexact = not dyadic_equal(step.cut_products, step.products)
+        if inexact:
             classes.add("shift_inexact")
-        c_lost = step.bypass or (step.anchor == step.c_exponent and step.cut_products != step.products)
+        c_lost = step.bypass or (step.anchor == step.c_exponent and inexact)
         if step.nonzero and c_lost:
-            if c.magnitude and (step.bypass or step.cut_products == 0):
+            if c.magnitude and (step.bypass or not step.cut_products[0]):
                 classes.add("c_bypass")
             elif not c.magnitude:
                 classes.add("c_zero_tiny")
-        overflows = step.total is not None and _overflows(step.total, accumulator)
+        overflows = step.total is not None and dyadic_overflows(*step.total, accumulator)
         if overflows:
             classes.add("overflow")
             if d.is_finite:
