@@ -16,6 +16,7 @@ Imported on their own (``import mxsim.strategies``), so that ``import mxsim`` st
 """
 
 import importlib
+from typing import TYPE_CHECKING
 
 from . import ref
 from .formats import BlockFormat, FloatFormat, IntFormat, format_names, get_format
@@ -23,6 +24,12 @@ from .options import OVERFLOW_MODES, ROUNDING_MODES, SCALE_RULES, DequantizeOpti
 from .options import PROFILES, Accumulator, Profile
 
 from ._version import __version__
+
+if TYPE_CHECKING:  # the names below, as type checkers and the API docs read them
+    from .fast import decode, encode
+    from .fileformat import load, save
+    from .tensor import MXTensor, quantize
+    from .tensor_dot import DotResult, dot
 
 # the array API's modules, imported on first use (a command-line run that makes golden vectors
 # never loads the tensor and file modules: about 0.1 s of CPU per process)
