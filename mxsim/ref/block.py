@@ -599,9 +599,15 @@ def dequantize_block(
     if scale.is_nan:
         return [Exact.nan() for _ in block.codes]
     factor = scale.value * (Fraction(1) if tensor_scale is None else Fraction(tensor_scale))
+    element, size = fmt.element, fmt.subblock_size if fmt.subblocks else fmt.block_size
+    multipliers = [factor / (1 << tau) for tau in block.subscales] if fmt.subblocks else [factor]
     values = []
-    for i, code in enumerate(block.codes):
-        tau = block.subscales[i // fmt.subblock_size] if fmt.subblocks else 0
-        x = decode(code, fmt.element)
-        values.append(x if not x.is_finite else Exact(x.sign, x.magnitude * factor / TWO**tau))
+    for j, multiplier in enumerate(multipliers):  # sub-block j (the whole block without sub-blocks)
+        scaled = {}  # code -> its value in this sub-block (a code often recurs)
+        for code in block.codes[j * size : (j + 1) * size]:
+            x = decode(code, element)  # (checks the code: a Python int from here on)
+            value = scaled.get(code)
+            if value is None:
+                value = scaled[code] = x if x.kind != "finite" else Exact.trusted(x.sign, x.magnitude * multiplier)
+            values.append(value)
     return values
