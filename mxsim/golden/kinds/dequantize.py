@@ -21,7 +21,7 @@ from ...ref.scale_code import check_scale_encoding, scale_code_exponent
 from ..coverage.catalogue import class_names, flag_bits
 from ..coverage.reach import MIN_CLASS_VECTORS
 from ..coverage.rounding import BAND_CLASSES, decision_flags, ieee_interval
-from ..values import decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word
+from ..values import code_sets, decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word
 from .fields import Field
 from .format_spec import block_format, format_param
 from .suite import Suite, jsonable
@@ -386,28 +386,37 @@ class DequantizeSuite(Suite):
         return [(out, classes | set(class_names(f))) for (out, classes), f in zip(done, flags)]
 
     def _classes(self, block: QuantizedBlock, values: list[Exact], words: list[int]) -> set:
-        """The classes of one vector but the rounding decisions (:meth:`_decision_flag_words`)."""
-        fmt, out = self.fmt, self.out
-        classes = set()
-        elements = [decode(c, fmt.element) for c in block.codes]
-        if any(x.is_nan for x in elements):
-            classes.add("nan")
-        if any(x.is_inf for x in elements):
-            classes.add("inf")
-        if all(x.is_zero for x in elements):
+        """The classes of one vector but the rounding decisions (:meth:`_decision_flag_words`): of
+        its element codes (from :func:`..values.code_sets`), its scale, and each value and word
+        (:meth:`_value_classes`, kept per word where they depend on the word alone)."""
+        sets, codes = code_sets(self.fmt.element), set(block.codes)
+        classes = {name for name, test in (("nan", "nan"), ("inf", "inf"), ("subnormal_input", "subnormal"),
+                                           ("int8_neg2", "neg2")) if not codes.isdisjoint(sets[test])}
+        if codes <= sets["zero"]:
             classes.add("all_zero")
-        if any(is_subnormal_code(c, fmt.element) for c in block.codes):
-            classes.add("subnormal_input")
-        if (
-            fmt.element.kind == "int"
-            and fmt.element.encoding == "twos_complement"
-            and fmt.element.sign_mask in block.codes
-        ):
-            classes.add("int8_neg2")
         classes |= self._scale_classes(block.scale)
+        out, kept = self.out, self._word_classes
         for x, word in zip(values, words):
-            classes |= self._value_classes(x, word, out)
+            finite = x.kind == "finite"
+            nonzero = finite and x.magnitude != 0
+            if nonzero and not self._is_ieee_word(word):  # saturated or flushed: the exact value decides
+                classes |= self._value_classes(x, word, out)
+                continue
+            key = (finite, nonzero, word)  # (a value that is not finite and nonzero, or has its IEEE word)
+            known = kept.get(key)
+            if known is None:
+                if len(kept) >= 1 << 16:
+                    kept.clear()
+                known = kept[key] = frozenset(self._value_classes(x, word, out))
+            classes |= known
         return classes
+
+    @cached_property
+    def _word_classes(self) -> dict:
+        """(finite, nonzero, word) -> :meth:`_value_classes` of a value with that word, where the word
+        alone decides them: the value is zero or not finite, or the word is its IEEE word
+        (:meth:`_is_ieee_word`); at most 2^16 kept."""
+        return {}
 
     def _scale_classes(self, code: int) -> set:
         if self.fmt.scale.name != "e8m0":
