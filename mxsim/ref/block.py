@@ -238,7 +238,7 @@ def quantize_block(
     it has one, else 0. specials='per_element': see :class:`mxsim.QuantizeOptions`.
     """
     fmt = get_format(fmt, kind="block")
-    options.check_format(fmt)
+    _check_format_options(options, fmt)
     check_source_options(source, options)
     tensor_scale = check_tensor_scale(fmt, tensor_scale)
     xs = _read_inputs(values, fmt, options)
@@ -251,6 +251,19 @@ def quantize_block(
         return _quantize_nvfp4(xs, fmt, options, s_t, rand_bits, source)
     exponent = None if scale is None else given_scale_exponent(scale, options)
     return _quantize_e8m0(xs, fmt, options, rand_bits, source, exponent)
+
+
+def _check_format_options(options: QuantizeOptions, fmt) -> None:
+    """``options.check_format(fmt)``, skipped for the pair that passed it last (found by identity:
+    a frozen QuantizeOptions and a frozen format object, both held here so that their ids stay
+    theirs; the blocks of one tensor or suite share one pair)."""
+    if _LAST_CHECKED[0] is options and _LAST_CHECKED[1] is fmt:
+        return
+    options.check_format(fmt)
+    _LAST_CHECKED[:] = (options, fmt)
+
+
+_LAST_CHECKED: list = [None, None]  # the (options, block format) pair that passed check_format last
 
 
 def given_scales_format_error(fmt) -> ValueError:
