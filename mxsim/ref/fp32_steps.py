@@ -23,6 +23,11 @@ evaluated in float32. These are the exact rules (integers and Fractions only):
   ('floor'): floor(v). RN32(v + 1/2) double-rounds: a v just under 1/2 whose sum with 1/2 lies
   within half a float32 step of 1 gives r = 1. The value is r * 2^(pe - m), clamped to max
   normal (saturating).
+
+Each rule is computed once, on integers: a value is a ratio n / d (the float32 values here are
+dyadic, n / 2^k) and RN32 is :func:`fp32_round`, the encoder's rounding onto the float32 grid
+giving S * 2^q. The ``*_ratio`` functions take and give such integers (the block quantizer calls
+them per element); the functions of a Fraction read its numerator and denominator and call them.
 """
 
 from __future__ import annotations
