@@ -21,7 +21,7 @@ from ...ref.scale_code import check_scale_encoding, scale_code_exponent
 from ..coverage.catalogue import class_names, flag_bits
 from ..coverage.reach import MIN_CLASS_VECTORS
 from ..coverage.rounding import BAND_CLASSES, decision_flags, ieee_interval
-from ..values import code_sets, decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word
+from ..values import code_sets, decode, fp32_bits, fp32_value, pack_word, unpack_word
 from .fields import Field
 from .format_spec import block_format, format_param
 from .suite import Suite, jsonable
