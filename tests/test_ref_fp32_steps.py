@@ -68,7 +68,8 @@ def _random_ratios(rng: random.Random, n: int) -> list[Fraction]:
         kind = rng.randrange(5)
         exponent = rng.randrange(-170, 130)
         if kind == 0:  # a 24-bit float32 significand plus a tie or a step below or above it
-            q = Fraction((rng.getrandbits(23) | 1 << 23) * 4 + rng.choice([-1, 1, 2, 3]), 4) * Fraction(2) ** (exponent - 23)
+            quarters = (rng.getrandbits(23) | 1 << 23) * 4 + rng.choice([-1, 1, 2, 3])
+            q = Fraction(quarters, 4) * Fraction(2) ** (exponent - 23)
         elif kind == 1:
             q = Fraction(rng.getrandbits(40) + 1) * Fraction(2) ** (exponent - 40)
         elif kind == 2:  # subnormal range
@@ -104,12 +105,12 @@ def test_fp32_rne_is_nearest_even_rounding_and_numpy_float32():
         significand, grid = fp32_round(abs(q.numerator), q.denominator)
         assert significand * Fraction(2) ** grid == abs(fp32_rne(q))
         assert is_fp32(q) == is_fp32_ratio(abs(q.numerator), q.denominator) == (fp32_rne(q) == q)
-    # planted bug: rounding toward zero instead is caught
+    # a planted bug is caught
     assert _rn32_mismatches(_rn32_toward_zero, values) > 100
 
 
 def _rn32_toward_zero(q: Fraction) -> Fraction:
-    """A planted bug: the float32 grid cut toward zero."""
+    """A planted bug: a nearest-even result that lies beyond |q| moved 2^-149 back toward zero."""
     rounded = _rn32_definition(q)
     return rounded - math.copysign(1, q) * Fraction(2) ** -149 if abs(rounded) > abs(q) else rounded
 
