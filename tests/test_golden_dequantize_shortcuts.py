@@ -12,6 +12,11 @@ what their definitions give:
   word (:func:`mxsim.ref.encode.encode`, overflow 'ieee'), on values around every output's
   overflow threshold, smallest normal and smallest subnormal, under every overflow and ftz option.
 
+* a vector's classes (``DequantizeSuite._classes``: the element classes from the code sets, the
+  value classes kept per output word where the word alone decides them) against the classes of
+  every element value and word computed one by one, and ``compute_many`` of a whole catalogue
+  against ``compute`` vector by vector, on the same suites.
+
 Checked by hand that each test fails with the shortcut broken (reported with the change that
 made it: a factor off by one bit; the output word taken as the IEEE word whatever the options).
 """
@@ -144,3 +149,39 @@ def test_decision_flags_at_the_bounds_follow_the_definition(output, ftz):
     assert suite._decision_flag_words(values, words, codes) == expected
     # max_normal is decided, a value beyond it not, one below min_normal only without ftz
     assert expected[0] and not expected[4] and bool(expected[8]) is not ftz
+
+
+@pytest.mark.parametrize("params", SUITES, ids=lambda p: "-".join(str(v) for v in p.values()))
+def test_vector_classes_follow_the_definition_on_the_catalogue(params):
+    suite = suite_from_spec("dequantize", **params)
+    fmt, out = suite.fmt, suite.out
+    rows = [inputs for inputs, _ in pipeline.vectors(suite, 0, 1, pipeline.plan(suite, 1))]
+    for inputs in rows:
+        codes = tuple(unpack_word(inputs["codes"], fmt.element.width, fmt.block_size))
+        subscales = tuple(unpack_word(inputs["subscales"], fmt.subscale_bits, fmt.subblocks)) if fmt.subblocks else ()
+        tensor_scale = fp32_value(inputs["tensor_scale"]).magnitude if "tensor_scale" in inputs else None
+        block = QuantizedBlock(inputs["scale"], subscales, codes)
+        values = dequantize_block(block, fmt, tensor_scale, suite.scale_encoding)
+        words = [round_to_output(x, suite.output, suite.opts) for x in values]
+        elements = [decode(c, fmt.element) for c in codes]
+        expected = {name for name, hit in (
+            ("nan", any(x.is_nan for x in elements)), ("inf", any(x.is_inf for x in elements)),
+            ("all_zero", all(x.is_zero for x in elements)),
+            ("subnormal_input", any(0 < c & ~fmt.element.sign_mask < 1 << fmt.element.mantissa_bits
+                                    for c in codes) if fmt.element.kind == "float" else False),
+            ("int8_neg2", fmt.element.kind == "int" and fmt.element.encoding == "twos_complement"
+             and fmt.element.sign_mask in codes)) if hit}
+        expected |= suite._scale_classes(block.scale)
+        for x, word in zip(values, words):
+            expected |= suite._value_classes(x, word, out)
+        assert suite._classes(block, values, words) == expected, inputs
+    assert len(suite._word_classes) > 10  # the kept classes were used
+    assert suite.compute_many(rows) == [suite.compute(row) for row in rows]
+
+
+def test_all_zero_class_of_a_block_of_both_zeros():
+    suite = suite_from_spec("dequantize", block="mxfp8_e4m3", output="float32")
+    block = QuantizedBlock(127, (), tuple(0x80 * (i % 2) for i in range(32)))  # +0 and -0 codes
+    values = dequantize_block(block, suite.fmt)
+    words = [round_to_output(x, suite.output, suite.opts) for x in values]
+    assert {"all_zero", "zero", "negative_zero"} <= suite._classes(block, values, words)

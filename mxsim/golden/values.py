@@ -5,6 +5,7 @@ bit conversions, the codes of a format by what they hold, and block-word packing
 
 from __future__ import annotations
 
+import struct
 from functools import lru_cache
 
 from ..formats import get_format
@@ -13,8 +14,8 @@ from ..ref.encode import encode
 from ..ref.exact import Exact
 
 __all__ = [
-    "FP32", "decode", "fp32_bits", "fp32_value", "code_sets", "max_codes", "subnormal_codes", "is_subnormal_code",
-    "pack_word", "unpack_word",
+    "FP32", "FP32_INF_BITS", "decode", "fp32_bits", "fp32_value", "fp32_float", "code_sets", "max_codes",
+    "subnormal_codes", "is_subnormal_code", "pack_word", "unpack_word",
 ]
 
 FP32 = "fp32"
@@ -85,6 +86,21 @@ def _fp32_exact_bits(x: Exact) -> int | None:
 def fp32_value(bits: int) -> Exact:
     """The exact value of fp32 bits (the reference decoder; not memoized: inputs rarely repeat)."""
     return _decode(bits, _FP32_FORMAT)
+
+
+def fp32_float(bits: int) -> float:
+    """fp32 bits as a Python float: the same value exactly (binary64 holds every fp32 value; -0.0,
+    +-inf, and a NaN with the bits' sign bit), which the reference reads exactly
+    (:func:`mxsim.ref.exact.float_ratio`). ValueError for anything but an integer in [0, 2^32)."""
+    if bits.__class__ is not int or not 0 <= bits <= 0xFFFFFFFF:
+        fp32_value(bits)  # the reference decoder's error for a bad word (an in-range NumPy integer passes)
+        bits = int(bits)
+    return _FP32_FROM_WORD(_WORD_OF_INT(bits))[0]
+
+
+FP32_INF_BITS = 0x7F800000  # the magnitude bits of fp32 Inf: above them NaN, below finite values
+_WORD_OF_INT = struct.Struct("<I").pack
+_FP32_FROM_WORD = struct.Struct("<f").unpack
 
 
 @lru_cache(maxsize=None)

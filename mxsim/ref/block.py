@@ -33,7 +33,7 @@ from ..formats import get_format
 from .decode import decode
 from .encode import encode, encode_ratio, ratio_encoder
 from .exact import Exact, Number, as_int, float_ratio, floor_log2_ratio, ratio, to_exact
-from .fp32_steps import fp32_log2_element, fp32_log2_floor, fp32_rne, is_fp32
+from .fp32_steps import fp32_log2_element_ratio, fp32_log2_floor_ratio, fp32_round, is_fp32_ratio
 from .scale import E8M0_MAX, E8M0_MIN, E8M0_NAN, byte_exponent, given_scale_error, scale_byte, scale_exponent
 from .scale_code import decode_scale
 from .sources import check_source_options, inf_stand_in, read_subnormal
@@ -136,7 +136,7 @@ def _read_inputs(values: Sequence[Number], fmt, options: QuantizeOptions) -> lis
         raise inf_block_error()
     if options.fp32_arithmetic:
         for i, (_, n, d) in enumerate(xs):
-            if d and not is_fp32(Fraction(n, d)):
+            if d and not is_fp32_ratio(n, d):
                 raise ValueError(
                     f"value {i} of the block ({values[i]!r}) is not a float32 value; scale_rule='floor_fp32', "
                     "element_arith='fp32_log2', scale_value_min and nvfp4_arith='fp32_reciprocal' "
@@ -238,7 +238,7 @@ def quantize_block(
     it has one, else 0. specials='per_element': see :class:`mxsim.QuantizeOptions`.
     """
     fmt = get_format(fmt, kind="block")
-    options.check_format(fmt)
+    _check_format_options(options, fmt)
     check_source_options(source, options)
     tensor_scale = check_tensor_scale(fmt, tensor_scale)
     xs = _read_inputs(values, fmt, options)
@@ -251,6 +251,19 @@ def quantize_block(
         return _quantize_nvfp4(xs, fmt, options, s_t, rand_bits, source)
     exponent = None if scale is None else given_scale_exponent(scale, options)
     return _quantize_e8m0(xs, fmt, options, rand_bits, source, exponent)
+
+
+def _check_format_options(options: QuantizeOptions, fmt) -> None:
+    """``options.check_format(fmt)``, skipped for the pair that passed it last (found by identity:
+    a frozen QuantizeOptions and a frozen format object, both held here so that their ids stay
+    theirs; the blocks of one tensor or suite share one pair)."""
+    if _LAST_CHECKED[0] is options and _LAST_CHECKED[1] is fmt:
+        return
+    options.check_format(fmt)
+    _LAST_CHECKED[:] = (options, fmt)
+
+
+_LAST_CHECKED: list = [None, None]  # the (options, block format) pair that passed check_format last
 
 
 def given_scales_format_error(fmt) -> ValueError:
@@ -341,17 +354,19 @@ def _fp32_step_codes(xs: Sequence[Ratio], exponent: int, element, options: Quant
     float32 value a, then :func:`mxsim.ref.fp32_steps.fp32_log2_element`, encoded exactly (the
     result lies on the element grid). Under zero_sign='plus_input' an a of zero (a -0 input, or
     an x / 2^E that underflows float32) gives +0. Inf saturates; NaN never gets here (NaN blocks)."""
-    scale = Fraction(2) ** exponent
+    divisor_n, divisor_d = _power_of_two(exponent)
     plus_zero = options.zero_sign == "plus_input"
+    encoder = ratio_encoder(element)
     codes = []
     for sign, n, d in xs:
         if not d:  # Inf (specials='block' with inf_policy other than 'nan')
             codes.append(overflow_code(element, sign == 1, "saturate", options.rounding, True, False))
             continue
-        quotient = fp32_rne(Fraction(n, d) / scale)  # zero where x / 2^E underflows float32
-        negative = sign == 1 and (quotient != 0 or not plus_zero)
-        magnitude = fp32_log2_element(quotient, element, options.rounding)
-        codes.append(encode_ratio(magnitude.numerator, magnitude.denominator, negative, element, "rne", "saturate"))
+        significand, q = fp32_round(n * divisor_d, d * divisor_n)  # a = S * 2^q: zero where x / 2^E underflows
+        negative = sign == 1 and (significand != 0 or not plus_zero)
+        a_n, a_d = (significand << q, 1) if q >= 0 else (significand, 1 << -q)
+        m_n, m_d = fp32_log2_element_ratio(a_n, a_d, element, options.rounding)
+        codes.append(encoder(m_n, m_d, negative, element, "rne", "saturate", None, 32, False))
     return _plus_zeros(codes, element, options)
 
 
@@ -413,7 +428,7 @@ def check_scale_value_min(amax: Fraction, options: QuantizeOptions, where: str =
     """scale_value_min='1e-10' (contract 6.2, Brevitas): ValueError for a block whose library scale
     is not a power of two: amax = 0, or a float32 log2 of amax below -33 (Brevitas clamps
     2^floor(log2 amax) at float32 1e-10, which lies in [2^-34, 2^-33))."""
-    if amax == 0 or fp32_log2_floor(amax) < BREVITAS_LOG2_MIN:
+    if amax == 0 or fp32_log2_floor_ratio(amax.numerator, amax.denominator) < BREVITAS_LOG2_MIN:
         raise ValueError(
             f"{where} with largest magnitude {float(amax)!r} has no MX encoding under scale_value_min="
             f"{options.scale_value_min!r}: the library (Brevitas) clamps its scale at 1e-10, which is not a power of "
@@ -426,7 +441,7 @@ def _flush_subnormal_block(xs: list[Ratio], options: QuantizeOptions, source: st
     """flush_subnormal_blocks (microxcaling flush_fp32_subnorms): every value of a block whose
     amax has a float32 log2 below -126 becomes a zero of its sign."""
     n, d = _amax(xs, options, source)
-    if n and fp32_log2_floor(Fraction(n, d)) < -126:
+    if n and fp32_log2_floor_ratio(n, d) < -126:
         return [(sign, 0, 1) for sign, _, _ in xs]
     return xs
 
@@ -597,9 +612,15 @@ def dequantize_block(
     if scale.is_nan:
         return [Exact.nan() for _ in block.codes]
     factor = scale.value * (Fraction(1) if tensor_scale is None else Fraction(tensor_scale))
+    element, size = fmt.element, fmt.subblock_size if fmt.subblocks else fmt.block_size
+    multipliers = [factor / (1 << tau) for tau in block.subscales] if fmt.subblocks else [factor]
     values = []
-    for i, code in enumerate(block.codes):
-        tau = block.subscales[i // fmt.subblock_size] if fmt.subblocks else 0
-        x = decode(code, fmt.element)
-        values.append(x if not x.is_finite else Exact(x.sign, x.magnitude * factor / TWO**tau))
+    for j, multiplier in enumerate(multipliers):  # sub-block j (the whole block without sub-blocks)
+        scaled = {}  # code -> its value in this sub-block (a code often recurs)
+        for code in block.codes[j * size : (j + 1) * size]:
+            x = decode(code, element)  # (checks the code: a Python int from here on)
+            value = scaled.get(code)
+            if value is None:
+                value = scaled[code] = x if x.kind != "finite" else Exact.trusted(x.sign, x.magnitude * multiplier)
+            values.append(value)
     return values

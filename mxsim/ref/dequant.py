@@ -16,7 +16,7 @@ from ..options.dequantize import OUTPUTS, DequantizeOptions, output_name
 from ..formats import get_format
 from .block import QuantizedBlock, check_block, dequantize_block, to_fp32
 from .decode import decode
-from .encode import encode
+from .encode import encode_ratio
 from .exact import Exact
 from .scale_code import decode_scale
 
@@ -26,7 +26,19 @@ __all__ = ["output_format", "round_to_output", "dequantize_block_bits", "fp32_re
 def output_format(output):
     """The mxsim float format of an output type (float32 -> fp32, float16 -> fp16, bfloat16 ->
     bf16, float64 -> fp64)."""
-    return get_format(OUTPUTS[output_name(output)], kind="float")
+    if output.__class__ is str:  # a name looked up before: one dict read (the hot path)
+        fmt = _OUTPUT_FORMATS.get(output)
+        if fmt is not None:
+            return fmt
+    fmt = get_format(OUTPUTS[output_name(output)], kind="float")
+    if output.__class__ is str:
+        if len(_OUTPUT_FORMATS) >= 64:
+            _OUTPUT_FORMATS.clear()
+        _OUTPUT_FORMATS[output] = fmt
+    return fmt
+
+
+_OUTPUT_FORMATS: dict = {}  # output names (strings only: accepted ones) -> their formats, at most 64 kept
 
 
 def is_subnormal_word(word: int, out_fmt) -> bool:
@@ -51,7 +63,8 @@ def round_to_output(x: Exact, output, options: DequantizeOptions = DequantizeOpt
     if x.is_inf:
         return out_fmt.inf_code(bool(x.sign))
     overflow = "saturate" if options.dequant_overflow == "saturate" else "ieee"
-    word = encode(x, out_fmt, "rne", overflow)
+    magnitude = x.magnitude  # (the encoder's integer core: every float output is signed, "rne" is plain)
+    word = encode_ratio(magnitude.numerator, magnitude.denominator, x.sign == 1, out_fmt, "rne", overflow)
     if options.dequant_ftz and is_subnormal_word(word, out_fmt):
         word &= out_fmt.sign_mask
     return word

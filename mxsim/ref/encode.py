@@ -20,7 +20,7 @@ from ..options.encode import OVERFLOW_MODES, check_encode_options, check_int8_al
 from .exact import Number, floor_log2_ratio, ratio, to_exact
 from .round import round_magnitude
 
-__all__ = ["encode", "encode_ratio", "ratio_encoder", "round_to_grid"]
+__all__ = ["encode", "encode_ratio", "ratio_encoder", "round_to_grid", "round_ratio_to_grid"]
 
 _DETERMINISTIC = ("rne", "rna", "rtz", "rup", "rdn")
 
@@ -118,7 +118,11 @@ def round_to_grid(magnitude: Fraction, fmt, rounding_args) -> tuple[int, int]:
     subnormals) for floats, and -frac_bits for integers. ``rounding_args`` are
     (rounding, negative, rand_bits, rand_width) as for :func:`round_magnitude`.
     """
-    n, d = magnitude.numerator, magnitude.denominator
+    return round_ratio_to_grid(magnitude.numerator, magnitude.denominator, fmt, rounding_args)
+
+
+def round_ratio_to_grid(n: int, d: int, fmt, rounding_args) -> tuple[int, int]:
+    """:func:`round_to_grid` of the magnitude n / d (integers n, d > 0, not necessarily reduced)."""
     if fmt.kind == "int":
         grid = -fmt.frac_bits
     else:

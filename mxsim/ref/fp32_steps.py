@@ -23,6 +23,11 @@ evaluated in float32. These are the exact rules (integers and Fractions only):
   ('floor'): floor(v). RN32(v + 1/2) double-rounds: a v just under 1/2 whose sum with 1/2 lies
   within half a float32 step of 1 gives r = 1. The value is r * 2^(pe - m), clamped to max
   normal (saturating).
+
+Each rule is computed once, on integers: a value is a ratio n / d (the float32 values here are
+dyadic, n / 2^k) and RN32 is :func:`fp32_round`, the encoder's rounding onto the float32 grid
+giving S * 2^q. The ``*_ratio`` functions take and give such integers (the block quantizer calls
+them per element); the functions of a Fraction read its numerator and denominator and call them.
 """
 
 from __future__ import annotations
@@ -33,9 +38,8 @@ from math import isqrt
 
 from ..formats import get_format
 from ..options.quantize import FP32_STEP_ROUNDINGS
-from .decode import decode
-from .encode import encode_ratio
-from .exact import floor_log2
+from .encode import round_ratio_to_grid
+from .exact import dyadic, floor_log2_ratio
 
 __all__ = [
     "FP32_STEP_ROUNDINGS",
@@ -43,25 +47,55 @@ __all__ = [
     "log2_rounds_down_threshold",
     "log2_half_spacing_bits",
     "fp32_log2_floor",
+    "fp32_log2_floor_ratio",
     "fp32_log2_ceil",
     "fp32_log2_element",
+    "fp32_log2_element_ratio",
     "fp32_rne",
+    "fp32_round",
     "is_fp32",
+    "is_fp32_ratio",
 ]
 
 _PRECISION = 128  # fraction bits of the fixed-point square roots of 2
+_FP32 = get_format("fp32")
+_RNE = ("rne", False, None, 32)  # round_ratio_to_grid's rounding arguments: nearest-even, magnitude
+_FP32_TOP_GRID = _FP32.emax - _FP32.mantissa_bits  # the float32 maximum is max_significand * 2^this
+
+
+def fp32_round(n: int, d: int) -> tuple[int, int]:
+    """RN32(n / d) of a magnitude (integers n >= 0, d > 0, not necessarily reduced) as (S, q), the
+    value S * 2^q (S an integer, (0, 0) for zero): nearest-even at the binade of n / d (fp32's
+    smallest normal binade for subnormals: steps of 2^-149), saturating at the float32 maximum
+    (2^24 - 1) * 2^104, as the encoder's rounding (:func:`mxsim.ref.encode.round_ratio_to_grid`)
+    gives it. (Saturating nearest-even is min(unbounded nearest-even, maximum).)"""
+    if not n:
+        return 0, 0
+    significand, grid = round_ratio_to_grid(n, d, _FP32, _RNE)
+    if grid >= _FP32_TOP_GRID and significand << (grid - _FP32_TOP_GRID) > _FP32.max_significand:
+        return _FP32.max_significand, _FP32_TOP_GRID
+    return significand, grid
 
 
 def fp32_rne(q: Fraction) -> Fraction:
-    """q rounded to the nearest float32 (ties to even, subnormals kept; no overflow in use here)."""
+    """q rounded to the nearest float32 (ties to even, subnormals kept, saturating; a negative q
+    that rounds to zero gives 0): :func:`fp32_round` of |q| with q's sign."""
     n, d = q.numerator, q.denominator
-    fp32 = get_format("fp32")
-    return decode(encode_ratio(abs(n), d, n < 0, fp32, "rne", "saturate"), fp32).value
+    significand, grid = fp32_round(abs(n), d)
+    value = dyadic(significand, grid)
+    return -value if n < 0 else value
 
 
 def is_fp32(q: Fraction) -> bool:
     """Whether q is exactly a finite float32 value."""
-    return fp32_rne(q) == q
+    return is_fp32_ratio(abs(q.numerator), q.denominator)
+
+
+def is_fp32_ratio(n: int, d: int) -> bool:
+    """Whether the magnitude n / d (integers n >= 0, d > 0) is exactly a finite float32 value: its
+    :func:`fp32_round` equals it."""
+    significand, grid = fp32_round(n, d)
+    return (significand << grid) * d == n if grid >= 0 else significand * d == n << -grid
 
 
 def _root_of_two_bounds(j: int) -> tuple[int, int]:
@@ -111,59 +145,90 @@ def log2_half_spacing_bits(k: int) -> int | None:
     return 24 - p + (k > 0 and k == 1 << p)
 
 
+def _positive_ratio(x: Fraction) -> tuple[int, int]:
+    """(numerator, denominator) of a positive Fraction (or int); ValueError otherwise."""
+    n, d = x.numerator, x.denominator
+    if n <= 0:
+        raise ValueError("floor_log2 needs a positive value")
+    return n, d
+
+
+def _fp32_significand(n: int, d: int, e: int) -> tuple[int, int]:
+    """(S, q) with n / d = S * 2^q, q = max(e - 23, -149), e = floor(log2(n / d)): the integer
+    significand of a float32 value (24 bits, or subnormal steps 2^-149); ValueError where S is
+    not an integer (n / d is no float32 value)."""
+    q = max(e - 23, -149)
+    significand, rest = divmod(n, d << q) if q >= 0 else divmod(n << -q, d)
+    if rest:
+        raise ValueError(f"{Fraction(n, d)} is not a float32 value")
+    return significand, q
+
+
 def fp32_log2_floor(x: Fraction) -> int:
     """floor(RN32(log2 x)) of a positive float32 value x (see the module docstring)."""
-    e = floor_log2(x)
+    return fp32_log2_floor_ratio(*_positive_ratio(x))
+
+
+def fp32_log2_floor_ratio(n: int, d: int) -> int:
+    """:func:`fp32_log2_floor` of x = n / d (integers n, d > 0, not necessarily reduced)."""
+    e = floor_log2_ratio(n, d)
     k = e + 1
     j = log2_half_spacing_bits(k)
     if j is None:
         return e
-    q = max(e - 23, -149)  # x = S * 2^q with S an integer (fp32: 24 bits, or subnormal steps 2^-149)
-    bits = k - q
-    scaled = x / Fraction(2) ** q
-    if scaled.denominator != 1:
-        raise ValueError(f"{x} is not a float32 value")
-    return k if scaled.numerator >= log2_rounds_up_threshold(j, bits) else e
+    significand, q = _fp32_significand(n, d, e)
+    return k if significand >= log2_rounds_up_threshold(j, k - q) else e
 
 
 def fp32_log2_ceil(x: Fraction) -> int:
     """ceil(RN32(log2 x)) of a positive float32 value x (Quark's 'ceil' mode; contract 6.2): the
     exact ceiling, except for x a few float32 steps above a power of two 2^e (e != 0), whose log2
     rounds down to e (half the float32 spacing just above e is 2^-j, j = log2_half_spacing_bits(-e))."""
-    e = floor_log2(x)
-    if x == Fraction(2) ** e:
+    n, d = _positive_ratio(x)
+    e = floor_log2_ratio(n, d)
+    if (n == d << e) if e >= 0 else (n << -e == d):  # x = 2^e
         return e
     j = log2_half_spacing_bits(-e)
     if j is None:  # e = 0: log2 x in (0, 1) is a float32 of its own
         return e + 1
-    q = max(e - 23, -149)
-    scaled = x / Fraction(2) ** q
-    if scaled.denominator != 1:
-        raise ValueError(f"{x} is not a float32 value")
-    return e if scaled.numerator < log2_rounds_down_threshold(j, e - q) else e + 1
+    significand, q = _fp32_significand(n, d, e)
+    return e if significand < log2_rounds_down_threshold(j, e - q) else e + 1
 
 
 def fp32_log2_element(a: Fraction, element, rounding: str) -> Fraction:
     """The magnitude microxcaling's element step gives for the float32 value ``a`` (its sign
     is the caller's): see the module docstring. Clamped to the element's max normal."""
+    return Fraction(*fp32_log2_element_ratio(abs(a.numerator), a.denominator, element, rounding))
+
+
+def fp32_log2_element_ratio(n: int, d: int, element, rounding: str) -> tuple[int, int]:
+    """:func:`fp32_log2_element` of the magnitude |a| = n / d (integers n >= 0, d > 0, not
+    necessarily reduced), as integers (numerator, denominator), not necessarily reduced. Dyadic
+    arithmetic: the element grid is 2^g, so v = |a| / 2^g and v +- 1/2 are ratios of integers."""
     if rounding not in FP32_STEP_ROUNDINGS:
         raise ValueError(
             f"rounding={rounding!r} is not allowed with element_arith='fp32_log2'; expected one of: "
             f"{', '.join(FP32_STEP_ROUNDINGS)}"
         )
-    magnitude = abs(a)
     if element.kind == "float":
-        binade = max(fp32_log2_floor(magnitude), element.emin) if magnitude else 0
-        grid = Fraction(2) ** (binade - element.mantissa_bits)
+        binade = max(fp32_log2_floor_ratio(n, d), element.emin) if n else 0
+        g = binade - element.mantissa_bits
     else:
-        grid = Fraction(1, 2**element.frac_bits)
-    v = magnitude / grid
+        g = -element.frac_bits
+    vn, vd = (n, d << g) if g >= 0 else (n << -g, d)  # v = |a| / 2^g = vn / vd
     if rounding == "rtz":
-        r = v.numerator // v.denominator
+        r = vn // vd
     else:
-        s = fp32_rne(v + Fraction(1, 2))
-        r = s.numerator // s.denominator
-        if rounding == "rne":
-            t = fp32_rne(v - Fraction(1, 2))
-            r -= t >= 0 and t.denominator == 1 and t.numerator % 2 == 0
-    return min(r * grid, element.max_normal)
+        significand, q = fp32_round(2 * vn + vd, 2 * vd)  # RN32(v + 1/2)
+        r = significand << q if q >= 0 else significand >> -q
+        if rounding == "rne":  # minus 1 where t = RN32(v - 1/2) is an even integer (t >= 0; -0 reads as 0)
+            above = 2 * vn >= vd
+            significand, q = fp32_round(abs(2 * vn - vd), 2 * vd)
+            if not significand:
+                r -= 1
+            elif above and (q >= 0 or not significand & ((1 << -q) - 1)):
+                r -= not (significand << q if q >= 0 else significand >> -q) & 1
+    top = element.max_normal
+    if (r << g) * top.denominator > top.numerator if g >= 0 else r * top.denominator > top.numerator << -g:
+        return top.numerator, top.denominator
+    return (r << g, 1) if g >= 0 else (r, 1 << -g)

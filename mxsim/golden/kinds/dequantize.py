@@ -21,7 +21,7 @@ from ...ref.scale_code import check_scale_encoding, scale_code_exponent
 from ..coverage.catalogue import class_names, flag_bits
 from ..coverage.reach import MIN_CLASS_VECTORS
 from ..coverage.rounding import BAND_CLASSES, decision_flags, ieee_interval
-from ..values import decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word
+from ..values import code_sets, decode, fp32_bits, fp32_value, pack_word, unpack_word
 from .fields import Field
 from .format_spec import block_format, format_param
 from .suite import Suite, jsonable
@@ -359,38 +359,64 @@ class DequantizeSuite(Suite):
 
     # expected values -----------------------------------------------------------------------
     def compute(self, inputs: dict):
+        return self.compute_many([inputs])[0]
+
+    def compute_many(self, rows: list[dict]) -> list[tuple[dict, set]]:
+        """``compute`` of every vector of ``rows``: the reference dequantizer vector by vector, then
+        the rounding-decision classes of all their values at once (:meth:`_decision_flags_of` on the
+        stacked rows of :meth:`_decision_rows`: the same operations per value as for one vector)."""
         fmt, k = self.fmt, self.fmt.block_size
-        codes = tuple(unpack_word(inputs["codes"], fmt.element.width, k))
-        subscales = tuple(unpack_word(inputs["subscales"], fmt.subscale_bits, fmt.subblocks)) if fmt.subblocks else ()
-        tensor_scale = fp32_value(inputs["tensor_scale"]).magnitude if "tensor_scale" in inputs else None
-        block = QuantizedBlock(inputs["scale"], subscales, codes)
-        values = dequantize_block(block, fmt, tensor_scale, self.scale_encoding)
-        words = [round_to_output(x, self.output, self.opts) for x in values]
-        return {"values": pack_word(words, self.out.width)}, self._classes(block, values, words)
+        done, picked, owners = [], [], []
+        for inputs in rows:
+            codes = tuple(unpack_word(inputs["codes"], fmt.element.width, k))
+            subscales = ()
+            if fmt.subblocks:
+                subscales = tuple(unpack_word(inputs["subscales"], fmt.subscale_bits, fmt.subblocks))
+            tensor_scale = fp32_value(inputs["tensor_scale"]).magnitude if "tensor_scale" in inputs else None
+            block = QuantizedBlock(inputs["scale"], subscales, codes)
+            values = dequantize_block(block, fmt, tensor_scale, self.scale_encoding)
+            words = [round_to_output(x, self.output, self.opts) for x in values]
+            vector_rows, _ = self._decision_rows(values, words, block.codes)
+            owners += [len(done)] * len(vector_rows)
+            picked += vector_rows
+            done.append(({"values": pack_word(words, self.out.width)}, self._classes(block, values, words)))
+        flags = [0] * len(done)
+        for owner, f in zip(owners, self._decision_flags_of(picked).tolist() if picked else ()):
+            flags[owner] |= f
+        return [(out, classes | set(class_names(f))) for (out, classes), f in zip(done, flags)]
 
     def _classes(self, block: QuantizedBlock, values: list[Exact], words: list[int]) -> set:
-        fmt, out = self.fmt, self.out
-        classes = set()
-        elements = [decode(c, fmt.element) for c in block.codes]
-        if any(x.is_nan for x in elements):
-            classes.add("nan")
-        if any(x.is_inf for x in elements):
-            classes.add("inf")
-        if all(x.is_zero for x in elements):
+        """The classes of one vector but the rounding decisions (:meth:`_decision_flag_words`): of
+        its element codes (from :func:`..values.code_sets`), its scale, and each value and word
+        (:meth:`_value_classes`, kept per word where they depend on the word alone)."""
+        sets, codes = code_sets(self.fmt.element), set(block.codes)
+        classes = {name for name, test in (("nan", "nan"), ("inf", "inf"), ("subnormal_input", "subnormal"),
+                                           ("int8_neg2", "neg2")) if not codes.isdisjoint(sets[test])}
+        if codes <= sets["zero"]:
             classes.add("all_zero")
-        if any(is_subnormal_code(c, fmt.element) for c in block.codes):
-            classes.add("subnormal_input")
-        if (
-            fmt.element.kind == "int"
-            and fmt.element.encoding == "twos_complement"
-            and fmt.element.sign_mask in block.codes
-        ):
-            classes.add("int8_neg2")
         classes |= self._scale_classes(block.scale)
+        out, kept = self.out, self._word_classes
         for x, word in zip(values, words):
-            classes |= self._value_classes(x, word, out)
-        classes |= self._decision_classes(values, words, block.codes)
+            finite = x.kind == "finite"
+            nonzero = finite and x.magnitude != 0
+            if nonzero and not self._is_ieee_word(word):  # saturated or flushed: the exact value decides
+                classes |= self._value_classes(x, word, out)
+                continue
+            key = (finite, nonzero, word)  # (a value that is not finite and nonzero, or has its IEEE word)
+            known = kept.get(key)
+            if known is None:
+                if len(kept) >= 1 << 16:
+                    kept.clear()
+                known = kept[key] = frozenset(self._value_classes(x, word, out))
+            classes |= known
         return classes
+
+    @cached_property
+    def _word_classes(self) -> dict:
+        """(finite, nonzero, word) -> :meth:`_value_classes` of a value with that word, where the word
+        alone decides them: the value is zero or not finite, or the word is its IEEE word
+        (:meth:`_is_ieee_word`); at most 2^16 kept."""
+        return {}
 
     def _scale_classes(self, code: int) -> set:
         if self.fmt.scale.name != "e8m0":
@@ -439,20 +465,22 @@ class DequantizeSuite(Suite):
             return False
         return not (self.opts.dequant_ftz and magnitude == 0)
 
-    def _decision_classes(self, values: list[Exact], words: list[int], codes) -> set:
-        """The rounding-decision classes (:mod:`..coverage.rounding`) of the block's exact values x
-        rounded to the output words (:meth:`_decision_flag_words`, OR-ed)."""
-        flags = 0
-        for f in self._decision_flag_words(values, words, codes):
-            flags |= f
-        return set(class_names(flags))
-
     def _decision_flag_words(self, values: list[Exact], words: list[int], codes) -> list[int]:
-        """Each value's flags word of decision classes, x the value of element code c: the
-        resolution r of x is its element's last bit times the block's multiplier (x / element),
-        taken in floats as ``A * num(x) / (B * den(x))`` (:attr:`_resolution_factors`; Python's
-        integer division is correctly rounded, as ``float`` of the Fraction r is). 0 where a value is
-        zero, not finite, overflows, or flushes (``dequant_ftz``)."""
+        """Each value's flags word of decision classes (:meth:`_decision_rows`, then
+        :meth:`_decision_flags_of`); 0 where a value is zero, not finite, overflows, or flushes."""
+        picked, where = self._decision_rows(values, words, codes)
+        flags = [0] * len(values)
+        for i, f in zip(where, self._decision_flags_of(picked).tolist() if picked else ()):
+            flags[i] = f
+        return flags
+
+    def _decision_rows(self, values: list[Exact], words: list[int], codes) -> tuple[list[tuple], list[int]]:
+        """(rows, indices) of the values that are rounding decisions, x the value of element code c:
+        a row (|x|, its resolution r, the result's magnitude, negative) in floats, r the element's
+        last bit times the block's multiplier (x / element), taken as ``A * num(x) / (B * den(x))``
+        (:attr:`_resolution_factors`; Python's integer division is correctly rounded, as ``float``
+        of the Fraction r is). Left out: a value that is zero, not finite, overflows, or flushes
+        (``dequant_ftz``)."""
         out, factors, ftz = self.out, self._resolution_factors, self.opts.dequant_ftz
         top, bottom = out.max_normal, out.min_normal
         picked, where = [], []
@@ -468,15 +496,16 @@ class DequantizeSuite(Suite):
             result = decode(word, out).magnitude
             picked.append((n / d, (a * n) / (b * d), result.numerator / result.denominator, bool(x.sign)))
             where.append(i)
-        words_out = [0] * len(values)
-        if not picked:
-            return words_out
+        return picked, where
+
+    def _decision_flags_of(self, picked: list[tuple]) -> np.ndarray:
+        """The flags word (int64) of each row of :meth:`_decision_rows` (of one vector or many:
+        the operations are per row): the output's interval around |x|
+        (:func:`..coverage.rounding.ieee_interval`), then :func:`..coverage.rounding.decision_flags`."""
+        out = self.out
         magnitude, resolution, result, negative = (np.array(column) for column in zip(*picked))
         lo, hi, _ = ieee_interval(magnitude, out.mantissa_bits, out.emin, float(out.max_normal))
-        flags = decision_flags(magnitude, lo, hi, resolution, result, negative, float(out.min_normal))
-        for i, f in zip(where, flags):
-            words_out[i] = int(f)
-        return words_out
+        return decision_flags(magnitude, lo, hi, resolution, result, negative, float(out.min_normal))
 
     @cached_property
     def _resolution_factors(self) -> dict[int, tuple[int, int]]:

@@ -14,11 +14,11 @@ from ...ref.encode import encode
 from ...ref.exact import Exact, floor_log2
 from .fields import Field
 from .format_spec import element_format, format_param
-from ..coverage.catalogue import class_names, kind_classes
+from ..coverage.catalogue import class_names
 from ..coverage.reach import MIN_CLASS_VECTORS
 from ..coverage.rounding import band_class, decision_flags, format_bands, fp32_resolution, grid_interval, magnitude_grid
 from ..stimulus.patterns import exponent_boundaries, grid_intervals, pattern_values, rounding_cases, significand_patterns
-from ..values import decode, fp32_bits, fp32_value, is_subnormal_code
+from ..values import FP32_INF_BITS, decode, fp32_bits, fp32_float, fp32_value, is_subnormal_code
 from .suite import Suite
 
 
@@ -119,8 +119,8 @@ class EncodeSuite(Suite):
     def compute(self, inputs: dict):
         out, classes, rounded = self._reference_vector(inputs)
         if rounded is not None:
-            x, y = rounded
-            classes |= set(class_names(int(self._decision_flags(float(x.magnitude), float(y.magnitude), bool(x.sign)))))
+            x, y, negative = rounded
+            classes |= set(class_names(int(self._decision_flags(x, y, negative))))
         return out, classes
 
     def compute_many(self, rows: list[dict]) -> list[tuple[dict, set]]:
@@ -128,43 +128,87 @@ class EncodeSuite(Suite):
         rounding-decision classes of all of them at once (the same steps on NumPy arrays)."""
         done = [self._reference_vector(inputs) for inputs in rows]
         words = [0] * len(done)
-        for sign in (0, 1):
-            picked = [i for i, (_, _, rounded) in enumerate(done) if rounded is not None and rounded[0].sign == sign]
-            if not picked:
-                continue
-            x = np.array([float(done[i][2][0].magnitude) for i in picked])  # fp32 values: exact
-            y = np.array([float(done[i][2][1].magnitude) for i in picked])
-            for i, word in zip(picked, self._decision_flags(x, y, bool(sign)).tolist()):
-                words[i] = word
-        return [(out, classes | set(class_names(word)) if word else classes)
-                for (out, classes, _), word in zip(done, words)]
+        picked = {False: ([], [], []), True: ([], [], [])}  # per sign: indices, |x|, |y|
+        for i, (_, _, rounded) in enumerate(done):
+            if rounded is not None:
+                where, xs, ys = picked[rounded[2]]
+                where.append(i)
+                xs.append(rounded[0])
+                ys.append(rounded[1])
+        for sign, (where, xs, ys) in picked.items():
+            if where:
+                for i, word in zip(where, self._decision_flags(np.array(xs), np.array(ys), sign).tolist()):
+                    words[i] = word
+        named = {0: frozenset()}  # flags word -> its class names (a few distinct words recur)
+        for word in words:
+            if word not in named:
+                named[word] = frozenset(class_names(word))
+        return [(out, classes | named[word]) for (out, classes, _), word in zip(done, words)]
 
     def _reference_vector(self, inputs: dict):
-        """(outputs, classes but the decision classes, (x, y) when the decision classes apply: the fp32
-        input x, finite, nonzero and within the format's range, and the value y of its code; else None)."""
-        x = fp32_value(inputs["x"])
+        """(outputs, classes but the decision classes, (|x|, |y|, negative) when the decision classes
+        apply: the fp32 input x, finite, nonzero and within the format's range, and the value y of
+        its code, magnitudes as floats (exact: binary64 holds every fp32 value and every code's value);
+        else None). The reference encoder reads x as a Python float (exactly); the input classes come
+        from x's fp32 bit fields (magnitude bits above 0x7F800000: NaN, equal to it: Inf, 0: zero,
+        below 2^23: subnormal), the output classes from the code (:meth:`_code_classes`)."""
+        bits = inputs["x"]
+        x = fp32_float(bits)
         code = encode(x, self.fmt, self.rounding, self.overflow)
-        classes = kind_classes(x)
+        magnitude_bits, negative = bits & 0x7FFFFFFF, bits >> 31 == 1
         rounded = None
-        if x.is_finite and not x.is_zero:
-            if x.magnitude < Fraction(1, 1 << 126):
-                classes.add("subnormal_input")
-            if x.magnitude > self.fmt.max_normal:
+        if magnitude_bits > FP32_INF_BITS:
+            classes = {"nan"}
+        elif magnitude_bits == FP32_INF_BITS:
+            classes = {"inf"}
+        elif not magnitude_bits:
+            classes = {"negative_zero" if negative else "zero"}
+        else:
+            classes = {"subnormal_input"} if magnitude_bits < 1 << 23 else set()
+            n, d = abs(x).as_integer_ratio()
+            top_n, top_d = self._max_normal_ratio
+            over = n * top_d > top_n * d
+            if over:
                 classes.add("overflow")
-            y = decode(code, self.fmt)
-            if y.is_finite and y.magnitude == self.fmt.max_normal and x.magnitude > self.fmt.max_normal:
+            is_max, value_classes, y = self._code_classes(code)
+            if is_max and over:
                 classes.add("saturation")
-            if y.is_finite and y.magnitude == self.fmt.max_normal:
-                classes.add("max")
-            if x.magnitude <= self.fmt.max_normal:
-                rounded = (x, y)
+            classes |= value_classes
+            if not over:
+                rounded = (abs(x), y, negative)
+        if code == self._neg2_code:
+            classes.add("int8_neg2")
+        return {"code": code}, classes, rounded
+
+    @cached_property
+    def _max_normal_ratio(self) -> tuple[int, int]:
+        return self.fmt.max_normal.numerator, self.fmt.max_normal.denominator
+
+    @cached_property
+    def _neg2_code(self) -> int | None:
+        """The two's-complement code -2^(bits-1) (the ``int8_neg2`` class), None for other formats."""
+        twos = self.fmt.kind == "int" and self.fmt.encoding == "twos_complement"
+        return self.fmt.sign_mask if twos else None
+
+    def _code_classes(self, code: int) -> tuple[bool, set, float | None]:
+        """(whether the code holds +-max_normal, its classes ``max``, ``subnormal_output``, ``zero`` /
+        ``negative_zero``, the magnitude of its value as a float (None unless finite)) of a code of a
+        finite nonzero input, from the decoded value; kept per code (a code recurs)."""
+        known = self._codes_seen.get(code)
+        if known is None:
+            y = decode(code, self.fmt)
+            is_max = y.is_finite and y.magnitude == self.fmt.max_normal
+            classes = {"max"} if is_max else set()
             if is_subnormal_code(code, self.fmt):
                 classes.add("subnormal_output")
             if y.is_zero:
                 classes.add("negative_zero" if y.sign else "zero")
-        if self.fmt.kind == "int" and self.fmt.encoding == "twos_complement" and code == self.fmt.sign_mask:
-            classes.add("int8_neg2")
-        return {"code": code}, classes, rounded
+            known = self._codes_seen[code] = (is_max, frozenset(classes), float(y.magnitude) if y.is_finite else None)
+        return known
+
+    @cached_property
+    def _codes_seen(self) -> dict:
+        return {}
 
     def _decision_flags(self, x, y, negative: bool):
         """The rounding-decision classes (:mod:`..coverage.rounding`) of fp32 inputs of magnitude x

@@ -23,12 +23,10 @@ from .format_spec import block_format, format_param
 from ..coverage.reach import MIN_CLASS_VECTORS
 from ..coverage.rounding import band_class, decision_flags, format_bands, fp32_resolution, grid_interval, magnitude_grid
 from ..stimulus.patterns import CASES, both_signs, grid_intervals, rounding_cases
-from ..values import code_sets, decode, fp32_bits, fp32_value, max_codes, pack_word, subnormal_codes
+from ..values import FP32_INF_BITS, code_sets, decode, fp32_bits, fp32_value, max_codes, pack_word, subnormal_codes
 from .suite import Suite, jsonable, profile_options
 
 LOW_BAND_COPIES = -(-MIN_CLASS_VECTORS // 2)  # blocks per point of the zero or a subnormal band (both signs: MIN)
-
-FP32_INF_BITS = 0x7F800000
 
 
 def _fp32_floor_log2(magnitude_bits: int) -> int:
