@@ -126,8 +126,9 @@ def test_output_names(spelling, name):
     assert output_name(spelling) == name
 
 
-@pytest.mark.parametrize("bad", ["int8", np.int32, "fp8_e4m3", 3])
+@pytest.mark.parametrize("bad", ["int8", np.int32, "fp8_e4m3", 3, None])
 def test_bad_output_is_named(bad):
+    """None too: NumPy reads dtype None as float64, which would silently replace the default float32."""
     with pytest.raises(
         ValueError, match="dtype=.* is not allowed; expected one of: float32, float16, bfloat16, float64"
     ):

@@ -87,7 +87,10 @@ class DequantizeOptions:
 
 def output_name(dtype) -> str:
     """The output type's name in :data:`OUTPUTS` from a name (``"float16"``, ``"fp16"``,
-    ``"bf16"``, ...), a NumPy dtype or type, or ml_dtypes' bfloat16; ValueError otherwise."""
+    ``"bf16"``, ...), a NumPy dtype or type, or ml_dtypes' bfloat16; ValueError otherwise (None
+    too: NumPy would read it as float64, which is not the default output float32)."""
+    if dtype is None:
+        raise ValueError(f"dtype=None is not allowed; expected one of: {', '.join(OUTPUTS)}")
     if isinstance(dtype, str):
         key = dtype.strip().lower()
         name = _OUTPUT_ALIASES.get(key, key)
