@@ -90,21 +90,13 @@ def cancels(c_num: int, c_den: int, p_num: int, p_den: int) -> bool:
     return abs(c_num * p_den + p_num * c_den) << CANCELLATION_BITS <= abs(c_num) * p_den
 
 
-def _cancels(c: Exact, products: Fraction) -> bool:
-    """C nonzero and finite, products nonzero, and :func:`cancels`."""
-    if not (c.is_finite and c.magnitude and products):
+def _cancels(c: Exact, p_num: int, p_den: int) -> bool:
+    """C nonzero and finite, the products P = p_num / p_den (signed numerator, positive
+    denominator) nonzero, and :func:`cancels`."""
+    if not (c.is_finite and c.magnitude and p_num):
         return False
     cn = c.magnitude.numerator
-    return cancels(-cn if c.sign else cn, c.magnitude.denominator, products.numerator, products.denominator)
-
-
-def _cancels_dyadic(c: Exact, products: tuple[int, int]) -> bool:
-    """:func:`_cancels` of products given as the dyadic pair (n, x) = n * 2^x."""
-    n, x = products
-    if not (c.is_finite and c.magnitude and n):
-        return False
-    cn = c.magnitude.numerator
-    return cancels(-cn if c.sign else cn, c.magnitude.denominator, *((n << x, 1) if x >= 0 else (n, 1 << -x)))
+    return cancels(-cn if c.sign else cn, c.magnitude.denominator, p_num, p_den)
 
 
 def c_classes(c: Exact, exact: Exact | None) -> set:
@@ -115,7 +107,7 @@ def c_classes(c: Exact, exact: Exact | None) -> set:
         classes.add("c_nan")
     if c.is_inf:
         classes.add("inf")
-    if exact is not None and exact.is_finite and _cancels(c, exact.value):
+    if exact is not None and exact.is_finite and _cancels(c, exact.value.numerator, exact.value.denominator):
         classes.add("c_cancellation")
     return classes
 
@@ -206,7 +198,8 @@ def fused_classes(details, accumulator) -> set:
         if d.is_inf:
             classes.add("inf")
         c = step.c
-        if step.nonzero and _cancels_dyadic(c, step.products):
+        n, x = step.products
+        if step.nonzero and _cancels(c, *((n << x, 1) if x >= 0 else (n, 1 << -x))):
             classes.add("c_cancellation")
         if step.nonzero and not step.products[0]:
             classes.add("cancellation")

@@ -14,7 +14,7 @@ from ...ref.encode import encode
 from ...ref.exact import Exact, floor_log2
 from .fields import Field
 from .format_spec import element_format, format_param
-from ..coverage.catalogue import class_names
+from ..coverage.catalogue import class_names, kind_classes
 from ..coverage.reach import MIN_CLASS_VECTORS
 from ..coverage.rounding import band_class, decision_flags, format_bands, fp32_resolution, grid_interval, magnitude_grid
 from ..stimulus.patterns import exponent_boundaries, grid_intervals, pattern_values, rounding_cases, significand_patterns
@@ -149,20 +149,17 @@ class EncodeSuite(Suite):
         """(outputs, classes but the decision classes, (|x|, |y|, negative) when the decision classes
         apply: the fp32 input x, finite, nonzero and within the format's range, and the value y of
         its code, magnitudes as floats (exact: binary64 holds every fp32 value and every code's value);
-        else None). The reference encoder reads x as a Python float (exactly); the input classes come
-        from x's fp32 bit fields (magnitude bits above 0x7F800000: NaN, equal to it: Inf, 0: zero,
-        below 2^23: subnormal), the output classes from the code (:meth:`_code_classes`)."""
+        else None). The reference encoder reads x as a Python float (exactly); the input classes are
+        :func:`..coverage.catalogue.kind_classes` of x for NaN, Inf and zeros (magnitude bits at or
+        above 0x7F800000, or 0), else from the bit fields (below 2^23: subnormal); the output
+        classes come from the code (:meth:`_code_classes`)."""
         bits = inputs["x"]
         x = fp32_float(bits)
         code = encode(x, self.fmt, self.rounding, self.overflow)
         magnitude_bits, negative = bits & 0x7FFFFFFF, bits >> 31 == 1
         rounded = None
-        if magnitude_bits > FP32_INF_BITS:
-            classes = {"nan"}
-        elif magnitude_bits == FP32_INF_BITS:
-            classes = {"inf"}
-        elif not magnitude_bits:
-            classes = {"negative_zero" if negative else "zero"}
+        if magnitude_bits >= FP32_INF_BITS or not magnitude_bits:  # NaN, Inf, +-0: the classes of the value
+            classes = kind_classes(fp32_value(bits))
         else:
             classes = {"subnormal_input"} if magnitude_bits < 1 << 23 else set()
             n, d = abs(x).as_integer_ratio()
