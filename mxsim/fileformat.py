@@ -59,7 +59,7 @@ from .writing import atomic_write, file_mode
 from ._version import __version__
 from .options import QuantizeOptions
 from .options.profiles import get_profile
-from .formats.packing import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, check_layout, packed_nbytes, tensor_layout
+from .packing import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, check_layout, packed_nbytes, tensor_layout
 from .tensor import MXTensor
 from .tensor_pack import pack, unpack
 from .formats import format_names, get_format
