@@ -332,7 +332,7 @@ def _cmd_dot(args) -> str:
 
     a, b = load(args.a), load(args.b)
     options = _given_options(args, Accumulator)
-    acc = Accumulator.preset(args.preset, **options) if args.preset else Accumulator.from_kwargs(**options)
+    acc = Accumulator.resolve(args.preset, **options)
     c = None if args.c is None else _load_array(args.c)
     result = dot(a, b, acc, outer=args.outer, c=c, details=bool(args.details))  # per-block registers only when asked
     values = result.values if args.details else result

@@ -52,16 +52,6 @@ class DotResult(NamedTuple):
     steps: np.ndarray
 
 
-def _accumulator(accumulator) -> Accumulator:
-    if accumulator is None:
-        return Accumulator()
-    if isinstance(accumulator, str):
-        return Accumulator.preset(accumulator)
-    if not isinstance(accumulator, Accumulator):
-        raise ValueError(f"accumulator must be an Accumulator, a preset name or None, not {type(accumulator).__name__}")
-    return accumulator
-
-
 def _check_operands(a, b) -> None:
     """Two MXTensors of one block size whose block axes have the same length."""
     for name, t in (("a", a), ("b", b)):
@@ -176,7 +166,7 @@ def dot(a: MXTensor, b: MXTensor, accumulator=None, *, outer: bool = False, c=No
     bounded by :data:`mxsim.fast.dot.DOT_CHUNK` elements of each operand (70 to 130 MB), whatever
     M, N and K are.
     """
-    acc = _accumulator(accumulator)
+    acc = Accumulator.resolve(accumulator)
     for name, t in (("a", a), ("b", b)):
         if isinstance(t, MXTensor) and t.options.scale_encoding != "e8m0":
             raise ValueError(

@@ -3,6 +3,7 @@ flags and the manifests cover exactly the defined options."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import re
@@ -100,3 +101,24 @@ def test_an_undeclared_field_is_refused():
 
     with pytest.raises(TypeError, match=r"Loose.x is not declared with mxsim.options.option\(\)"):
         options_of(Loose)
+
+
+def test_accumulator_resolve_is_the_one_way_settings_become_an_accumulator():
+    """None, a preset name or an Accumulator, with option fields laid over it (issue 33 item 4)."""
+    from mxsim.options.accumulate import PRESETS, Accumulator
+
+    assert Accumulator.resolve() == Accumulator()
+    assert Accumulator.resolve(None, mode="exact") == Accumulator(mode="exact")
+    name = sorted(PRESETS)[0]
+    assert Accumulator.resolve(name) is PRESETS[name]
+    assert Accumulator.resolve(name, output="fp32") == dataclasses.replace(PRESETS[name], output="fp32")
+    given = Accumulator(mode="exact")
+    assert Accumulator.resolve(given) is given
+    with pytest.raises(ValueError, match=r"unknown accumulator option\(s\) bogus; known options: .*mode"):
+        Accumulator.resolve(name, bogus=1)
+    with pytest.raises(ValueError, match=r"unknown accumulator option\(s\) bogus"):
+        Accumulator.resolve(given, bogus=1)
+    with pytest.raises(ValueError, match=r"preset.*'no_such_unit'"):
+        Accumulator.resolve("no_such_unit")
+    with pytest.raises(ValueError, match=r"not int"):
+        Accumulator.resolve(3)

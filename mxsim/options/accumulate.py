@@ -63,7 +63,8 @@ from functools import lru_cache
 
 from ..formats import FloatFormat, get_format
 from .spec import (
-    Flag, IntRange, NameOrPattern, Names, check_choice, option, options_from_kwargs, options_of, validate_fields,
+    Flag, IntRange, NameOrPattern, Names, check_choice, check_option_names, option, options_from_kwargs, options_of,
+    validate_fields,
 )
 
 __all__ = [
@@ -316,7 +317,27 @@ class Accumulator:
     def preset(cls, name: str, **overrides) -> "Accumulator":
         """A named configuration from :data:`PRESETS`, with optional field overrides."""
         check_choice("preset", name, tuple(PRESETS))
-        return replace(PRESETS[name], **overrides)
+        return cls.resolve(PRESETS[name], **overrides)
+
+    @classmethod
+    def resolve(cls, spec: "Accumulator | str | None" = None, **overrides) -> "Accumulator":
+        """The one way settings become an Accumulator (the API, the CLI and golden suites all call
+        it): ``spec`` is None (the defaults), a preset name from :data:`PRESETS`, or an
+        Accumulator; ``overrides`` are option fields laid over it. An unknown field is a
+        ValueError naming it and listing the known ones, a bad value one naming the field and its
+        allowed values (the dataclass checks every field it is built with)."""
+        if isinstance(spec, str):
+            check_choice("preset", spec, tuple(PRESETS))
+            spec = PRESETS[spec]
+        elif spec is not None and not isinstance(spec, cls):
+            raise ValueError(
+                f"accumulator must be an Accumulator, a preset name or None, not {type(spec).__name__} "
+                f"(presets: {', '.join(PRESETS)})"
+            )
+        if spec is None:
+            return cls.from_kwargs(**overrides)
+        check_option_names(cls, overrides, "accumulator ")
+        return replace(spec, **overrides) if overrides else spec
 
     def check_block_format(self, fmt_a, fmt_b) -> None:
         """Refuse fused settings that mean nothing for a pair of block formats (same block size):

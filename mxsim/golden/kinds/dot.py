@@ -115,8 +115,7 @@ class DotSuite(Suite):
         ref_dot._check_pair(self.fa, self.fb, 1, 1)
         for name in ("c_input", "steps", "unit_scales", "exhaustive_pairs"):
             _check_flag(name, getattr(self, name))
-        self.acc = Accumulator.preset(self.preset, **self.accumulator) if self.preset is not None else (
-            Accumulator.from_kwargs(**self.accumulator))
+        self.acc = Accumulator.resolve(self.preset, **self.accumulator)
         self.fused = self.acc.accumulate == "fused"
         if self.steps and not self.fused:
             raise ValueError("steps=true needs a fused accumulator (accumulate='fused', or a fused preset such as "
