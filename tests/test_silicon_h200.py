@@ -194,6 +194,10 @@ def test_measure_script_is_importable_without_cuda():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert callable(module.main) and "sass" not in module.ARRAYS
+    for fmt in ("e4m3", "e5m2"):  # its operand generator reads FP8 codes as mxsim does
+        want = mxsim.decode(np.arange(256, dtype=np.uint8), f"fp8_{fmt}").astype(np.float64)
+        got = module.fp8_values(fmt)
+        assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(got[~np.isnan(got)], want[~np.isnan(want)])
     if not module.cuda_available():
         with pytest.raises(SystemExit, match="CUDA"):
             module.main(["--out", "/nonexistent/never-written.npz"])

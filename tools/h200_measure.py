@@ -71,8 +71,8 @@ def fp8_values(fmt: str) -> np.ndarray:
     mantissa, bias = (3, 7) if fmt == "e4m3" else (2, 15)
     values = np.empty(256)
     for code in range(256):
-        sign, exponent, fraction = code >> 7, (code >> mantissa) & ((1 << (7 - mantissa)) - 1), code & ((1 << mantissa) - 1)
-        top = (1 << (7 - mantissa)) - 1
+        top = (1 << (7 - mantissa)) - 1  # the largest exponent field
+        sign, exponent, fraction = code >> 7, (code >> mantissa) & top, code & ((1 << mantissa) - 1)
         if fmt == "e4m3" and exponent == top and fraction == (1 << mantissa) - 1:
             value = math.nan
         elif fmt == "e5m2" and exponent == top:
