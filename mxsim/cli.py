@@ -49,7 +49,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import ref
+from . import ref, signals
 from ._version import __version__
 from .options import DequantizeOptions, LayoutOptions, QuantizeOptions
 from .options.profiles import PROFILES, get_profile
@@ -415,9 +415,10 @@ def _golden_suites(args) -> list:
 
 
 def _interrupted(what: str):
-    """Ctrl-C in a golden command: one line on stderr and exit code 130 (128 + SIGINT)."""
+    """Ctrl-C (or SIGTERM) in a golden command: one line on stderr and exit code 128 + the signal's
+    number (130 for SIGINT, 143 for SIGTERM)."""
     print(f"mxsim: interrupted: {what}", file=sys.stderr)
-    raise SystemExit(130)
+    raise SystemExit(signals.exit_code())
 
 
 def _cluster(args):
@@ -843,7 +844,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        output = args.run(args)
+        with signals.terminate_as_interrupt():
+            output = args.run(args)
+    except KeyboardInterrupt:
+        if not signals.terminated():
+            raise
+        print("mxsim: terminated (SIGTERM); no partial output file left", file=sys.stderr)
+        return signals.exit_code()
     except _VerifyFailed as failure:  # a verification that ran and found problems: exit 1
         print(_printable(str(failure)), file=sys.stderr)
         return 1

@@ -51,6 +51,7 @@ from .compute import pipeline
 from .kinds.registry import suite_from_spec
 from .storage import files, merge
 from .storage.files import GenerationInterrupted
+from .storage.staging import STALE_PREFIX, Staging, parent_locked
 
 __all__ = ["Cluster", "ClusterError", "MissingExtra", "open_cluster", "generate_suites", "generate_piece",
            "GENERATE_VECTORS"]
@@ -220,9 +221,12 @@ def generate_suites(cluster: Cluster, suites: list, root, seed: int = 0, level: 
                     npz: bool = False, count: int | None = None, reference_only: bool = False) -> list[Path]:
     """:func:`.files.generate_suites` on ``cluster``: the same files, manifests and index (see
     the module docstring). The free space asked for is twice the suites' (shards and suites)."""
+    seed = files.check_seed(seed)
     root, plans, keys = files.prepare_generation(suites, root, level, None, count, copies=2)
     root = root.resolve()
-    staging = Path(tempfile.mkdtemp(prefix=".mxsim-shards-", dir=root))
+    with parent_locked(root):  # held locked while it lives: a later generate removes it only if this one died
+        held = Staging(root, STALE_PREFIX + "shards-")
+    staging = held.path
     written: list[Path] = []
     try:
         jobs, pieces = [], []
@@ -236,9 +240,11 @@ def generate_suites(cluster: Cluster, suites: list, root, seed: int = 0, level: 
                 shards = [next(results) for _ in range(n)]
                 written.append(_assemble(root, staging, suite, plan, shards))
     except KeyboardInterrupt:
-        raise GenerationInterrupted(root, len(written), len(suites), keys[min(len(written), len(keys) - 1)]) from None
+        current = keys[min(len(written), len(keys) - 1)]
+        kept = (root / current / files.MANIFEST).is_file()
+        raise GenerationInterrupted(root, len(written), len(suites), current, kept) from None
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        held.remove()
     return written
 
 
