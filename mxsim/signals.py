@@ -1,5 +1,5 @@
-"""SIGTERM handled as Ctrl-C while a CLI command runs (:func:`terminate_as_interrupt`), so that a
-job scheduler's or ``kill``'s SIGTERM unwinds as Ctrl-C does: temporary files and staging
+"""SIGTERM handled as Ctrl-C while a CLI command runs (:func:`terminate_as_interrupt`). A job
+scheduler's or ``kill``'s SIGTERM then unwinds as Ctrl-C does: temporary files and staging
 directories removed, a previous complete golden suite kept (docs/cli.md "Output files").
 ``kill -9`` cannot be handled; the next ``golden generate`` or ``golden merge`` cleans up after it."""
 

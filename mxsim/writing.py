@@ -1,7 +1,7 @@
-"""Writing files whole or not at all: :func:`atomic_write` (temporary file, fsync, rename), the
-permissions it gives (:func:`file_mode`), what it does with a destination that is not a regular
-file (:func:`destination_kind`), and :func:`naming_file`, which makes an OSError name the file
-being written. Used by the tensor file format (:mod:`mxsim.fileformat`), the CLI's output files
+"""Writing files whole or not at all: :func:`atomic_write` (temporary file, fsync, rename) and the
+permissions it gives (:func:`file_mode`). Also what it does with a destination that is not a
+regular file (:func:`destination_kind`), and :func:`naming_file`, which makes an OSError name the
+file being written. Used by the tensor file format (:mod:`mxsim.fileformat`), the CLI's output files
 and the golden-vector writer; it imports nothing of mxsim, so a command that writes golden
 vectors does not load the tensor modules.
 
@@ -56,9 +56,16 @@ def naming_file(path):
     try:
         yield
     except OSError as error:
-        if error.filename is not None or error.errno is None:
+        if error.filename is not None:
             raise
-        raise OSError(error.errno, f"cannot write {os.fspath(path)}: {error.strerror or error}") from None
+        raise _cannot_write(path, error) from None
+
+
+def _cannot_write(path, error: OSError, detail: str = "") -> OSError:
+    """``error`` as an OSError of the same errno (and so the same type) saying which file it was
+    writing: ``[Errno 28] cannot write PATH: No space left on device``."""
+    text = f"cannot write {os.fspath(path)}: {detail}{error.strerror or error}"
+    return OSError(error.errno, text) if error.errno is not None else OSError(text)
 
 
 def destination_kind(path, streams: bool = True) -> str:
@@ -70,7 +77,7 @@ def destination_kind(path, streams: bool = True) -> str:
     except FileNotFoundError:
         return "replace"  # nothing there yet (or a link to nothing yet): created
     except OSError as error:
-        raise OSError(error.errno, f"cannot write {os.fspath(path)}: {error.strerror}") from None
+        raise _cannot_write(path, error) from None
     kind = stat.S_IFMT(mode)
     if kind == stat.S_IFREG:
         return "replace"
@@ -103,7 +110,7 @@ def atomic_write(path, data: bytes, streams: bool = True) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
     except OSError as error:
-        raise OSError(error.errno, f"cannot write {path}: no temporary file in {directory}: {error.strerror}") from None
+        raise _cannot_write(path, error, f"no temporary file in {directory}: ") from None
     try:
         with naming_file(path), os.fdopen(fd, "wb") as file:
             os.fchmod(file.fileno(), mode)
@@ -113,7 +120,7 @@ def atomic_write(path, data: bytes, streams: bool = True) -> None:
         try:
             os.replace(tmp, target)
         except OSError as error:
-            raise OSError(error.errno, f"cannot write {path}: {error.strerror}") from None
+            raise _cannot_write(path, error) from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -138,4 +145,4 @@ def _write_through(path: str, data: bytes) -> None:
         finally:
             os.close(fd)
     except OSError as error:
-        raise OSError(error.errno, f"cannot write {path}: {error.strerror or error}") from None
+        raise _cannot_write(path, error) from None

@@ -243,6 +243,41 @@ def test_a_suite_write_on_a_full_disk_names_the_hex_file(tmp_path, monkeypatch, 
     assert not (root / "decode").exists()
 
 
+@pytest.mark.parametrize("argv", [["info", "mxfp8_e4m3"], ["golden", "stream", "--suite", "decode", "--params", DECODE]])
+def test_stdout_on_a_full_disk_is_a_one_line_error_naming_stdout(argv):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "wb") as full:  # the test's redirection, as a shell's `> /dev/full`
+        child = subprocess.run([sys.executable, "-m", "mxsim.cli", *argv], stdout=full, stderr=subprocess.PIPE,
+                               env=_env(), timeout=300)
+    err = child.stderr.decode(errors="replace")
+    assert child.returncode == 2, err
+    assert err == "mxsim: error: [Errno 28] cannot write <stdout>: No space left on device\n"
+
+
+def test_a_planted_device_on_a_full_disk_names_the_file(tmp_path, monkeypatch):
+    from mxsim.golden.device import simulate
+
+    root = tmp_path / "root"
+    [suite] = generate_suites([suite_from_spec("decode", element="fp4_e2m1")], root)
+
+    class FullFile:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def close(self):
+            pass
+
+    real_open = open
+    monkeypatch.setattr(simulate, "open", lambda path, mode="r", **kw: FullFile() if "w" in mode
+                        else real_open(path, mode, **kw), raising=False)
+    with pytest.raises(OSError, match=f"cannot write {tmp_path / 'dut'}/value.hex: No space left on device"):
+        simulate.plant_device(suite, tmp_path / "dut")
+
+
 # =================================================================================================
 # 3. a regeneration cut short keeps the previous complete suite
 # =================================================================================================
@@ -359,6 +394,24 @@ def test_a_failed_regeneration_keeps_the_previous_suite_and_its_index_entry(tmp_
         assert exit_info.code == 130
     assert "the previous complete decode/fp4_e2m1 was kept" in capsys.readouterr().err
     assert _snapshot(root / "decode" / "fp4_e2m1") == before and (root / "index.json").read_bytes() == index
+
+
+def test_an_interrupted_merge_keeps_the_suite_already_in_out(tmp_path, monkeypatch, capsys):
+    from mxsim.golden.storage import writer
+
+    shards, out = tmp_path / "shards", tmp_path / "out"
+    for index in range(2):
+        assert _run(["golden", "generate", shards, "--suite", "decode", "--params", DECODE, "--shard", f"{index}/2"],
+                    capsys)[0] == 0
+    assert _run(["golden", "generate", out, "--suite", "decode", "--params", DECODE, "--count", "20"], capsys)[0] == 0
+    before, index = _snapshot(out / "decode" / "fp4_e2m1"), (out / "index.json").read_bytes()
+    monkeypatch.setattr(writer.SuiteWriter, "append", lambda *args: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["golden", "merge", str(out), str(shards)])
+    assert exit_info.value.code == 130
+    assert "a complete suite of that name already in" in capsys.readouterr().err
+    assert _snapshot(out / "decode" / "fp4_e2m1") == before and (out / "index.json").read_bytes() == index
+    assert _hidden(out) == []
 
 
 def test_regenerating_keeps_what_else_is_in_the_suite_directory(tmp_path, capsys):

@@ -6,7 +6,8 @@ process:
 
 * **generate**: each task writes one shard (:func:`.files.write_suite`, lines
   [i*T//n, (i+1)*T//n)) into a staging directory ``.mxsim-shards-<random>`` inside the output
-  root; the client merges each suite's shards into place as soon as they are all written
+  root (held locked by the client: a later generate removes it if the client was killed,
+  :func:`.storage.staging.remove_stale`); the client merges each suite's shards into place as soon as they are all written
   (:mod:`.storage.merge`: sizes and SHA-256 checked, temporary files renamed, the manifest last, so a
   suite is there whole or not at all) and removes them. The workers must see the output root at
   the same path (a shared file system; a local cluster always does);
@@ -51,7 +52,7 @@ from .compute import pipeline
 from .kinds.registry import suite_from_spec
 from .storage import files, merge
 from .storage.files import GenerationInterrupted
-from .storage.staging import STALE_PREFIX, Staging, parent_locked
+from .storage.staging import SHARDS_PREFIX, Staging, parent_locked
 
 __all__ = ["Cluster", "ClusterError", "MissingExtra", "open_cluster", "generate_suites", "generate_piece",
            "GENERATE_VECTORS"]
@@ -225,7 +226,7 @@ def generate_suites(cluster: Cluster, suites: list, root, seed: int = 0, level: 
     root, plans, keys = files.prepare_generation(suites, root, level, None, count, copies=2)
     root = root.resolve()
     with parent_locked(root):  # held locked while it lives: a later generate removes it only if this one died
-        held = Staging(root, STALE_PREFIX + "shards-")
+        held = Staging(root, SHARDS_PREFIX)
     staging = held.path
     written: list[Path] = []
     try:

@@ -1,5 +1,5 @@
-"""Writing a suite directory aside and swapping it in whole, so that a complete suite already there
-is kept until its replacement is complete, and what an interrupted write left is cleaned up later.
+"""Writing a suite aside and swapping it in whole, and cleaning up after writers that were killed.
+A complete suite already there is kept until its replacement is complete.
 
 Names, next to the suite directory ``<parent>/<name>``:
 
@@ -12,10 +12,10 @@ Names, next to the suite directory ``<parent>/<name>``:
 
 :func:`remove_stale` (run by every generate and merge before it writes a suite) removes the
 directories of writers that are gone, after putting back a previous suite whose swap was cut
-short, and ``.<file>.<random>.tmp`` files left in a suite directory by an interrupted write of an
-earlier mxsim. SIGINT and SIGTERM are held back during a swap (:func:`signals_deferred`); only
-``kill -9`` or a power cut can stop one half-way, and the next generate or merge puts the previous
-suite back.
+short; :func:`remove_temporary_files` removes ``.<file>.<random>.tmp`` files left in a suite
+directory by an interrupted write of an earlier mxsim. SIGINT and SIGTERM are held back during a
+swap (:func:`signals_deferred`); only ``kill -9`` or a power cut can stop one half-way, and the
+next generate or merge puts the previous suite back.
 
 The suite's own files in a directory are its ``*.hex`` files, ``vectors.npz`` and the
 ``marker`` (``manifest.json``, written last: a directory with it is complete); anything else in
@@ -36,10 +36,11 @@ from pathlib import Path
 from ...writing import directory_mode
 
 __all__ = ["Staging", "parent_locked", "remove_stale", "remove_temporary_files", "signals_deferred", "suite_files", "swap_in", "STAGING_SUFFIX_BYTES",
-           "STALE_PREFIX"]
+           "SHARDS_PREFIX"]
 
 STAGING_SUFFIX_BYTES = len(".") + len(".new-") + 8  # what a staging directory's name adds to a suite's name
-STALE_PREFIX = ".mxsim-"  # other temporary directories of mxsim (a cluster's shards) follow the same rule
+SHARDS_PREFIX = ".mxsim-shards-"  # a cluster generation's staging directory (:mod:`..cluster`), cleaned the same way
+_SHARDS_DIRECTORY = re.compile(re.escape(SHARDS_PREFIX) + r"[a-z0-9_]{8}")
 _ASIDE = re.compile(r"\.(?P<name>.+)\.(?P<role>new|old)-(?P<token>[a-z0-9_]{8})")
 _TEMPORARY_FILE = re.compile(r"\..+\.tmp")
 _MOVED = ".moved"
@@ -192,8 +193,8 @@ def _sync(directory: Path) -> None:
 
 def remove_stale(parent: Path, marker: str) -> list[Path]:
     """Clean up after writers that are gone (see the module docstring) in ``parent``: a previous
-    suite whose swap was cut short is put back, then the staging directories, ``.mxsim-*``
-    directories and ``.<...>.tmp`` files of dead writers are removed. Returns what was removed
+    suite whose swap was cut short is put back, then the staging directories and
+    ``.mxsim-shards-<token>`` directories of dead writers are removed. Returns what was removed
     or put back."""
     try:
         entries = sorted(os.listdir(parent))
@@ -220,7 +221,7 @@ def remove_stale(parent: Path, marker: str) -> list[Path]:
             cleaned.append(path)
     for entry in entries:
         path = parent / entry
-        if entry.startswith(STALE_PREFIX) and path.is_dir() and not path.is_symlink() and not _is_live(path):
+        if _SHARDS_DIRECTORY.fullmatch(entry) and path.is_dir() and not path.is_symlink() and not _is_live(path):
             shutil.rmtree(path, ignore_errors=True)
             cleaned.append(path)
     return cleaned

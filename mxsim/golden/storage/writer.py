@@ -1,5 +1,5 @@
-"""Writing one suite's files a chunk of vectors at a time, in bounded memory, all or nothing, and
-keeping a complete suite already there until its replacement is complete.
+"""Writing one suite's files a chunk of vectors at a time, in bounded memory, all or nothing. A
+complete suite already there is kept until its replacement is complete.
 
 The suite is written aside, into a staging directory ``.<suite>.new-<token>/`` next to it
 (:mod:`.staging`): every field to a temporary file ``.<field>.hex.<random>.tmp`` there, its SHA-256
@@ -91,8 +91,7 @@ class _NpyColumn:
 class SuiteWriter:
     """Write the fields of ``total`` vectors for ``directory`` (see the module docstring):
     :meth:`write` per chunk, then :meth:`commit` with the manifest; :meth:`abort` on failure.
-    ``root``: the directory above which nothing is removed. ``kept``: whether a complete suite
-    was there when writing began (it stays until :meth:`commit`)."""
+    ``root``: the directory above which nothing is removed."""
 
     def __init__(self, root: Path, directory: Path, fields: list[Field], total: int, npz: bool = False):
         self.root, self.directory, self.fields, self.npz = root, directory, fields, npz
@@ -102,7 +101,6 @@ class SuiteWriter:
         self.digests = {f.file: hashlib.sha256() for f in fields}
         self.staging = None
         _check_replaceable(self.target)
-        self.kept = (self.target / MANIFEST).is_file()
         try:
             self.target.parent.mkdir(parents=True, exist_ok=True)
             with parent_locked(self.target.parent):
