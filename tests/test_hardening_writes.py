@@ -381,6 +381,28 @@ def test_a_swap_cut_short_at_any_rename_is_undone_by_the_next_generate(tmp_path,
     assert rc == 0, out
 
 
+_SIGTERM_DURING_INFO = """
+import os, signal, sys
+from mxsim import cli
+def terminated(args):
+    os.kill(os.getpid(), signal.SIGTERM)
+    for _ in range(10**7):  # the handler runs at the next bytecode
+        pass
+    sys.exit(99)
+cli._cmd_info = terminated
+code = cli.main(["info"])
+assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+sys.exit(code)
+"""
+
+
+def test_sigterm_during_any_command_is_one_line_and_exit_143():
+    """In a child: without the handler SIGTERM would end the test run itself."""
+    child = subprocess.run([sys.executable, "-c", _SIGTERM_DURING_INFO], env=_env(), capture_output=True, timeout=300)
+    assert child.returncode == 143, child.stderr.decode(errors="replace")
+    assert child.stderr == b"mxsim: terminated (SIGTERM); no partial output file left\n"
+
+
 def test_a_failed_regeneration_keeps_the_previous_suite_and_its_index_entry(tmp_path, monkeypatch, capsys):
     from mxsim.golden.storage import writer
 
