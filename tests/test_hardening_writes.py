@@ -418,6 +418,32 @@ def test_a_failed_regeneration_keeps_the_previous_suite_and_its_index_entry(tmp_
     assert _snapshot(root / "decode" / "fp4_e2m1") == before and (root / "index.json").read_bytes() == index
 
 
+def test_sigint_during_the_swap_is_held_back_until_the_suite_is_complete(tmp_path, monkeypatch, capsys):
+    """SIGINT arrives as the index entry is made (the last step of the swap): the suite is
+    complete and indexed, nothing is left beside it, and the message counts it as written."""
+    from mxsim.golden.storage import files
+
+    root = tmp_path / "root"
+    assert _run(_generate_argv(root, DECODE, 20), capsys)[0] == 0
+    real_update = files._update_index
+
+    def update_then_sigint(where, entries):
+        real_update(where, entries)
+        if any(entry is not None for entry in entries.values()):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(files, "_update_index", update_then_sigint)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(_generate_argv(root, DECODE, 30))
+    assert exit_info.value.code == 130
+    assert "1 of 1 suite(s) written" in capsys.readouterr().err
+    monkeypatch.undo()
+    assert json.loads((root / "decode" / "fp4_e2m1" / "manifest.json").read_text())["count"] == 30
+    assert _hidden(root) == []
+    rc, out = _run(["golden", "verify", root], capsys)
+    assert rc == 0, out
+
+
 def test_an_interrupted_merge_keeps_the_suite_already_in_out(tmp_path, monkeypatch, capsys):
     from mxsim.golden.storage import writer
 

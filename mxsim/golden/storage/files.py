@@ -185,8 +185,9 @@ def _remove_stale_under(root: Path) -> None:
 # --- generating ------------------------------------------------------------------------------
 class GenerationInterrupted(KeyboardInterrupt):
     """Ctrl-C (or SIGTERM) during :func:`generate_suites`: ``written`` of ``total`` suites are
-    complete, the one being generated (``current``) was not written (``kept``: a complete suite
-    of that name was there before and stays), the rest not started."""
+    complete, the one being generated (``current``; None: the signal came as a suite was swapped
+    in, held back until it was complete) was not written (``kept``: a complete suite of that name
+    was there before and stays), the rest not started."""
 
     def __init__(self, root, written: int, total: int, current: str, kept: bool = False):
         super().__init__(root, written, total, current, kept)
@@ -196,10 +197,12 @@ class GenerationInterrupted(KeyboardInterrupt):
         left = self.total - self.written
         kept = (f"the previous complete {self.current} was kept as it was, with its {INDEX} entry" if self.kept
                 else "no partial files left")
+        cut = (f"{left} not started" if self.current is None else
+               f"{self.current} was not written ({kept}) and {left - 1} more not started")
         return (
             f"{self.written} of {self.total} suite(s) written to {self.root}, each complete with its manifest; "
-            f"{self.current} was not written ({kept}) and {left - 1} more not started; "
-            f"{INDEX} marks those of them without a previous complete suite as unfinished, so verify reports them"
+            f"{cut}; {INDEX} marks those of them without a previous complete suite as unfinished, so verify "
+            "reports them"
         )
 
 
@@ -296,13 +299,18 @@ def generate_suites(suites: list[Suite], root, seed: int = 0, level: int = 1, sh
     for number, (suite, plan, key) in enumerate(zip(suites, plans, keys), 1):
         label = f"suite {number}/{len(suites)} {suite.kind}/{suite.name}"
 
+        published = []
+
         def publish(manifest: bytes, vectors: int, key=key) -> None:
             _update_index(root, {key: {"count": vectors, "manifest_sha256": _sha256(manifest)}})
+            published.append(key)
 
         try:
             directory, _, _ = write_suite(suite, plan, root, seed, level, shard, label if progress else None, npz,
                                           reference_only, publish)
         except KeyboardInterrupt:
+            if published:  # held back while the suite was swapped in: it is complete, the next ones not begun
+                raise GenerationInterrupted(root, len(written) + 1, len(suites), None) from None
             kept = (_key_directory(root, key) / MANIFEST).is_file()
             raise GenerationInterrupted(root, len(written), len(suites), key, kept) from None
         written.append(directory)

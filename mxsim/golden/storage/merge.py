@@ -224,11 +224,12 @@ def merge_group(out: Path, shards: list[Shard], plan: pipeline.Plan) -> Path:
         if plan.from_catalogue == plan.catalogue:  # the whole catalogue: every reachable class (as generate)
             check_reachable_coverage(suite, coverage)
         extra = {"shard": None, "count": plan.total, "reference_check": reference_check, "coverage": coverage}
-        entry = lambda written: {first.key: {"count": plan.total,  # noqa: E731 - entered as the suite is swapped in
-                                             "manifest_sha256": hashlib.sha256(written).hexdigest()}}
+
+        def publish(written: bytes) -> None:  # the index entry, made as the suite is swapped in
+            _update_index(out, {first.key: {"count": plan.total, "manifest_sha256": hashlib.sha256(written).hexdigest()}})
+
         writer.commit(lambda files: manifest_bytes(suite, manifest["seed"], manifest["level"], plan, **extra,
-                                                   files=files),
-                      lambda written: _update_index(out, entry(written)))
+                                                   files=files), publish)
     except OSError as error:  # a full disk, say
         writer.abort()
         raise writing_error(error, directory, suite) from None

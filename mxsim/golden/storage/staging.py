@@ -130,16 +130,29 @@ def suite_files(directory: Path, marker: str) -> list[str]:
 
 @contextlib.contextmanager
 def signals_deferred():
-    """SIGINT and SIGTERM held back (delivered on exit) in the main thread; elsewhere nothing changes."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+    """SIGINT and SIGTERM held back until the block ends, then handled as they would have been
+    (KeyboardInterrupt, or the default action); an ignored signal stays ignored. Python runs
+    signal handlers in the main thread only, so elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    received: list[int] = []
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(signum)
+        if handler not in (signal.SIG_IGN, None):
+            previous[signum] = handler
+            signal.signal(signum, lambda number, frame: received.append(number))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in received:
+            if callable(previous[signum]):
+                previous[signum](signum, None)  # KeyboardInterrupt for SIGINT (and the CLI's SIGTERM)
+            else:
+                signal.raise_signal(signum)  # the default action: the process ends, the suite complete
 
 
 def swap_in(staging: Staging, marker: str, publish=None) -> None:
@@ -164,10 +177,12 @@ def swap_in(staging: Staging, marker: str, publish=None) -> None:
                 raise
         _sync(target.parent)
         _sync(target)
-        if publish is not None:
-            publish()
-    staging.remove()
-    shutil.rmtree(backup, ignore_errors=True)
+        try:
+            if publish is not None:
+                publish()
+        finally:  # the swap is done: the previous files and the staging directory go
+            staging.remove()
+            shutil.rmtree(backup, ignore_errors=True)
 
 
 def _put_back(backup: Path, target: Path, marker: str) -> None:
