@@ -243,7 +243,8 @@ def test_a_suite_write_on_a_full_disk_names_the_hex_file(tmp_path, monkeypatch, 
     assert not (root / "decode").exists()
 
 
-@pytest.mark.parametrize("argv", [["info", "mxfp8_e4m3"], ["golden", "stream", "--suite", "decode", "--params", DECODE]])
+@pytest.mark.parametrize("argv", [["info", "mxfp8_e4m3"],
+                                  ["golden", "stream", "--suite", "decode", "--params", DECODE]])
 def test_stdout_on_a_full_disk_is_a_one_line_error_naming_stdout(argv):
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")

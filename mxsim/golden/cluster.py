@@ -8,9 +8,10 @@ process:
   [i*T//n, (i+1)*T//n)) into a staging directory ``.mxsim-shards-<random>`` inside the output
   root (held locked by the client: a later generate removes it if the client was killed,
   :func:`.storage.staging.remove_stale`); the client merges each suite's shards into place as
-  soon as they are all written (:mod:`.storage.merge`: sizes and SHA-256 checked, temporary files renamed, the manifest last, so a
-  suite is there whole or not at all) and removes them. The workers must see the output root at
-  the same path (a shared file system; a local cluster always does);
+  soon as they are all written (:mod:`.storage.merge`: sizes and SHA-256 checked, temporary
+  files renamed, the manifest last, so a suite is there whole or not at all) and removes them.
+  The workers must see the output root at the same path (a shared file system; a local cluster
+  always does);
 * **verify**: the client checks the tree, the index and every file's hash, line count and
   format; the tasks recompute ranges of lines with the reference model
   (:func:`.verify.recompute`, ranges aligned to :data:`.pipeline.CHUNK`), and the client reports

@@ -52,9 +52,9 @@ from ..kinds.registry import Suite
 from .staging import STAGING_SUFFIX_BYTES, parent_locked, remove_stale
 from .writer import MANIFEST, NPZ, SuiteWriter
 
-__all__ = ["generate", "generate_suites", "GenerationInterrupted", "check_seed", "check_suite_names", "suite_dir", "manifest_dict", "manifest_bytes",
-           "prepare_generation", "write_suite", "writing_error", "shard_lines", "shard_name", "INDEX", "MANIFEST",
-           "NPZ"]
+__all__ = ["generate", "generate_suites", "GenerationInterrupted", "check_seed", "check_suite_names", "suite_dir",
+           "manifest_dict", "manifest_bytes", "prepare_generation", "write_suite", "writing_error", "shard_lines",
+           "shard_name", "INDEX", "MANIFEST", "NPZ"]
 
 INDEX = "index.json"
 INDEX_MARK = "mxsim golden index"

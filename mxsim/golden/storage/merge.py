@@ -226,7 +226,8 @@ def merge_group(out: Path, shards: list[Shard], plan: pipeline.Plan) -> Path:
         extra = {"shard": None, "count": plan.total, "reference_check": reference_check, "coverage": coverage}
 
         def publish(written: bytes) -> None:  # the index entry, made as the suite is swapped in
-            _update_index(out, {first.key: {"count": plan.total, "manifest_sha256": hashlib.sha256(written).hexdigest()}})
+            digest = hashlib.sha256(written).hexdigest()
+            _update_index(out, {first.key: {"count": plan.total, "manifest_sha256": digest}})
 
         writer.commit(lambda files: manifest_bytes(suite, manifest["seed"], manifest["level"], plan, **extra,
                                                    files=files), publish)

@@ -35,8 +35,8 @@ from pathlib import Path
 
 from ...writing import directory_mode
 
-__all__ = ["Staging", "parent_locked", "remove_stale", "remove_temporary_files", "signals_deferred", "suite_files", "swap_in", "STAGING_SUFFIX_BYTES",
-           "SHARDS_PREFIX"]
+__all__ = ["Staging", "parent_locked", "remove_stale", "remove_temporary_files", "signals_deferred", "suite_files",
+           "swap_in", "STAGING_SUFFIX_BYTES", "SHARDS_PREFIX"]
 
 STAGING_SUFFIX_BYTES = len(".") + len(".new-") + 8  # what a staging directory's name adds to a suite's name
 SHARDS_PREFIX = ".mxsim-shards-"  # a cluster generation's staging directory (:mod:`..cluster`), cleaned the same way
