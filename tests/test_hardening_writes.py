@@ -404,6 +404,28 @@ def test_sigterm_during_any_command_is_one_line_and_exit_143():
     assert child.stderr == b"mxsim: terminated (SIGTERM); no partial output file left\n"
 
 
+def test_the_next_generate_removes_only_what_dead_writers_left(tmp_path, capsys):
+    """Directories of a live writer (its lock held, here by this process) stay; unlocked ones go."""
+    from mxsim.golden.storage.staging import SHARDS_PREFIX, Staging
+
+    root = tmp_path / "root"
+    assert _run(_generate_argv(root, DECODE, 20), capsys)[0] == 0
+    kind = root / "decode"
+    live_suite, live_shards = Staging.beside(kind / "fp8_e4m3"), Staging(root, SHARDS_PREFIX)
+    dead = [kind / ".fp6_e3m2.new-abcd1234", root / f"{SHARDS_PREFIX}abcd1234"]
+    for directory in dead:
+        directory.mkdir()
+        (directory / ".code.hex.x1y2z3.tmp").write_text("0\n")
+    try:
+        assert _run(["golden", "generate", root, "--suite", "decode", "--params", '{"element": "fp6_e2m3"}'],
+                    capsys)[0] == 0
+        assert live_suite.path.is_dir() and live_shards.path.is_dir()
+        assert not any(directory.exists() for directory in dead)
+    finally:
+        live_suite.remove()
+        live_shards.remove()
+
+
 def test_a_failed_regeneration_keeps_the_previous_suite_and_its_index_entry(tmp_path, monkeypatch, capsys):
     from mxsim.golden.storage import writer
 
