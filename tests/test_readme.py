@@ -3,20 +3,20 @@
 * The Layout table names every module of the package and nothing that is gone; it is generated
   from the modules' docstrings (``python docs/hooks/readme_layout.py --write``), and a new module
   fails here, named, until the table is regenerated.
-* The shell snippets after "Quick use" run in order in one empty directory (``mxsim`` run as
-  ``python -m mxsim.cli`` of this checkout), and every "shape (...)" a comment promises is in what
-  the command printed.
+* It opens with what mxsim is and the two commands (the main job; the whole test suite, exactly
+  .ci/run's pytest line), with no history (that is CHANGELOG.md).
+* The runnable shell blocks run in order in one empty directory (``mxsim`` run as ``python -m
+  mxsim.cli`` of this checkout; tests/doc_examples.py), and every output a console block shows is
+  what the command printed.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
-import shlex
-import subprocess
-import sys
 from pathlib import Path
+
+import doc_examples
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -51,24 +51,34 @@ def test_the_layout_summaries_are_the_docstrings():
                                                                    "(contract section 3.1)")
 
 
-def _shell_blocks() -> list[str]:
-    quick = README[README.index("## Quick use"):]
-    return re.findall(r"```bash\n(.*?)```", quick, re.DOTALL)
+def test_the_two_commands_open_the_readme():
+    """The README opens (after one paragraph and the line about the virtual environment) with the
+    two commands: the main job, and the whole test suite exactly as .ci/run runs it."""
+    first_block = re.search(r"```bash\n(.*?)```", README, re.DOTALL)
+    assert first_block.start() < README.index("\n## "), "the commands must come before the first section"
+    lines = [line.split("   #")[0].strip() for line in first_block.group(1).splitlines() if line.strip()]
+    assert lines[0] == "pip install -e . && mxsim golden generate golden-out && mxsim golden verify golden-out", lines
+    ci_pytest = re.search(r"(python -m pytest .*)$", (ROOT / ".ci" / "run").read_text(), re.M).group(1)
+    assert lines[1] == f'pip install -e ".[test]" && {ci_pytest}', (lines[1], ci_pytest)
+    assert len(lines) == 2, lines
+    assert "download.pytorch.org/whl/cpu" in README  # the CPU wheel of the pinned torch
+
+
+def test_the_opening_is_not_a_changelog():
+    """History (issue numbers, commit hashes) lives in CHANGELOG.md, which the README links."""
+    opening = README[:README.index("\n## ")]
+    assert not re.search(r"\bissue \d+|\bcommit [0-9a-f]{7}\b", opening), opening
+    assert "(CHANGELOG.md)" in opening and (ROOT / "CHANGELOG.md").is_file()
 
 
 def test_the_shell_snippets_run_in_order(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    lines = [line for block in _shell_blocks() for line in block.splitlines() if line.strip()]
-    assert any(line.startswith("mxsim dot") and "--outer" in line for line in lines)
-    for line in lines:
-        command, _, comment = line.partition("   #") if not line.startswith("python -c") else (line, "", "")
-        argv = shlex.split(command)
-        if argv[0] == "mxsim":
-            argv = [sys.executable, "-m", "mxsim.cli", *argv[1:]]
-        else:
-            assert argv[0] == "python", line
-            argv[0] = sys.executable
-        done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, (line, done.stderr)
-        for shape in re.findall(r"shape \([0-9, ]*\)", comment):
-            assert shape in done.stdout, (line, shape, done.stdout)
+    """The README's runnable blocks (``<!-- run -->``, tests/doc_examples.py) run in order in one
+    empty directory, and each console block's output is what the command printed."""
+    blocks = doc_examples.runnable(Path("README.md"))
+    commands = [line for e in blocks if e.language == "console" for line in e.text.splitlines()
+                if line.startswith("$ ")]
+    assert any(line.startswith("$ mxsim dot") and "--outer" in line for line in commands)
+    assert any(line.startswith("$ mxsim golden check") for line in commands)
+    workdir = tmp_path / "readme"
+    workdir.mkdir()
+    assert doc_examples.run_page(Path("README.md"), workdir) == len(blocks) >= 4
