@@ -19,6 +19,7 @@ import dataclasses
 import doctest
 import html
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -45,6 +46,7 @@ def load_module(name: str, path: Path):
 
 
 comparison_examples = load_module("comparison_examples", DOCS / "hooks" / "comparison_examples.py")
+golden_counts = load_module("golden_counts", DOCS / "hooks" / "golden_counts.py")
 
 # --------------------------------------------------------------------------------------------------
 # 1. The site
@@ -167,6 +169,27 @@ def test_comparison_page_shows_the_example_outputs(site):
     for example in comparison_examples.EXAMPLES:
         for output in (example.library_output, example.mxsim_output):
             assert output in text, (example.id, output)
+
+
+def test_canonical_suite_counts_come_from_the_index(site):
+    """The golden-vectors page states the committed suite's size as golden/index.json has it
+    (the mkdocs hook reads the file when the site is built: regenerating golden/ keeps it true)."""
+    suites = json.loads((ROOT / "golden" / "index.json").read_text())["suites"]
+    vectors = sum(entry["count"] for entry in suites.values())
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", page(site, "golden-vectors"))).split())
+    assert f"lists it ({len(suites):,} suites, {vectors:,} vectors, " in text
+    assert "golden-index" not in text
+
+
+def test_golden_counts_hook_on_a_made_up_index(tmp_path):
+    (tmp_path / "index.json").write_text(json.dumps({"suites": {"a/x": {"count": 3}, "b/y": {"count": 1234}}}))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.hex").write_bytes(b"0" * (2_500_000 - (tmp_path / "index.json").stat().st_size))
+    page_text = "(<!-- golden-index:suites --> suites, <!--golden-index:vectors--> vectors, <!-- golden-index:size -->)"
+    assert golden_counts.expand(page_text, tmp_path) == "(2 suites, 1,237 vectors, 2.5 MB)"
+    assert golden_counts.expand("no placeholder", tmp_path / "absent") == "no placeholder"
+    with pytest.raises(ValueError, match="golden-index:bytes.*expected one of"):
+        golden_counts.expand("<!-- golden-index:bytes -->", tmp_path)
 
 
 def test_datapath_page_has_the_diagram(site):
