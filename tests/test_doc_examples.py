@@ -104,3 +104,76 @@ def test_a_failing_or_misprinting_example_fails(tmp_path, monkeypatch):
         doc_examples.run_page(page, workdir)
     _page(tmp_path, "<!-- run\nexit: 3\n-->\n```bash\ntrue\n(exit 3)\n```\n")
     assert doc_examples.run_page(page, workdir) == 1
+
+
+# --- the speed table of docs/verification-flow.md -----------------------------------------------
+
+def _load_speed_table_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("update_speed_table",
+                                                  doc_examples.ROOT / "benchmarks" / "update_speed_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+speed = _load_speed_table_script()
+ROW_KEYS = ["generate-dot", "generate-quantize", "verify-sample", "verify-dot", "verify-quantize", "check",
+            "batch-dot", "batch-quantize"]
+
+
+def assert_well_formed_speed_section(text: str) -> None:
+    """The section between the markers: the date, machine and command line, the table of the
+    eight measured commands (numbers and units in every cell) and the per-minute table."""
+    import re
+
+    assert text.count(speed.BEGIN) == 1 and text.count(speed.END) == 1, "the speed-table markers, once each"
+    body = text[text.index(speed.BEGIN) + len(speed.BEGIN):text.index(speed.END)].strip().splitlines()
+    assert re.fullmatch(r"Measured on \d{4}-\d\d-\d\d \d\d:\d\d UTC, .+ cores, load average [\d.]+ at the start, "
+                        r"with `python benchmarks/update_speed_table\.py[^`]*` \(.*\):", body[0]), body[0]
+    rows = [line for line in body if line.startswith("| ")]
+    assert rows[0] == speed.HEADER and body[body.index(speed.HEADER) + 1] == "|---|---|---|---|---|---|"
+    measured = [line.split(" | ") for line in rows[1:rows.index(speed.COMPARISON_HEADER)]]
+    assert len(measured) == len(ROW_KEYS), measured
+    for what, vectors, wall, cpu, rate, peak in measured:
+        assert what.startswith("| ") and len(what) > 10, what
+        assert re.fullmatch(r"[\d,]+( lines| results)?", vectors), vectors
+        assert re.fullmatch(r"\d+\.\d s", wall) and re.fullmatch(r"\d+\.\d s", cpu), (wall, cpu)
+        assert re.fullmatch(r"[\d,]+( lines| results)?", rate), rate
+        assert re.fullmatch(r"\d+ MiB \|", peak), peak
+    comparison = rows[rows.index(speed.COMPARISON_HEADER) + 1:]
+    assert [row.split(" | ")[-1] for row in comparison] == ["`testfloat_gen` |", "`testfloat_ver` |",
+                                                             "none (SoftFloat is the single source) |"]
+    assert all(re.search(r"\d", row) for row in comparison), comparison
+
+
+def test_the_speed_table_is_there_and_well_formed():
+    """Its figures are whatever the script measured; its form is checked here."""
+    assert_well_formed_speed_section(speed.DOC.read_text())
+
+
+def test_the_speed_table_script_writes_a_well_formed_section():
+    import datetime
+
+    rows = []
+    for i, key in enumerate(ROW_KEYS):
+        unit = {"verify-sample": "lines", "check": "results"}.get(key, "vectors")
+        row = {"key": key, "vectors": 1000 * (i + 1), "unit": unit, "wall": 1.25 + i, "cpu": 1.0 + i,
+               "peak": 64 * 2**20}
+        if key.startswith("generate"):
+            row["reference_check"] = {"reference_checked": 12, "catalogue_checked": 10, "sample_checked": 2}
+        rows.append(row)
+    when = datetime.datetime(2026, 11, 28, 23, 5, tzinfo=datetime.timezone.utc)
+    section = speed.section(rows, 1000, 500, ["--count", "1000"], when, "a CPU, 2 cores, load average 0.5 at the start")
+    assert_well_formed_speed_section(section)
+    lines = section.splitlines()
+    assert lines[1].startswith("Measured on 2026-11-28 23:05 UTC, a CPU, 2 cores")
+    # the first row: 1,000 vectors in 1.0 s of CPU (1.2 s wall), 64 MiB; check is (6000/6) / (4000/4) = 1 times faster
+    assert lines[5] == ("| `generate --count 1000`, `dot` MXFP8 E4M3 aligned F=13 W=24 (the reference recomputed 12: "
+                        "10 catalogue + 2 sampled) | 1,000 | 1.2 s | 1.0 s | 1,000 | 64 MiB |")
+    assert "`check` is about 1 times faster" in section
+    page = f"before\n{speed.BEGIN}\nold\n{speed.END}\nafter\n"
+    assert speed.replace_section(page, section) == f"before\n{section}\nafter\n"
+    with pytest.raises(ValueError, match="markers"):
+        speed.replace_section("no markers here", section)

@@ -322,6 +322,13 @@ def test_readme_links_and_opening():
     assert text.index("python3 -m venv .venv && . .venv/bin/activate") < text.index("pip install -e .")
 
 
+def test_pages_cite_the_contract_page_not_conventions_md():
+    """Readers have docs/numerics.md, not the project's reference notes (issue 32, item 17)."""
+    citing = [path.relative_to(ROOT).as_posix() for path in sorted(DOCS.rglob("*.md"))
+              if path.name != "numerics.md" and "conventions.md" in path.read_text()]
+    assert not citing, citing
+
+
 @pytest.mark.parametrize("name", ["index.md", "formats/custom.md", "testing.md", "interop.md"])
 def test_page_examples_run(name):
     text = (DOCS / name).read_text()
