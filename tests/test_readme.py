@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from fractions import Fraction
 from pathlib import Path
 
 import doc_examples
@@ -82,3 +83,47 @@ def test_the_shell_snippets_run_in_order(tmp_path):
     workdir = tmp_path / "readme"
     workdir.mkdir()
     assert doc_examples.run_page(Path("README.md"), workdir) == len(blocks) >= 4
+
+
+# The five OCP float element formats: (exponent bits, mantissa bits, bias, which codes are special).
+OCP_FLOATS = {"fp8_e4m3": (4, 3, 7, "fn"), "fp8_e5m2": (5, 2, 15, "ieee"), "fp6_e3m2": (3, 2, 3, "none"),
+              "fp6_e2m3": (2, 3, 1, "none"), "fp4_e2m1": (2, 1, 1, "none")}
+
+
+def _finite_magnitudes(e: int, m: int, bias: int, specials: str) -> dict[int, Fraction]:
+    """Every finite non-negative code's value, from the OCP definition (subnormals at E = 0)."""
+    values = {}
+    for code in range(1 << (e + m)):
+        field, mant = code >> m, code & ((1 << m) - 1)
+        if specials == "ieee" and field == (1 << e) - 1:
+            continue
+        if specials == "fn" and field == (1 << e) - 1 and mant == (1 << m) - 1:
+            continue
+        significand = Fraction(mant, 1 << m) + (field != 0)
+        values[code] = significand * Fraction(2) ** (max(field, 1) - bias)
+    return values
+
+
+def _number(cell: str) -> Fraction:
+    """A README number: '448', '7.5', '2^-6'."""
+    base, _, exponent = cell.partition("^")
+    return Fraction(base) ** int(exponent) if exponent else Fraction(cell)
+
+
+def test_the_element_table_states_the_ocp_definitions():
+    """Bias, emax_elem, max normal (with its code), min normal and min subnormal of each OCP float
+    element format in the README's table, against the formats' definitions computed here."""
+    for name, (e, m, bias, specials) in OCP_FLOATS.items():
+        row = re.search(rf"^\| `{name}`[^|]* \| ([^|]+) \| (\d+) \| (\d+) \| ([^|]+) \| ([^|]+) \| ([^|]+) \|", README,
+                        re.M)
+        assert row, name
+        layout, shown_bias, emax, max_normal, min_normal, min_subnormal = (cell.strip() for cell in row.groups())
+        values = _finite_magnitudes(e, m, bias, specials)
+        top = max(values, key=values.get)
+        assert layout.replace(" ", "") == "S" + "E" * e + "M" * m, (name, layout)
+        assert int(shown_bias) == bias, name
+        assert 2 ** int(emax) <= values[top] < 2 ** (int(emax) + 1), name
+        value, code = re.fullmatch(r"(\S+) \((0x[0-9A-F]+)\)", max_normal).groups()
+        assert (_number(value), int(code, 16)) == (values[top], top), name
+        assert _number(min_normal) == Fraction(2) ** (1 - bias), name
+        assert _number(min_subnormal) == Fraction(2) ** (1 - bias - m) == values[1], name
