@@ -192,6 +192,37 @@ def test_golden_counts_hook_on_a_made_up_index(tmp_path):
         golden_counts.expand("<!-- golden-index:bytes -->", tmp_path)
 
 
+def test_manifest_example_shows_the_committed_manifest(site):
+    """The golden-vectors page's manifest example, as built, holds the committed manifest's values."""
+    text = page(site, "golden-vectors")
+    block = next(b for b in code_blocks(section(text, "the-manifest")) if b.lstrip().startswith("{"))
+    shown = json.loads(block)
+    actual = json.loads((ROOT / "golden" / "dot" / shown["suite"] / "manifest.json").read_text())
+    assert shown["kind"] == "dot" and shown["count"] == actual["count"] == actual["stimulus"]["catalogue"]
+    assert shown["coverage"] == {name: actual["coverage"][name] for name in shown["coverage"]}
+    assert shown["fields"][0] == {**actual["fields"][0], "description": "..."}
+    assert shown["reference_check"]["vectors"] == actual["reference_check"]["vectors"]
+    assert shown["files"]["acc.hex"] == actual["files"]["acc.hex"]
+
+
+def test_manifest_example_hook_on_a_made_up_manifest(tmp_path):
+    (tmp_path / "dot" / "s").mkdir(parents=True)
+    manifest = {"kind": "dot", "count": 7, "coverage": {"nan": 2, "zero": 5}, "fields": [{"name": "a", "bits": 8}],
+                "rule": "long text", "seed": "mxsim:0:dot:s"}
+    (tmp_path / "dot" / "s" / "manifest.json").write_text(json.dumps(manifest))
+    shown = '{"kind": "dot", "count": 3, "coverage": {"nan": 1}, "fields": [{"name": "x"}], "rule": "...", ' \
+            '"seed": "mxsim:...:s", "...": "..."}'
+    page_text = f"<!-- golden-manifest-example: dot/s -->\n```json\n{shown}\n```\n"
+    expanded = golden_counts.expand_examples(page_text, tmp_path)
+    body = json.loads(expanded.split("```json\n")[1].split("\n```")[0])
+    assert body == {"kind": "dot", "count": 7, "coverage": {"nan": 2}, "fields": [{"name": "a"}], "rule": "...",
+                    "seed": "mxsim:...:s", "...": "..."}
+    with pytest.raises(ValueError, match=r"dot/s\.coverage: the manifest has no \['inf'\]"):
+        golden_counts.expand_examples(page_text.replace('{"nan": 1}', '{"inf": 1}'), tmp_path)
+    with pytest.raises(ValueError, match="no .*manifest.json"):
+        golden_counts.expand_examples(page_text.replace("dot/s", "dot/t"), tmp_path)
+
+
 def test_datapath_page_has_the_diagram(site):
     text = page(site, "datapath")
     assert 'class="mermaid"' in text and "W-bit register" in text and "across blocks" in text
