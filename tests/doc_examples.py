@@ -4,8 +4,9 @@ Every ```bash and ```console block of ``README.md`` and ``docs/**/*.md`` carries
 comment on the line before it (GitHub and MkDocs show neither):
 
 * ``<!-- run -->``: the block runs, in order with the page's other runnable blocks, in one fresh
-  directory per page, ``mxsim`` being ``python -m mxsim.cli`` of this checkout (PYTHONPATH) and
-  ``python`` this interpreter. The comment may go on for more lines, each one of:
+  directory per page, ``mxsim`` being ``python -m mxsim.cli`` of this checkout (PYTHONPATH),
+  ``python`` this interpreter and ``$MXSIM_CHECKOUT`` the checkout's root (to copy a committed
+  suite from). The comment may go on for more lines, each one of:
 
   - ``setup: COMMAND``: a shell command run first, unseen by the reader (an input file the page
     assumes, say);
@@ -132,7 +133,7 @@ def environment(workdir: Path) -> dict[str, str]:
         shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
     python_path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     return {**os.environ, "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": python_path,
-            "COLUMNS": "100"}
+            "COLUMNS": "100", "MXSIM_CHECKOUT": str(ROOT)}
 
 
 def run_page(page: Path, workdir: Path) -> int:
