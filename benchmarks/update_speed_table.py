@@ -45,8 +45,8 @@ def _what(row: dict, count: int) -> str:
         "verify-dot": "full `verify` (the reference, every vector), `dot` as above",
         "verify-quantize": "full `verify`, `quantize` MXFP8 E4M3",
         "check": f"`check` of {count:,} device results (dot, all matching)",
-        "batch-dot": f"the fast path alone (`compute_batch`, chunks of 65,536), `dot` as above",
-        "batch-quantize": f"the fast path alone (`compute_batch`, chunks of 65,536), `quantize` MXFP8 E4M3",
+        "batch-dot": "the fast path alone (`compute_batch`, chunks of 65,536), `dot` as above",
+        "batch-quantize": "the fast path alone (`compute_batch`, chunks of 65,536), `quantize` MXFP8 E4M3",
     }[row["key"]]
 
 

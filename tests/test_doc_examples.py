@@ -99,7 +99,8 @@ def test_a_failing_or_misprinting_example_fails(tmp_path, monkeypatch):
     with pytest.raises(AssertionError, match="exit 1, expected 0"):
         doc_examples.run_page(page, workdir)
     _page(tmp_path, "<!-- run -->\n```console\n$ mxsim golden stream --suite decode --params "
-                    "'{\"element\": \"fp4_e2m1\"}' --count 1\n# mxsim golden stream ...\n0 00000000 0000000000000000\n```\n")
+                    "'{\"element\": \"fp4_e2m1\"}' --count 1\n# mxsim golden stream ...\n"
+                    "0 00000000 0000000000000000\n```\n")
     with pytest.raises(AssertionError, match="printed"):
         doc_examples.run_page(page, workdir)
     _page(tmp_path, "<!-- run\nexit: 3\n-->\n```bash\ntrue\n(exit 3)\n```\n")
