@@ -44,6 +44,27 @@ class Layout:
             return f"{field}[block {i // self.per_block}][{i % self.per_block}]"
         return f"{field}[{i}]"
 
+    def span_name(self, field: str, first: int, last: int) -> str:
+        """How values ``first`` .. ``last`` (inclusive, within one block) of ``field`` are named:
+        ``field[first..last]`` or ``field[block b][i..j]`` (one value: :meth:`name`)."""
+        if first == last:
+            return self.name(field, first)
+        if self.per_block and self.per_block < self.count:
+            return f"{field}[block {first // self.per_block}][{first % self.per_block}..{last % self.per_block}]"
+        return f"{field}[{first}..{last}]"
+
+    def zero_runs(self, codes: list[int]) -> list[tuple[int, int]]:
+        """(first, last) of every value of ``codes`` (inclusive), a run of two or more zero codes
+        within one block as one span, every other value alone."""
+        spans: list[tuple[int, int]] = []
+        for i, code in enumerate(codes):
+            same_block = not self.per_block or i % self.per_block
+            if spans and code == 0 and codes[spans[-1][1]] == 0 and spans[-1][1] == i - 1 and same_block:
+                spans[-1] = (spans[-1][0], i)
+            else:
+                spans.append((i, i))
+        return spans
+
 
 def code_layout(fmt, count: int = 1, per_block: int | None = None) -> Layout:
     """``count`` codes of ``fmt`` (its full width each)."""
