@@ -519,10 +519,7 @@ def _stdin_of_suite(suite_dir) -> bytes:
     a MiB of comment lines); more is an error, read no further (``stream --forever`` never ends)."""
     from .golden.device import check as golden_check
 
-    try:
-        manifest, suite = golden_check.load_suite(suite_dir)
-    except ValueError as error:
-        raise golden_check.CheckError(str(error)) from None
+    manifest, suite = golden_check.load_checked_suite(suite_dir)
     limit = manifest["count"] * sum(f.hex_digits + 1 for f in suite.fields) + (1 << 20)
     data = sys.stdin.buffer.read(limit + 1)
     if len(data) > limit:

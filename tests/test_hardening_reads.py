@@ -8,8 +8,24 @@ vector) or taken from the file system itself; none is copied from the code under
 
 from __future__ import annotations
 
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from forged_suites import rewrite_suite
+from mxsim.cli import main
+from mxsim.golden import generate, verify
 from mxsim.golden.device.decompose import vector_lines
 from mxsim.golden.kinds.registry import suite_from_spec
+from mxsim.golden.storage.merge import ShardError, merge
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 # --- item 16: a mismatching vector's zero elements -----------------------------------------------
@@ -38,3 +54,210 @@ def test_runs_of_zero_codes_take_one_line():
     ]
     assert lines[:3] == ["a_scale = 7f7f", "  a_scale[0]: 7f e=01111111 (2^0) = +1",
                          "  a_scale[1]: 7f e=01111111 (2^0) = +1"]  # equal nonzero values stay one a line
+
+
+# --- a small suite with vectors.npz, and the command line in a child process ---------------------
+def _decode_suite(root: Path, count: int = 40, shard=None, npz: bool = True) -> Path:
+    """decode/fp4_e2m1 with ``count`` vectors (16 codes, then random ones) and vectors.npz."""
+    return generate(suite_from_spec("decode", element="fp4_e2m1"), root, count=count, npz=npz, shard=shard)
+
+
+def _cli(*argv: str, timeout: float = 60) -> tuple[int, str]:
+    """``mxsim ARGV`` in a child process (a hang is a failure after ``timeout`` seconds, not a
+    hung test run): (exit code, stdout + stderr)."""
+    try:
+        done = subprocess.run([sys.executable, "-m", "mxsim.cli", *argv], capture_output=True, text=True,
+                              timeout=timeout, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"mxsim {' '.join(argv)} did not finish in {timeout} s (blocked on a FIFO or reading a device)")
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, done.stdout + done.stderr
+
+
+def _forge_npz(directory: Path, root: Path, edit) -> None:
+    """Rewrite vectors.npz as ``edit(arrays)`` makes it (np.savez, as a forger would) and make every
+    SHA-256 and the index match it."""
+    arrays = dict(np.load(directory / "vectors.npz"))
+    edit(arrays)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    (directory / "vectors.npz").write_bytes(buffer.getvalue())
+    rewrite_suite(directory, root)
+
+
+# --- item 2: vectors.npz is read, not only hashed ------------------------------------------------
+def test_verify_compares_a_forged_npz_with_the_hex_files(tmp_path):
+    directory = _decode_suite(tmp_path)
+    assert verify(tmp_path).ok
+    value = [int(line, 16) for line in (directory / "value.hex").read_text().split()]
+
+    def flip(arrays):
+        arrays["value"] = arrays["value"].copy()
+        arrays["value"][3] ^= 1
+
+    _forge_npz(directory, tmp_path, flip)
+    assert verify(tmp_path).problems == [
+        f"{directory / 'vectors.npz'}: value.npy row 3 is {value[3] ^ 1:08x}, but value.hex line 4 has "
+        f"{value[3]:08x} (the archive was edited or replaced)"]
+    assert _cli("golden", "verify", str(tmp_path))[0] == 1
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda arrays: arrays.pop("flags"), "expected one array per field: code.npy, value.npy, flags.npy (missing flags.npy)"),
+    (lambda arrays: arrays.update(extra=np.zeros(3)), "(not of this suite or repeated: extra.npy)"),
+    (lambda arrays: arrays.update(code=arrays["code"][:-1]), "code.npy is uint64 of shape (39,), expected uint64 of "
+                                                              "shape (40,)"),
+    (lambda arrays: arrays.update(code=arrays["code"].astype(np.int32)), "code.npy is int32 of shape (40,)"),
+])
+def test_verify_names_an_npz_whose_arrays_are_not_the_suites(tmp_path, edit, message):
+    directory = _decode_suite(tmp_path)
+    _forge_npz(directory, tmp_path, edit)
+    (problem,) = verify(tmp_path).problems
+    assert problem.startswith(f"{directory / 'vectors.npz'}: ") and message in problem
+
+
+def test_verify_and_merge_never_read_a_device_or_wait_on_a_fifo_as_npz(tmp_path):
+    """vectors.npz a symlink to /dev/zero (an endless file), then a FIFO without a writer: a
+    problem naming it, at once (before the fix: verify and merge read /dev/zero for ever)."""
+    directory = _decode_suite(tmp_path / "whole")
+    shards = [_decode_suite(tmp_path / "jobs", shard=(i, 2)) for i in range(2)]
+    for replace in (lambda p: p.symlink_to("/dev/zero"), os.mkfifo):
+        for npz in (directory / "vectors.npz", shards[1] / "vectors.npz"):
+            npz.unlink()
+            replace(npz)
+        what = "a character device" if (directory / "vectors.npz").is_symlink() else "a FIFO"
+        code, out = _cli("golden", "verify", str(directory))
+        assert code == 1 and f"MISMATCH {directory / 'vectors.npz'}: not a regular file ({what})" in out
+        code, out = _cli("golden", "merge", str(tmp_path / "merged"), str(tmp_path / "jobs"))
+        assert code == 2 and f"{shards[1] / 'vectors.npz'}: not a regular file ({what})" in out
+
+
+# --- item 9: merge of a shard whose npz (hash matching) is no archive or lacks an array ----------
+@pytest.mark.parametrize("damage, message", [
+    (lambda path: path.write_bytes(b"not a zip archive"), "not a vectors.npz as mxsim writes it"),
+    (lambda path: _without_entry(path, "value.npy"), "(missing value.npy)"),
+    (lambda path: _with_row_changed(path), "value.npy row 5 is "),
+])
+def test_merge_refuses_a_shard_npz_that_is_not_its_vectors(tmp_path, damage, message):
+    """The shard's manifest re-signed to the damaged archive (a hash that matches): a ShardError
+    naming it, before OUT is touched (before the fix: a BadZipFile or KeyError traceback, or the
+    damaged rows copied into the merged suite)."""
+    shards = [_decode_suite(tmp_path / "jobs", shard=(i, 2)) for i in range(2)]
+    damage(shards[0] / "vectors.npz")
+    rewrite_suite(shards[0], tmp_path / "jobs")
+    with pytest.raises(ShardError, match="generate shard 0/2 again") as error:
+        merge(tmp_path / "merged", [tmp_path / "jobs"])
+    assert str(error.value).startswith(f"{shards[0] / 'vectors.npz'}: ") and message in str(error.value)
+    assert not (tmp_path / "merged").exists()
+    code, out = _cli("golden", "merge", str(tmp_path / "merged"), str(tmp_path / "jobs"))
+    assert code == 2 and message in out
+
+
+def _without_entry(path: Path, name: str) -> None:
+    arrays = dict(np.load(path))
+    del arrays[name.removesuffix(".npy")]
+    np.savez(path, **arrays)
+
+
+def _with_row_changed(path: Path) -> None:
+    arrays = dict(np.load(path))
+    arrays["value"] = arrays["value"].copy()
+    arrays["value"][5] ^= np.uint64(1 << 31)
+    np.savez(path, **arrays)
+
+
+# --- item 7: FIFOs as a suite's or the device's files ----------------------------------------------
+def _device_copy(directory: Path, dut: Path) -> Path:
+    dut.mkdir()
+    (dut / "value.hex").write_bytes((directory / "value.hex").read_bytes())
+    return dut
+
+
+def test_a_fifo_is_refused_by_name_whether_or_not_it_has_a_writer(tmp_path):
+    """check with the device's value.hex a FIFO (no writer: before the fix check blocked for
+    ever; with a writer: "File or stream is not seekable", naming no file) and with a suite file
+    a FIFO; verify with a suite file a FIFO (blocked for ever before)."""
+    directory = _decode_suite(tmp_path / "suite")
+    dut = tmp_path / "dut"
+    dut.mkdir()
+    os.mkfifo(dut / "value.hex")
+    code, out = _cli("golden", "check", str(directory), str(dut))
+    assert code == 2 and f"ERROR {dut / 'value.hex'}: not a regular file (a FIFO)" in out
+    writer = subprocess.Popen(["sh", "-c", f"cat '{directory / 'value.hex'}' > '{dut / 'value.hex'}'"])
+    try:
+        code, out = _cli("golden", "check", str(directory), str(dut))
+    finally:
+        writer.kill()
+        writer.wait()
+    assert code == 2 and f"ERROR {dut / 'value.hex'}: not a regular file (a FIFO)" in out
+    (dut / "value.hex").unlink()
+    (dut / "value.hex").write_bytes((directory / "value.hex").read_bytes())
+    assert _cli("golden", "check", str(directory), str(dut))[0] == 0
+    (directory / "code.hex").rename(tmp_path / "code.hex")
+    os.mkfifo(directory / "code.hex")
+    code, out = _cli("golden", "check", str(directory), str(dut))
+    assert code == 2 and f"mxsim: error: {directory / 'code.hex'}: not a regular file (a FIFO)" in out
+    code, out = _cli("golden", "verify", str(directory))
+    assert code == 1 and f"MISMATCH {directory / 'code.hex'}: not a regular file (a FIFO)" in out
+
+
+# --- item 8: a manifest check cannot use is a usage error (exit 2), never a loop or a traceback --
+@pytest.mark.parametrize("key, value, message", [
+    ("count", 10**18, "'count' is 1000000000000000000, more than a suite may have"),
+    ("count", 41, "code.hex: 80 bytes, but the manifest's 41 vectors make 82"),  # 40 lines: not the device's fault
+    ("coverage", None, "'coverage' is null, expected a count per class"),
+    ("coverage", {"zero": [1]}, "'coverage' is {\"zero\": [1]}, expected a count per class"),
+])
+def test_check_refuses_a_manifest_it_cannot_use(tmp_path, key, value, message):
+    directory = _decode_suite(tmp_path / "suite")
+    dut = _device_copy(directory, tmp_path / "dut")
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest[key] = value
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    code, out = _cli("golden", "check", str(directory), str(dut))
+    assert code == 2 and out.startswith("mxsim: error: ") and message in out and out.count("\n") == 1
+    code, out = _cli("golden", "check", str(directory), "-")
+    assert code == 2 and message in out
+
+
+# --- item 13 (parts): usage errors, a device as index.json ---------------------------------------
+def test_verify_of_a_directory_that_is_not_there_is_a_usage_error(tmp_path):
+    code, out = _cli("golden", "verify", str(tmp_path / "nope"))
+    assert (code, out) == (2, f"mxsim: error: {tmp_path / 'nope'}: no such directory (verify takes the directory of a "
+                              "suite, or a root of suites with its index.json)\n")
+
+
+def test_an_index_that_is_a_device_is_named(tmp_path):
+    """index.json a symlink to /dev/urandom: before the fix verify said there was no index.json."""
+    _decode_suite(tmp_path)
+    (tmp_path / "index.json").unlink()
+    (tmp_path / "index.json").symlink_to("/dev/urandom")
+    code, out = _cli("golden", "verify", str(tmp_path))
+    assert code == 1 and f"MISMATCH {tmp_path / 'index.json'}: not a regular file (a character device)" in out
+    assert "no index.json" not in out
+
+
+# --- item 15: a merged suite's shards are not counted (or recomputed) twice -----------------------
+def test_verify_after_merge_into_the_shards_root_counts_each_vector_once(tmp_path):
+    """300 vectors in 3 shards merged into their own root: 300 vectors recomputed (before the fix,
+    600: the shards too), the shards' 300 lines compared with the merged suite; a shard line
+    edited (hashes and index re-signed) is named against the merged suite's line."""
+    shards = [_decode_suite(tmp_path, count=300, shard=(i, 3), npz=False) for i in range(3)]
+    assert main(["golden", "merge", str(tmp_path), str(tmp_path)]) == 0
+    report = verify(tmp_path)
+    assert report.ok and (report.suites, report.vectors, report.lines) == (1, 300, 300)
+    assert (report.shards, report.shard_lines) == (3, 300)
+    code, out = _cli("golden", "verify", str(tmp_path))
+    assert (code, out) == (0, f"{tmp_path}: 1 suite(s), 300 vectors recomputed; 3 shard(s) of merged suites (300 "
+                              "lines) compared line for line with their merged suite, all match\n")
+
+    def edit(lines):  # line 7 of shard 1 (line 107 of the suite): a code the seed does not draw there
+        lines[6] = lines[7]
+        return lines
+
+    rewrite_suite(shards[1], tmp_path, lines=edit)
+    problems = verify(tmp_path).problems
+    assert f"{shards[1] / 'code.hex'}: line 7 differs from line 107 of the merged suite's " \
+           f"{shards[1].parent / 'code.hex'} (the shard or the merged suite was edited)" in problems
+    assert all(problem.startswith(str(shards[1])) for problem in problems)  # the shard's, not the merged suite's

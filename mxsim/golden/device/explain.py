@@ -49,7 +49,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ...options.spec import Choice, Flag, IntRange, NameOrPattern, options_of
-from .check import CHUNK, CheckError, CheckReport, _Device
+from .check import CHUNK, CheckError, CheckReport, _Device, open_suite_files
 from ..coverage.catalogue import ORIGIN_MASK, class_names
 from ..storage.columns import RecordReader
 from ..compute.pipeline import expected
@@ -224,9 +224,9 @@ def _chunks(report: CheckReport, dut, chunk: int = CHUNK, pick=None):
     scratch = CheckReport(suite_dir, suite, report.manifest, report.source, report.fields)
     device = _Device(suite, dut if isinstance(dut, (str, Path)) else io.BytesIO(dut), outputs, scratch)
     ours = suite.inputs + [suite.fields[-1]]
-    files = [open(suite_dir / f.file, "rb") for f in ours]  # noqa: SIM115 - closed below
+    files = open_suite_files(suite_dir, ours)
     try:
-        readers = {f.name: RecordReader(file, [f], str(suite_dir / f.file)) for f, file in zip(ours, files)}
+        readers = {f.name: RecordReader(files[f.name], [f], str(suite_dir / f.file)) for f in ours}
         for start in range(0, report.vectors, chunk):
             size = min(chunk, report.vectors - start)
             digits = {name: reader.read(size)[:, :-1] for name, reader in readers.items()}
@@ -244,7 +244,7 @@ def _chunks(report: CheckReport, dut, chunk: int = CHUNK, pick=None):
                    {f.name: ints(f, got[f.name]) for f in outputs}, ints(suite.fields[-1], digits["flags"]))
     finally:
         device.close()
-        for file in files:
+        for file in files.values():
             file.close()
 
 
