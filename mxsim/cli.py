@@ -55,6 +55,7 @@ from .options import DequantizeOptions, LayoutOptions, QuantizeOptions
 from .options.profiles import PROFILES, get_profile
 from .options.spec import Choice, Flag, NameOrPattern, options_of
 from .writing import atomic_write
+from .printable import escape_controls
 from .reading import check_allocation, loads_json, shorten
 from .ref.sources import SOURCE_TYPES
 from .formats import ALIASES, FORMATS, format_names, get_format
@@ -391,7 +392,7 @@ def _cmd_golden_generate(args) -> str:
     except KeyboardInterrupt:  # before the first suite was begun
         _interrupted(f"no suite was written (only {args.out}/{INDEX} may have been updated)")
     vectors = sum(golden_files._read_json(d / "manifest.json")["count"] for d in directories)
-    return f"{args.out}: {len(directories)} suite(s), {vectors} vectors"
+    return f"{escape_controls(str(args.out))}: {len(directories)} suite(s), {vectors} vectors"
 
 
 def _golden_suites(args) -> list:
@@ -432,7 +433,7 @@ def _cmd_golden_merge(args) -> str:
         _interrupted(f"merge stopped; the suite being merged was not written ({args.out}/{INDEX} marks the suites "
                      "not merged as unfinished)")
     vectors = sum(golden_files._read_json(d / "manifest.json")["count"] for d in directories)
-    return f"{args.out}: {len(directories)} suite(s) merged, {vectors} vectors"
+    return f"{escape_controls(str(args.out))}: {len(directories)} suite(s) merged, {vectors} vectors"
 
 
 class _VerifyFailed(Exception):
@@ -446,10 +447,10 @@ def _cmd_golden_verify(args) -> str:
                                    args.reference_only)
     except KeyboardInterrupt:
         _interrupted("verification stopped; nothing was changed")
-    lines = [f"{args.path}: {report.summary()}"]
+    lines = [f"{escape_controls(str(args.path))}: {report.summary()}"]  # a name's newline forges no line
     if not report.ok:
         lines[0] += f", {len(report.problems)} problem(s):"
-        lines += [f"MISMATCH {problem}" for problem in report.problems]
+        lines += [f"MISMATCH {escape_controls(problem)}" for problem in report.problems]
         raise _VerifyFailed("\n".join(lines))
     return lines[0] + ", all match"
 
@@ -504,7 +505,7 @@ def _cmd_golden_check(args):
                                            progress=_progress(args.progress))
         except KeyboardInterrupt:
             _interrupted("explain stopped")
-        text += "\n" + "\n".join(golden_explain.explain_lines(found))
+        text += "\n" + "\n".join(escape_controls(line) for line in golden_explain.explain_lines(found))
     elif args.explain and not report.errors:
         text += "\nexplain: no mismatching vector, nothing to explain"
     if report.errors:
@@ -851,7 +852,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mxsim: error: {disagreement}", file=sys.stderr)
         return 1
     except (ValueError, OverflowError, OSError, golden_cluster.MissingExtra, golden_cluster.ClusterError) as error:
-        print(_printable(shorten(f"mxsim: error: {error}".replace("\n", " "), MAX_ERROR)), file=sys.stderr)
+        message = escape_controls(f"mxsim: error: {error}".replace("\n", " "))  # names echoed: ESC, CR escaped
+        print(_printable(shorten(message, MAX_ERROR)), file=sys.stderr)
         return 2
     if output is not None:
         _print_quietly(output)

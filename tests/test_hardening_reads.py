@@ -261,3 +261,40 @@ def test_verify_after_merge_into_the_shards_root_counts_each_vector_once(tmp_pat
     assert f"{shards[1] / 'code.hex'}: line 7 differs from line 107 of the merged suite's " \
            f"{shards[1].parent / 'code.hex'} (the shard or the merged suite was edited)" in problems
     assert all(problem.startswith(str(shards[1])) for problem in problems)  # the shard's, not the merged suite's
+
+
+# --- item 13 (parts): names and headers echoed in reports never forge a line or move the cursor -----
+def test_a_newline_in_a_name_forges_no_report_line(tmp_path):
+    """A suite root named with a newline and "all match", and a stray file whose name holds a
+    newline and "MISMATCH": each report line stays one line, the names' controls escaped."""
+    root = tmp_path / "g\nall match"
+    directory = _decode_suite(root, npz=False)
+    code, out = _cli("golden", "verify", str(root))
+    assert (code, out.count("\n")) == (0, 1) and out.startswith(f"{tmp_path}/g\\nall match: 1 suite(s)")
+    (directory / "stray\nMISMATCH forged.hex").write_text("0\n")
+    code, out = _cli("golden", "verify", str(root))
+    lines = out.splitlines()
+    assert code == 1 and len(lines) == 2 and lines[1] == (
+        f"MISMATCH {tmp_path}/g\\nall match/decode/fp4_e2m1/stray\\nMISMATCH forged.hex: not listed in the manifest")
+
+
+def test_escape_sequences_in_a_name_or_a_stream_header_are_escaped(tmp_path):
+    """ESC [2J (clear the screen) in the device's directory name and in a stream header's suite
+    name: printed as \\x1b, never raw."""
+    directory = _decode_suite(tmp_path / "suite", npz=False)
+    dut = tmp_path / "dut\x1b[2J"
+    dut.mkdir()
+    code, out = _cli("golden", "check", str(directory), str(dut))
+    assert code == 2 and "\x1b" not in out and f"ERROR {tmp_path}/dut\\x1b[2J/value.hex: missing" in out
+    header = "# mxsim golden stream kind=decode suite=\x1b[2Jevil seed=0\n"
+    done = subprocess.run([sys.executable, "-m", "mxsim.cli", "golden", "check", str(directory), "-"], input=header,
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2 and "\x1b" not in done.stderr
+    assert "the header names a stream of decode/\\x1b[2Jevil, not of the suite decode/fp4_e2m1" in done.stderr
+
+
+def test_escape_controls():
+    from mxsim.printable import escape_controls
+
+    assert escape_controls("plain name/é ü\\x") == "plain name/é ü\\x"
+    assert escape_controls("a\nb\rc\td\x1b[0m\x7f\x85\u202eZ") == "a\\nb\\rc\\td\\x1b[0m\\x7f\\x85\\u202eZ"

@@ -29,6 +29,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from ...printable import escape_controls
 from ...reading import shorten
 from ..compute import limits
 from ..coverage.catalogue import CLASSES
@@ -451,7 +452,13 @@ def _check_inputs(device: _Device, expected: dict, got: dict, start: int) -> Non
 
 def report_lines(report: CheckReport) -> list[str]:
     """The report as text: a summary line, per field the mismatch count and first lines, the
-    summary per corner class, and the first mismatching vectors with their inputs decomposed."""
+    summary per corner class, and the first mismatching vectors with their inputs decomposed;
+    control characters of the names echoed escaped (:func:`mxsim.printable.escape_controls`: a
+    file name's newline or ESC forges no line and moves no cursor)."""
+    return [escape_controls(line) for line in _report_lines(report)]
+
+
+def _report_lines(report: CheckReport) -> list[str]:
     suite = report.suite
     name = f"{suite.kind}/{suite.name}"
     mismatching = report.mismatching
