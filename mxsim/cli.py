@@ -177,8 +177,20 @@ def _cmd_info(args) -> str:
             raise ValueError(f"{error}; nor is {args.name!r} a file") from None
         if args.codes:
             raise ValueError(f"--codes lists an element format's codes; {args.name} is a file") from None
+        _refuse_non_regular(args.name)
         return _file_details(args.name)
     return _codes(fmt) if args.codes else _details(fmt)
+
+
+def _refuse_non_regular(path) -> None:
+    """ValueError for a FIFO, a device or a directory given to ``info`` (a FIFO without a writer
+    blocked it for ever): opened without blocking, its type read before a byte is."""
+    from .golden.storage.columns import NotRegularFile, open_regular
+
+    try:
+        open_regular(path).close()
+    except NotRegularFile as error:
+        raise ValueError(f"{path}: {error.strerror}; mxsim info describes a tensor file (.mxt)") from None
 
 
 def _file_details(path) -> str:
@@ -211,7 +223,7 @@ def _file_details(path) -> str:
         ("checksum", checksum),
         ("written by", f"mxsim {header['mxsim_version']}"),
     ]
-    return "\n".join(f"{key:15} {value}" for key, value in rows)
+    return "\n".join(f"{key:15} {escape_controls(str(value))}" for key, value in rows)  # the header's ESC, newlines
 
 
 def _scale_encoding(fmt) -> str:

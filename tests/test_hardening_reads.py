@@ -8,9 +8,11 @@ vector) or taken from the file system itself; none is copied from the code under
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import mxsim
 from forged_suites import rewrite_suite
+from mxsim import fileformat
 from mxsim.cli import main
 from mxsim.golden import generate, verify
 from mxsim.golden.device.decompose import vector_lines
@@ -202,6 +206,13 @@ def test_a_fifo_is_refused_by_name_whether_or_not_it_has_a_writer(tmp_path):
     assert code == 1 and f"MISMATCH {directory / 'code.hex'}: not a regular file (a FIFO)" in out
 
 
+def test_info_refuses_a_fifo_without_waiting_for_a_writer(tmp_path):
+    os.mkfifo(tmp_path / "x.mxt")
+    code, out = _cli("info", str(tmp_path / "x.mxt"))
+    assert (code, out) == (2, f"mxsim: error: {tmp_path / 'x.mxt'}: not a regular file (a FIFO); mxsim info describes "
+                              "a tensor file (.mxt)\n")
+
+
 # --- item 8: a manifest check cannot use is a usage error (exit 2), never a loop or a traceback --
 @pytest.mark.parametrize("key, value, message", [
     ("count", 10**18, "'count' is 1000000000000000000, more than a suite may have"),
@@ -291,6 +302,22 @@ def test_escape_sequences_in_a_name_or_a_stream_header_are_escaped(tmp_path):
                           capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2 and "\x1b" not in done.stderr
     assert "the header names a stream of decode/\\x1b[2Jevil, not of the suite decode/fp4_e2m1" in done.stderr
+
+
+def test_info_escapes_the_control_characters_of_a_tensor_files_header(tmp_path):
+    """A version 2 tensor file (checksums right) whose header's mxsim_version holds ESC [2J and a
+    newline: info prints them escaped, one line each (before: raw, the screen cleared)."""
+    path = tmp_path / "t.mxt"
+    fileformat.save(mxsim.quantize(np.linspace(-3, 3, 64, dtype=np.float32), "mxfp8_e4m3"), path)
+    found = fileformat.read(path)
+    data = path.read_bytes()
+    payload = data[len(data) - found.header["payload_bytes"]:]
+    blob = json.dumps({**found.header, "mxsim_version": "0.\x1b[2J\nchecksum        forged"}, sort_keys=True).encode()
+    prefix = struct.pack("<8sHI", fileformat.MAGIC, 2, len(blob))
+    path.write_bytes(prefix + hashlib.sha256(prefix + blob).digest() + blob + payload)
+    code, out = _cli("info", str(path))
+    assert code == 0 and "\x1b" not in out
+    assert "written by      mxsim 0.\\x1b[2J\\nchecksum        forged\n" in out
 
 
 def test_escape_controls():

@@ -213,8 +213,7 @@ def open_regular(path) -> BinaryIO:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             what = next((name for test, name in _FILE_TYPES if test(mode)), "not a file")
-            raise NotRegularFile(errno.EINVAL, f"not a regular file ({what}); a suite's files and the device's "
-                                               "result files must be regular files", os.fspath(path))
+            raise NotRegularFile(errno.EINVAL, f"not a regular file ({what})", os.fspath(path))
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
