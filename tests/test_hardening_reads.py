@@ -33,10 +33,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 # --- item 16: a mismatching vector's zero elements -----------------------------------------------
-def test_runs_of_zero_codes_take_one_line():
+def test_runs_of_equal_codes_take_one_line():
     """Two blocks of 32 MXFP4 elements each, two of them nonzero: 0x3 (E2M1 s=0 e=01 m=1, 1.5) at
     element 2 of block 0 and 0x5 (e=10 m=1, 2 x 1.5 = 3) at element 8 of block 1; every run of
-    zeros within a block is one line (the 128 elements of a_elems and b_elems: 8 lines, not 128)."""
+    zeros within a block is one line (the 128 elements of a_elems and b_elems: 8 lines, not 128);
+    a run of any equal codes likewise (an exhaustive pair's repeated code)."""
     suite = suite_from_spec("dotgeneral", block_a="mxfp4_e2m1", n_blocks=2)
     values = {f.name: 0 for f in suite.inputs}
     values["a_elems"] = (0x3 << 4 * 2) | (0x5 << 4 * (32 + 8))
@@ -56,8 +57,11 @@ def test_runs_of_zero_codes_take_one_line():
         f"  b_elems[block 0][0..31]: 0 x32, {zero}",
         f"  b_elems[block 1][0..31]: 0 x32, {zero}",
     ]
-    assert lines[:3] == ["a_scale = 7f7f", "  a_scale[0]: 7f e=01111111 (2^0) = +1",
-                         "  a_scale[1]: 7f e=01111111 (2^0) = +1"]  # equal nonzero values stay one a line
+    assert lines[:2] == ["a_scale = 7f7f", "  a_scale[0..1]: 7f x2, each e=01111111 (2^0) = +1"]  # equal codes too
+    values["a_elems"] = sum(0xA << 4 * i for i in range(64))  # E2M1 0xA = s=1 e=01 m=0 = -1 in every element
+    lines = vector_lines(suite, values, [suite.inputs[1]])
+    assert lines == ["a_elems = " + "a" * 64, "  a_elems[block 0][0..31]: a x32, each s=1 e=01 m=0 (2^0) = -1",
+                     "  a_elems[block 1][0..31]: a x32, each s=1 e=01 m=0 (2^0) = -1"]
 
 
 # --- a small suite with vectors.npz, and the command line in a child process ---------------------

@@ -76,7 +76,7 @@ def binary(word: int, field: Field, layout: Layout | None) -> str:
 
 def vector_lines(suite, values: dict[str, int], fields: list[Field], flags: int | None = None) -> list[str]:
     """The given fields of one vector, each value decomposed (one line per packed value; a run of
-    two or more zero codes within a block on one line, e.g. ``codes[3..31]: 0 x29, each s=0 e=00
+    two or more equal codes within a block on one line, e.g. ``codes[3..31]: 0 x29, each s=0 e=00
     m=0 = +0``)."""
     shapes = layouts(suite)
     lines = [] if flags is None else [f"classes: {', '.join(class_names(flags)) or '(none)'}"]
@@ -88,11 +88,10 @@ def vector_lines(suite, values: dict[str, int], fields: list[Field], flags: int 
             continue
         codes = layout.values(word % (1 << f.bits))
         digits = -(-layout.width // 4)
-        for first, last in layout.zero_runs(codes):  # a run of zero codes on one line
-            text = f"{codes[first]:0{digits}x} {value_text(codes[first], layout)}"
-            if last > first:
-                text = f"{codes[first]:0{digits}x} x{last - first + 1}, each {value_text(0, layout)}"
-            lines.append(f"  {layout.span_name(f.name, first, last)}: {text}")
+        for first, last in layout.runs(codes):  # a run of equal codes on one line
+            text = value_text(codes[first], layout)
+            repeat = f" x{last - first + 1}, each" if last > first else ""
+            lines.append(f"  {layout.span_name(f.name, first, last)}: {codes[first]:0{digits}x}{repeat} {text}")
     return lines
 
 

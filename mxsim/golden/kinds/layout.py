@@ -53,13 +53,14 @@ class Layout:
             return f"{field}[block {first // self.per_block}][{first % self.per_block}..{last % self.per_block}]"
         return f"{field}[{first}..{last}]"
 
-    def zero_runs(self, codes: list[int]) -> list[tuple[int, int]]:
-        """(first, last) of every value of ``codes`` (inclusive), a run of two or more zero codes
-        within one block as one span, every other value alone."""
+    def runs(self, codes: list[int]) -> list[tuple[int, int]]:
+        """(first, last) of every run of equal values of ``codes`` (inclusive) within one block:
+        a run of two or more as one span (the zeros of a sparse block, an exhaustive pair's
+        repeated code), every other value alone."""
         spans: list[tuple[int, int]] = []
         for i, code in enumerate(codes):
             same_block = not self.per_block or i % self.per_block
-            if spans and code == 0 and codes[spans[-1][1]] == 0 and spans[-1][1] == i - 1 and same_block:
+            if spans and code == codes[spans[-1][1]] and same_block:
                 spans[-1] = (spans[-1][0], i)
             else:
                 spans.append((i, i))
