@@ -37,7 +37,6 @@ class Suite:
 
     * ``example_params``: small params of the kind; every registered kind must have them
       (tests/test_kind_matrix.py runs every path on them);
-
     * ``field_layouts()``: what every field packs (:class:`.layout.Layout` by field name), for
       ``golden check``'s decomposition of a vector; every kind must define it;
     * ``explain_bundles(params)`` and ``with_bundle(params, key, name)``: the named bundles
@@ -49,15 +48,14 @@ class Suite:
 
     kind = ""
     nested_options: dict = {}  # a dict-valued field -> the options dataclass whose fields it takes
+    explain_options: type | None = None  # the options class of top-level params check --explain varies
+    example_params: dict | None = None  # small params of the kind (the kind matrix test runs every path on them)
     inputs: list[Field]
     outputs: list[Field]
 
     @property
     def fields(self) -> list[Field]:
         return self.inputs + self.outputs + [Field("flags", FLAGS_BITS, description="corner classes (mxsim.golden.coverage.catalogue)")]
-
-    explain_options: type | None = None  # the options class of top-level params check --explain varies
-    example_params: dict | None = None  # small params of the kind (the kind matrix test runs every path on them)
 
     def params(self) -> dict:
         raise NotImplementedError
