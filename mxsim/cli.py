@@ -55,6 +55,7 @@ from .options import DequantizeOptions, LayoutOptions, QuantizeOptions
 from .options.profiles import PROFILES, get_profile
 from .options.spec import Choice, Flag, NameOrPattern, options_of
 from .writing import atomic_write, naming_file
+from .printable import escape_controls
 from .reading import check_allocation, loads_json, shorten
 from .ref.sources import SOURCE_TYPES
 from .formats import ALIASES, FORMATS, format_names, get_format
@@ -176,8 +177,20 @@ def _cmd_info(args) -> str:
             raise ValueError(f"{error}; nor is {args.name!r} a file") from None
         if args.codes:
             raise ValueError(f"--codes lists an element format's codes; {args.name} is a file") from None
+        _refuse_non_regular(args.name)
         return _file_details(args.name)
     return _codes(fmt) if args.codes else _details(fmt)
+
+
+def _refuse_non_regular(path) -> None:
+    """ValueError for a FIFO, a device or a directory given to ``info`` (a FIFO without a writer
+    blocked it for ever): opened without blocking, its type read before a byte is."""
+    from .golden.storage.columns import NotRegularFile, open_regular
+
+    try:
+        open_regular(path).close()
+    except NotRegularFile as error:
+        raise ValueError(f"{path}: {error.strerror}; mxsim info describes a tensor file (.mxt)") from None
 
 
 def _file_details(path) -> str:
@@ -210,7 +223,7 @@ def _file_details(path) -> str:
         ("checksum", checksum),
         ("written by", f"mxsim {header['mxsim_version']}"),
     ]
-    return "\n".join(f"{key:15} {value}" for key, value in rows)
+    return "\n".join(f"{key:15} {escape_controls(str(value))}" for key, value in rows)  # the header's ESC, newlines
 
 
 def _scale_encoding(fmt) -> str:
@@ -391,7 +404,7 @@ def _cmd_golden_generate(args) -> str:
     except KeyboardInterrupt:  # before the first suite was begun
         _interrupted(f"no suite was written (only {args.out}/{INDEX} may have been updated)")
     vectors = sum(golden_files._read_json(d / "manifest.json")["count"] for d in directories)
-    return f"{args.out}: {len(directories)} suite(s), {vectors} vectors"
+    return f"{escape_controls(str(args.out))}: {len(directories)} suite(s), {vectors} vectors"
 
 
 def _golden_suites(args) -> list:
@@ -434,7 +447,7 @@ def _cmd_golden_merge(args) -> str:
                      f"in {args.out} was kept as it was; {args.out}/{INDEX} marks the other suites not merged as "
                      "unfinished)")
     vectors = sum(golden_files._read_json(d / "manifest.json")["count"] for d in directories)
-    return f"{args.out}: {len(directories)} suite(s) merged, {vectors} vectors"
+    return f"{escape_controls(str(args.out))}: {len(directories)} suite(s) merged, {vectors} vectors"
 
 
 class _VerifyFailed(Exception):
@@ -448,10 +461,10 @@ def _cmd_golden_verify(args) -> str:
                                    args.reference_only)
     except KeyboardInterrupt:
         _interrupted("verification stopped; nothing was changed")
-    lines = [f"{args.path}: {report.summary()}"]
+    lines = [f"{escape_controls(str(args.path))}: {report.summary()}"]  # a name's newline forges no line
     if not report.ok:
         lines[0] += f", {len(report.problems)} problem(s):"
-        lines += [f"MISMATCH {problem}" for problem in report.problems]
+        lines += [f"MISMATCH {escape_controls(problem)}" for problem in report.problems]
         raise _VerifyFailed("\n".join(lines))
     return lines[0] + ", all match"
 
@@ -507,7 +520,7 @@ def _cmd_golden_check(args):
                                            progress=_progress(args.progress))
         except KeyboardInterrupt:
             _interrupted("explain stopped")
-        text += "\n" + "\n".join(golden_explain.explain_lines(found))
+        text += "\n" + "\n".join(escape_controls(line) for line in golden_explain.explain_lines(found))
     elif args.explain and not report.errors:
         text += "\nexplain: no mismatching vector, nothing to explain"
     if report.errors:
@@ -522,10 +535,7 @@ def _stdin_of_suite(suite_dir) -> bytes:
     a MiB of comment lines); more is an error, read no further (``stream --forever`` never ends)."""
     from .golden.device import check as golden_check
 
-    try:
-        manifest, suite = golden_check.load_suite(suite_dir)
-    except ValueError as error:
-        raise golden_check.CheckError(str(error)) from None
+    manifest, suite = golden_check.load_checked_suite(suite_dir)
     limit = manifest["count"] * sum(f.hex_digits + 1 for f in suite.fields) + (1 << 20)
     data = sys.stdin.buffer.read(limit + 1)
     if len(data) > limit:
@@ -862,7 +872,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mxsim: error: {disagreement}", file=sys.stderr)
         return 1
     except (ValueError, OverflowError, OSError, golden_cluster.MissingExtra, golden_cluster.ClusterError) as error:
-        print(_printable(shorten(f"mxsim: error: {error}".replace("\n", " "), MAX_ERROR)), file=sys.stderr)
+        message = escape_controls(f"mxsim: error: {error}".replace("\n", " "))  # names echoed: ESC, CR escaped
+        print(_printable(shorten(message, MAX_ERROR)), file=sys.stderr)
         return 2
     return 0 if output is None else _print_quietly(output)
 

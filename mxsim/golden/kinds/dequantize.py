@@ -11,6 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ...options import QuantizeOptions
 from ...options.dequantize import OUTPUTS, DequantizeOptions, output_name
 from ...ref.block import QuantizedBlock, dequantize_block
 from ...ref.decode import finite_magnitudes
@@ -23,8 +24,9 @@ from ..coverage.reach import MIN_CLASS_VECTORS
 from ..coverage.rounding import BAND_CLASSES, decision_flags, ieee_interval
 from ..values import code_sets, decode, fp32_bits, fp32_value, pack_word, unpack_word
 from .fields import Field
+from .layout import block_layouts, code_layout
 from .format_spec import block_format, format_param
-from .suite import Suite, jsonable
+from .suite import BlockProfileBundles, Suite, jsonable
 from .suite import profile_of, profile_options
 
 __all__ = ["DequantizeSuite", "scale_code_of_exponent"]
@@ -56,7 +58,7 @@ def _significant_bits(magnitude: Fraction) -> int:
 
 
 @dataclass
-class DequantizeSuite(Suite):
+class DequantizeSuite(BlockProfileBundles, Suite):
     """One block (``scale``, ``subscales``, NVFP4 ``tensor_scale``, ``codes``) -> ``values``: the
     output word of element i at bits [i*W, (i+1)*W), W = 32 (float32) or 16 (float16, bfloat16).
 
@@ -73,7 +75,9 @@ class DequantizeSuite(Suite):
     scale_encoding: str = "e8m0"
     profile: str | None = None
     kind = "dequantize"
+    example_params = {"block": "mxfp4_e2m1"}
     nested_options = {"options": DequantizeOptions}  # the dict field -> the options class of its keys
+    explain_options = QuantizeOptions  # scale_encoding, a top-level param
 
     def __post_init__(self):
         self.fmt = block_format(self.block, "block")
@@ -142,6 +146,13 @@ class DequantizeSuite(Suite):
             "element": jsonable(self.fmt.element.describe()),
             "output": jsonable(self.out.describe()),
         }
+
+    def field_layouts(self) -> dict:
+        """The block's fields (``scale`` read under the suite's scale encoding, ``subscales``,
+        ``tensor_scale``, ``codes``) and ``values``: k words of the output type (:mod:`.layout`)."""
+        out = block_layouts("", self.fmt, sub="subscales", elems="codes", scale_encoding=self.scale_encoding)
+        out["values"] = code_layout(self.out, self.fmt.block_size)
+        return out
 
     # stimulus ------------------------------------------------------------------------------
     def _exponents(self) -> list[int]:

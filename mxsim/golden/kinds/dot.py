@@ -31,6 +31,7 @@ from .batch import (
 )
 from ..coverage.catalogue import flag_bits as bit_word
 from .fields import Field
+from .dot_reports import DotReports
 from .format_spec import block_format, format_param
 from .fused_batch import compute_fused_batch, exact_outputs
 from .suite import Suite, jsonable
@@ -84,7 +85,7 @@ def _np_code_sets(e) -> dict[str, np.ndarray]:
 
 
 @dataclass
-class DotSuite(Suite):
+class DotSuite(DotReports, Suite):
     """Two blocks (scales, sub-scales, elements; NVFP4 tensor scales) -> the register, its LSB
     exponent, the anchor, and the result bits, for one accumulator configuration.
 

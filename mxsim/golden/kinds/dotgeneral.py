@@ -28,6 +28,7 @@ class DotGeneralSuite(DotSuite):
 
     n_blocks: int = 4
     kind = "dotgeneral"
+    example_params = {"block_a": "mxfp4_e2m1", "n_blocks": 2}
 
     def __post_init__(self):
         if not (isinstance(self.n_blocks, int) and 1 <= self.n_blocks <= 64):

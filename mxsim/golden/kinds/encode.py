@@ -13,12 +13,15 @@ from ...ref.decode import finite_magnitudes
 from ...ref.encode import encode
 from ...ref.exact import Exact, floor_log2
 from .fields import Field
+from .layout import code_layout, fp32_layout
 from .format_spec import element_format, format_param
 from ..coverage.catalogue import class_names, kind_classes
 from ..coverage.reach import MIN_CLASS_VECTORS
 from ..coverage.rounding import band_class, decision_flags, format_bands, fp32_resolution, grid_interval, magnitude_grid
 from ..stimulus.patterns import exponent_boundaries, grid_intervals, pattern_values, rounding_cases, significand_patterns
 from ..values import FP32_INF_BITS, decode, fp32_bits, fp32_float, fp32_value, is_subnormal_code
+from ...options import EncodeOptions
+from ...options.profiles import PROFILES
 from .suite import Suite
 
 
@@ -36,6 +39,8 @@ class EncodeSuite(Suite):
     rounding: str = "rne"
     overflow: str = "saturate"
     kind = "encode"
+    example_params = {"element": "fp4_e2m1"}
+    explain_options = EncodeOptions  # rounding, overflow: top-level params
 
     def __post_init__(self):
         self.fmt = element_format(self.element, "element")
@@ -54,6 +59,20 @@ class EncodeSuite(Suite):
 
     def describe(self) -> dict:
         return {"element": self.fmt.describe()}
+
+    def field_layouts(self) -> dict:
+        """``x``: the fp32 input word; ``code``: one element code (:mod:`.layout`)."""
+        return {"x": fp32_layout(), "code": code_layout(self.fmt)}
+
+    def explain_bundles(self, params: dict) -> list[tuple[str, str]]:
+        """Every cast profile (:data:`mxsim.options.profiles.PROFILES`), for ``check --explain``."""
+        return [("profile", name) for name, p in PROFILES.items() if p.kind == "cast"]
+
+    def with_bundle(self, params: dict, key: str, name: str) -> dict:
+        """``params`` with the cast profile's rounding and overflow."""
+        if key != "profile":
+            return super().with_bundle(params, key, name)
+        return {**params, **{k: v for k, v in PROFILES[name].encode_options().items() if k in params}}
 
     def _directed(self) -> list[Fraction | Exact]:
         values = finite_magnitudes(self.fmt)

@@ -19,12 +19,13 @@ from ...ref.scale import E8M0_MAX, byte_exponent
 from .batch import bit, code_table, compute_each, pack_items, unpack_items
 from ..coverage.catalogue import class_names
 from .fields import Field
+from .layout import block_layouts, fp32_layout, plain_layout
 from .format_spec import block_format, format_param
 from ..coverage.reach import MIN_CLASS_VECTORS
 from ..coverage.rounding import band_class, decision_flags, format_bands, fp32_resolution, grid_interval, magnitude_grid
 from ..stimulus.patterns import CASES, both_signs, grid_intervals, rounding_cases
 from ..values import FP32_INF_BITS, code_sets, decode, fp32_bits, fp32_value, max_codes, pack_word, subnormal_codes
-from .suite import Suite, jsonable, profile_options
+from .suite import BlockProfileBundles, Suite, jsonable, profile_options
 
 LOW_BAND_COPIES = -(-MIN_CLASS_VECTORS // 2)  # blocks per point of the zero or a subnormal band (both signs: MIN)
 
@@ -36,13 +37,14 @@ def _fp32_floor_log2(magnitude_bits: int) -> int:
 
 
 @dataclass
-class QuantizeSuite(Suite):
+class QuantizeSuite(BlockProfileBundles, Suite):
     """k fp32 inputs -> a block's scale (code and unbiased exponent), sub-scales and codes."""
 
     block: str
     options: dict = field(default_factory=dict)
     profile: str | None = None
     kind = "quantize"
+    example_params = {"block": "mxfp4_e2m1"}
     nested_options = {"options": QuantizeOptions}  # the dict field -> the options class of its keys
 
     def __post_init__(self):
@@ -89,6 +91,35 @@ class QuantizeSuite(Suite):
 
     def describe(self) -> dict:
         return {"block": jsonable(self.fmt.describe()), "element": jsonable(self.fmt.element.describe())}
+
+    def field_layouts(self) -> dict:
+        """The block's fields (``scale`` read under the options' scale encoding, ``subscales``,
+        ``codes``, ``tensor_scale``), ``x``: k fp32 words, ``scale_exp``: a signed integer (:mod:`.layout`)."""
+        fmt = self.fmt
+        out = block_layouts("", fmt, sub="subscales", elems="codes", scale_encoding=self.opts.scale_encoding)
+        out["x"] = fp32_layout(fmt.block_size)
+        out["scale_exp"] = plain_layout(16, signed=True)
+        return out
+
+    def explain_outputs(self, inputs: dict) -> dict | None:
+        """The outputs from the NumPy fast path alone (:func:`mxsim.fast.block.quantize_blocks`,
+        bit-identical to the reference by its tests; no classes), for ``check --explain``'s many
+        candidates: fp32 words -> float32 blocks; ``scale_exp`` as the suite writes it (-128 for
+        an E8M0 NaN scale). None for a format with a tensor scale (NVFP4)."""
+        fmt, k = self.fmt, self.fmt.block_size
+        if fmt.tensor_scale is not None:
+            return None
+        words = np.array([[(w >> (32 * i)) & 0xFFFFFFFF for i in range(k)] for w in inputs["x"]], dtype=np.uint32)
+        scales, subscales, codes = quantize_blocks(words.reshape(-1, k).view(np.float32), fmt, self.opts)
+        out = {"scale": [int(s) for s in scales],
+               "codes": [pack_word([int(c) for c in row], fmt.element.width) for row in codes]}
+        if fmt.scale.name == "e8m0":
+            nan = self.opts.scale_encoding == "e8m0"
+            out["scale_exp"] = [-128 if nan and s == 0xFF else int(byte_exponent(int(s), self.opts.scale_encoding))
+                                for s in scales]
+        if fmt.subblocks:
+            out["subscales"] = [pack_word([int(t) for t in row], fmt.subscale_bits) for row in subscales]
+        return out
 
     def _block_values(self, rng: random.Random, kind: str) -> list[Exact]:
         k = self.fmt.block_size
