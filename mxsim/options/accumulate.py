@@ -52,6 +52,10 @@ Fused multiply-accumulate steps (contract section 4.1; ``accumulate="fused"``, w
 * ``c_zero_exponent``: the exponent e_C a zero C counts with (anchor and bypass); None = -126,
   the exponent fp32's encoding gives its zeros and subnormals (Blackwell); MXDOTP reads the raw
   exponent field: -127.
+* ``zero_product_sum``: a step whose product sum is exactly zero: ``add`` (C + 0, an exact zero
+  D is +0) | ``pass_c`` (D = C, -0 kept); ``pass_c_below`` (``fixed`` with ``pass_c`` only):
+  C is passed only where its LSB lies more than this many bits below the grid's LSB, else added
+  (MXDOTP: 24; see :meth:`Accumulator.zero_sum_passes_c`).
 * ``output`` adds ``fp32_e8m13``: an fp32 word whose value is cut to 13 fraction bits (Hopper).
 """
 
@@ -177,6 +181,12 @@ class Accumulator:
         "a step whose product sum is exactly zero: `add` (C + 0; an exact zero is +0) or `pass_c` (D = C, -0 kept)",
         "4.1",
     )
+    pass_c_below: int | None = option(
+        None, IntRange(0, MAX_FRAC_BITS, "wherever C lies"),
+        "`anchor='fixed'` with `pass_c`: a zero product sum passes C only where C's LSB lies more than this many bits "
+        "below the grid's (C wholly below the adder; elsewhere C + 0: a zero C gives +0); MXDOTP: 24",
+        "4.1, 6.1",
+    )
     partial_sums: int = option(
         1, IntRange(1, MAX_PARTIAL_SUMS),
         "`anchor='max'`: products summed in this many interleaved partial sums (product i of a step into sum "
@@ -273,6 +283,11 @@ class Accumulator:
         if self.bypass is not None:
             if self.anchor != "fixed":
                 raise ValueError(f"bypass={self.bypass!r} is only used with anchor='fixed', not anchor={self.anchor!r}")
+        if self.pass_c_below is not None and (self.anchor != "fixed" or self.zero_product_sum != "pass_c"):
+            raise ValueError(
+                f"pass_c_below={self.pass_c_below!r} is only used with anchor='fixed' and zero_product_sum='pass_c', "
+                f"not anchor={self.anchor!r}, zero_product_sum={self.zero_product_sum!r}"
+            )
         self._check_late_join()
 
     def _check_late_join(self) -> None:
@@ -399,6 +414,20 @@ class Accumulator:
         """Products per block term: ``term_size``, or the block size when it is None."""
         return block_size if self.term_size is None else self.term_size
 
+    def zero_sum_passes_c(self, c_shift):
+        """Whether a step whose product sum is exactly zero gives D = C (its sign kept) rather than
+        C + 0 (contract 4.1, 6.1), for C's LSB 2^(e_C - 23) lying ``c_shift`` bits above the grid's
+        LSB (negative: below; e_C of a zero C is :attr:`effective_c_zero_exponent`): ``add`` never,
+        ``pass_c`` always, or with ``pass_c_below`` only where c_shift < -pass_c_below (MXDOTP:
+        C's 24 bits wholly below the grid, the RTL's ``result_is_accumulator``). Either way a
+        nonzero C gives D = C; the rule decides the sign of a zero D. ``c_shift`` may be a NumPy
+        array (the answer is then one, or a plain bool that broadcasts)."""
+        if self.zero_product_sum != "pass_c":
+            return False
+        if self.pass_c_below is None:
+            return True
+        return c_shift < -self.pass_c_below
+
     @property
     def effective_c_zero_exponent(self) -> int:
         """The exponent a zero C counts with: ``c_zero_exponent`` or fp32's -126."""
@@ -420,7 +449,8 @@ class Accumulator:
 
 _FUSED_ONLY = {
     o.name: o.default for o in options_of(Accumulator) if o.name in (
-        "step", "step_terms", "term_size", "anchor", "bypass", "c_zero_exponent", "zero_product_sum", "partial_sums",
+        "step", "step_terms", "term_size", "anchor", "bypass", "c_zero_exponent", "zero_product_sum", "pass_c_below",
+        "partial_sums",
         "sum_rounding", "sum_frac_bits", "c_frac_bits", "c_drop", "zero_exponent", "int_elements", "elements",
         "mixed_elements",
     )
@@ -440,7 +470,8 @@ _BLACKWELL = {
 }
 _MXDOTP = {
     "mode": "aligned", "frac_bits": 34, "accumulate": "fused", "anchor": "fixed", "bypass": 70,
-    "c_zero_exponent": -127, "output_overflow": "ieee", "zero_product_sum": "pass_c", "mixed_elements": False,
+    "c_zero_exponent": -127, "output_overflow": "ieee", "zero_product_sum": "pass_c", "pass_c_below": 24,
+    "mixed_elements": False,
 }
 _BF16_D = {"output": "bf16"}  # MXDOTP's BF16 destination: the instruction's rounding, NaN 0x7FC0 (bf16's quiet NaN)
 
@@ -489,7 +520,8 @@ _PRESET_LIST: list[tuple[str, Accumulator, str]] = [
      "MXDOTP (pulp cvfpu fpnew_mxdotp_multi; arXiv:2505.13159), FP8, fp32 destination: 8 products per step sharing "
      "one E8M0 scale per operand, exact on the grid 2^(XA+XB-34), C aligned exactly, bypass beyond 70 bits (a zero C "
      "reads exponent field 0: -127), one rounding with the instruction's mode (override output_rounding: rne, rtz, "
-     "rdn, rup, rna), IEEE overflow, D = C when the product sum is exactly zero (contract 4.1, 6.1)"),
+     "rdn, rup, rna), IEEE overflow; a zero product sum passes C (-0 kept) only where C lies wholly below the grid "
+     "(C's LSB more than 24 bits below it) or is bypassed, elsewhere C + 0 gives +0 for a zero C (contract 4.1, 6.1)"),
     ("mxdotp_fp8_bf16", Accumulator(**_MXDOTP, step=8, elements=_OCP_FP8, **_BF16_D),
      "MXDOTP multi-format (cvfpu fpnew_mxdotp_multi_modules), FP8 with a BF16 destination: as mxdotp_fp8, one "
      "rounding to bf16, NaN 0x7FC0 (contract 6.1)"),

@@ -325,7 +325,7 @@ class _StepClasses:
         add("c_zero_tiny", nonzero & c_lost & c_zero)
         passed = np.zeros_like(nonzero)
         if acc.zero_product_sum == "pass_c":  # D = C when the cut sum is zero (ref.fused._step): no total
-            passed = ~special & ~bypass & (cut == 0)
+            passed = ~special & ~bypass & (cut == 0) & acc.zero_sum_passes_c((e_c - 23) - grid)
         add("overflow", ~special & ~bypass & ~passed & d.inf)
         add("c_cancellation", nonzero & ~c_zero & self._cancels(negative, significand, lsb, p_n, p_x, ~special))
         top_c = lsb + _bits(significand) - 1  # |C| < 2^grid iff C's top bit lies below the grid
