@@ -19,7 +19,8 @@
 //   PASS_C     1: a step whose product sum is exactly zero gives D = C, -0 included (MXDOTP;
 //              zero_product_sum="pass_c"); 0: C + 0, so a zero C gives +0 ("add")
 //   PASS_BELOW with PASS_C: C is passed only where its LSB lies more than PASS_BELOW bits below the
-//              grid LSB (lc - g < -PASS_BELOW; pass_c_below, MXDOTP: 24), else C + 0; -1: always
+//              grid LSB (lc - g < -PASS_BELOW; zero_product_sum="pass_c_outside_window": 24), else
+//              C + 0; -1: always ("pass_c")
 // Behaviour
 //   NaN if C is NaN, a scale is 0xFF, or an element is NaN (E4M3 S.1111.111); else +-Inf if C is
 //   +-Inf (E4M3 has no Inf); else the bypass; else, a zero product sum: C passed (PASS_C, PASS_BELOW), or

@@ -185,31 +185,28 @@ def test_every_scale_sum_matches_the_rtl_shift_rule(preset):
 
 
 def test_the_presets_state_the_window():
-    """Every MXDOTP preset passes C only outside [-24, 70] (C's shift): pass_c_below=24 with
+    """Every MXDOTP preset passes C only outside [-24, 70] (C's shift): the window rule with
     bypass=70 and a zero C read at exponent -127."""
     for name in PRESETS:
         acc = Accumulator.preset(name)
-        assert (acc.zero_product_sum, acc.pass_c_below, acc.bypass, acc.c_zero_exponent) == ("pass_c", 24, 70, -127)
+        assert (acc.zero_product_sum, acc.bypass, acc.c_zero_exponent) == ("pass_c_outside_window", 70, -127)
 
 
-def test_without_the_window_a_negative_zero_c_passes_everywhere():
-    """pass_c_below=None (zero_product_sum='pass_c' alone) keeps the earlier rule: -0 at X = -150
-    (inside MXDOTP's window) too; this is the configuration the window changes."""
-    acc = dataclasses.replace(Accumulator.preset("mxdotp_fp8"), pass_c_below=None)
+def test_plain_pass_c_keeps_a_negative_zero_c_everywhere():
+    """zero_product_sum='pass_c' (no window) passes -0 at X = -150, inside MXDOTP's window, where
+    the window rule gives +0: the two options differ exactly there."""
     fmt = get_format("mxfp8_e4m3")
     xa, xb = scale_codes(-150)
-    got = dot_general([QuantizedBlock(xa, (), tuple(block_codes(fmt, "zeros", 32)))],
-                      [QuantizedBlock(xb, (), tuple(ones(fmt, 32)))], fmt, accumulator=acc, c=fp32_bits(0x80000000))
-    assert got.code == 0x80000000
+    blocks = ([QuantizedBlock(xa, (), tuple(block_codes(fmt, "zeros", 32)))],
+              [QuantizedBlock(xb, (), tuple(ones(fmt, 32)))])
+    for rule, expected in (("pass_c", 0x80000000), ("pass_c_outside_window", 0), ("add", 0)):
+        acc = dataclasses.replace(Accumulator.preset("mxdotp_fp8"), zero_product_sum=rule)
+        assert dot_general(*blocks, fmt, accumulator=acc, c=fp32_bits(0x80000000)).code == expected, rule
 
 
-@pytest.mark.parametrize("changes,names", [
-    ({"anchor": "max", "bypass": None}, ("pass_c_below", "anchor='fixed'")),
-    ({"zero_product_sum": "add"}, ("pass_c_below", "zero_product_sum='pass_c'")),
-    ({"pass_c_below": -1}, ("pass_c_below",)),
-])
-def test_pass_c_below_is_refused_where_it_means_nothing(changes, names):
+def test_the_window_rule_is_refused_without_a_fixed_grid():
+    """pass_c_outside_window measures C against the fixed grid 2^(XA+XB-F): refused with
+    anchor='max', naming the option and the anchor."""
     with pytest.raises(ValueError) as error:
-        dataclasses.replace(Accumulator.preset("mxdotp_fp8"), **changes)
-    for name in names:
-        assert name in str(error.value)
+        Accumulator.preset("blackwell_mxf8f6f4", zero_product_sum="pass_c_outside_window")
+    assert "pass_c_outside_window" in str(error.value) and "anchor='fixed'" in str(error.value)

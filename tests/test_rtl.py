@@ -513,8 +513,8 @@ def fused_params(suite: Path, info: dict) -> dict:
         "N": step, "NSTEP": 32 // step, "F": acc.frac_bits, "USE_BYPASS": int(acc.bypass is not None),
         "BYPASS": acc.bypass or 0, "CZE": acc.effective_c_zero_exponent, "RM": RM_CODES[acc.output_rounding],
         "NAN_BITS": FP32_QNAN if acc.nan_bits is None else acc.nan_bits, "STEPS": int("steps" in fields),
-        "PASS_C": int(acc.zero_product_sum == "pass_c"),
-        "PASS_BELOW": -1 if acc.pass_c_below is None else acc.pass_c_below,
+        "PASS_C": int(acc.zero_product_sum != "add"),
+        "PASS_BELOW": 24 if acc.zero_product_sum == "pass_c_outside_window" else -1,
         "MAXN": info["count"],
     }
 
@@ -619,8 +619,8 @@ def test_fused_parameters_against_reference(icarus, tmp_path, case):
                            ("result", 32), ("steps", 32 * nstep)], rows)
     params = {"N": step, "NSTEP": nstep, "F": f_bits, "USE_BYPASS": int(bypass is not None), "BYPASS": bypass or 0,
               "CZE": c_zero, "RM": RM_CODES[rounding], "STEPS": 1, "MAXN": len(rows),
-              "PASS_C": int(acc.zero_product_sum == "pass_c"),
-              "PASS_BELOW": -1 if acc.pass_c_below is None else acc.pass_c_below}
+              "PASS_C": int(acc.zero_product_sum != "add"),
+              "PASS_BELOW": 24 if acc.zero_product_sum == "pass_c_outside_window" else -1}
     passed, failed, output = run_tb(icarus.build("tb_fused_dot", FUSED_SOURCES, params), tmp_path, len(rows))
     assert (passed, failed) == (len(rows), 0), output
 
@@ -795,6 +795,7 @@ def test_fused_zero_sum_window_against_reference(icarus, tmp_path, rounding):
     all-zero or cancelling products at X = XA + XB - 254 around the window's edges (-187, -186,
     -92, -91) and inside and outside it: mx_fused_dot with PASS_C and PASS_BELOW = 24 gives the
     reference's words, which are -0 for a -0 C exactly outside [-186, -92]."""
+    assert Accumulator.preset("mxdotp_fp8").zero_product_sum == "pass_c_outside_window"
     fmt = BlockFormat("mxfp8_e4m3_k8", get_format("fp8_e4m3"), 8, get_format("e8m0"))
     acc = Accumulator.preset("mxdotp_fp8", output_rounding=rounding)
     one, minus_one = 0x38, 0xB8  # E4M3 1.0 and -1.0
@@ -813,6 +814,6 @@ def test_fused_zero_sum_window_against_reference(icarus, tmp_path, rounding):
     write_suite(tmp_path, [("a_scale", 8), ("a_elems", 64), ("b_scale", 8), ("b_elems", 64), ("c", 32),
                            ("result", 32), ("steps", 32)], rows)
     params = {"N": 8, "NSTEP": 1, "F": 34, "USE_BYPASS": 1, "BYPASS": 70, "CZE": -127, "RM": RM_CODES[rounding],
-              "STEPS": 1, "MAXN": len(rows), "PASS_C": 1, "PASS_BELOW": acc.pass_c_below}
+              "STEPS": 1, "MAXN": len(rows), "PASS_C": 1, "PASS_BELOW": 24}
     passed, failed, output = run_tb(icarus.build("tb_fused_dot", FUSED_SOURCES, params), tmp_path, len(rows))
     assert (passed, failed) == (len(rows), 0), output

@@ -98,7 +98,7 @@ def test_mxdotp_zero_products_keep_a_negative_zero_c(rounding):
     assert word(cancel_a, cancel_b, acc, 0x80000000) == 0x80000000
     one = tensor([1.0], "mxfp8_e4m3")
     assert word(one, one, acc, f32(-1)) == 0
-    add = dataclasses.replace(acc, zero_product_sum="add", pass_c_below=None)
+    add = dataclasses.replace(acc, zero_product_sum="add")
     assert word(zeros, zeros, add, 0x80000000) == 0
     assert word(cancel_a, cancel_b, add, 0x80000000) == 0
 

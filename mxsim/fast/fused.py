@@ -843,7 +843,7 @@ class _FusedKernel:
         keep_c = np.zeros(grid.shape, dtype=bool)
         if acc.bypass is not None:
             keep_c |= (c.special == FINITE) & (c.anchor - 23 - grid > acc.bypass)
-        if acc.zero_product_sum == "pass_c":  # D = C where the product sum is exactly zero (and C outside the window)
+        if acc.zero_product_sum != "add":  # D = C where the product sum is exactly zero (and C outside the window)
             keep_c |= (high == 0) & (low == 0) & acc.zero_sum_passes_c(c.anchor - 23 - grid)
         if keep_c.any():
             negative = np.where(keep_c, c.negative, negative)

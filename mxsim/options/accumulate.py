@@ -53,9 +53,9 @@ Fused multiply-accumulate steps (contract section 4.1; ``accumulate="fused"``, w
   the exponent fp32's encoding gives its zeros and subnormals (Blackwell); MXDOTP reads the raw
   exponent field: -127.
 * ``zero_product_sum``: a step whose product sum is exactly zero: ``add`` (C + 0, an exact zero
-  D is +0) | ``pass_c`` (D = C, -0 kept); ``pass_c_below`` (``fixed`` with ``pass_c`` only):
-  C is passed only where its LSB lies more than this many bits below the grid's LSB, else added
-  (MXDOTP: 24; see :meth:`Accumulator.zero_sum_passes_c`).
+  D is +0) | ``pass_c`` (D = C, -0 kept) | ``pass_c_outside_window`` (``fixed`` only: D = C only
+  where C's LSB lies more than 24 bits below the grid's LSB, else C + 0; MXDOTP; see
+  :meth:`Accumulator.zero_sum_passes_c`).
 * ``output`` adds ``fp32_e8m13``: an fp32 word whose value is cut to 13 fraction bits (Hopper).
 """
 
@@ -81,6 +81,7 @@ MAX_WIDTH = 8192
 FP32_EMIN = -126  # the exponent fp32's encoding gives its zeros and subnormals
 MAX_STEP = 1 << 20
 MAX_PARTIAL_SUMS = 64
+C_WINDOW_BITS = 24  # pass_c_outside_window: C passes where its LSB lies more than this below the grid (MXDOTP)
 SHIFT_ROUNDINGS = ("truncate", "rne", "floor")
 # output="fp32_eXmY": the values of the IEEE-style float with X exponent bits (bias 2^(X-1) - 1) and Y
 # fraction bits, subnormals included, stored as the fp32 words of those values (every one is an fp32 value)
@@ -177,14 +178,10 @@ class Accumulator:
         "the exponent a zero C counts with (anchor, bypass); MXDOTP reads field 0 as -127", "4.1",
     )
     zero_product_sum: str = option(
-        "add", ("add", "pass_c"),
-        "a step whose product sum is exactly zero: `add` (C + 0; an exact zero is +0) or `pass_c` (D = C, -0 kept)",
-        "4.1",
-    )
-    pass_c_below: int | None = option(
-        None, IntRange(0, MAX_FRAC_BITS, "wherever C lies"),
-        "`anchor='fixed'` with `pass_c`: a zero product sum passes C only where C's LSB lies more than this many bits "
-        "below the grid's (C wholly below the adder; elsewhere C + 0: a zero C gives +0); MXDOTP: 24",
+        "add", ("add", "pass_c", "pass_c_outside_window"),
+        "a step whose product sum is exactly zero: `add` (C + 0; an exact zero is +0), `pass_c` (D = C, -0 kept), or "
+        "`pass_c_outside_window` (`anchor='fixed'`: D = C only where C lies wholly below the grid, its LSB more than "
+        "24 bits below the grid's; elsewhere C + 0; MXDOTP)",
         "4.1, 6.1",
     )
     partial_sums: int = option(
@@ -283,10 +280,10 @@ class Accumulator:
         if self.bypass is not None:
             if self.anchor != "fixed":
                 raise ValueError(f"bypass={self.bypass!r} is only used with anchor='fixed', not anchor={self.anchor!r}")
-        if self.pass_c_below is not None and (self.anchor != "fixed" or self.zero_product_sum != "pass_c"):
+        if self.zero_product_sum == "pass_c_outside_window" and self.anchor != "fixed":
             raise ValueError(
-                f"pass_c_below={self.pass_c_below!r} is only used with anchor='fixed' and zero_product_sum='pass_c', "
-                f"not anchor={self.anchor!r}, zero_product_sum={self.zero_product_sum!r}"
+                f"zero_product_sum='pass_c_outside_window' is only used with anchor='fixed' (C against the fixed grid "
+                f"2^(XA+XB-F)), not anchor={self.anchor!r}; use 'add' or 'pass_c'"
             )
         self._check_late_join()
 
@@ -418,15 +415,15 @@ class Accumulator:
         """Whether a step whose product sum is exactly zero gives D = C (its sign kept) rather than
         C + 0 (contract 4.1, 6.1), for C's LSB 2^(e_C - 23) lying ``c_shift`` bits above the grid's
         LSB (negative: below; e_C of a zero C is :attr:`effective_c_zero_exponent`): ``add`` never,
-        ``pass_c`` always, or with ``pass_c_below`` only where c_shift < -pass_c_below (MXDOTP:
-        C's 24 bits wholly below the grid, the RTL's ``result_is_accumulator``). Either way a
-        nonzero C gives D = C; the rule decides the sign of a zero D. ``c_shift`` may be a NumPy
-        array (the answer is then one, or a plain bool that broadcasts)."""
-        if self.zero_product_sum != "pass_c":
+        ``pass_c`` always, ``pass_c_outside_window`` only where c_shift < -24 (C's 24 bits wholly
+        below the grid: MXDOTP's ``result_is_accumulator``; above the window the bypass passes
+        C). Either way a nonzero C gives D = C; the rule decides the sign of a zero D. ``c_shift``
+        may be a NumPy array (the answer is then one, or a plain bool that broadcasts)."""
+        if self.zero_product_sum == "add":
             return False
-        if self.pass_c_below is None:
+        if self.zero_product_sum == "pass_c":
             return True
-        return c_shift < -self.pass_c_below
+        return c_shift < -C_WINDOW_BITS
 
     @property
     def effective_c_zero_exponent(self) -> int:
@@ -439,6 +436,15 @@ class Accumulator:
         return "fp32" if self.output.startswith("fp32_") else self.output
 
     @property
+    def c_storage(self) -> str:
+        """The IEEE format the accumulator input C is stored in (contract 4.1): a fused unit's C is
+        the register its D feeds back, so the output's storage format (fp16 for an fp16-D
+        instruction, bf16 for MXDOTP's BF16 destination, fp32 for fp32 and every ``fp32_eXmY``);
+        separate accumulation starts its fp32 sum at C: fp32. The datapath reads C by its value
+        (every bf16 and fp16 value is an fp32 value)."""
+        return self.output_storage if self.accumulate == "fused" else "fp32"
+
+    @property
     def register_bound(self) -> int | None:
         """The largest magnitude the aligned register holds (2^(W-1)); None if unbounded."""
         return None if self.width is None else 1 << (self.width - 1)
@@ -449,8 +455,7 @@ class Accumulator:
 
 _FUSED_ONLY = {
     o.name: o.default for o in options_of(Accumulator) if o.name in (
-        "step", "step_terms", "term_size", "anchor", "bypass", "c_zero_exponent", "zero_product_sum", "pass_c_below",
-        "partial_sums",
+        "step", "step_terms", "term_size", "anchor", "bypass", "c_zero_exponent", "zero_product_sum", "partial_sums",
         "sum_rounding", "sum_frac_bits", "c_frac_bits", "c_drop", "zero_exponent", "int_elements", "elements",
         "mixed_elements",
     )
@@ -470,7 +475,7 @@ _BLACKWELL = {
 }
 _MXDOTP = {
     "mode": "aligned", "frac_bits": 34, "accumulate": "fused", "anchor": "fixed", "bypass": 70,
-    "c_zero_exponent": -127, "output_overflow": "ieee", "zero_product_sum": "pass_c", "pass_c_below": 24,
+    "c_zero_exponent": -127, "output_overflow": "ieee", "zero_product_sum": "pass_c_outside_window",
     "mixed_elements": False,
 }
 _BF16_D = {"output": "bf16"}  # MXDOTP's BF16 destination: the instruction's rounding, NaN 0x7FC0 (bf16's quiet NaN)

@@ -27,8 +27,8 @@ C's LSB 2^(e_C - 23) lies more than ``bypass`` bits above the grid's LSB, D = C 
 
 A step whose (cut) product sum is exactly zero gives D = C, its sign kept, where
 :meth:`Accumulator.zero_sum_passes_c` says so (``zero_product_sum="pass_c"``; with
-``pass_c_below``, only where C lies wholly below the grid: MXDOTP, contract 6.1); otherwise it
-adds C + 0, which is C for a nonzero C and +0 for a zero C.
+``"pass_c_outside_window"`` only where C lies wholly below the grid: MXDOTP, contract 6.1);
+otherwise it adds C + 0, which is C for a nonzero C and +0 for a zero C.
 
 An exactly-zero step sum is +0. Specials (decided first, outside the adder): NaN if C is NaN, a
 scale of the step's blocks is NaN, a product is NaN (a NaN element, Inf x 0), or Inf terms

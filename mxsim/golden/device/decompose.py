@@ -91,7 +91,7 @@ def layouts(suite) -> dict[str, Layout]:
     result = storage_format(suite.acc)  # fp32_e8m13 is stored as fp32
     out["result"] = _code(result)
     out["block_results"] = _code(result, n)
-    out["c"] = _code(fp32)  # the accumulator input
+    out["c"] = _code(suite.c_format)  # the accumulator input, in the unit's C format (fp32, bf16 or fp16)
     if suite.fused:
         out["steps"] = _code(result, suite.step_count)  # every fused step's D, step 0 lowest
     for name in ("acc", "lsb", "anchor"):
