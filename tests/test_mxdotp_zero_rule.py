@@ -210,3 +210,26 @@ def test_the_window_rule_is_refused_without_a_fixed_grid():
     with pytest.raises(ValueError) as error:
         Accumulator.preset("blackwell_mxf8f6f4", zero_product_sum="pass_c_outside_window")
     assert "pass_c_outside_window" in str(error.value) and "anchor='fixed'" in str(error.value)
+
+
+@pytest.mark.parametrize("preset, block", [("mxdotp_fp8", "mxfp8_e4m3"), ("mxdotp_int8_bf16", "mxint8")])
+def test_golden_stimulus_aims_zero_cs_at_the_window_edge(preset, block):
+    """The directed C vectors of an MXDOTP suite (golden.stimulus.accumulator.with_c) include
+    zero products with a zero C at X = -92 (the edge: C + 0) and X = -91 (passed on), and the
+    suite's expected result there is the RTL's: +0 at -92, C itself at -91."""
+    import random
+
+    from mxsim.golden import suite_from_spec
+    from mxsim.golden.stimulus.accumulator import with_c
+
+    suite = suite_from_spec("dot", block_a=block, preset=preset, steps=True)
+    dst = dst_of(preset)
+    sign = 1 << (31 if dst == "fp32" else 15)
+    seen = set()
+    for row, _ in with_c(suite, [], random.Random(0)):
+        x = (row["a_scale"] + row["b_scale"]) - 254
+        if row["a_elems"] == 0 and row["c"] in (0, sign) and x in (-92, -91):
+            outputs, _ = suite.compute(row)
+            assert outputs["result"] == rtl_d(row["c"], x, dst), (x, hex(row["c"]))
+            seen.add(x)
+    assert seen == {-92, -91}

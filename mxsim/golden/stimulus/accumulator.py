@@ -9,7 +9,9 @@ steer the blocks and C together into them:
 * ``dominant``: C's exponent at and just above the bypass threshold (``anchor='fixed'``: C's LSB
   ``bypass`` bits above the grid 2^(XA+XB-F)) or F above the products (``anchor='max'``);
 * ``zero tiny``: C = +-0 (or a subnormal) with scales at and around the zero-C bypass threshold
-  (fixed) or products below C's zero exponent (max);
+  (fixed; with ``zero_product_sum="pass_c_outside_window"`` every other one at and just above the
+  window's lower edge, where a zero C stops being passed on) or products below C's zero exponent
+  (max);
 * ``overflow``: C = +-max fp32 with products of its sign, large enough to overflow round-to-nearest;
 * ``nan``/``inf``: NaN C (quiet, signalling, either sign) and +-Inf C.
 
@@ -30,6 +32,7 @@ import random
 from ...formats.element import negated_code
 from ...ref.exact import Exact, floor_log2
 from ...ref.fused import scale_parts
+from ...options.accumulate import C_WINDOW_BITS
 from ...ref.output import storage_format
 from ..values import decode, float_word, pack_word, unpack_word
 
@@ -240,6 +243,12 @@ def _zero_tiny(suite, rng: random.Random, index: int) -> dict:
     if acc.accumulate == "fused" and acc.anchor == "fixed" and acc.bypass is not None:
         threshold = acc.effective_c_zero_exponent - 23 + acc.frac_bits - acc.bypass  # bypass below this XA+XB
         total = threshold + [0, -1, 1, 0, -2, -1, -3, -rng.randint(4, 40)][index % 8]
+        if acc.zero_product_sum == "pass_c_outside_window" and index % 2:
+            # the window's lower edge: a zero C passes at XA+XB = edge + 1 and above, adds at edge and below
+            # (with zero products: a's elements +0, so the step's product sum is zero)
+            edge = acc.effective_c_zero_exponent - 23 + acc.frac_bits + C_WINDOW_BITS
+            total = edge + (index // 2) % 2
+            parts["a"]["codes"] = [0] * len(parts["a"]["codes"])
     else:
         total = acc.effective_c_zero_exponent - rng.randint(10, 40)
     _set_scale_sum(suite, parts, total)
