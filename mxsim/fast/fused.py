@@ -46,7 +46,8 @@ Routes, chosen per format pair and accumulator (the bounds are derived in :class
 Specials (decided before the integer sum, as the hardware's side path): a NaN C, a NaN scale in
 the step's blocks, a NaN product (NaN element, Inf x 0) or Inf terms of both signs (Inf products
 and an Inf C) make the step NaN (``nan_bits``); other Inf products or an Inf C make it +-Inf. An
-exactly zero step sum V gives +0, whatever the signs of C and the products.
+exactly zero step sum V gives +0, whatever the signs of C and the products, but where a zero
+product sum passes C on (:meth:`Accumulator.zero_sum_passes_c`: D = C, -0 kept).
 """
 
 from __future__ import annotations
@@ -351,7 +352,10 @@ class _FloatLanes:
             # or every nonzero C (subnormals included) when that is 2^-126 or less
             least = grid + 24 + acc.bypass
             self.bound = np.ldexp(1.0, np.where(least > -126, least, -149).astype(np.int32)).T.copy()
-        self.pass_c = acc.zero_product_sum == "pass_c"
+        # a zero product sum passes a zero C (its sign kept) here; a nonzero C is C + 0 = C either way
+        self.pass_zero_c = np.broadcast_to(
+            acc.zero_sum_passes_c(acc.effective_c_zero_exponent - 23 - grid), grid.shape
+        ).T.copy()
         self.special = (specials != FINITE).T
         zero_bypass = acc.bypass is not None and acc.effective_c_zero_exponent - 23 - grid > acc.bypass
         self.zero_bypass = np.broadcast_to(zero_bypass, grid.shape).T
@@ -373,8 +377,9 @@ class _FloatLanes:
             bits = total.view(np.int64)
             toward = np.where((error > 0) == (total > 0), 1, -1)
             bits += np.where(inexact & ((bits & 1) == 0), toward, 0)
-        if self.pass_c:  # D = C where the product sum is exactly zero (C + 0 would turn -0 into +0)
-            total = np.where(p == 0, c, total)
+        passes = self.pass_zero_c[s]
+        if passes.any():  # D = C where the product sum is exactly zero (C + 0 would turn -0 into +0)
+            total = np.where((p == 0) & passes, c, total)
         fast = (np.abs(c) < self.bound[s]) & (np.abs(total) < 2.0**127)
         if self.check[s]:
             fast &= ~(self.special[s] | (self.zero_bypass[s] & (c == 0)))
@@ -832,8 +837,8 @@ class _FusedKernel:
         keep_c = np.zeros(grid.shape, dtype=bool)
         if acc.bypass is not None:
             keep_c |= (c.special == FINITE) & (c.anchor - 23 - grid > acc.bypass)
-        if acc.zero_product_sum == "pass_c":  # D = C where the product sum is exactly zero
-            keep_c |= (high == 0) & (low == 0)
+        if acc.zero_product_sum != "add":  # D = C where the product sum is exactly zero (and C outside the window)
+            keep_c |= (high == 0) & (low == 0) & acc.zero_sum_passes_c(c.anchor - 23 - grid)
         if keep_c.any():
             negative = np.where(keep_c, c.negative, negative)
             magnitude = np.where(keep_c, c.significand, magnitude)

@@ -52,6 +52,10 @@ Fused multiply-accumulate steps (contract section 4.1; ``accumulate="fused"``, w
 * ``c_zero_exponent``: the exponent e_C a zero C counts with (anchor and bypass); None = -126,
   the exponent fp32's encoding gives its zeros and subnormals (Blackwell); MXDOTP reads the raw
   exponent field: -127.
+* ``zero_product_sum``: a step whose product sum is exactly zero: ``add`` (C + 0, an exact zero
+  D is +0) | ``pass_c`` (D = C, -0 kept) | ``pass_c_outside_window`` (``fixed`` only: D = C only
+  where C's LSB lies more than 24 bits below the grid's LSB, else C + 0; MXDOTP; see
+  :meth:`Accumulator.zero_sum_passes_c`).
 * ``output`` adds ``fp32_e8m13``: an fp32 word whose value is cut to 13 fraction bits (Hopper).
 * ``promote_every`` (N, products; None = no promotion): the fused chain restarts from +0 every N
   products, and each partial D (the last step's D of a group of N products) is added to an fp32
@@ -86,6 +90,7 @@ FP32_EMIN = -126  # the exponent fp32's encoding gives its zeros and subnormals
 MAX_STEP = 1 << 20
 MAX_PARTIAL_SUMS = 64
 PROMOTE_TRIES = (32, 64, 128, 256)  # promote_every values check --explain tries (Triton's and cuBLASLt's)
+C_WINDOW_BITS = 24  # pass_c_outside_window: C passes where its LSB lies more than this below the grid (MXDOTP)
 SHIFT_ROUNDINGS = ("truncate", "rne", "floor")
 # output="fp32_eXmY": the values of the IEEE-style float with X exponent bits (bias 2^(X-1) - 1) and Y
 # fraction bits, subnormals included, stored as the fp32 words of those values (every one is an fp32 value)
@@ -182,9 +187,11 @@ class Accumulator:
         "the exponent a zero C counts with (anchor, bypass); MXDOTP reads field 0 as -127", "4.1",
     )
     zero_product_sum: str = option(
-        "add", ("add", "pass_c"),
-        "a step whose product sum is exactly zero: `add` (C + 0; an exact zero is +0) or `pass_c` (D = C, -0 kept)",
-        "4.1",
+        "add", ("add", "pass_c", "pass_c_outside_window"),
+        "a step whose product sum is exactly zero: `add` (C + 0; an exact zero is +0), `pass_c` (D = C, -0 kept), or "
+        "`pass_c_outside_window` (`anchor='fixed'`: D = C only where C lies wholly below the grid, its LSB more than "
+        "24 bits below the grid's; elsewhere C + 0; MXDOTP)",
+        "4.1, 6.1",
     )
     partial_sums: int = option(
         1, IntRange(1, MAX_PARTIAL_SUMS),
@@ -291,6 +298,11 @@ class Accumulator:
             raise ValueError(
                 f"promote_every={self.promote_every!r} is not allowed with output={self.output!r}: the partial D are "
                 "added to an fp32 register, so the output must be stored as fp32 (fp32 or fp32_eXmY); leave it None"
+            )
+        if self.zero_product_sum == "pass_c_outside_window" and self.anchor != "fixed":
+            raise ValueError(
+                f"zero_product_sum='pass_c_outside_window' is only used with anchor='fixed' (C against the fixed grid "
+                f"2^(XA+XB-F)), not anchor={self.anchor!r}; use 'add' or 'pass_c'"
             )
         self._check_late_join()
 
@@ -457,6 +469,20 @@ class Accumulator:
         """Products per block term: ``term_size``, or the block size when it is None."""
         return block_size if self.term_size is None else self.term_size
 
+    def zero_sum_passes_c(self, c_shift):
+        """Whether a step whose product sum is exactly zero gives D = C (its sign kept) rather than
+        C + 0 (contract 4.1, 6.1), for C's LSB 2^(e_C - 23) lying ``c_shift`` bits above the grid's
+        LSB (negative: below; e_C of a zero C is :attr:`effective_c_zero_exponent`): ``add`` never,
+        ``pass_c`` always, ``pass_c_outside_window`` only where c_shift < -24 (C's 24 bits wholly
+        below the grid: MXDOTP's ``result_is_accumulator``; above the window the bypass passes
+        C). Either way a nonzero C gives D = C; the rule decides the sign of a zero D. ``c_shift``
+        may be a NumPy array (the answer is then one, or a plain bool that broadcasts)."""
+        if self.zero_product_sum == "add":
+            return False
+        if self.zero_product_sum == "pass_c":
+            return True
+        return c_shift < -C_WINDOW_BITS
+
     @property
     def effective_c_zero_exponent(self) -> int:
         """The exponent a zero C counts with: ``c_zero_exponent`` or fp32's -126."""
@@ -466,6 +492,15 @@ class Accumulator:
     def output_storage(self) -> str:
         """The IEEE format results are stored in: ``output``, with every ``fp32_eXmY`` stored as fp32."""
         return "fp32" if self.output.startswith("fp32_") else self.output
+
+    @property
+    def c_storage(self) -> str:
+        """The IEEE format the accumulator input C is stored in (contract 4.1): a fused unit's C is
+        the register its D feeds back, so the output's storage format (fp16 for an fp16-D
+        instruction, bf16 for MXDOTP's BF16 destination, fp32 for fp32 and every ``fp32_eXmY``);
+        separate accumulation starts its fp32 sum at C: fp32. The datapath reads C by its value
+        (every bf16 and fp16 value is an fp32 value)."""
+        return self.output_storage if self.accumulate == "fused" else "fp32"
 
     @property
     def register_bound(self) -> int | None:
@@ -498,7 +533,8 @@ _BLACKWELL = {
 }
 _MXDOTP = {
     "mode": "aligned", "frac_bits": 34, "accumulate": "fused", "anchor": "fixed", "bypass": 70,
-    "c_zero_exponent": -127, "output_overflow": "ieee", "zero_product_sum": "pass_c", "mixed_elements": False,
+    "c_zero_exponent": -127, "output_overflow": "ieee", "zero_product_sum": "pass_c_outside_window",
+    "mixed_elements": False,
 }
 _BF16_D = {"output": "bf16"}  # MXDOTP's BF16 destination: the instruction's rounding, NaN 0x7FC0 (bf16's quiet NaN)
 
@@ -553,7 +589,8 @@ _PRESET_LIST: list[tuple[str, Accumulator, str]] = [
      "MXDOTP (pulp cvfpu fpnew_mxdotp_multi; arXiv:2505.13159), FP8, fp32 destination: 8 products per step sharing "
      "one E8M0 scale per operand, exact on the grid 2^(XA+XB-34), C aligned exactly, bypass beyond 70 bits (a zero C "
      "reads exponent field 0: -127), one rounding with the instruction's mode (override output_rounding: rne, rtz, "
-     "rdn, rup, rna), IEEE overflow, D = C when the product sum is exactly zero (contract 4.1, 6.1)"),
+     "rdn, rup, rna), IEEE overflow; a zero product sum passes C (-0 kept) only where C lies wholly below the grid "
+     "(C's LSB more than 24 bits below it) or is bypassed, elsewhere C + 0 gives +0 for a zero C (contract 4.1, 6.1)"),
     ("mxdotp_fp8_bf16", Accumulator(**_MXDOTP, step=8, elements=_OCP_FP8, **_BF16_D),
      "MXDOTP multi-format (cvfpu fpnew_mxdotp_multi_modules), FP8 with a BF16 destination: as mxdotp_fp8, one "
      "rounding to bf16, NaN 0x7FC0 (contract 6.1)"),

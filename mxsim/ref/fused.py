@@ -27,6 +27,11 @@ terms are summed exactly. ``anchor="fixed"``: the products are cut to the grid 2
 the step's block and summed exactly, then C is added exactly (not cut); if ``bypass`` is set and
 C's LSB 2^(e_C - 23) lies more than ``bypass`` bits above the grid's LSB, D = C unchanged.
 
+A step whose (cut) product sum is exactly zero gives D = C, its sign kept, where
+:meth:`Accumulator.zero_sum_passes_c` says so (``zero_product_sum="pass_c"``; with
+``"pass_c_outside_window"`` only where C lies wholly below the grid: MXDOTP, contract 6.1);
+otherwise it adds C + 0, which is C for a nonzero C and +0 for a zero C.
+
 An exactly-zero step sum is +0. Specials (decided first, outside the adder): NaN if C is NaN, a
 scale of the step's blocks is NaN, a product is NaN (a NaN element, Inf x 0), or Inf terms
 (products and C) have both signs; else +-Inf if a product or C is Inf. See
@@ -276,7 +281,7 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
         if acc.bypass is not None and (e_c - FP32_FRACTION_BITS) - grid > acc.bypass:
             # D = C unchanged (C itself for an fp32 output, -0 included)
             return _fused_step(round_output(c, acc), grid=grid, cut_products=cut, bypass=True, **found)
-        if acc.zero_product_sum == "pass_c" and not cut[0]:  # D = C, its sign included
+        if not cut[0] and acc.zero_sum_passes_c((e_c - FP32_FRACTION_BITS) - grid):  # D = C, its sign included
             return _fused_step(round_output(c, acc), grid=grid, **found)
         total = dyadic_sum(_dyadic(c.value), cut)
     return _fused_step(_round_sum(total, acc), grid=grid, cut_products=cut, total=total, **found)

@@ -19,14 +19,15 @@ class DotReports:
         """Both operands' fields (``a_scale``, ``a_sub``, ``a_elems``, ``a_tensor_scale``; ``b_``
         likewise; ``n_blocks`` blocks each for DotGeneral, block j's values at [j*k, (j+1)*k)),
         ``result``, ``block_results`` and the fused ``steps`` (step 0 lowest) as codes of the
-        output format (fp32_e8m13 is stored as fp32), ``c`` an fp32 word, and the register
+        output format (fp32_e8m13 is stored as fp32), ``c`` a word of the unit's C format
+        (``Accumulator.c_storage``: fp32, fp16 or bf16), and the register
         ``acc``, its ``lsb`` exponent and ``anchor`` as signed integers."""
         n = getattr(self, "n_blocks", 1)
         out = {**block_layouts("a_", self.fa, n), **block_layouts("b_", self.fb, n)}
         result = storage_format(self.acc)
         out["result"] = code_layout(result)
         out["block_results"] = code_layout(result, n)
-        out["c"] = fp32_layout()
+        out["c"] = code_layout(self.c_format)  # the accumulator input, in the unit's C format (fp32, bf16 or fp16)
         if self.fused:
             out["steps"] = code_layout(result, self.step_count)
         for name in ("acc", "lsb", "anchor"):

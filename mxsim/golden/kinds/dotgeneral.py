@@ -16,8 +16,8 @@ from ...ref.output import storage_format
 from ..coverage.accumulator import c_classes
 from .batch import FloatBits, bit, code_table, pack_items
 from .dot import DotSuite, merged_block_dots, rounding_flags
-from .fields import Field
-from ..values import code_sets, fp32_value, is_subnormal_code, pack_word, unpack_word
+from .fields import Field, c_field
+from ..values import code_sets, float_value, is_subnormal_code, pack_word, unpack_word
 
 
 @dataclass
@@ -47,7 +47,7 @@ class DotGeneralSuite(DotSuite):
             for f in self.single
         ]
         if self.has_c:
-            self.inputs.append(Field("c", 32, description="fp32 bits of the accumulator input C"))
+            self.inputs.append(c_field(self.c_format))
         out = storage_format(self.acc)
         self.outputs = [Field("result", out.width, description=f"{out.name} bits of the DotGeneral")]
         if not self.fused:
@@ -99,7 +99,7 @@ class DotGeneralSuite(DotSuite):
 
     def compute(self, inputs: dict):
         blocks_a, blocks_b, ta, tb = self._vector_blocks(inputs)
-        c = fp32_value(inputs["c"]) if self.has_c else None
+        c = float_value(inputs["c"], self.c_format) if self.has_c else None
         if self.fused:
             return self._fused(blocks_a, blocks_b, c)
         scales = {"tensor_scale_a": ta, "tensor_scale_b": tb}

@@ -195,11 +195,22 @@ def _models_formats(suite) -> bool:
     return not integer and (step >= k or k % step == 0)
 
 
+def c_fp32_words(words: np.ndarray, fmt) -> np.ndarray:
+    """C words of the IEEE format ``fmt`` (fp32, bf16, fp16) as the fp32 words of the same values
+    (int64), which the fused fast path takes: bf16 is fp32's top half; fp16 widens exactly (a NaN
+    stays a NaN, which is all a NaN C decides)."""
+    if fmt.width == 32:
+        return words
+    if fmt.name == "bf16":
+        return words << 16
+    return words.astype(np.uint16).view(np.float16).astype(np.float32).view(np.uint32).astype(np.int64)
+
+
 def _fused_batch(suite, inputs: dict):
     n, count = suite.vector_blocks, len(inputs["c"])
     fa, fb, acc = suite.fa, suite.fb, suite.acc
     sides = [suite._operand_arrays(inputs, side, fmt, n) for side, fmt in (("a", fa), ("b", fb))]
-    c_words = np.array([int(w) for w in inputs["c"]], dtype=np.int64)
+    c_words = c_fp32_words(np.array([int(w) for w in inputs["c"]], dtype=np.int64), suite.c_format)
     (scales_a, subs_a, codes_a), (scales_b, subs_b, codes_b) = sides
     op_a = Operand(fa, scales_a, subs_a, codes_a, None)
     op_b = Operand(fb, scales_b, subs_b, codes_b, None)
@@ -325,8 +336,8 @@ class _StepClasses:
         add("c_bypass", nonzero & c_lost & ~c_zero & (bypass | (cut == 0)))
         add("c_zero_tiny", nonzero & c_lost & c_zero)
         passed = np.zeros_like(nonzero)
-        if acc.zero_product_sum == "pass_c":  # D = C when the cut sum is zero (ref.fused._step): no total
-            passed = ~special & ~bypass & (cut == 0)
+        if acc.zero_product_sum != "add":  # D = C when the cut sum is zero (ref.fused._step): no total
+            passed = ~special & ~bypass & (cut == 0) & acc.zero_sum_passes_c((e_c - 23) - grid)
         add("overflow", ~special & ~bypass & ~passed & d.inf)
         add("c_cancellation", nonzero & ~c_zero & self._cancels(negative, significand, lsb, p_n, p_x, ~special))
         top_c = lsb + _bits(significand) - 1  # |C| < 2^grid iff C's top bit lies below the grid
