@@ -294,7 +294,8 @@ def _cmd_dequantize(args) -> str:
     from .fileformat import load
 
     tensor = load(args.input)
-    options = None if args.profile is None else get_profile(args.profile).dequantize
+    # the profile's formats and outputs are checked as quantize checks them (one rule: Profile.dequantize_for)
+    options = None if args.profile is None else get_profile(args.profile).dequantize_for(tensor.fmt, args.dtype)
     values = tensor.dequantize(args.dtype, options, **_given_options(args, DequantizeOptions))
     _save_npy(args.output, values)
     return f"{args.output}: {values.dtype} array of shape {values.shape} from {tensor.fmt.name}"
@@ -697,7 +698,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="output dtype (default: float32)")
     dequant.add_argument("--profile", choices=block_profiles, default=None,
                          help="dequantize with this profile's options for --dtype (default: the profile the file "
-                         "records, if any; option flags override)")
+                         "records, if any; option flags override); the file's format and --dtype must be ones the "
+                         "profile has, as quantize --profile requires")
     _add_option_flags(dequant, DequantizeOptions)
     dequant.set_defaults(run=_in_flags(_cmd_dequantize, (DequantizeOptions,)))
 
