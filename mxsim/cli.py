@@ -303,8 +303,11 @@ def _cmd_dequantize(args) -> str:
 
 def _cmd_identify(args) -> str:
     from .fileformat import load
-    from .golden.device.identify import identify, identify_lines
+    from .golden.device.identify import check_budget, identify, identify_lines
 
+    check_budget(args.budget, "--budget")
+    if args.top < 0:
+        raise ValueError(f"--top={args.top} is not allowed; expected a non-negative integer")
     source = _load_array(args.source)
     if args.tensor.endswith(".npy"):
         if args.scales is None or args.format is None:
