@@ -73,3 +73,17 @@ def test_quantize_and_dequantize_take_the_same_formats(name):
 def test_a_cast_profile_does_not_dequantize():
     with pytest.raises(ValueError, match="'ml_dtypes_0_6' is a cast profile; dequantize takes a block profile"):
         get_profile("ml_dtypes_0_6").dequantize_for("mxfp8_e4m3", "float32")
+
+
+def test_a_tensor_file_whose_profile_lacks_its_format_is_refused(tmp_path):
+    """A file recording iDMA's profile on an MXFP8 E4M3 tensor (which quantize --profile idma_v0_7
+    never writes) would dequantize with iDMA's FP32 flush: load refuses it, naming the field."""
+    import mxsim
+
+    x = np.zeros(32, np.float32)
+    x[0] = TINY
+    t = mxsim.quantize(x, "mxfp8_e4m3")
+    t.profile = get_profile("idma_v0_7")
+    mxsim.save(t, tmp_path / "x.mxt")
+    with pytest.raises(ValueError, match="field 'profile': format 'mxfp8_e4m3' is not allowed with profile 'idma_v0_7'"):
+        mxsim.load(tmp_path / "x.mxt")
