@@ -72,7 +72,7 @@ class Candidate:
     def score(self) -> tuple:
         """Blocks explained first; among equals, a profile before the defaults before option sets
         (fewer changes first): the order they are shown in, never a verdict between them."""
-        kind = 0 if self.profile is not None and not self.changes else 1 if self.profile is None and not self.changes else 2
+        kind = 2 if self.changes else 0 if self.profile is not None else 1
         return (-self.explained, kind, len(self.changes))
 
 
