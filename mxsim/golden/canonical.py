@@ -31,8 +31,9 @@ def _canonical_profiles() -> list[tuple[str, str]]:
     """(profile, its first format) of every block profile with a canonical suite: one per distinct set
     of options (an alias such as ``neural_compressor_3_10_even`` repeats ``microxcaling_even``), and
     only profiles that encode every block: a profile that refuses blocks without an MX encoding
-    (``QuantizeOptions.refuses_blocks``: Brevitas below 2^-33, compressed-tensors' NaN blocks) would
-    stop at the catalogue's first such block; its library tests cover it (tests/test_library_profiles.py)."""
+    (``QuantizeOptions.refuses_blocks``: Brevitas below 2^-33, compressed-tensors' NaN blocks) generates
+    with those catalogue blocks left out and counted (:mod:`.stimulus.refused`), but is not added here,
+    so that golden/ keeps its bytes; its library tests cover it (tests/test_library_profiles.py)."""
     chosen, seen = [], set()
     for profile in PROFILES.values():
         if profile.kind != "block":

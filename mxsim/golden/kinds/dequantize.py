@@ -27,7 +27,7 @@ from .fields import Field
 from .layout import block_layouts, code_layout
 from .format_spec import block_format, format_param
 from .suite import BlockProfileBundles, Suite, jsonable
-from .suite import profile_of, profile_options
+from .suite import profile_of
 
 __all__ = ["DequantizeSuite", "scale_code_of_exponent"]
 
@@ -87,11 +87,7 @@ class DequantizeSuite(BlockProfileBundles, Suite):
         self.profile_def = profile_of(self.profile)
         baseline = DequantizeOptions()
         if self.profile_def is not None:
-            profile_options(self.profile_def, self.fmt, {})  # kind and format checks
-            if self.output not in self.profile_def.outputs:
-                raise ValueError(f"output={self.output!r} is not allowed with profile {self.profile_def.name!r}; "
-                                 f"expected one of: {', '.join(self.profile_def.outputs)}")
-            baseline = self.profile_def.dequantize_options(self.output)
+            baseline = self.profile_def.dequantize_for(self.fmt, self.output)  # kind, format and output checks
             if self.scale_encoding == "e8m0":
                 self.scale_encoding = self.profile_def.quantize.get("scale_encoding", "e8m0")
         DequantizeOptions.from_kwargs(**self.options)  # names an unknown field

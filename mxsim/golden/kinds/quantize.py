@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import struct
+from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property, lru_cache
@@ -13,6 +15,7 @@ import numpy as np
 from ...fast.block import quantize_blocks
 from ...options import QuantizeOptions
 from ...ref.block import element_divisor, nvfp4_tensor_scale, quantize_block, to_fp32
+from ...ref.refusals import NoMXEncoding
 from ...ref.decode import finite_magnitudes
 from ...ref.exact import Exact, dyadic, floor_log2
 from ...ref.scale import E8M0_MAX, byte_exponent
@@ -24,6 +27,7 @@ from .format_spec import block_format, format_param
 from ..coverage.reach import MIN_CLASS_VECTORS
 from ..coverage.rounding import band_class, decision_flags, format_bands, fp32_resolution, grid_interval, magnitude_grid
 from ..stimulus.patterns import CASES, both_signs, grid_intervals, rounding_cases
+from ..stimulus.refused import accepted, left_out_record
 from ..values import FP32_INF_BITS, code_sets, decode, fp32_bits, fp32_value, max_codes, pack_word, subnormal_codes
 from .suite import BlockProfileBundles, Suite, jsonable, profile_options
 
@@ -58,6 +62,7 @@ class QuantizeSuite(BlockProfileBundles, Suite):
                 "quantize suites with scale_encoding='int8_exponent' need specials='per_element': the stimulus has NaN "
                 "blocks, which an int8 exponent cannot mark"
             )
+        self._refused_layouts = Counter()  # decision layouts whose maximum has no MX encoding (stimulus.refused)
         self._grids = tuple(magnitude_grid(self.fmt.element, negative, self.opts.int8_allow_neg2) for negative in (False, True))
         baseline = QuantizeOptions() if self.profile_def is None else self.profile_def.quantize_options(self.fmt)
         changed = {k: v for k, v in self.opts.as_dict().items() if v != getattr(baseline, k)}
@@ -165,14 +170,31 @@ class QuantizeSuite(BlockProfileBundles, Suite):
     _DIRECTED = ["all_zero", "outlier", "nan", "inf", "tiny", "huge"] * 2 + ["grid"] * 20
 
     def stimulus(self, rng: random.Random, level: int):
-        for kind in self._DIRECTED:
-            yield self._inputs(self._block_values(rng, kind)), "directed"
-        for values in self._decision_blocks:
-            yield self._inputs(values), "directed"
-        for values in self._low_scale_blocks:
-            yield self._inputs(values), "directed"
-        for i in range(100 * level):
-            yield self.random_inputs(rng, i), "random"
+        yield from self._catalogue(rng, level, Counter())
+
+    def _catalogue(self, rng: random.Random, level: int, left_out: Counter):
+        """The stimulus; under options that refuse blocks, each block without an MX encoding is
+        replaced and counted in ``left_out`` (:mod:`..stimulus.refused`)."""
+        directed = (self._inputs(self._block_values(rng, kind)) for kind in self._DIRECTED)
+        fixed = (self._inputs(values) for values in self._decision_blocks + self._low_scale_blocks)
+        drawn = (self.random_inputs(rng, i) for i in range(100 * level))
+        for inputs, origin in itertools.chain(zip(directed, itertools.repeat("directed")),
+                                              zip(fixed, itertools.repeat("directed")),
+                                              zip(drawn, itertools.repeat("random"))):
+            if self.opts.refuses_blocks:
+                kept = accepted(self, inputs, rng, left_out)
+                inputs, origin = kept, (origin if kept is inputs else "random")  # a replacement is a random draw
+            yield inputs, origin
+
+    def left_out(self, rng: random.Random, level: int, vectors: int) -> dict:
+        """The manifest's ``left_out`` entry for the first ``vectors`` lines of the catalogue drawn
+        with ``rng`` (:func:`..stimulus.refused.left_out_record`; {} for options that refuse no block)."""
+        if not self.opts.refuses_blocks:
+            return {}
+        blocks = Counter()
+        for _ in itertools.islice(self._catalogue(rng, level, blocks), vectors):
+            pass
+        return left_out_record(blocks, self._refused_layouts)
 
     def catalogue_size(self, level: int) -> int:
         return len(self._DIRECTED) + len(self._decision_blocks) + len(self._low_scale_blocks) + 100 * level
@@ -229,7 +251,11 @@ class QuantizeSuite(BlockProfileBundles, Suite):
                 layouts.append([amax if i % 2 == 0 else Exact(0) for i in range(k)])
             for pilot in layouts:
                 free = [i for i, v in enumerate(pilot) if v.is_zero]
-                divisors = self._divisor_of(pilot)
+                try:
+                    divisors = self._divisor_of(pilot)
+                except NoMXEncoding as refused:  # its maximum has no MX encoding: no block of it has one
+                    self._refused_layouts[refused.option] += 1
+                    continue
                 d = divisors[free[-1]]
                 if not d:
                     continue
