@@ -63,7 +63,7 @@ from functools import lru_cache
 
 from ..formats import FloatFormat, get_format
 from .spec import (
-    Flag, IntRange, NameOrPattern, Names, check_choice, option, options_from_kwargs, options_of, validate_fields,
+    Choice, Flag, IntRange, NameOrPattern, Names, check_choice, option, options_from_kwargs, options_of, validate_fields,
 )
 
 __all__ = [
@@ -217,6 +217,29 @@ class Accumulator:
     mixed_elements: bool = option(
         True, Flag(), "with `elements`: a and b may have different element formats", "6.1", cli=False,
     )
+    convert_elements: str | None = option(
+        None, Choice(("fp16",), "the elements as they are"),
+        "fused products of elements converted to this format first (Hopper mma.sync FP8 -> fp16): the value is kept, "
+        "the anchor exponent is the element's exponent there (an E4M3 subnormal reads floor(log2 |x|), not -6)", "6.1",
+    )
+    interleave_steps: int = option(
+        1, IntRange(1, MAX_STEP),
+        "fused: the products of this many consecutive steps are dealt to them in turn, in runs of `interleave_run` "
+        "(Hopper mma.sync FP8: 2 steps of 16 take k = 0,1 mod 4 and k = 2,3 mod 4)", "6.1",
+    )
+    interleave_run: int = option(
+        1, IntRange(1, MAX_STEP), "consecutive products dealt to one step at a time with `interleave_steps` > 1", "6.1",
+    )
+    c_min_exponent: int | None = option(
+        None, IntRange(-MAX_FRAC_BITS, MAX_FRAC_BITS, "-126, fp32's"),
+        "fused: the exponent e_C of a nonzero C is max(floor(log2 |C|), this): an fp16 C reads with fp16's -14 "
+        "(NVIDIA fp16 D, measured on an H200)", "6.1",
+    )
+    zero_sign: str = option(
+        "keep", ("keep", "positive"),
+        "a nonzero result that rounds (or flushes) to zero: `keep` (IEEE: a zero of its sign) or `positive` (+0: "
+        "NVIDIA's fp16 D, measured on an H200)", "6.1",
+    )
 
     def __post_init__(self) -> None:
         if isinstance(self.elements, list):  # as a manifest's JSON gives it
@@ -274,6 +297,15 @@ class Accumulator:
             if self.anchor != "fixed":
                 raise ValueError(f"bypass={self.bypass!r} is only used with anchor='fixed', not anchor={self.anchor!r}")
         self._check_late_join()
+        if self.interleave_run > 1 and self.interleave_steps == 1:
+            raise ValueError(f"interleave_run={self.interleave_run!r} is only used with interleave_steps > 1")
+        if self.interleave_steps > 1:
+            if self.step_terms != "product":
+                raise ValueError(f"interleave_steps={self.interleave_steps!r} needs step_terms='product'")
+            if self.step is not None and self.step % self.interleave_run:
+                raise ValueError(
+                    f"interleave_run={self.interleave_run!r} must divide step={self.step!r}: a step takes whole runs"
+                )
 
     def _check_late_join(self) -> None:
         """The CDNA3 structure (contract 6.1): partial sums, C joining after the products."""
@@ -351,8 +383,61 @@ class Accumulator:
                         "significand; use step_terms='block'"
                     )
 
+    def _check_interleave(self, fmt_a, fmt_b) -> None:
+        """Refuse ``interleave_steps`` whose group of steps does not lie inside a scale block (the
+        products are dealt within each block, which keeps their scales), or with sub-block formats."""
+        if self.interleave_steps == 1:
+            return
+        k = fmt_a.block_size
+        group = self.effective_step(k) * self.interleave_steps
+        if k % group or self.effective_step(k) % self.interleave_run:
+            raise ValueError(
+                f"interleave_steps={self.interleave_steps} with step={self.effective_step(k)} and "
+                f"interleave_run={self.interleave_run} is not allowed for block size {k}: the steps dealt together "
+                "must fill a divisor of the block, each step taking whole runs"
+            )
+        for fmt in (fmt_a, fmt_b):
+            if fmt.subblocks:
+                raise ValueError(f"interleave_steps={self.interleave_steps} is not allowed for {fmt.name!r} (sub-blocks)")
+
+    def _check_conversion(self, fmt_a, fmt_b) -> None:
+        """Refuse ``convert_elements`` for elements the target format does not hold exactly."""
+        if self.convert_elements is None:
+            return
+        target = get_format(self.convert_elements, kind="float")
+        for fmt in (fmt_a, fmt_b):
+            e = fmt.element
+            exact = (
+                e.kind == "float" and e.mantissa_bits <= target.mantissa_bits
+                and e.emin - e.mantissa_bits >= target.emin - target.mantissa_bits and e.max_normal <= target.max_normal
+            )
+            if not exact:
+                raise ValueError(
+                    f"convert_elements={self.convert_elements!r} is not allowed for {e.name!r} elements: "
+                    f"{self.convert_elements} does not hold all of their values exactly"
+                )
+
+    def product_order(self, block_size: int) -> tuple[int, ...] | None:
+        """The products of a block in the order the steps take them (position -> index in the block),
+        or None when that is index order: with ``interleave_steps`` n > 1 and ``interleave_run`` r,
+        every n consecutive steps share their n * step products, run j (products j*r .. j*r + r - 1
+        of the group) going to step j mod n (Hopper's mma.sync FP8: n = 2, r = 2, step 16: the first
+        step takes k = 0, 1 mod 4, the second k = 2, 3 mod 4; contract 6.1)."""
+        n, r = self.interleave_steps, self.interleave_run
+        if n == 1:
+            return None
+        group = self.effective_step(block_size) * n
+        order = []
+        for start in range(0, block_size, group):
+            for lane in range(n):
+                for run in range(lane, group // r, n):
+                    order += range(start + run * r, start + run * r + r)
+        return tuple(order)
+
     def _check_elements(self, fmt_a, fmt_b) -> None:
         """Refuse element formats the unit does not take (``elements``, ``mixed_elements``)."""
+        self._check_interleave(fmt_a, fmt_b)
+        self._check_conversion(fmt_a, fmt_b)
         if self.elements is None:
             return
         names = (fmt_a.element.name, fmt_b.element.name)
@@ -400,6 +485,11 @@ class Accumulator:
         return block_size if self.term_size is None else self.term_size
 
     @property
+    def effective_c_min_exponent(self) -> int:
+        """The least exponent a nonzero C counts with: ``c_min_exponent`` or fp32's -126."""
+        return FP32_EMIN if self.c_min_exponent is None else self.c_min_exponent
+
+    @property
     def effective_c_zero_exponent(self) -> int:
         """The exponent a zero C counts with: ``c_zero_exponent`` or fp32's -126."""
         return FP32_EMIN if self.c_zero_exponent is None else self.c_zero_exponent
@@ -422,7 +512,7 @@ _FUSED_ONLY = {
     o.name: o.default for o in options_of(Accumulator) if o.name in (
         "step", "step_terms", "term_size", "anchor", "bypass", "c_zero_exponent", "zero_product_sum", "partial_sums",
         "sum_rounding", "sum_frac_bits", "c_frac_bits", "c_drop", "zero_exponent", "int_elements", "elements",
-        "mixed_elements",
+        "mixed_elements", "convert_elements", "interleave_steps", "interleave_run", "c_min_exponent", "zero_sign",
     )
 }
 
@@ -433,7 +523,11 @@ _NVIDIA_FP8 = {
     "mode": "aligned", "frac_bits": 13, "accumulate": "fused", "step": 32, "output": "fp32_e8m13",
     "output_rounding": "rtz", "nan_bits": 0x7FFFFFFF, "elements": _OCP_FP8,
 }
-_FP16_D = {"output": "fp16", "output_rounding": "rne", "nan_bits": 0x7FFF}  # NVIDIA's fp16 D: RNE, NaN 0x7FFF
+# NVIDIA's fp16 D (contract 6.1): RNE, NaN 0x7FFF; measured on an H200 (wgmma and mma.sync): C is fp16 and reads
+# with fp16's exponents (a subnormal C counts with -14), and a nonzero result that rounds to zero is +0. Ada's and
+# RTX Blackwell's fp16 D are assumed to do the same (not measured).
+_FP16_D = {"output": "fp16", "output_rounding": "rne", "nan_bits": 0x7FFF, "c_min_exponent": -14,
+           "zero_sign": "positive"}
 _BLACKWELL = {
     "mode": "aligned", "frac_bits": 25, "accumulate": "fused", "step": 32, "output_rounding": "rtz",
     "nan_bits": 0x7FFFFFFF, "c_zero_exponent": -126,
