@@ -36,7 +36,9 @@ class DotResult(NamedTuple):
       wider), with ``accumulator * 2^lsb_exponent`` = the block's sum before scales;
     * ``lsb_exponent`` and ``anchor`` (e_max, 0 for a block without a nonzero product): int64;
     * ``steps``: every fused step's output code, shape lead + (n_steps,) (the output's code dtype;
-      n_steps = 0 for separate accumulation); the last one is ``bits``.
+      n_steps = 0 for separate accumulation); the last one is ``bits``, except with ``promote_every``
+      (docs/numerics.md section 4.1), where the steps are the chains' D (each promotion group's first
+      step from +0) and ``bits`` is the fp32 register that adds their partial sums to C.
 
     With ``accumulate="fused"`` the per-block arrays are the block Dots of the same accumulator
     with separate accumulation (its fused-only fields at their defaults): each block rounded to the

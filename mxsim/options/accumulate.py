@@ -53,6 +53,13 @@ Fused multiply-accumulate steps (contract section 4.1; ``accumulate="fused"``, w
   the exponent fp32's encoding gives its zeros and subnormals (Blackwell); MXDOTP reads the raw
   exponent field: -127.
 * ``output`` adds ``fp32_e8m13``: an fp32 word whose value is cut to 13 fraction bits (Hopper).
+* ``promote_every`` (N, products; None = no promotion): the fused chain restarts from +0 every N
+  products, and each partial D (the last step's D of a group of N products) is added to an fp32
+  register with IEEE 754 nearest-even (subnormals kept, -0 only for (-0) + (-0), overflow to
+  +-Inf, NaN written as ``nan_bits``); the register starts at C (C enters it, not the first step)
+  and is the result, an fp32 word (contract 4.1: how cuBLASLt and Triton keep FP8 accuracy on
+  Hopper). N is a multiple of the step (of the block size where steps restart at every block),
+  and the output must be stored as fp32.
 """
 
 from __future__ import annotations
@@ -77,6 +84,7 @@ MAX_WIDTH = 8192
 FP32_EMIN = -126  # the exponent fp32's encoding gives its zeros and subnormals
 MAX_STEP = 1 << 20
 MAX_PARTIAL_SUMS = 64
+PROMOTE_TRIES = (32, 64, 128, 256)  # promote_every values check --explain tries (Triton's and cuBLASLt's)
 SHIFT_ROUNDINGS = ("truncate", "rne", "floor")
 # output="fp32_eXmY": the values of the IEEE-style float with X exponent bits (bias 2^(X-1) - 1) and Y
 # fraction bits, subnormals included, stored as the fp32 words of those values (every one is an fp32 value)
@@ -205,6 +213,11 @@ class Accumulator:
         "`anchor='max'`: a zero element reads with this exponent and its products count for the anchor (CDNA3: -126)",
         "6.1",
     )
+    promote_every: int | None = option(
+        None, IntRange(1, MAX_STEP, "no promotion: the chain runs from C to the end", tries=PROMOTE_TRIES),
+        "products per promotion: the fused chain restarts from +0 every N products and each partial D is added "
+        "to an fp32 register (RNE) that starts at C; the register is the result (cuBLASLt default: 128)", "4.1",
+    )
     int_elements: str = option(
         "scaled", ("scaled", "integer"),
         "integer elements (MXINT8) in fused products: `scaled` q * 2^-6 (OCP), `integer` q itself (MXDOTP's INT8)",
@@ -296,6 +309,11 @@ class Accumulator:
         if self.bypass is not None:
             if self.anchor != "fixed":
                 raise ValueError(f"bypass={self.bypass!r} is only used with anchor='fixed', not anchor={self.anchor!r}")
+        if self.promote_every is not None and self.output_storage != "fp32":
+            raise ValueError(
+                f"promote_every={self.promote_every!r} is not allowed with output={self.output!r}: the partial D are "
+                "added to an fp32 register, so the output must be stored as fp32 (fp32 or fp32_eXmY); leave it None"
+            )
         self._check_late_join()
         if self.interleave_run > 1 and self.interleave_steps == 1:
             raise ValueError(f"interleave_run={self.interleave_run!r} is only used with interleave_steps > 1")
@@ -360,6 +378,7 @@ class Accumulator:
         self._check_elements(fmt_a, fmt_b)
         k = fmt_a.block_size
         step = self.effective_step(k)
+        self._check_promotion(k)
         if step > k and step % k:
             raise ValueError(
                 f"step={step} is not allowed for block size {k}: a step larger than a block must be a multiple of it"
@@ -433,6 +452,24 @@ class Accumulator:
                 for run in range(lane, group // r, n):
                     order += range(start + run * r, start + run * r + r)
         return tuple(order)
+
+    def _check_promotion(self, block_size: int) -> None:
+        """Refuse a ``promote_every`` that would cut a step: N must be a multiple of the step, or of
+        the block size where steps restart at every block (a step that neither divides the block
+        nor is a multiple of it, MXDOTP's FP6 steps of 11)."""
+        n = self.promote_every
+        if n is None:
+            return
+        k, step = block_size, self.effective_step(block_size)
+        if step >= k or k % step == 0:
+            unit, what = step, f"step={step}"
+        else:
+            unit, what = k, f"block size {k} (steps of {step} restart at every block)"
+        if n % unit:
+            raise ValueError(
+                f"promote_every={n} is not allowed with {what}: a promotion must not cut a step; expected a multiple "
+                f"of {unit} ({', '.join(str(unit * i) for i in (1, 2, 4))}, ...) or None"
+            )
 
     def _check_elements(self, fmt_a, fmt_b) -> None:
         """Refuse element formats the unit does not take (``elements``, ``mixed_elements``)."""
@@ -511,8 +548,9 @@ class Accumulator:
 _FUSED_ONLY = {
     o.name: o.default for o in options_of(Accumulator) if o.name in (
         "step", "step_terms", "term_size", "anchor", "bypass", "c_zero_exponent", "zero_product_sum", "partial_sums",
-        "sum_rounding", "sum_frac_bits", "c_frac_bits", "c_drop", "zero_exponent", "int_elements", "elements",
-        "mixed_elements", "convert_elements", "interleave_steps", "interleave_run", "c_min_exponent", "zero_sign",
+        "sum_rounding", "sum_frac_bits", "c_frac_bits", "c_drop", "zero_exponent", "promote_every", "int_elements",
+        "elements", "mixed_elements", "convert_elements", "interleave_steps", "interleave_run", "c_min_exponent",
+        "zero_sign",
     )
 }
 
@@ -560,6 +598,12 @@ _PRESET_LIST: list[tuple[str, Accumulator, str]] = [
     ("hopper_fp8_wgmma_f16", Accumulator(**{**_NVIDIA_FP8, **_FP16_D}),
      "NVIDIA Hopper FP8 wgmma with an fp16 D: as hopper_fp8_wgmma, the step sum rounded to fp16 nearest-even, NaN "
      "0x7FFF, overflow to Inf (contract 6.1)"),
+    ("hopper_fp8_cublas", Accumulator(**_NVIDIA_FP8, promote_every=128),
+     "NVIDIA Hopper FP8 GEMM with promotion every 128 products: hopper_fp8_wgmma chains restarted from +0 every 128 "
+     "products, each partial D added to an fp32 register (RNE, NaN 0x7FFFFFFF) that starts at C; cuBLASLt's default "
+     "(torch._scaled_mm with use_fast_accum=False), measured on an H200 (2026-11-28, driver 580.159, CUDA 13, torch "
+     "2.11: bit for bit at K = 32 to 4,096; contract 4.1, 6.1); Triton's max_num_imprecise_acc=N is promote_every=N "
+     "on hopper_fp8_wgmma; use scales of 1"),
     ("ada_fp8_mma", Accumulator(**{**_NVIDIA_FP8, "step": 16}),
      "NVIDIA Ada Lovelace FP8 mma.sync m16n8k32 (sm_89), fp32 D: two fused steps of 16 (split-k), F = 13, truncate, "
      "fp32_e8m13 toward zero, NaN 0x7FFFFFFF (contract 6.1); no block scales: use scales of 1"),

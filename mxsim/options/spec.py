@@ -101,11 +101,14 @@ class Flag:
 
 @dataclass(frozen=True)
 class IntRange:
-    """An integer in [low, high] (bools refused), or None where ``none`` says what None means."""
+    """An integer in [low, high] (bools refused), or None where ``none`` says what None means.
+    ``tries``: the values worth trying when the option is unset and the range is too wide to try
+    whole (``check --explain``'s candidates); empty: none."""
 
     low: int
     high: int
     none: str = ""
+    tries: tuple[int, ...] = ()
 
     def accepts(self, value) -> bool:
         if value is None:

@@ -5,7 +5,9 @@ The K = n * k products of a DotGeneral (product p is element p % k of block pair
 into steps of ``step`` products (a last step may be partial: as if padded with zero products).
 Each step computes D = C + (its products) in one multi-term adder and rounds once to ``output``;
 C of the first step is the caller's accumulator input (+0 by default), and each D, decoded, is
-the next step's C. The result is the last D.
+the next step's C. The result is the last D. With ``promote_every`` (docs/numerics.md section 4.1)
+the chain restarts from +0 at every promotion group and the caller's C enters the fp32 register
+of :mod:`mxsim.ref.promote` instead, which gives the result.
 
 Terms of a step (F = ``frac_bits``; X = a scale's unbiased exponent, sig its significand, so a
 scale is sig * 2^X: E8M0 sig = 1, X = code - 127; UE4M3 X = max(floor(log2 scale), -6)):
@@ -45,6 +47,7 @@ from .block import QuantizedBlock
 from .decode import decode
 from .exact import Exact, floor_log2, to_exact
 from .output import output_value, round_finite_output, round_output
+from .promote import group_starts
 from .round import CUT_ROUNDING, round_magnitude
 from .terms import block_products, block_terms, frac_bits, special
 
@@ -52,6 +55,7 @@ __all__ = ["FusedStep", "ScaleParts", "check_tensor_scales", "dyadic_equal", "dy
            "fused_steps", "scale_parts"]
 
 TWO = Fraction(2)
+PLUS_ZERO = Exact(0)
 FP32_FRACTION_BITS = 23  # C's LSB weighs 2^(e_C - 23)
 
 
@@ -175,7 +179,10 @@ def fused_step_details(
         anchors or None,
     )
     details = []
-    for first, last in accumulator.step_ranges(k, len(blocks_a))[:first_steps]:
+    ranges = accumulator.step_ranges(k, len(blocks_a))[:first_steps]
+    for (first, last), restart in zip(ranges, group_starts(ranges, accumulator)):
+        if restart:  # promotion (docs/numerics.md section 4.1): the chain restarts from +0; C is the register's
+            c = PLUS_ZERO
         details.append(_step(ops, first, last, c, accumulator))
         c = output_value(details[-1].code, accumulator)
     return tuple(details)

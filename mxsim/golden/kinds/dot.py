@@ -21,6 +21,7 @@ from ...ref.block import QuantizedBlock
 from ...ref.encode import encode
 from ...ref.exact import Exact
 from ...ref.fused import fused_step_details
+from ...ref.promote import group_starts, result_code
 from ...ref.output import storage_format
 from ..coverage.accumulator import block_low, block_rounding_classes, c_classes, element_classes, fused_classes
 from ..stimulus import accumulator as accumulator_input
@@ -554,10 +555,14 @@ class DotSuite(Suite):
     def _fused(self, blocks_a, blocks_b, c: Exact):
         """Outputs and classes of a fused vector (the reference's steps; no tensor scales)."""
         details = fused_step_details(blocks_a, blocks_b, self.fa, self.fb, self.acc, c)
-        out = {"result": details[-1].code}
+        codes = [step.code for step in details]
+        starts = group_starts(self.acc.step_ranges(self.fa.block_size, len(blocks_a)), self.acc)
+        out = {"result": result_code(codes, starts, c, self.acc)}
         if self.steps:
-            out["steps"] = pack_word([step.code for step in details], storage_format(self.acc).width)
+            out["steps"] = pack_word(codes, storage_format(self.acc).width)
         classes = fused_classes(details, self.acc)
+        if self.acc.promote_every is not None:  # C and the result are the fp32 register's (docs/numerics.md 4.1)
+            classes = (classes - {"zero", "negative_zero"}) | c_classes(c, None) | _register_classes(out["result"])
         for a, b in zip(blocks_a, blocks_b):
             classes |= element_classes(a, b, self.fa, self.fb)
         return out, classes
@@ -743,3 +748,15 @@ def merged_block_dots(parts, count: int, n: int) -> BlockDots:
             merged[rows] = a.reshape(-1, n)
         fields[name] = merged
     return BlockDots(**fields)
+
+
+def _register_classes(word: int) -> set:
+    """The result classes of a promoting unit's fp32 register word: nan, inf, zero, negative_zero,
+    subnormal_output."""
+    fp32 = storage_format(Accumulator())
+    x = decode(word, fp32)
+    if x.is_nan or x.is_inf:
+        return {"nan" if x.is_nan else "inf"}
+    if x.is_zero:
+        return {"negative_zero" if x.sign else "zero"}
+    return {"subnormal_output"} if is_subnormal_code(word, fp32) else set()
