@@ -969,10 +969,10 @@ def _promoted_steps(a: Operand, b: Operand, acc: Accumulator, shape_a: tuple, sh
         partials.append(fp32_words(codes, chain))
         if keep_steps:
             steps.append(kept)
-    result = fold_register(words.reshape(lead), partials, acc.nan_bits).reshape(lead)
+    result = fold_register(words.reshape(lead), partials, acc.nan_bits, acc.output_storage).reshape(lead)
     if not keep_steps:
         return result, None
-    return result, np.concatenate(steps, axis=-1) if steps else np.zeros(lead + (0,), np.uint32)
+    return result, np.concatenate(steps, axis=-1) if steps else np.zeros(lead + (0,), result.dtype)
 
 
 def _run_chunks(kernel: _FusedKernel, take_a, take_b, rows: int, n: int, words, codes, steps, refer) -> None:

@@ -59,7 +59,18 @@ Fused multiply-accumulate steps (contract section 4.1; ``accumulate="fused"``, w
   +-Inf, NaN written as ``nan_bits``); the register starts at C (C enters it, not the first step)
   and is the result, an fp32 word (contract 4.1: how cuBLASLt and Triton keep FP8 accuracy on
   Hopper). N is a multiple of the step (of the block size where steps restart at every block),
-  and the output must be stored as fp32.
+  and the output must be stored as fp32, or be fp16: then the register is fp16 (C enters it rounded
+  to fp16; each addition rounded to fp16 nearest-even: the HADD of Hopper's mma.sync with an fp16 D).
+* ``convert_elements``: ``fp16`` (the unit converts the elements to fp16 before multiplying: a
+  product's value is the same, but its anchor exponent is the sum of the elements' fp16 exponents,
+  max(floor(log2 |x|), -14): an E4M3 subnormal reads its own exponent, not -6; Hopper's mma.sync).
+* ``interleave_steps`` n and ``interleave_run`` r: every n consecutive steps share their n * step
+  products, dealt to them in runs of r (run j to step j mod n; :meth:`Accumulator.product_order`);
+  the group lies inside a scale block. Hopper's mma.sync FP8: n = 2, r = 2, steps of 16.
+* ``c_min_exponent``: e_C = max(floor(log2 |C|), this) for a nonzero C (None: fp32's -126); an
+  fp16 C reads with fp16's -14 (NVIDIA's fp16 D, measured on an H200).
+* ``zero_sign``: ``keep`` (IEEE: a nonzero result that rounds or flushes to zero is a zero of its
+  sign) | ``positive`` (+0: NVIDIA's fp16 D, measured on an H200).
 """
 
 from __future__ import annotations
@@ -216,7 +227,8 @@ class Accumulator:
     promote_every: int | None = option(
         None, IntRange(1, MAX_STEP, "no promotion: the chain runs from C to the end", tries=PROMOTE_TRIES),
         "products per promotion: the fused chain restarts from +0 every N products and each partial D is added "
-        "to an fp32 register (RNE) that starts at C; the register is the result (cuBLASLt default: 128)", "4.1",
+        "to a register (RNE; fp32, or fp16 for an fp16 output) that starts at C; the register is the result "
+        "(cuBLASLt default: 128; Hopper mma.sync FP8: 32)", "4.1",
     )
     int_elements: str = option(
         "scaled", ("scaled", "integer"),
@@ -309,10 +321,10 @@ class Accumulator:
         if self.bypass is not None:
             if self.anchor != "fixed":
                 raise ValueError(f"bypass={self.bypass!r} is only used with anchor='fixed', not anchor={self.anchor!r}")
-        if self.promote_every is not None and self.output_storage != "fp32":
+        if self.promote_every is not None and self.output_storage not in ("fp32", "fp16"):
             raise ValueError(
                 f"promote_every={self.promote_every!r} is not allowed with output={self.output!r}: the partial D are "
-                "added to an fp32 register, so the output must be stored as fp32 (fp32 or fp32_eXmY); leave it None"
+                "added to a register of the output's storage, fp32 (fp32 or fp32_eXmY) or fp16; leave it None"
             )
         self._check_late_join()
         if self.interleave_run > 1 and self.interleave_steps == 1:
@@ -566,6 +578,13 @@ _NVIDIA_FP8 = {
 # RTX Blackwell's fp16 D are assumed to do the same (not measured).
 _FP16_D = {"output": "fp16", "output_rounding": "rne", "nan_bits": 0x7FFF, "c_min_exponent": -14,
            "zero_sign": "positive"}
+# Hopper's mma.sync FP8 (contract 6.1): FP8 -> fp16, two HMMA (F = 25, truncate, toward zero) over k = 0,1 and
+# k = 2,3 mod 4 from +0, then C added in the D's format (promotion every 32 products)
+_HOPPER_MMA = {
+    "mode": "aligned", "frac_bits": 25, "accumulate": "fused", "step": 16, "output_rounding": "rtz",
+    "nan_bits": 0x7FFFFFFF, "elements": _OCP_FP8, "convert_elements": "fp16", "interleave_steps": 2,
+    "interleave_run": 2, "promote_every": 32,
+}
 _BLACKWELL = {
     "mode": "aligned", "frac_bits": 25, "accumulate": "fused", "step": 32, "output_rounding": "rtz",
     "nan_bits": 0x7FFFFFFF, "c_zero_exponent": -126,
@@ -604,6 +623,17 @@ _PRESET_LIST: list[tuple[str, Accumulator, str]] = [
      "(torch._scaled_mm with use_fast_accum=False), measured on an H200 (2026-11-28, driver 580.159, CUDA 13, torch "
      "2.11: bit for bit at K = 32 to 4,096; contract 4.1, 6.1); Triton's max_num_imprecise_acc=N is promote_every=N "
      "on hopper_fp8_wgmma; use scales of 1"),
+    ("hopper_fp8_mma", Accumulator(**_HOPPER_MMA),
+     "NVIDIA Hopper (sm_90) FP8 mma.sync.m16n8k32, fp32 D: not a native instruction; the SASS unpacks the E4M3/E5M2 "
+     "operands to fp16 (F2FP.F16.E4M3/E5M2.UNPACK_B; a product's anchor reads the fp16 exponents), runs two "
+     "HMMA.16816.F32 chained from +0 (the first over k = 0, 1 mod 4, the second over k = 2, 3 mod 4; Hopper's HMMA: "
+     "F = 25, truncate, fp32 toward zero) and adds C with an FADD (fp32 nearest-even): promote_every=32. Measured on "
+     "an H200 (2026-11-28, CUDA 13: every E4M3/E5M2 pair bit for bit; contract 6.1); use scales of 1"),
+    ("hopper_fp8_mma_f16", Accumulator(**{**_HOPPER_MMA, **_FP16_D}),
+     "NVIDIA Hopper FP8 mma.sync.m16n8k32 with an fp16 D: as hopper_fp8_mma with two HMMA.16816.F16 (each D rounded "
+     "to fp16 nearest-even, overflow to Inf, NaN 0x7FFF; a subnormal fp16 C reads exponent -14, a nonzero sum that "
+     "rounds to zero is +0) and C added by an HADD (fp16 nearest-even). Measured on an H200 (every pair bit for bit; "
+     "contract 6.1); use scales of 1"),
     ("ada_fp8_mma", Accumulator(**{**_NVIDIA_FP8, "step": 16}),
      "NVIDIA Ada Lovelace FP8 mma.sync m16n8k32 (sm_89), fp32 D: two fused steps of 16 (split-k), F = 13, truncate, "
      "fp32_e8m13 toward zero, NaN 0x7FFFFFFF (contract 6.1); no block scales: use scales of 1"),

@@ -562,7 +562,7 @@ class DotSuite(Suite):
             out["steps"] = pack_word(codes, storage_format(self.acc).width)
         classes = fused_classes(details, self.acc)
         if self.acc.promote_every is not None:  # C and the result are the fp32 register's (docs/numerics.md 4.1)
-            classes = (classes - {"zero", "negative_zero"}) | c_classes(c, None) | _register_classes(out["result"])
+            classes = (classes - {"zero", "negative_zero"}) | c_classes(c, None) | _register_classes(out["result"], storage_format(self.acc))
         for a, b in zip(blocks_a, blocks_b):
             classes |= element_classes(a, b, self.fa, self.fb)
         return out, classes
@@ -750,13 +750,12 @@ def merged_block_dots(parts, count: int, n: int) -> BlockDots:
     return BlockDots(**fields)
 
 
-def _register_classes(word: int) -> set:
-    """The result classes of a promoting unit's fp32 register word: nan, inf, zero, negative_zero,
-    subnormal_output."""
-    fp32 = storage_format(Accumulator())
-    x = decode(word, fp32)
+def _register_classes(word: int, storage) -> set:
+    """The result classes of a promoting unit's register word (``storage``: fp32, or fp16 for an
+    fp16 D): nan, inf, zero, negative_zero, subnormal_output."""
+    x = decode(word, storage)
     if x.is_nan or x.is_inf:
         return {"nan" if x.is_nan else "inf"}
     if x.is_zero:
         return {"negative_zero" if x.sign else "zero"}
-    return {"subnormal_output"} if is_subnormal_code(word, fp32) else set()
+    return {"subnormal_output"} if is_subnormal_code(word, storage) else set()
