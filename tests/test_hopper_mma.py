@@ -205,7 +205,7 @@ def test_new_options_refuse_what_they_cannot_mean():
         Accumulator.preset("hopper_fp8_mma", interleave_run=3)
     with pytest.raises(ValueError, match=r"convert_elements='fp32' is not allowed; expected one of: fp16"):
         Accumulator.preset("hopper_fp8_mma", convert_elements="fp32")
-    with pytest.raises(ValueError, match=r"zero_sign='negative' is not allowed; expected one of: keep, positive"):
+    with pytest.raises(ValueError, match=r"zero_sign='negative' is not allowed; expected one of: keep, plus"):
         Accumulator.preset("hopper_fp8_mma", zero_sign="negative")
     with pytest.raises(ValueError, match=r"c_min_exponent=-14 is only used with accumulate='fused'"):
         Accumulator(c_min_exponent=-14)

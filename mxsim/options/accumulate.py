@@ -70,7 +70,7 @@ Fused multiply-accumulate steps (contract section 4.1; ``accumulate="fused"``, w
 * ``c_min_exponent``: e_C = max(floor(log2 |C|), this) for a nonzero C (None: fp32's -126); an
   fp16 C reads with fp16's -14 (NVIDIA's fp16 D, measured on an H200).
 * ``zero_sign``: ``keep`` (IEEE: a nonzero result that rounds or flushes to zero is a zero of its
-  sign) | ``positive`` (+0: NVIDIA's fp16 D, measured on an H200).
+  sign) | ``plus`` (+0: NVIDIA's fp16 D, measured on an H200).
 """
 
 from __future__ import annotations
@@ -261,8 +261,8 @@ class Accumulator:
         "(NVIDIA fp16 D, measured on an H200)", "6.1",
     )
     zero_sign: str = option(
-        "keep", ("keep", "positive"),
-        "a nonzero result that rounds (or flushes) to zero: `keep` (IEEE: a zero of its sign) or `positive` (+0: "
+        "keep", ("keep", "plus"),
+        "a nonzero result that rounds (or flushes) to zero: `keep` (IEEE: a zero of its sign) or `plus` (+0: "
         "NVIDIA's fp16 D, measured on an H200)", "6.1",
     )
 
@@ -577,7 +577,7 @@ _NVIDIA_FP8 = {
 # with fp16's exponents (a subnormal C counts with -14), and a nonzero result that rounds to zero is +0. Ada's and
 # RTX Blackwell's fp16 D are assumed to do the same (not measured).
 _FP16_D = {"output": "fp16", "output_rounding": "rne", "nan_bits": 0x7FFF, "c_min_exponent": -14,
-           "zero_sign": "positive"}
+           "zero_sign": "plus"}
 # Hopper's mma.sync FP8 (contract 6.1): FP8 -> fp16, two HMMA (F = 25, truncate, toward zero) over k = 0,1 and
 # k = 2,3 mod 4 from +0, then C added in the D's format (promotion every 32 products)
 _HOPPER_MMA = {
@@ -616,7 +616,8 @@ _PRESET_LIST: list[tuple[str, Accumulator, str]] = [
      "scales of 1"),
     ("hopper_fp8_wgmma_f16", Accumulator(**{**_NVIDIA_FP8, **_FP16_D}),
      "NVIDIA Hopper FP8 wgmma with an fp16 D: as hopper_fp8_wgmma, the step sum rounded to fp16 nearest-even, NaN "
-     "0x7FFF, overflow to Inf (contract 6.1)"),
+     "0x7FFF, overflow to Inf; C is fp16: a subnormal C counts with exponent -14, and a nonzero sum that rounds to "
+     "zero is +0 (measured on an H200, 2026-11-28: every vector of the four E4M3/E5M2 pairs; contract 6.1)"),
     ("hopper_fp8_cublas", Accumulator(**_NVIDIA_FP8, promote_every=128),
      "NVIDIA Hopper FP8 GEMM with promotion every 128 products: hopper_fp8_wgmma chains restarted from +0 every 128 "
      "products, each partial D added to an fp32 register (RNE, NaN 0x7FFFFFFF) that starts at C; cuBLASLt's default "
@@ -639,7 +640,8 @@ _PRESET_LIST: list[tuple[str, Accumulator, str]] = [
      "fp32_e8m13 toward zero, NaN 0x7FFFFFFF (contract 6.1); no block scales: use scales of 1"),
     ("ada_fp8_mma_f16", Accumulator(**{**_NVIDIA_FP8, "step": 16, **_FP16_D}),
      "NVIDIA Ada Lovelace FP8 mma.sync with an fp16 D: two fused steps of 16, F = 13, fp16 nearest-even, NaN 0x7FFF, "
-     "overflow to Inf (contract 6.1)"),
+     "overflow to Inf (contract 6.1); below fp16's normal range assumed as Hopper's fp16 D (a subnormal C at -14, "
+     "+0 for a sum rounding to zero; not measured)"),
     ("blackwell_mxf8f6f4", Accumulator(**_BLACKWELL, elements=_OCP_FP8 + ("fp6_e3m2", "fp6_e2m3", "fp4_e2m1")),
      "NVIDIA Blackwell tcgen05.mma kind::mxf8f6f4 (MMA-Sim, validated on B200): 32 E4M3/E5M2/E3M2/E2M3/E2M1 products "
      "(mixed allowed) with E8M0 scales per 32, F = 25, truncate, fp32 toward zero, NaN 0x7FFFFFFF, zero C at -126"),
@@ -652,7 +654,8 @@ _PRESET_LIST: list[tuple[str, Accumulator, str]] = [
      "E4M3/E5M2/E2M1 products, F = 25, truncate, fp32 toward zero, NaN 0x7FFFFFFF (contract 6.1); use scales of 1"),
     ("rtx_blackwell_f8f6f4_f16", Accumulator(**{**_BLACKWELL, **_FP16_D}, elements=_OCP_FP8 + ("fp4_e2m1",)),
      "NVIDIA RTX Blackwell mma.sync kind f8f6f4 with an fp16 D: as rtx_blackwell_f8f6f4, fp16 nearest-even, NaN "
-     "0x7FFF, overflow to Inf (contract 6.1)"),
+     "0x7FFF, overflow to Inf (contract 6.1); below fp16's normal range assumed as Hopper's fp16 D (a subnormal C at "
+     "-14, +0 for a sum rounding to zero; not measured)"),
     ("mxdotp_fp8", Accumulator(**_MXDOTP, step=8, elements=_OCP_FP8),
      "MXDOTP (pulp cvfpu fpnew_mxdotp_multi; arXiv:2505.13159), FP8, fp32 destination: 8 products per step sharing "
      "one E8M0 scale per operand, exact on the grid 2^(XA+XB-34), C aligned exactly, bypass beyond 70 bits (a zero C "
