@@ -245,3 +245,44 @@ def test_every_measured_vector(prefix, tag):
     chip = data[prefix + tag]
     words = np.uint32 if chip.dtype == np.float32 else np.uint16
     assert np.array_equal(got.view(words), chip.view(words))
+
+
+# --- golden suites and check --explain -----------------------------------------------------------------
+def test_golden_suites_of_the_mma_presets_generate_and_verify(tmp_path):
+    from mxsim.golden import verify
+    from mxsim.golden.kinds.registry import suite_from_spec
+    from mxsim.golden.storage.files import generate
+
+    for kind, params in [("dot", {"block_a": E4M3, "block_b": E5M2, "preset": "hopper_fp8_mma", "steps": True}),
+                         ("dotgeneral", {"block_a": E5M2, "preset": "hopper_fp8_mma_f16", "n_blocks": 2})]:
+        suite = suite_from_spec(kind, unit_scales=True, **params)
+        directory = generate(suite, tmp_path / kind, count=96)
+        assert verify(directory)
+
+
+def test_check_explain_names_the_mma_preset(tmp_path):
+    """A device that runs mma.sync where the suite says wgmma: explain names hopper_fp8_mma."""
+    import io
+    import json
+
+    from mxsim.golden.device.check import check
+    from mxsim.golden.device.explain import explain
+    from mxsim.golden.kinds.registry import suite_from_spec
+    from mxsim.golden.storage.files import generate
+
+    suite_dir = generate(suite_from_spec("dot", block_a=E4M3, block_b=E5M2, preset="hopper_fp8_wgmma", unit_scales=True),
+                         tmp_path / "s", count=96)
+    manifest = json.loads((suite_dir / "manifest.json").read_text())
+    inputs = {name: [int(line, 16) for line in (suite_dir / f"{name}.hex").read_text().split()]
+              for name in manifest["inputs"]}
+    device = suite_from_spec("dot", **{**manifest["params"], "preset": "hopper_fp8_mma", "accumulator": {}})
+    dut = tmp_path / "dut"
+    dut.mkdir()
+    rows = [device.compute(dict(zip(inputs, values)))[0] for values in zip(*inputs.values())]
+    for f in device.outputs:
+        (dut / f.file).write_text("".join(f.to_hex(row[f.name]) + "\n" for row in rows))
+    report = check(suite_dir, dut, errors=0)
+    assert report.mismatching.size
+    found = explain(report, dut, budget=3600.0)
+    assert found.best.label == "preset hopper_fp8_mma"
+    assert found.best.confirmed[1:] == (0, [])
