@@ -270,8 +270,8 @@ def test_check_explain_names_the_mma_preset(tmp_path):
     from mxsim.golden.kinds.registry import suite_from_spec
     from mxsim.golden.storage.files import generate
 
-    suite_dir = generate(suite_from_spec("dot", block_a=E4M3, block_b=E5M2, preset="hopper_fp8_wgmma", unit_scales=True),
-                         tmp_path / "s", count=96)
+    wgmma = suite_from_spec("dot", block_a=E4M3, block_b=E5M2, preset="hopper_fp8_wgmma", unit_scales=True)
+    suite_dir = generate(wgmma, tmp_path / "s", count=96)
     manifest = json.loads((suite_dir / "manifest.json").read_text())
     inputs = {name: [int(line, 16) for line in (suite_dir / f"{name}.hex").read_text().split()]
               for name in manifest["inputs"]}

@@ -11,8 +11,10 @@ anchor exponents of the terms, specials) is computed for all steps at once.
 Terms (``step_terms``): every product (value (-1)^s * Ma*Mb * 2^(Ea + Eb - fa - fb + XA + XB),
 anchor exponent e = Ea + Eb + XA + XB), or each group of ``term_size`` products of one scale block
 (value: the group's exact product sum times both scale values; anchor exponent XA + XB). A term
-counts for the anchor iff one of its products has two finite nonzero elements. C counts with
-e_C = max(floor(log2 |C|), -126), or ``c_zero_exponent`` for a zero C.
+counts for the anchor iff one of its products has two finite nonzero elements (``convert_elements``:
+an element's anchor exponent is read in that format; ``interleave_steps``: each block's codes are
+permuted into the order the steps take them, :meth:`Accumulator.product_order`). C counts with
+e_C = max(floor(log2 |C|), ``c_min_exponent`` or -126), or ``c_zero_exponent`` for a zero C.
 
 Routes, chosen per format pair and accumulator (the bounds are derived in :class:`_FusedKernel`):
 

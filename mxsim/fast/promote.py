@@ -54,7 +54,8 @@ def split_groups(op: Operand, rows: int, n_blocks: int, first: int, last: int) -
     return Operand(op.fmt, part(op.scales), subscales, part(op.codes), op.tensor_scale)
 
 
-def fold_register(c_words, partials: list[np.ndarray], nan_bits: int | None, storage: str = "fp32") -> np.ndarray:
+def fold_register(c_words, partials: list[np.ndarray], nan_bits: int | None,
+                  storage: str = "fp32") -> np.ndarray:
     """The register's words: C (fp32 words, any integer dtype, or None for +0) plus every array of
     ``partials`` (fp32 words of each group's partial D, in group order), one addition each in the
     register's ``storage`` (fp32, or fp16: C rounded to it first); NaN written as ``nan_bits``."""
@@ -66,5 +67,6 @@ def fold_register(c_words, partials: list[np.ndarray], nan_bits: int | None, sto
         for words in partials:
             register += np.asarray(words).astype(np.uint32).view(np.float32).astype(dtype)
     out = register.view(words_dtype).copy()
-    out[np.isnan(register)] = (CANONICAL_NAN if storage == "fp32" else CANONICAL_NAN_16) if nan_bits is None else nan_bits
+    canonical = CANONICAL_NAN if storage == "fp32" else CANONICAL_NAN_16
+    out[np.isnan(register)] = canonical if nan_bits is None else nan_bits
     return out

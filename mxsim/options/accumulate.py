@@ -81,7 +81,8 @@ from functools import lru_cache
 
 from ..formats import FloatFormat, get_format
 from .spec import (
-    Choice, Flag, IntRange, NameOrPattern, Names, check_choice, option, options_from_kwargs, options_of, validate_fields,
+    Choice, Flag, IntRange, NameOrPattern, Names, check_choice, option, options_from_kwargs, options_of,
+    validate_fields,
 )
 
 __all__ = [
@@ -429,7 +430,9 @@ class Accumulator:
             )
         for fmt in (fmt_a, fmt_b):
             if fmt.subblocks:
-                raise ValueError(f"interleave_steps={self.interleave_steps} is not allowed for {fmt.name!r} (sub-blocks)")
+                raise ValueError(
+                    f"interleave_steps={self.interleave_steps} is not allowed for {fmt.name!r} (sub-blocks)"
+                )
 
     def _check_conversion(self, fmt_a, fmt_b) -> None:
         """Refuse ``convert_elements`` for elements the target format does not hold exactly."""

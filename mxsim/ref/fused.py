@@ -14,12 +14,15 @@ scale is sig * 2^X: E8M0 sig = 1, X = code - 127; UE4M3 X = max(floor(log2 scale
 
 * ``step_terms="product"``: every product, value (-1)^(sa^sb) * Ma*Mb * 2^(Ea+Eb-fa-fb) * 2^(XA+XB),
   exponent Ea + Eb + XA + XB (Ea, Eb with the microexponent folded in); it counts for the anchor
-  iff both elements are nonzero.
+  iff both elements are nonzero. With ``convert_elements`` (fp16: Hopper's mma.sync) a nonzero
+  element reads its exponent in that format, max(floor(log2 |x|), emin), for the anchor (the value
+  is unchanged); with ``interleave_steps`` each block's products are taken in the order of
+  :meth:`Accumulator.product_order` before they are cut into steps.
 * ``step_terms="block"``: every group of ``term_size`` consecutive products of one scale block,
   value (exact sum of the group's products) * sigA * sigB * 2^(XA+XB), exponent XA + XB; it counts
   iff one of its products does.
-* C: exponent e_C = max(floor(log2 |C|), -126), or ``effective_c_zero_exponent`` for a zero C; it
-  always counts.
+* C: exponent e_C = max(floor(log2 |C|), ``c_min_exponent``) (None: -126; an fp16 C: -14), or
+  ``effective_c_zero_exponent`` for a zero C; it always counts.
 
 ``anchor="max"``: A = the largest exponent of the counting terms; every term (C included) is cut
 to the grid 2^(A - F) by ``shift_rounding`` (truncate: magnitude toward zero; rne) and the cut
