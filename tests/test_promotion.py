@@ -25,7 +25,6 @@ from mxsim import Accumulator, MXTensor
 from mxsim.golden import generate, suite_from_spec, verify
 from mxsim.options.accumulate import PRESET_SOURCES, PRESETS
 
-TWO = Fraction(2)
 FP32 = Accumulator()  # the register's rounding: fp32 nearest-even (round_word reads output and rounding)
 
 
@@ -164,7 +163,8 @@ def test_promote_every_needs_fused_and_an_fp32_or_fp16_register():
 
 def test_cublas_preset_is_wgmma_promoted_every_128_with_its_source():
     assert PRESETS["hopper_fp8_cublas"] == promoted(128)
-    assert "H200" in PRESET_SOURCES["hopper_fp8_cublas"] and "use_fast_accum=False" in PRESET_SOURCES["hopper_fp8_cublas"]
+    source = PRESET_SOURCES["hopper_fp8_cublas"]
+    assert "H200" in source and "use_fast_accum=False" in source
 
 
 # --- the oracle and ref == fast ------------------------------------------------------------------
@@ -262,9 +262,24 @@ def test_explain_names_the_promotion(tmp_path):
     from test_golden_explain import _explained, _plant, _suite
     suite_dir = _suite(tmp_path / "s", "dotgeneral", 64, block_a="mxfp8_e4m3", preset="hopper_fp8_wgmma",
                        unit_scales=True, n_blocks=8)
-    dut = _plant(suite_dir, tmp_path / "dut", accumulator={**PRESETS["hopper_fp8_wgmma"].as_dict(), "promote_every": 128})
+    promoting = {**PRESETS["hopper_fp8_wgmma"].as_dict(), "promote_every": 128}
+    dut = _plant(suite_dir, tmp_path / "dut", accumulator=promoting)
     _, found, _ = _explained(suite_dir, dut)
     assert found.best.label == "preset hopper_fp8_cublas", found.best.label
     assert found.best.confirmed == (64, 0, [])
     # an unset promote_every is varied over its tries (32, 64, 128, 256): the option alone is found too
     assert any(r.label.startswith("promote_every=") and not r.broken for r in found.results)
+
+
+def test_cli_takes_promote_every_and_names_the_flag(tmp_path, capsys):
+    """``mxsim dot --promote-every N`` gives what the API gives; a bad N is refused naming the flag."""
+    from mxsim import cli, fileformat
+    a, b = e5m2_row({0: (1.0, 1.0), 32: (1.25 * 2**-8, 2**-16)}, 64)
+    fileformat.save(a, tmp_path / "a.mxt")
+    fileformat.save(b, tmp_path / "b.mxt")
+    args = ["dot", str(tmp_path / "a.mxt"), str(tmp_path / "b.mxt"), str(tmp_path / "d.npy"), "--preset",
+            "hopper_fp8_wgmma", "--promote-every"]
+    assert cli.main(args + ["32"]) == 0
+    assert np.load(tmp_path / "d.npy").view(np.uint32).tolist() == [0x3F800001]
+    assert cli.main(args + ["48"]) == 2
+    assert "--promote-every 48 is not allowed with --step 32" in capsys.readouterr().err

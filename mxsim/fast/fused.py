@@ -68,7 +68,7 @@ from ..ref.round import CUT_ROUNDING
 from .chunks import map_chunks
 from .dot import FLOAT_CUTS, Operand, _check_operands, _rows_of, _terms, float32_parts
 from .encode import floor_log2_int64
-from .promote import chain_accumulator, fold_register, group_blocks, split_groups
+from .promote import group_blocks, promoted_steps
 from .output import FINITE, FLOAT32_ROUNDINGS, NAN, NEG_INF, POS_INF, fp32_round, fp32_words, round_output
 from .round import round_shifted
 
@@ -482,17 +482,9 @@ class _FusedKernel:
         adds C to it exactly and rounds once; an fp32 output without ftz). The lanes it leaves to
         the integer step need P below 2^62 there (bits(qa) + bits(qb) + bits(step) + base <= 61)."""
         acc, layout = self.acc, self.layout
-        if (
-            self.route != "fixed"
-            or acc.step_terms != "product"
-            or acc.output != "fp32"
-            or acc.output_rounding not in FLOAT32_ROUNDINGS
-            or acc.ftz
-            or acc.zero_sign != "keep"
-            or self.fmt_a.subblocks
-            or self.fmt_b.subblocks
-            or not self.narrow_sums
-        ):
+        if (self.route != "fixed" or acc.step_terms != "product" or acc.output != "fp32" or acc.ftz
+                or acc.zero_sign != "keep" or acc.output_rounding not in FLOAT32_ROUNDINGS or self.fmt_a.subblocks
+                or self.fmt_b.subblocks or not self.narrow_sums):
             return None
         (qa, emin_a, bits_a), (qb, emin_b, bits_b) = _grid_integers(self.ea), _grid_integers(self.eb)
         base = emin_a + emin_b - self.ea.frac_bits - self.eb.frac_bits + acc.frac_bits
@@ -926,55 +918,22 @@ def dot_general_steps(a: Operand, b: Operand, acc: Accumulator, shape_a: tuple, 
         if op.codes.shape[0] != int(np.prod(shape, dtype=np.int64)) * n_blocks:
             raise ValueError(f"operand {name}: {op.codes.shape[0]} blocks do not make rows {tuple(shape)} of {n_blocks} blocks")
     words = np.zeros(rows, dtype=np.int64) if c is None else np.asarray(c).astype(np.int64).reshape(rows)
-    per_group = None if acc.promote_every is None else group_blocks(acc, fmt_a.block_size)
-    if per_group is not None:
-        return _promoted_steps(a, b, acc, tuple(shape_a), tuple(shape_b), lead, n_blocks, words, keep_steps, per_group)
+    if acc.promote_every is not None and group_blocks(acc, fmt_a.block_size):  # promotion (mxsim.fast.promote)
+        return promoted_steps(dot_general_steps, a, b, acc, tuple(shape_a), tuple(shape_b), n_blocks, words, keep_steps)
     take_a, take_b = _rows_of(a, shape_a, lead, n_blocks), _rows_of(b, shape_b, lead, n_blocks)
     kernel = _FusedKernel(fmt_a, fmt_b, acc, n_blocks)
     n_steps = kernel.layout.n_steps
     dtype = np.uint32 if acc.output_storage == "fp32" else np.uint16
     codes = np.zeros(rows, dtype=dtype)
     steps = np.zeros((rows, n_steps), dtype=dtype) if keep_steps else None
-    # promotion inside blocks (promote_every not a multiple of the block size): the reference's
-    by_reference = kernel.route == "reference" or acc.promote_every is not None
-    refer = np.full(rows, by_reference)
+    refer = np.full(rows, kernel.route == "reference" or acc.promote_every is not None)  # (groups inside blocks)
     if not n_steps:
         codes = _round_c(words, acc).astype(dtype)
-    elif not by_reference and rows:
+    elif rows and not refer[0]:
         _run_chunks(kernel, take_a, take_b, rows, n_blocks, words, codes, steps, refer)
     if refer.any():
         _by_reference(np.flatnonzero(refer), take_a, take_b, fmt_a, fmt_b, acc, n_blocks, words, codes, steps)
     return codes.reshape(lead), (steps.reshape(lead + (n_steps,)) if keep_steps else None)
-
-
-def _promoted_steps(a: Operand, b: Operand, acc: Accumulator, shape_a: tuple, shape_b: tuple, lead: tuple,
-                    n_blocks: int, words, keep_steps: bool, per_group: int):
-    """:func:`dot_general_steps` with promotion in groups of ``per_group`` whole blocks
-    (:mod:`mxsim.fast.promote`): the chains of every group as rows of their own, from +0, then
-    the fp32 register from C over their last D."""
-    chain, full = chain_accumulator(acc), n_blocks // per_group
-    tail = n_blocks - full * per_group
-    rows_a, rows_b = int(np.prod(shape_a, dtype=np.int64)), int(np.prod(shape_b, dtype=np.int64))
-    partials, steps = [], []
-    if full:  # the whole groups: rows of per_group blocks (views of the operands when there is no tail)
-        head_a = split_groups(a, rows_a, n_blocks, 0, full * per_group) if tail else a
-        head_b = split_groups(b, rows_b, n_blocks, 0, full * per_group) if tail else b
-        codes, kept = dot_general_steps(head_a, head_b, chain, shape_a + (full,), shape_b + (full,), per_group,
-                                        keep_steps=keep_steps)
-        partials += [fp32_words(codes[..., g], chain) for g in range(full)]
-        if keep_steps:
-            steps.append(kept.reshape(lead + (-1,)))
-    if tail:
-        tail_a = split_groups(a, rows_a, n_blocks, full * per_group, n_blocks)
-        tail_b = split_groups(b, rows_b, n_blocks, full * per_group, n_blocks)
-        codes, kept = dot_general_steps(tail_a, tail_b, chain, shape_a, shape_b, tail, keep_steps=keep_steps)
-        partials.append(fp32_words(codes, chain))
-        if keep_steps:
-            steps.append(kept)
-    result = fold_register(words.reshape(lead), partials, acc.nan_bits, acc.output_storage).reshape(lead)
-    if not keep_steps:
-        return result, None
-    return result, np.concatenate(steps, axis=-1) if steps else np.zeros(lead + (0,), result.dtype)
 
 
 def _run_chunks(kernel: _FusedKernel, take_a, take_b, rows: int, n: int, words, codes, steps, refer) -> None:

@@ -24,8 +24,9 @@ import numpy as np
 
 from ..options import Accumulator
 from .dot import Operand
+from .output import fp32_words
 
-__all__ = ["chain_accumulator", "fold_register", "group_blocks", "split_groups"]
+__all__ = ["chain_accumulator", "fold_register", "group_blocks", "promoted_steps", "split_groups"]
 
 CANONICAL_NAN = 0x7FC00000
 CANONICAL_NAN_16 = 0x7E00  # fp16's quiet NaN
@@ -70,3 +71,36 @@ def fold_register(c_words, partials: list[np.ndarray], nan_bits: int | None,
     canonical = CANONICAL_NAN if storage == "fp32" else CANONICAL_NAN_16
     out[np.isnan(register)] = canonical if nan_bits is None else nan_bits
     return out
+
+
+def promoted_steps(chain_steps, a: Operand, b: Operand, acc: Accumulator, shape_a: tuple, shape_b: tuple, n_blocks: int,
+                   words, keep_steps: bool):
+    """:func:`mxsim.fast.fused.dot_general_steps` (given as ``chain_steps``) with promotion in
+    groups of whole blocks (see the module docstring): the chains of every group as rows of their
+    own, from +0, then the register (fp32, or fp16 for an fp16 output) from C (``words``, fp32 words
+    of every result row) over their last D. Returns (result words, every step's D or None), as ``chain_steps`` does."""
+    lead = np.broadcast_shapes(shape_a, shape_b)
+    per_group = group_blocks(acc, a.fmt.block_size)
+    chain, full = chain_accumulator(acc), n_blocks // per_group
+    tail = n_blocks - full * per_group
+    rows_a, rows_b = int(np.prod(shape_a, dtype=np.int64)), int(np.prod(shape_b, dtype=np.int64))
+    partials, steps = [], []
+    if full:  # the whole groups: rows of per_group blocks (views of the operands when there is no tail)
+        head_a = split_groups(a, rows_a, n_blocks, 0, full * per_group) if tail else a
+        head_b = split_groups(b, rows_b, n_blocks, 0, full * per_group) if tail else b
+        codes, kept = chain_steps(head_a, head_b, chain, shape_a + (full,), shape_b + (full,), per_group,
+                                  keep_steps=keep_steps)
+        partials += [fp32_words(codes[..., g], chain) for g in range(full)]
+        if keep_steps:
+            steps.append(kept.reshape(lead + (-1,)))
+    if tail:
+        tail_a = split_groups(a, rows_a, n_blocks, full * per_group, n_blocks)
+        tail_b = split_groups(b, rows_b, n_blocks, full * per_group, n_blocks)
+        codes, kept = chain_steps(tail_a, tail_b, chain, shape_a, shape_b, tail, keep_steps=keep_steps)
+        partials.append(fp32_words(codes, chain))
+        if keep_steps:
+            steps.append(kept)
+    result = fold_register(words.reshape(lead), partials, acc.nan_bits, acc.output_storage).reshape(lead)
+    if not keep_steps:
+        return result, None
+    return result, np.concatenate(steps, axis=-1) if steps else np.zeros(lead + (0,), result.dtype)

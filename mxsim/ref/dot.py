@@ -38,8 +38,7 @@ from ..formats import get_format
 from .block import QuantizedBlock, check_block
 from .decode import decode
 from .exact import Exact, Number, dyadic
-from .fused import check_tensor_scales, fused_steps
-from .promote import group_starts, result_code
+from .fused import check_tensor_scales, fused_result, fused_steps
 from .output import fp32_add, fp32_add_dyadic, fp32_bits, fp32_input, output_value, round_output
 from .round import CUT_ROUNDING, round_shift
 from .terms import Term, block_products, block_terms, element_term, frac_bits, min_exponent, special
@@ -348,8 +347,7 @@ def _fused_general(blocks_a, blocks_b, fmt_a, fmt_b, accumulator, tensor_scale_a
     blocks_b = [check_block(b, fmt_b, tensor_scale_b, "block b") for b in blocks_b]
     c = Exact(0) if c is None else c
     steps = fused_steps(blocks_a, blocks_b, fmt_a, fmt_b, accumulator, c)
-    starts = group_starts(accumulator.step_ranges(fmt_a.block_size, len(blocks_a)), accumulator)
-    code = result_code(steps, starts, c, accumulator)
+    code = fused_result(steps, c, accumulator, fmt_a.block_size, len(blocks_a))
     return GeneralDot(code, output_value(code, accumulator), (), steps)
 
 

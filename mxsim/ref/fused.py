@@ -50,12 +50,12 @@ from .block import QuantizedBlock
 from .decode import decode
 from .exact import Exact, floor_log2, to_exact
 from .output import output_value, round_finite_output, round_output
-from .promote import group_starts
+from .promote import group_starts, result_code
 from .round import CUT_ROUNDING, round_magnitude
 from .terms import block_products, block_terms, frac_bits, special
 
-__all__ = ["FusedStep", "ScaleParts", "check_tensor_scales", "dyadic_equal", "dyadic_sum", "fused_step_details",
-           "fused_steps", "scale_parts"]
+__all__ = ["FusedStep", "ScaleParts", "check_tensor_scales", "dyadic_equal", "dyadic_sum", "fused_result",
+           "fused_step_details", "fused_steps", "scale_parts"]
 
 TWO = Fraction(2)
 PLUS_ZERO = Exact(0)
@@ -106,6 +106,14 @@ def fused_steps(
     block size k whose blocks the caller has checked; ``c`` is the first step's C (an fp32 value).
     No blocks give no steps."""
     return tuple(step.code for step in fused_step_details(blocks_a, blocks_b, fmt_a, fmt_b, accumulator, c))
+
+
+def fused_result(step_codes: Sequence[int], c: Exact, accumulator: Accumulator, block_size: int, n_blocks: int) -> int:
+    """The output code of a fused DotGeneral of ``n_blocks`` blocks from its steps' codes and the
+    caller's C: the last D, or with ``promote_every`` the fp32 register that adds each promotion
+    group's last D to C (:func:`mxsim.ref.promote.result_code`; docs/numerics.md section 4.1)."""
+    starts = group_starts(accumulator.step_ranges(block_size, n_blocks), accumulator)
+    return result_code(step_codes, starts, c, accumulator)
 
 
 @dataclass(frozen=True)

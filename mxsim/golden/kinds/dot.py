@@ -20,8 +20,7 @@ from ...ref import dot as ref_dot
 from ...ref.block import QuantizedBlock
 from ...ref.encode import encode
 from ...ref.exact import Exact
-from ...ref.fused import fused_step_details
-from ...ref.promote import group_starts, result_code
+from ...ref.fused import fused_result, fused_step_details
 from ...ref.output import storage_format
 from ..coverage.accumulator import block_low, block_rounding_classes, c_classes, element_classes, fused_classes
 from ..stimulus import accumulator as accumulator_input
@@ -555,14 +554,10 @@ class DotSuite(Suite):
     def _fused(self, blocks_a, blocks_b, c: Exact):
         """Outputs and classes of a fused vector (the reference's steps; no tensor scales)."""
         details = fused_step_details(blocks_a, blocks_b, self.fa, self.fb, self.acc, c)
-        codes = [step.code for step in details]
-        starts = group_starts(self.acc.step_ranges(self.fa.block_size, len(blocks_a)), self.acc)
-        out = {"result": result_code(codes, starts, c, self.acc)}
+        out = {"result": fused_result([step.code for step in details], c, self.acc, self.fa.block_size, len(blocks_a))}
         if self.steps:
-            out["steps"] = pack_word(codes, storage_format(self.acc).width)
-        classes = fused_classes(details, self.acc)
-        if self.acc.promote_every is not None:  # C and the result are the fp32 register's (docs/numerics.md 4.1)
-            classes = (classes - {"zero", "negative_zero"}) | c_classes(c, None) | _register_classes(out["result"], storage_format(self.acc))
+            out["steps"] = pack_word([step.code for step in details], storage_format(self.acc).width)
+        classes = fused_classes(details, self.acc, c, out["result"])
         for a, b in zip(blocks_a, blocks_b):
             classes |= element_classes(a, b, self.fa, self.fb)
         return out, classes
@@ -748,14 +743,3 @@ def merged_block_dots(parts, count: int, n: int) -> BlockDots:
             merged[rows] = a.reshape(-1, n)
         fields[name] = merged
     return BlockDots(**fields)
-
-
-def _register_classes(word: int, storage) -> set:
-    """The result classes of a promoting unit's register word (``storage``: fp32, or fp16 for an
-    fp16 D): nan, inf, zero, negative_zero, subnormal_output."""
-    x = decode(word, storage)
-    if x.is_nan or x.is_inf:
-        return {"nan" if x.is_nan else "inf"}
-    if x.is_zero:
-        return {"negative_zero" if x.sign else "zero"}
-    return {"subnormal_output"} if is_subnormal_code(word, storage) else set()
