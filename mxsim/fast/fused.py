@@ -11,8 +11,10 @@ anchor exponents of the terms, specials) is computed for all steps at once.
 Terms (``step_terms``): every product (value (-1)^s * Ma*Mb * 2^(Ea + Eb - fa - fb + XA + XB),
 anchor exponent e = Ea + Eb + XA + XB), or each group of ``term_size`` products of one scale block
 (value: the group's exact product sum times both scale values; anchor exponent XA + XB). A term
-counts for the anchor iff one of its products has two finite nonzero elements. C counts with
-e_C = max(floor(log2 |C|), -126), or ``c_zero_exponent`` for a zero C.
+counts for the anchor iff one of its products has two finite nonzero elements (``convert_elements``:
+an element's anchor exponent is read in that format; ``interleave_steps``: each block's codes are
+permuted into the order the steps take them, :meth:`Accumulator.product_order`). C counts with
+e_C = max(floor(log2 |C|), ``c_min_exponent`` or -126), or ``c_zero_exponent`` for a zero C.
 
 Routes, chosen per format pair and accumulator (the bounds are derived in :class:`_FusedKernel`):
 
@@ -59,6 +61,7 @@ from functools import cache
 import numpy as np
 
 from ..options import Accumulator
+from ..options.accumulate import output_float_format
 from ..ref import dot as ref_dot
 from ..ref.fused import integer_offset
 from ..ref.output import fp32_bits
@@ -154,13 +157,19 @@ def _element(element) -> _Element:
     return _Element(value, anchor, t.significand, t.exponent, t.nan, t.inf, t.zero, t.negative, f, magnitude_mask)
 
 
-def _read(e: _Element, offset: int, zero_exponent: int | None) -> _Element:
+def _read(e: _Element, offset: int, zero_exponent: int | None, convert: str | None = None) -> _Element:
     """An element table as fused products read it: exponents raised by ``offset`` (an integer
-    element read as its plain code, ``int_elements="integer"``) and, with ``zero_exponent``, a zero
-    code's anchor that exponent (it counts for the anchor; CDNA3)."""
-    if not offset and zero_exponent is None:
+    element read as its plain code, ``int_elements="integer"``); with ``convert`` (``convert_elements``)
+    a nonzero code's anchor its exponent in that format, max(floor(log2 |x|), emin) (fp16: an E4M3
+    subnormal's own exponent; Hopper's mma.sync); with ``zero_exponent``, a zero code's anchor that
+    exponent (it counts for the anchor; CDNA3)."""
+    if not offset and zero_exponent is None and convert is None:
         return e
-    anchor = np.where(e.anchor != NO_ANCHOR, e.anchor + offset, NO_ANCHOR)
+    anchor = e.anchor
+    if convert is not None:
+        own = _bit_length(e.significand) - 1 + e.exponent - e.frac_bits  # floor(log2 |x|) of a nonzero code
+        anchor = np.where(anchor != NO_ANCHOR, np.maximum(own, output_float_format(convert).emin), NO_ANCHOR)
+    anchor = np.where(anchor != NO_ANCHOR, anchor + offset, NO_ANCHOR)
     if zero_exponent is not None:
         anchor = np.where(e.zero, zero_exponent + offset, anchor)
     value = e.value * 2.0**offset
@@ -275,10 +284,14 @@ class _C:
     special: np.ndarray
 
     @classmethod
-    def from_words(cls, words: np.ndarray, zero_exponent: int) -> _C:
+    def from_words(cls, words: np.ndarray, acc: Accumulator) -> _C:
+        """C from fp32 words; e_C = max(floor(log2 |C|), ``c_min_exponent``) for a nonzero C (fp32's
+        -126, or fp16's -14 for an fp16 C), ``effective_c_zero_exponent`` for a zero C."""
         negative, significand, exponent, special = float32_parts(words.astype(np.uint32).view(np.float32))
         field = (words >> 23) & 0xFF
-        anchor = np.where(field > 0, field - 127, np.where(significand != 0, -126, zero_exponent))
+        floor = acc.effective_c_min_exponent
+        anchor = np.where(significand != 0, np.maximum(np.where(field > 0, field - 127, -126), floor),
+                          acc.effective_c_zero_exponent)
         return cls(negative, significand, exponent, anchor, special)
 
     def signed(self) -> np.ndarray:
@@ -399,8 +412,11 @@ class _FusedKernel:
         # zero products to whole steps (contract 4.1 as Accumulator.step_ranges reads it)
         self.pad = (-k) % step if step < k else 0
         self.layout = _Layout(k + self.pad, step, n_blocks, term_size)
-        self.ea = _read(_element(fmt_a.element), integer_offset(fmt_a.element, acc), acc.zero_exponent)
-        self.eb = _read(_element(fmt_b.element), integer_offset(fmt_b.element, acc), acc.zero_exponent)
+        self.ea = _read(_element(fmt_a.element), integer_offset(fmt_a.element, acc), acc.zero_exponent,
+                        acc.convert_elements)
+        self.eb = _read(_element(fmt_b.element), integer_offset(fmt_b.element, acc), acc.zero_exponent,
+                        acc.convert_elements)
+        self.order = acc.product_order(k)  # interleave_steps: each block's products in the order the steps take them
         self.sa, self.sb = _scale(fmt_a.scale), _scale(fmt_b.scale)
         self.route = self._choose_route()
         self.narrow_sums = self._fixed_bits() <= 62
@@ -472,8 +488,8 @@ class _FusedKernel:
         the integer step need P below 2^62 there (bits(qa) + bits(qb) + bits(step) + base <= 61)."""
         acc, layout = self.acc, self.layout
         if (self.route != "fixed" or acc.step_terms != "product" or acc.output != "fp32" or acc.ftz
-                or acc.output_rounding not in FLOAT32_ROUNDINGS or self.fmt_a.subblocks or self.fmt_b.subblocks
-                or not self.narrow_sums):
+                or acc.zero_sign != "keep" or acc.output_rounding not in FLOAT32_ROUNDINGS or self.fmt_a.subblocks
+                or self.fmt_b.subblocks or not self.narrow_sums):
             return None
         (qa, emin_a, bits_a), (qb, emin_b, bits_b) = _grid_integers(self.ea), _grid_integers(self.eb)
         base = emin_a + emin_b - self.ea.frac_bits - self.eb.frac_bits + acc.frac_bits
@@ -647,6 +663,8 @@ class _FusedKernel:
         ...)); a tile of whole steps (about CHUNK_PRODUCTS products) is fetched at a time, so the
         temporaries do not grow with K."""
         rows = words.shape[0]
+        if self.order is not None:
+            fetch = self._reordered(fetch)
         if self.pad:
             fetch = self._padded(fetch)
         unit = max(1, self.layout.step // self.layout.k)  # blocks per tile are whole steps
@@ -661,6 +679,15 @@ class _FusedKernel:
             state, codes = run_tile(fetch(first, min(first + tile, n_blocks)), state, refer)
             kept.extend(codes if keep_steps else codes[-1:])
         return kept[-1], (np.stack(kept, axis=1) if keep_steps else None), refer
+
+    def _reordered(self, fetch):
+        """``fetch`` with every block's codes in the order the steps take them (``product_order``)."""
+        order = np.asarray(self.order)
+
+        def reordered(j0, j1):
+            ca, cb, *rest = fetch(j0, j1)
+            return (np.take(ca, order, axis=2), np.take(cb, order, axis=2), *rest)
+        return reordered
 
     def _padded(self, fetch):
         """``fetch`` with every block's codes padded with zero codes (code 0 is +0) to whole steps."""
@@ -681,7 +708,7 @@ class _FusedKernel:
         parts = terms(*arrays)
         codes = []
         for s in range(parts[-1].shape[1]):
-            c = _C.from_words(words, self.acc.effective_c_zero_exponent)
+            c = _C.from_words(words, self.acc)
             code, misfit = step(c, *(part[:, s] for part in parts))
             refer |= misfit
             codes.append(code)
@@ -707,7 +734,7 @@ class _FusedKernel:
             rounded, fast = lanes.step(s, previous)
             if not fast.all():
                 odd = np.flatnonzero(~fast)
-                c = _C.from_words(previous.view(np.uint32)[odd].astype(np.int64), acc.effective_c_zero_exponent)
+                c = _C.from_words(previous.view(np.uint32)[odd].astype(np.int64), acc)
                 q = (sums[odd, s] * 2.0**base).astype(np.int64)
                 code, misfit = self._fixed_step(c, q >> LIMB, q & _LOW, grid[odd, s], specials[odd, s])
                 rounded[odd] = code.view(np.float32)

@@ -176,12 +176,14 @@ def models(acc) -> bool:
     """Whether the classes of this accumulator's steps are rebuilt here: ``shift_rounding``
     truncate or rne; an output of :data:`_OUTPUTS`; the product terms and C in one adder
     (``partial_sums`` 1, no late C join: ``sum_frac_bits`` unset) with zero elements not counting
-    for the anchor (``zero_exponent`` unset), no promotion (``promote_every`` unset: the chain's C
-    is not the caller's); steps of a fixed length over the products (the step
-    divides the block size or is a multiple of it; see :func:`_models_formats`). Every other
-    configuration goes to the reference (an option added later stays right until taught here)."""
+    for the anchor (``zero_exponent`` unset) and read as they are (``convert_elements`` unset), no
+    promotion (``promote_every`` unset: the chain's C is not the caller's); steps of a fixed length over
+    the products in index order (``interleave_steps`` 1; the step divides the block size or is a
+    multiple of it; see :func:`_models_formats`). Every other configuration goes to the reference (an
+    option added later stays right until taught here)."""
     return (acc.shift_rounding in ("truncate", "rne") and acc.output in _OUTPUTS and acc.partial_sums == 1
-            and acc.sum_frac_bits is None and acc.zero_exponent is None and acc.promote_every is None)
+            and acc.sum_frac_bits is None and acc.zero_exponent is None and acc.promote_every is None
+            and acc.convert_elements is None and acc.interleave_steps == 1)
 
 
 def _models_formats(suite) -> bool:
@@ -316,7 +318,8 @@ class _StepClasses:
         add("negative_zero", last.zero & last.negative)
 
         field = (self.c >> 23) & 0xFF
-        e_c = np.where(field > 0, field - 127, np.where(significand != 0, _FP32_EMIN, acc.effective_c_zero_exponent))
+        e_c = np.where(significand != 0, np.maximum(np.where(field > 0, field - 127, _FP32_EMIN),
+                                                     acc.effective_c_min_exponent), acc.effective_c_zero_exponent)
         n, x, anchor_e, counts = self._terms()
         nonzero = counts.any(axis=2) & ~special
         p_n, p_x = self._exact_sum(n, x)

@@ -145,6 +145,16 @@ def _power_pair(scale_a, scale_b, x: int) -> tuple[int, int] | None:
     return None
 
 
+def _plans_land(suite) -> bool:
+    """Whether the aimed vectors land in the classes they are built for: not where the products
+    reach the steps in another order (``interleave_steps``), read other exponents
+    (``convert_elements``), or C enters a promotion register instead of the first step
+    (``promote_every``): there they are still made, as stimulus, but claim no class."""
+    acc = suite.acc
+    return not suite.fused or (acc.interleave_steps == 1 and acc.convert_elements is None
+                               and acc.promote_every is None)
+
+
 def _supported(suite) -> bool:
     fa, fb = suite.fa, suite.fb
     return not (fa.subblocks or fb.subblocks) and bool(_powers(fa.element)) and bool(_powers(fb.element))
@@ -431,11 +441,13 @@ def reachable_classes(suite) -> frozenset[str]:
     """The classes the structured stimulus reaches at least MIN_CLASS_VECTORS times by
     construction: the aimed roundings' classes, c_below_window (C-distance vectors below the
     grid), zero_result_sign (negative underflows, except under rdn), inf_a / inf_b (Inf positions)."""
-    counts = Counter(name for plan in _plans(suite) for name in plan.classes)
-    counts["c_below_window"] = sum(1 for d, _, _ in _distance_plans(suite) if d < 0)
+    counts = Counter()
     acc = suite.acc
-    if _zero_rows_available(suite) and _underflow_plans(suite) and (acc.output_rounding != "rdn" or acc.ftz):
-        counts["zero_result_sign"] = UNDERFLOWS
+    if _plans_land(suite):
+        counts.update(name for plan in _plans(suite) for name in plan.classes)
+        counts["c_below_window"] = sum(1 for d, _, _ in _distance_plans(suite) if d < 0)
+        if _zero_rows_available(suite) and _underflow_plans(suite) and (acc.output_rounding != "rdn" or acc.ftz):
+            counts["zero_result_sign"] = UNDERFLOWS
     for side in _inf_sides(suite):
         counts[f"inf_{side}"] = suite.fa.block_size
     return frozenset(name for name, n in counts.items() if n >= MIN_CLASS_VECTORS)
