@@ -1,4 +1,4 @@
-// mx_fused_dot: one fused multiply-accumulate step of an MXDOTP-style unit (conventions.md section 4.1;
+// mx_fused_dot: one fused multiply-accumulate step of an MXDOTP-style unit (docs/numerics.md section 4.1;
 // reference model mxsim.ref.fused with Accumulator.preset("mxdotp_fp8", output_rounding=...)):
 //
 //   D = C + sum_{i<N} a_i * b_i * 2^(XA + XB),   rounded once to fp32

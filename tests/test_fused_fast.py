@@ -3,7 +3,7 @@
 
 Oracles (expected values never come from the code under test):
 
-* ``fused_oracle``: the fused-step definition (conventions.md 4.1 as resolved by the fused-step
+* ``fused_oracle``: the fused-step definition (docs/numerics.md section 4.1 as resolved by the fused-step
   specification) written here from scratch with Fractions: element and scale values from the
   reference decoder, exponents, anchors, cuts, specials and the output rounding all computed here;
 * the reference model (``mxsim.ref.dot.dot_general(..., c=...)``), compared field by field: every

@@ -257,7 +257,7 @@ def write_suite(path: Path, fields: list[tuple[str, int]], rows: list[dict]) -> 
 
 
 def pack(codes: list[int], ew: int) -> int:
-    """A block word: element i at bits [i*ew, (i+1)*ew) (conventions.md section 3, RTL word)."""
+    """A block word: element i at bits [i*ew, (i+1)*ew) (docs/numerics.md section 3, RTL word)."""
     return sum(c << (i * ew) for i, c in enumerate(codes))
 
 

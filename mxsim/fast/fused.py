@@ -1,4 +1,4 @@
-"""Vectorized fused multiply-accumulate steps (``accumulate="fused"``; conventions.md section 4.1,
+"""Vectorized fused multiply-accumulate steps (``accumulate="fused"``; docs/numerics.md section 4.1,
 as resolved by the fused-step specification): the model of :mod:`mxsim.ref.fused` on many
 DotGeneral rows at once, bit-identical to it.
 

@@ -1,5 +1,5 @@
 """The output side of the vectorized dot-product datapath: results rounded to the accumulator's
-output format, bit-identical to :func:`mxsim.ref.output.round_output` (conventions.md sections 4
+output format, bit-identical to :func:`mxsim.ref.output.round_output` (docs/numerics.md sections 4
 and 4.1), and output codes read back as numbers or as fp32 words.
 
 Output codes are stored in ``accumulator.output_storage``: fp32 as uint32 words, bf16 and fp16 as

@@ -1,4 +1,4 @@
-"""Golden test vectors for RTL verification (conventions.md section 3.2).
+"""Golden test vectors for RTL verification (docs/numerics.md section 3.2).
 
 A *suite* is a directory: one ``<field>.hex`` file per field ($readmemh-readable, fixed-width
 hex, one vector per line, all files aligned by line) and a ``manifest.json`` that records the

@@ -1,4 +1,4 @@
-"""The dot-product accumulator configuration of the numerics contract (conventions.md section 4).
+"""The dot-product accumulator configuration of the numerics contract (docs/numerics.md section 4).
 
 One frozen :class:`Accumulator` carries every choice of the datapath model, is validated once,
 and is read by both the reference model (:mod:`mxsim.ref.dot`) and the fast path
@@ -661,7 +661,7 @@ _BF16_D = {"output": "bf16"}  # MXDOTP's BF16 destination: the instruction's rou
 _PRESET_LIST: list[tuple[str, Accumulator, str]] = [
     ("fp32_per_block", Accumulator(),
      "the contract's defaults: exact block sums rounded to fp32, added in fp32 in block order (OCP MX v1.0 6.2 "
-     "DotGeneral with sequential order; conventions.md 4)"),
+     "DotGeneral with sequential order; docs/numerics.md section 4)"),
     ("exact", Accumulator(across_blocks="exact"), "the mathematical OCP Dot/DotGeneral (6.1/6.2), rounded once"),
     ("fp32_fma", Accumulator(mode="fp32_sequential"),
      "a chain of fp32 FMAs over the exact products (TOSA 1.1 pseudocode), fp32 across blocks"),

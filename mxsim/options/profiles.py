@@ -1,5 +1,5 @@
 """Profiles: named bundles of options that reproduce one real design or library bit for bit
-(conventions.md section 6).
+(docs/numerics.md section 6).
 
 A :class:`Profile` names its source and version, the :class:`~mxsim.options.QuantizeOptions`
 fields it sets, the :class:`~mxsim.options.DequantizeOptions` of each output type it produces,
@@ -315,7 +315,7 @@ _MICROXCALING_NOTES = (
 
 def _microxcaling_profile(library: str, mode: str) -> Profile:
     """One rounding mode of microxcaling, or of its port in Intel Neural Compressor 3.10 (identical
-    arithmetic: conventions.md 6.2)."""
+    arithmetic: docs/numerics.md section 6.2)."""
     if library == "microxcaling":
         name, source = f"microxcaling_{mode}", "microsoft/microxcaling mx.mx_ops.quantize_mx_op (pure PyTorch path)"
         version = "microxcaling (PyPI has none; its port neural_compressor 3.10 mx_quant/utils.py is the oracle)"

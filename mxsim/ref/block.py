@@ -1,6 +1,6 @@
 """Reference block quantization: one block of exact values to scale code(s) and element codes.
 
-Families (conventions.md sections 2, 2.1, 2.2):
+Families (docs/numerics.md sections 2, 2.1, 2.2):
 
 * E8M0-scaled blocks: OCP MX (MXFP8/6/4, MXINT8), block floating point (MSFP12/16) and, with
   sub-blocks, the shared-microexponent formats MX9/6/4. Element i of sub-block j holds
@@ -554,7 +554,7 @@ def check_tensor_scale(fmt, tensor_scale) -> Fraction | None:
     """``tensor_scale`` as an exact Fraction (None stays None); ValueError unless it suits ``fmt``.
 
     A tensor scale is allowed for formats that have one (NVFP4) and must be what the contract's
-    s_t is (conventions.md 2.2): a positive value exactly representable in fp32, subnormals
+    s_t is (docs/numerics.md section 2.2): a positive value exactly representable in fp32, subnormals
     included (2^-149 <= s_t <= FP32_MAX, at most 24 significant bits; mxsim itself gives tiny
     tensors a subnormal s_t). Zero, negative values, -0, NaN, +-Inf and values fp32 cannot hold
     exactly (1/3, 1e-45, 2^-150, 1e39) are refused. Any exact number type is read (int, float,

@@ -1,4 +1,4 @@
-"""Fused multiply-accumulate steps (conventions.md section 4.1; ``accumulate="fused"``): how real MX
+"""Fused multiply-accumulate steps (docs/numerics.md section 4.1; ``accumulate="fused"``): how real MX
 matrix and dot units accumulate. Integers and Fractions only.
 
 The K = n * k products of a DotGeneral (product p is element p % k of block pair p // k) are cut

@@ -1,4 +1,4 @@
-"""The output side of the dot-product datapath (conventions.md sections 4 and 4.1): the one routine
+"""The output side of the dot-product datapath (docs/numerics.md sections 4 and 4.1): the one routine
 that rounds a result to the accumulator's output format, the fp32 addition of separate
 accumulation, and the accumulator input C. Integers and Fractions only.
 

@@ -1,5 +1,5 @@
 """The ``dequantize`` suite kind: one block's scale (sub-scales, NVFP4 tensor scale) and codes ->
-the output words of one float type, under one set of DequantizeOptions (conventions.md 3.1)."""
+the output words of one float type, under one set of DequantizeOptions (docs/numerics.md section 3.1)."""
 
 from __future__ import annotations
 
@@ -246,7 +246,7 @@ class DequantizeSuite(BlockProfileBundles, Suite):
         """NVFP4: every code at block multipliers s_t * scale = u/2, u/4, u/8 (u the output's
         smallest subnormal), each with three power-of-two UE4M3 scales (the smallest whose s_t is
         an fp32 value), so that the elements 1.5, 3 and 6 land on 3/4 of u: near-ties in the
-        output's lowest band (conventions.md 3.3). Other formats: none (their E8M0 sweeps reach it)."""
+        output's lowest band (docs/numerics.md section 3.3). Other formats: none (their E8M0 sweeps reach it)."""
         if self.fmt.tensor_scale is None:
             return []
         u = self.out.min_subnormal
@@ -319,7 +319,7 @@ class DequantizeSuite(BlockProfileBundles, Suite):
         return {c: f & wanted for c, f in zip(codes, flags) if f & wanted}
 
     def _band_rows(self) -> list[tuple[int, list[int]]]:
-        """(scale code, block codes) of the per-band near-tie and underflow stimulus (conventions.md
+        """(scale code, block codes) of the per-band near-tie and underflow stimulus (docs/numerics.md
         3.3 (1), (2)): for every scale exponent X where some element lands on a near-tie of the
         output (:attr:`_rounding_map`; MXFP8 and FP4 values only in its subnormal and zero bands),
         blocks holding every such code of X and the negative
@@ -464,7 +464,7 @@ class DequantizeSuite(BlockProfileBundles, Suite):
 
     def _is_ieee_word(self, word: int) -> bool:
         """Whether the output word of a finite value is surely its IEEE word, ``encode(x, out, "rne",
-        "ieee")``: :func:`mxsim.ref.dequant.round_to_output` (conventions.md 3.1) changes that word
+        "ieee")``: :func:`mxsim.ref.dequant.round_to_output` (docs/numerics.md section 3.1) changes that word
         only to saturate an overflow to the largest finite (``dequant_overflow='saturate'``) or to
         flush a subnormal to a zero (``dequant_ftz``), so a word that is neither is it."""
         magnitude = word & ~self.out.sign_mask
@@ -526,7 +526,7 @@ class DequantizeSuite(BlockProfileBundles, Suite):
         return factors
 
     def reachable_classes(self) -> frozenset[str]:
-        """The rounding decisions of the output (conventions.md 3.1, 3.3) where some element times
+        """The rounding decisions of the output (docs/numerics.md section 3.1, 3.3) where some element times
         some scale has its last bit below the output's smallest subnormal (so it rounds) and the
         output keeps its subnormals (no ``dequant_ftz``): every case, both near-ties, in the
         subnormal bands (nearest-even only). Otherwise every value is exact: none required.

@@ -25,7 +25,7 @@ from ...options.profiles import PROFILES
 from .suite import Suite
 
 
-# fp32 fraction patterns at the format's exponent boundaries (conventions.md 3.3): zero, all ones, the
+# fp32 fraction patterns at the format's exponent boundaries (docs/numerics.md section 3.3): zero, all ones, the
 # bottom bit, and in the top seven bits (the kept, guard and top sticky bits of every enumerable
 # element) a single 1 at each position and the runs of ones from the top
 _PATTERNS = tuple(p for p in significand_patterns(23) if p in (0, 1, (1 << 23) - 1) or (p >> 16 and not p & 0xFFFF))
@@ -88,7 +88,7 @@ class EncodeSuite(Suite):
         top = values[-1]
         top_step = (values[-1] - values[-2]) if len(values) > 1 else top
         out += [top + top_step / 2, top + top_step, 2 * top, Fraction(2) ** 127, Fraction(1, 1 << 149), Fraction(1, 1 << 126)]
-        # every rounding case of the intervals standing for each band (conventions.md 3.3), then
+        # every rounding case of the intervals standing for each band (docs/numerics.md section 3.3), then
         # TestFloat's significand patterns at every exponent boundary of the format
         min_normal = Fraction(self._min_normal) if self._min_normal else None
         for lo, hi, _ in grid_intervals(values, min_normal):
@@ -241,7 +241,7 @@ class EncodeSuite(Suite):
         return float(self.fmt.min_normal) if self.fmt.kind == "float" and self.fmt.subnormals else 0.0
 
     def reachable_classes(self) -> frozenset[str]:
-        """The rounding-decision classes of fp32 inputs rounded to the element (conventions.md 3.3):
+        """The rounding-decision classes of fp32 inputs rounded to the element (docs/numerics.md section 3.3):
         every case and both near-ties (fp32 has at least two bits more than any enumerable
         element); ``subnormal_near_tie`` where the element has subnormals and a mantissa bit; ``increment`` and
         ``carry`` except under rtz; ``zero_result_sign`` except under rdn (a negative value rounds

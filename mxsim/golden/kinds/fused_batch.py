@@ -1,4 +1,4 @@
-"""``compute_batch`` of fused dot and dotgeneral suites (``accumulate="fused"``; conventions.md
+"""``compute_batch`` of fused dot and dotgeneral suites (``accumulate="fused"``; docs/numerics.md
 section 4.1): the output codes from the fast path (:func:`mxsim.fast.fused.dot_general_steps`,
 every step's D kept), the corner classes of :func:`.accumulator_classes.fused_classes` and
 :func:`.accumulator_classes.element_classes` from the inputs and those codes with NumPy.

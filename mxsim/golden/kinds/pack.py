@@ -55,7 +55,7 @@ class PackSuite(Suite):
         """Element codes: zeros, all ones, counting, a walking 1 bit, then TestFloat's patterns of
         the element width (:func:`.stimulus.significand_patterns`) dealt across the block, each
         element a different pattern (rotated by one per block), so every bit of every element
-        position is seen set alone and beside its neighbours' (conventions.md 3.3)."""
+        position is seen set alone and beside its neighbours' (docs/numerics.md section 3.3)."""
         k, w = self.fmt.block_size, self.fmt.element.width
         fixed = [[0] * k, [(1 << w) - 1] * k, [i % (1 << w) for i in range(k)], [1 << (i % w) for i in range(k)]]
         patterns = significand_patterns(w)

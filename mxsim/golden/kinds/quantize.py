@@ -199,7 +199,7 @@ class QuantizeSuite(BlockProfileBundles, Suite):
     def catalogue_size(self, level: int) -> int:
         return len(self._DIRECTED) + len(self._decision_blocks) + len(self._low_scale_blocks) + 100 * level
 
-    # structured stimulus (conventions.md 3.3; mxsim.golden.stimulus.patterns) --------------------------
+    # structured stimulus (docs/numerics.md section 3.3; mxsim.golden.stimulus.patterns) --------------------------
     def _anchors(self) -> list[Exact]:
         """Block maxima that fix the scale: the largest fp32 value below the binade above the
         element's largest magnitude (under the floor rule it saturates, E unchanged), times 2^0
@@ -280,7 +280,7 @@ class QuantizeSuite(BlockProfileBundles, Suite):
     def _low_scale_blocks(self) -> list[list[Exact]]:
         """E8M0 families: blocks whose shared exponent E = floor(log2 amax) - emax_elem falls 1, 2 and 3
         below the smallest scale exponent (``scale_min``), so the scale clamps there and the elements
-        (amax * (k - i) / k, alternating signs) round against the clamped scale (conventions.md 2);
+        (amax * (k - i) / k, alternating signs) round against the clamped scale (docs/numerics.md section 2);
         amax's significand 1 and 1.5. Found missing by the RTL mutation campaign (rtl/mutate.py)."""
         if self.fmt.scale.name != "e8m0":
             return []
@@ -489,7 +489,7 @@ class QuantizeSuite(BlockProfileBundles, Suite):
         return flags
 
     def reachable_classes(self) -> frozenset[str]:
-        """The classes every quantize catalogue must hit (conventions.md 3.3): ``negative_zero`` and
+        """The classes every quantize catalogue must hit (docs/numerics.md section 3.3): ``negative_zero`` and
         the rounding decisions of the elements: every case and both near-ties; ``subnormal_near_tie``
         where the element has subnormals; ``increment`` and ``carry`` except under rtz;
         ``zero_result_sign`` except under rdn (a negative element rounds away from zero);
@@ -518,7 +518,7 @@ class QuantizeSuite(BlockProfileBundles, Suite):
             reachable = {name for name in reachable if not name.startswith(("near_tie_top_", "near_tie_bottom_"))}
         return frozenset(reachable)
 
-    # rounding decisions (conventions.md 3.3; mxsim.golden.coverage.rounding) --------------------
+    # rounding decisions (docs/numerics.md section 3.3; mxsim.golden.coverage.rounding) --------------------
     def _decision_flags(self, bits, scales, exponent, scale_nan, codes, subscales, tensor_words) -> np.ndarray:
         """The rounding-decision classes of N vectors (an int64 flags word each, the OR over the
         block's elements): each finite nonzero input as the quantizer reads it (``subnormal_inputs``)

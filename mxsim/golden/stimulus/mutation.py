@@ -5,7 +5,7 @@ vector, from the configuration alone (no random draws, so the rest of a suite is
 * :func:`_nan_scale_rows`: a NaN scale on either operand with every element finite (and C = 1.0).
 * :func:`_overflow_rows`: results in the binades just below and just above the output's largest
   finite binade (2^emax and 2^(emax+1), significands 1 and 1.5, both signs): the overflow test at
-  its exact boundary (conventions.md 4, the output rounding; IEEE overflow gives +-Inf).
+  its exact boundary (docs/numerics.md section 4, the output rounding; IEEE overflow gives +-Inf).
 * :func:`_subnormal_tie_rows`: one product 1.f (every significand of the element's [1, 2) binade,
   times 1) scaled to 1.f, 2.f and 4.f times the output's smallest subnormal: exact, below-half, tie
   and above-half cases of the output rounding in the subnormal band (ties of both parities).

@@ -101,7 +101,7 @@ def manifest_dict(suite: Suite, seed: int, level: int, plan: pipeline.Plan, **ex
         "suite": suite.name,
         "params": suite.params(),
         "formats": suite.describe(),
-        "contract": "shared/reference/conventions.md (every option is in params)",
+        "contract": "docs/numerics.md (every option is in params)",
         "seed": seed,
         "level": level,
         "stimulus": plan.describe(),
