@@ -1,6 +1,8 @@
-"""The registry of golden suite kinds: :data:`KINDS`, kind name -> suite class (a folder per kind:
-``decode/``, ``encode/``, ``pack/``, ``dequantize/``; ``quantize``, ``dot`` and ``dotgeneral`` are
-still one module each; shared parts in ``suite``, ``fields``, ``layout``, ``params``, ``format_spec``).
+"""The registry of golden suite kinds: :data:`KINDS`, each kind's name -> its suite class.
+
+A folder per kind (``decode/``, ``encode/``, ``pack/``, ``dequantize/``; ``quantize``, ``dot`` and
+``dotgeneral`` are still one module each); shared parts in ``suite``, ``fields``, ``layout``,
+``params`` and ``format_spec``.
 
 Each suite is generic in the TestFloat sense: it knows a format and the contract's options, not
 the device under test. Stimulus = exhaustive enumerations where the space is small, a directed

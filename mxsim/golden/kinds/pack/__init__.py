@@ -1,6 +1,7 @@
-"""The ``pack`` suite kind: one block -> its byte-stream image in one element-stream layout
-(:class:`PackSuite`: :mod:`.description`; stimulus: :mod:`.stimulus`; expected values and classes:
-:mod:`.expected`)."""
+"""The ``pack`` suite kind: one block -> its byte-stream image in one element-stream layout.
+
+:class:`PackSuite` is in :mod:`.description`; stimulus in :mod:`.stimulus`; expected values and
+classes in :mod:`.expected`."""
 
 from .description import PackSuite
 
