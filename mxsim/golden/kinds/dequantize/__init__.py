@@ -1,5 +1,5 @@
 """The ``dequantize`` suite kind: one block's scale (sub-scales, NVFP4 tensor scale) and codes ->
-the output words of one float type, under one set of DequantizeOptions.
+the output words of one float type, under one set of DequantizeOptions (docs/numerics.md section 3.1).
 
 :class:`DequantizeSuite` is in :mod:`.description`; stimulus in :mod:`.stimulus`; expected values in
 :mod:`.expected`; classes in :mod:`.classes` (per vector) and :mod:`.reach` (where the rounding
