@@ -70,7 +70,8 @@ def add_dot_command(commands) -> None:
                               epilog=presets_epilog())
     dot.add_argument("a", metavar="A", help="mxsim tensor file")
     dot.add_argument("b", metavar="B", help="mxsim tensor file (same block-axis length and block size)")
-    dot.add_argument("out_path", metavar="OUT.npy", help=".npy file of the results (float32; float16 for --output fp16)")
+    dot.add_argument("out_path", metavar="OUT.npy",
+                     help=".npy file of the results (float32; float16 for --output fp16)")
     dot.add_argument("--outer", action="store_true",
                      help="every row of A against every row of B: A's non-block axes followed by B's, "
                           "(M,K) x (N,K) -> (M,N) = A @ B^T (default: broadcast, see above)")

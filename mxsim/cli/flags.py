@@ -74,7 +74,8 @@ def in_flags(command, options_classes, extra=("rand_bits",)):
 
 def given_options(args, options_class) -> dict:
     """The options of ``options_class`` whose flags were given, by option name (an unset flag is None)."""
-    return {o.name: getattr(args, o.name) for o in options_of(options_class) if o.cli and getattr(args, o.name) is not None}
+    return {o.name: getattr(args, o.name) for o in options_of(options_class)
+            if o.cli and getattr(args, o.name) is not None}
 
 
 def presets_epilog() -> str:

@@ -36,6 +36,7 @@ from .output import CheckFailed, VerifyFailed, interrupted, show_progress
 
 
 def _shard(text):
+    """--shard I/N as (I, N); not given: None (the two numbers are checked where the shard is cut)."""
     if text is None:
         return None
     try:
@@ -230,6 +231,7 @@ def add_golden_commands(commands) -> None:
 
 
 def _add_generate(actions) -> None:
+    """``mxsim golden generate DIR``; its epilog lists the --params keys per kind and the presets."""
     gen = actions.add_parser(
         "generate", help="write golden suites (default: the canonical collection)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -263,6 +265,7 @@ def _add_generate(actions) -> None:
 
 
 def _add_merge(actions) -> None:
+    """``mxsim golden merge OUT SHARD_DIR...``."""
     merge = actions.add_parser(
         "merge", help="merge the shards of suites (generate --shard I/N) into whole suites",
         description="Merge the shards written by 'mxsim golden generate ... --shard I/N' (e.g. one task of a job "
@@ -279,6 +282,7 @@ def _add_merge(actions) -> None:
 
 
 def _add_stream(actions) -> None:
+    """``mxsim golden stream --suite KIND``."""
     stream = actions.add_parser("stream", help="write one suite's vectors to stdout, one vector per line")
     stream.add_argument("--suite", choices=tuple(KINDS), required=True, help="the suite kind")
     stream.add_argument("--params", default="{}", metavar="JSON", help="the suite's parameters (as for generate)")
@@ -294,24 +298,26 @@ def _add_stream(actions) -> None:
 
 
 def _add_verify(actions) -> None:
-    check = actions.add_parser("verify", help="recompute every vector of the suites under DIR (the reference model "
-                               "recomputing every catalogue line and a seeded sample), "
-                               f"and check them against the root's {INDEX} (exit 1 on any problem)")
-    check.add_argument("path", metavar="DIR", help="a suite directory, a kind directory or a root of suites")
-    check.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
-    check.add_argument("--sample", type=int, default=None, metavar="K",
-                       help="recompute every directed vector and K sampled ones per suite (every file's hash and "
-                            "format are still checked in full)")
-    check.add_argument("--sample-seed", type=int, default=0, metavar="S", help="the sample's seed (default 0)")
-    check.add_argument("--reference-only", action="store_true",
-                       help="recompute every vector with the reference model (default: as generation computes them, "
-                            "the fast path where a kind has one, the reference model recomputing every catalogue "
-                            "line and a seeded sample; the canonical suite is catalogue only)")
-    _add_cluster_flags(check)
-    check.set_defaults(run=_cmd_golden_verify)
+    """``mxsim golden verify DIR``."""
+    verify = actions.add_parser("verify", help="recompute every vector of the suites under DIR (the reference model "
+                                "recomputing every catalogue line and a seeded sample), "
+                                f"and check them against the root's {INDEX} (exit 1 on any problem)")
+    verify.add_argument("path", metavar="DIR", help="a suite directory, a kind directory or a root of suites")
+    verify.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    verify.add_argument("--sample", type=int, default=None, metavar="K",
+                        help="recompute every directed vector and K sampled ones per suite (every file's hash and "
+                             "format are still checked in full)")
+    verify.add_argument("--sample-seed", type=int, default=0, metavar="S", help="the sample's seed (default 0)")
+    verify.add_argument("--reference-only", action="store_true",
+                        help="recompute every vector with the reference model (default: as generation computes them, "
+                             "the fast path where a kind has one, the reference model recomputing every catalogue "
+                             "line and a seeded sample; the canonical suite is catalogue only)")
+    _add_cluster_flags(verify)
+    verify.set_defaults(run=_cmd_golden_verify)
 
 
 def _add_check(actions) -> None:
+    """``mxsim golden check SUITE_DIR DUT_DIR|-``."""
     dut = actions.add_parser("check", help="compare a device's results with a suite (TestFloat's testfloat_ver)",
                              description="Compare a device's results with a suite, line by line; report the "
                                          "mismatches per field and per corner class, and the first ones with their "

@@ -87,7 +87,8 @@ def _details(fmt) -> str:
 
 def _codes(fmt) -> str:
     if fmt.kind == "block":
-        raise ValueError(f"--codes lists an element format's codes; {fmt.name!r} is a block format (try {fmt.element.name!r})")
+        raise ValueError(f"--codes lists an element format's codes; {fmt.name!r} is a block format "
+                         f"(try {fmt.element.name!r})")
     if fmt.width > 12:
         raise ValueError(f"--codes lists at most 2^12 codes; {fmt.name!r} has 2^{fmt.width}")
     digits = (fmt.width + 3) // 4

@@ -87,6 +87,7 @@ def add_tensor_commands(commands) -> None:
 
 
 def _add_quantize(commands, block_names, block_profiles) -> None:
+    """``mxsim quantize IN.npy OUT --format F``: flags from LayoutOptions and QuantizeOptions."""
     quant = commands.add_parser("quantize", help="quantize a .npy array into an mxsim tensor file")
     quant.add_argument("input", metavar="IN.npy", help="float16/bfloat16/float32/float64/float8 array (ml_dtypes "
                        "bfloat16 and float8_e5m2 as numpy.save writes them; float8_e4m3fn, which numpy.save records "
@@ -110,6 +111,7 @@ def _add_quantize(commands, block_names, block_profiles) -> None:
 
 
 def _add_dequantize(commands, block_profiles) -> None:
+    """``mxsim dequantize IN OUT.npy``: flags from DequantizeOptions."""
     dequant = commands.add_parser("dequantize", help="decode an mxsim tensor file to a .npy array")
     dequant.add_argument("input", metavar="IN", help="mxsim tensor file")
     dequant.add_argument("output", metavar="OUT.npy", help=".npy file to write (atomically; no suffix is added)")
@@ -124,6 +126,7 @@ def _add_dequantize(commands, block_profiles) -> None:
 
 
 def _add_identify(commands, block_names) -> None:
+    """``mxsim identify SOURCE.npy TENSOR [SCALES.npy]``."""
     ident = commands.add_parser(
         "identify", help="name the profile and options that reproduce a quantized tensor from its source",
         description="Quantize SOURCE under mxsim's defaults, every block profile of the format and (if none explains "
