@@ -1,5 +1,6 @@
-"""``mxsim dot``: DotGeneral of two mxsim tensor files along their block axes, through the datapath
-model of an accumulator (a preset, or the contract's defaults, with flags overriding fields).
+"""``mxsim dot``: DotGeneral of two mxsim tensor files along their block axes, through an accumulator's datapath.
+
+The accumulator is a preset, or the contract's defaults, with flags overriding fields.
 
 The results are written as .npy (float32; float16 for --output fp16); --details adds an .npz of the
 output bits and the per-block registers, written first and removed again if the results cannot be.

@@ -1,5 +1,7 @@
-"""Command-line flags from the option definitions of :mod:`mxsim.options`: one flag per option of
-an options class, errors worded in the flags the user typed, and argparse with one-line errors.
+"""Command-line flags from the option definitions of :mod:`mxsim.options`, and argparse with one-line errors.
+
+One flag per option of an options class (an unset flag is not passed on), and a command's errors
+worded in the flags the user typed.
 """
 
 from __future__ import annotations

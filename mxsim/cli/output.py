@@ -1,5 +1,7 @@
-"""Exit codes, printing and output files of the command line: one-line errors, stdout that may be
-closed or full, interrupted golden commands, atomically written ``.npy`` files.
+"""Exit codes, printing and output files of the command line.
+
+One-line errors, stdout that may be closed or full, interrupted golden commands, atomically written
+``.npy`` files.
 
 Exit codes: 0 done; 1 a verification or check that ran and found mismatches (:class:`VerifyFailed`,
 :class:`CheckFailed`); 2 a usage or file error (one line on stderr); 128 + the signal's number for
