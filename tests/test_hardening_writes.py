@@ -385,12 +385,13 @@ def test_a_swap_cut_short_at_any_rename_is_undone_by_the_next_generate(tmp_path,
 _SIGTERM_DURING_INFO = """
 import os, signal, sys
 from mxsim import cli
+from mxsim.cli import info
 def terminated(args):
     os.kill(os.getpid(), signal.SIGTERM)
     for _ in range(10**7):  # the handler runs at the next bytecode
         pass
     sys.exit(99)
-cli._cmd_info = terminated
+info._cmd_info = terminated  # the parser built by cli.main reads the info command from its module
 code = cli.main(["info"])
 assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 sys.exit(code)
