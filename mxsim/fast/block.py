@@ -36,6 +36,7 @@ from ..ref.block import (
     nan_block_scale,
     nan_element_code,
     quantize_block,
+    check_tensor_scale,
 )
 from ..ref.scale import (
     E8M0_MAX,
@@ -434,7 +435,10 @@ def quantize_blocks(
 
     ``source``: the type the values came from (mxsim.ref.sources; default fp32 for float32
     blocks, fp64 for float64). ``scales``: caller-supplied scale bytes, n_blocks of them in C
-    order, any shape (see :func:`given_exponents`; E8M0-scaled formats only)."""
+    order, any shape (see :func:`given_exponents`; E8M0-scaled formats only). ``tensor_scale``
+    (NVFP4's s_t, docs/numerics.md section 2.2): None (1), one value for every block, or a
+    (n_blocks,) array of one per block (blocks of different tensors quantized in one call; each
+    block's outputs equal a call with its own scalar s_t); see :func:`tensor_scales`."""
     source = source or ("fp32" if blocks.dtype == np.float32 else "fp64")
     check_source_options(source, options)
     if fmt.scale.name == "ue4m3":
@@ -495,10 +499,39 @@ def _fp32_exact(x: np.ndarray) -> bool:
     return bool(np.all((narrowed == x) | np.isnan(x)))
 
 
+def tensor_scales(fmt, tensor_scale, n_blocks: int) -> np.ndarray | None:
+    """NVFP4 tensor scales s_t as a (n_blocks,) float64 array (None stays None): a scalar is
+    repeated for every block, an array must hold one value per block. Every value must be what
+    the contract's s_t is (docs/numerics.md section 2.2): positive, finite and exact in fp32
+    (2^-149 .. FP32_MAX, at most 24 significant bits); ValueError naming ``tensor_scale``
+    otherwise (zero, negative, -0, NaN, Inf, or a shape other than (n_blocks,))."""
+    if tensor_scale is None:
+        return None
+    if np.ndim(tensor_scale) == 0:
+        return np.full(n_blocks, float(check_tensor_scale(fmt, tensor_scale)), dtype=np.float64)
+    s_t = np.asarray(tensor_scale)
+    if s_t.shape != (n_blocks,) or s_t.dtype.kind not in "iuf":
+        raise ValueError(f"tensor_scale has shape {s_t.shape} and dtype {s_t.dtype}; expected one number per block, "
+                         f"shape ({n_blocks},)")
+    s_t = s_t.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        fp32_exact = s_t.astype(np.float32).astype(np.float64) == s_t
+    bad = ~(np.isfinite(s_t) & (s_t > 0) & fp32_exact & (s_t >= 2.0**-149))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"tensor_scale[{i}]={float(s_t[i])!r} is not allowed; expected finite positive values exactly "
+                         "representable in fp32 (2^-149 <= tensor_scale <= (2 - 2^-23) * 2^127, at most 24 "
+                         "significant bits)")
+    return s_t
+
+
 def _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits, source: str):
-    s_t = 1.0 if tensor_scale is None else float(tensor_scale)
+    """NVFP4 blocks, each divided by its own tensor scale (:func:`tensor_scales`; every step below
+    is elementwise, so a block's result does not depend on the other blocks of the call)."""
+    given = tensor_scales(fmt, tensor_scale, len(blocks))
     if options.rounding == "stochastic" or not _fp32_exact(blocks):
-        return _nvfp4_by_reference(blocks, fmt, options, tensor_scale, rand_bits, source)
+        return _nvfp4_by_reference(blocks, fmt, options, given, rand_bits, source)
+    s_t = np.ones(len(blocks)) if given is None else given
     if options.nvfp4_arith == "fp32_reciprocal":
         return _quantize_nvfp4_reciprocal(blocks, fmt, options, s_t, rand_bits)
     x, magnitude, nan_blocks, _ = _read(blocks, options, source)
@@ -512,8 +545,8 @@ def _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits, source: str):
     scale_codes = encode(np.clip(wanted, lowest, float(fmt.scale.max_normal)), fmt.scale)
     scale = value_table(fmt.scale)[scale_codes]
     if options.nvfp4_arith == "fp32_steps":
-        with np.errstate(over="ignore"):
-            inverse = np.float64(np.float32(1 / s_t))
+        with np.errstate(over="ignore", divide="ignore"):
+            inverse = (1 / s_t).astype(np.float32).astype(np.float64)
             factor = (inverse / scale).astype(np.float32).astype(np.float64)
         with np.errstate(over="ignore", invalid="ignore"):
             scaled = (x * factor[:, None]).astype(np.float32).astype(np.float64)
@@ -540,10 +573,11 @@ def _plus_zeros(codes: np.ndarray, element, options: QuantizeOptions) -> np.ndar
     return codes
 
 
-def _quantize_nvfp4_reciprocal(blocks, fmt, options, global_scale: float, rand_bits):
+def _quantize_nvfp4_reciprocal(blocks, fmt, options, global_scale: np.ndarray, rand_bits):
     """nvfp4_arith='fp32_reciprocal' (compressed-tensors 0.20, contract 6.2) in numpy float32
     (IEEE, nearest-even at every step), as :func:`mxsim.ref.block._quantize_nvfp4_reciprocal`, on the
-    inputs as ``subnormal_inputs`` reads them ('as_normal' refuses fp32 subnormals, as the reference)."""
+    inputs as ``subnormal_inputs`` reads them ('as_normal' refuses fp32 subnormals, as the reference);
+    ``global_scale``: one per block, (n_blocks,)."""
     _check_fp32_inputs(blocks, options)
     x = _read_subnormals(blocks.astype(np.float64), options.subnormal_inputs).astype(np.float32)
     if not np.isfinite(x).all():
@@ -551,7 +585,7 @@ def _quantize_nvfp4_reciprocal(blocks, fmt, options, global_scale: float, rand_b
             "a block holding NaN or Inf has no NVFP4 encoding under nvfp4_arith='fp32_reciprocal' (compressed-tensors "
             "gives NaN outputs there and a global scale of 1 or 0 for the tensor); expected finite inputs"
         )
-    gs = np.float32(global_scale)
+    gs = np.asarray(global_scale).astype(np.float32)
     amax = np.abs(x).max(axis=1, initial=np.float32(0))
     with np.errstate(over="ignore"):
         product = gs * (amax / np.float32(6))
@@ -564,15 +598,15 @@ def _quantize_nvfp4_reciprocal(blocks, fmt, options, global_scale: float, rand_b
     return scale_codes, None, _nvfp4_element_codes(scaled, fmt, options, rand_bits)
 
 
-def _nvfp4_by_reference(blocks, fmt, options, tensor_scale, rand_bits, source: str):
-    s_t = None if tensor_scale is None else Fraction(tensor_scale)
+def _nvfp4_by_reference(blocks, fmt, options, tensor_scale: np.ndarray | None, rand_bits, source: str):
+    """Block by block through the reference; ``tensor_scale``: None or one s_t per block."""
     rand = None if rand_bits is None else np.broadcast_to(rand_bits, blocks.shape)
     results = [
         quantize_block(
             [float(v) for v in block],
             fmt,
             options,
-            tensor_scale=s_t,
+            tensor_scale=None if tensor_scale is None else Fraction(float(tensor_scale[i])),
             rand_bits=None if rand is None else rand[i],
             source=source,
         )
