@@ -22,14 +22,14 @@ from ...ref.encode import encode
 from ...ref.exact import Exact
 from ...ref.fused import fused_step_details
 from ...ref.output import storage_format
-from ..coverage.accumulator import block_low, block_rounding_classes, c_classes, element_classes, fused_classes
+from ..coverage.accumulator import block_low, block_lows, block_rounding_classes, c_classes, element_classes, fused_classes
+from ..coverage.rounding_record import OutputRoundings
 from ..stimulus import accumulator as accumulator_input
 from ..stimulus import dot as dot_stimulus
 from ..stimulus import mutation as mutation_stimulus
 from .batch import (
     FloatBits, add_operand_classes, bit, code_table, compute_each, dyadic_differ, fast_dot_models, pack_items, unpack_items,
 )
-from ..coverage.catalogue import flag_bits as bit_word
 from .fields import Field
 from .format_spec import block_format, format_param
 from .fused_batch import compute_fused_batch, exact_outputs
@@ -713,20 +713,10 @@ class DotSuite(Suite):
 
 def rounding_flags(suite, scales_a, scales_b, r: BlockDots) -> np.ndarray:
     """The flags of :func:`.accumulator_classes.block_rounding_classes` of every block of a batch,
-    one vector at a time with exact integers."""
-    flags = np.zeros(len(r.codes), dtype=np.int64)
-    if suite.acc.mode == "fp32_sequential":
-        return flags
+    all at once (:class:`..coverage.rounding_record.OutputRoundings` of the fast path's values)."""
     tensor = any(fmt.tensor_scale is not None for fmt in (suite.fa, suite.fb)) and suite.tensor_scales
-    for i in np.flatnonzero((r.special == FINITE) & (r.significand != 0)):
-        significand, exponent = int(r.significand[i]), int(r.exponent[i])
-        magnitude = Fraction(abs(significand)) * Fraction(2) ** exponent
-        exact = Exact(int(significand < 0), magnitude)
-        low = block_low(int(r.lsb_exponent[i]), int(scales_a[i]), int(scales_b[i]), suite.fa, suite.fb, tensor)
-        names = block_rounding_classes(exact, int(r.codes[i]), low, suite.acc)
-        if names:
-            flags[i] = bit_word(names)
-    return flags
+    return OutputRoundings.from_block_dots(r, block_lows(r.lsb_exponent, scales_a, scales_b, suite.fa, suite.fb, tensor),
+                                           FINITE).flags(suite.acc)
 
 
 def merged_block_dots(parts, count: int, n: int) -> BlockDots:

@@ -1,0 +1,151 @@
+"""The output roundings of many dots as one record, and their decision classes for all of them at once.
+
+A separate block Dot (and a fused step) ends in one rounding: an exact value
+(-1)^negative * n * 2^x (integers) rounded to the accumulator's output format, giving an output
+code; the datapath's lowest bit 2^low fixes the bottom sticky position (docs/numerics.md
+sections 3.3, 4 and 4.1; :mod:`.output_rounding`). :class:`OutputRoundings` holds those values for
+a whole chunk, whichever path computed them: the fast path's arrays
+(:meth:`OutputRoundings.from_block_dots`) or the reference's integers, vector by vector
+(:meth:`OutputRoundings.from_rows`). :meth:`OutputRoundings.flags` classes them all with the one
+decision rule (:func:`.rounding.decision_flags`): in binary64 arrays where every quantity is exact
+there (a significand below 2^53, exponents far from binary64's range, a value below 2^emax of the
+output so that no rounding overflows), else one by one with Python integers
+(:func:`.output_rounding.dyadic_rounding_flags` after the overflow test
+:func:`.accumulator.dyadic_overflows`), the same classes either way.
+
+No classes for: a value that is not finite or is zero, an output code that is NaN or Inf, a value
+whose rounding overflows the output, and ``fp32_sequential`` accumulation (it rounds at every
+addition, not once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...ref.output import output_format, storage_format
+from ..values import decode
+from .accumulator import dyadic_overflows
+from .output_rounding import NO_LOW, dyadic_rounding_flags
+from .rounding import decision_flags
+
+__all__ = ["NO_LOW", "OutputRoundings"]
+
+_SAFE_EXPONENT = 1000  # |exponents| below this keep every binary64 quantity of the rule normal and exact
+_EXACT_BITS = 53  # significands binary64 holds exactly
+
+
+@dataclass(frozen=True)
+class OutputRoundings:
+    """P roundings (arrays of length P): ``finite`` (the exact value is finite), ``negative``,
+    ``magnitude`` n >= 0 (int64, or Python ints in an object array) and ``exponent`` x (int64) of
+    the exact value n * 2^x, ``low`` (int64 exponent of the datapath's lowest bit, :data:`NO_LOW`
+    for none) and ``code`` (int64, the output code in the accumulator's storage format)."""
+
+    finite: np.ndarray
+    negative: np.ndarray
+    magnitude: np.ndarray
+    exponent: np.ndarray
+    low: np.ndarray
+    code: np.ndarray
+
+    @classmethod
+    def from_rows(cls, rows) -> "OutputRoundings":
+        """From (finite, negative, n, x, low or None, code) tuples (the reference's integers)."""
+        rows = list(rows)
+        columns = list(zip(*rows)) if rows else [()] * 6
+        magnitudes = columns[2]
+        wide = any(m >= 1 << 62 for m in magnitudes)
+        return cls(
+            np.array(columns[0], dtype=bool),
+            np.array(columns[1], dtype=bool),
+            np.array(magnitudes, dtype=object if wide else np.int64),
+            np.array(columns[3], dtype=np.int64),
+            np.array([NO_LOW if low is None else low for low in columns[4]], dtype=np.int64),
+            np.array(columns[5], dtype=np.int64),
+        )
+
+    @classmethod
+    def from_block_dots(cls, r, low: np.ndarray, finite_code: int) -> "OutputRoundings":
+        """From the fast path's :class:`mxsim.fast.dot.BlockDots` ``r`` (flattened), the lowest-bit
+        exponents ``low`` and the ``special`` value that marks a finite exact value."""
+        significand = r.significand
+        negative = significand < 0
+        magnitude = np.where(negative, -significand, significand)
+        return cls(r.special == finite_code, negative, magnitude, r.exponent.astype(np.int64),
+                   np.asarray(low, dtype=np.int64), r.codes.astype(np.int64))
+
+    def flags(self, accumulator) -> np.ndarray:
+        """The decision classes of every rounding as an int64 flags word (see the module docstring)."""
+        count = len(self.code)
+        flags = np.zeros(count, dtype=np.int64)
+        if accumulator.mode == "fp32_sequential" or not count:
+            return flags
+        out, storage = output_format(accumulator), storage_format(accumulator)
+        result, result_finite = _magnitudes(self.code, storage)
+        nonzero = self.magnitude != 0
+        candidate = self.finite & nonzero & result_finite
+        in_binary64 = candidate & _fits_binary64(self.magnitude, self.exponent, self.low, out.emax)
+        rows = np.flatnonzero(in_binary64)
+        if rows.size:
+            flags[rows] = _binary64_flags(self.magnitude[rows].astype(np.int64), self.exponent[rows],
+                                          self.negative[rows], self.low[rows], result[rows], out)
+        for i in np.flatnonzero(candidate & ~in_binary64).tolist():
+            flags[i] = _integer_flags(int(self.magnitude[i]), int(self.exponent[i]), bool(self.negative[i]),
+                                      int(self.low[i]), int(self.code[i]), accumulator)
+        return flags
+
+
+def _fits_binary64(magnitude: np.ndarray, exponent: np.ndarray, low: np.ndarray, emax: int) -> np.ndarray:
+    """Rows whose rule is exact in binary64: n < 2^53, |x| and |low| below 2^1000's exponent, and
+    n * 2^x below 2^emax (no overflow to decide)."""
+    if magnitude.dtype == object:
+        small = np.array([m < 1 << _EXACT_BITS for m in magnitude.tolist()], dtype=bool)
+        n = np.where(small, magnitude, 0).astype(np.int64)
+    else:
+        small = magnitude < 1 << _EXACT_BITS
+        n = np.where(small, magnitude, 0)
+    top = np.frexp(n.astype(np.float64))[1] - 1 + exponent  # floor(log2(n * 2^x)) for n > 0
+    low_ok = (low == NO_LOW) | (np.abs(low) < _SAFE_EXPONENT)
+    return small & (np.abs(exponent) < _SAFE_EXPONENT) & low_ok & (top < emax)
+
+
+def _binary64_flags(n, x, negative, low, result, out) -> np.ndarray:
+    """:func:`.output_rounding.dyadic_rounding_flags` of many roundings in binary64 (every quantity
+    exact: see :func:`_fits_binary64`)."""
+    value = np.ldexp(n.astype(np.float64), x.astype(np.int32))
+    floor_log2 = np.frexp(value)[1] - 1
+    ulp = np.ldexp(1.0, np.maximum(floor_log2, out.emin) - out.mantissa_bits)
+    lo = np.floor(value / ulp) * ulp
+    lowest_set = np.frexp((n & -n).astype(np.float64))[1] - 1  # no fixed lowest bit: half x's lowest set bit
+    low = np.where(low == NO_LOW, lowest_set + x - 1, low)
+    resolution = np.ldexp(1.0, low.astype(np.int32))
+    return decision_flags(value, lo, lo + ulp, resolution, result, negative, np.ldexp(1.0, out.emin))
+
+
+def _integer_flags(n: int, x: int, negative: bool, low: int, code: int, accumulator) -> int:
+    """One rounding with Python integers (a wide significand, an extreme exponent, a value near the
+    output's top: :func:`.accumulator.dyadic_overflows` decides the overflow)."""
+    if dyadic_overflows(-n if negative else n, x, accumulator):
+        return 0
+    result = decode(code, storage_format(accumulator))
+    return dyadic_rounding_flags(n, x, negative, None if low == NO_LOW else low, output_format(accumulator),
+                                 result.magnitude)
+
+
+def _magnitudes(codes: np.ndarray, fmt) -> tuple[np.ndarray, np.ndarray]:
+    """(binary64 magnitudes, finite mask) of IEEE-style output codes (fp32, bf16, fp16; subnormals
+    kept): exact, read from the bit fields. A format without subnormals is decoded code by code."""
+    codes = codes.astype(np.int64)
+    if not (fmt.kind == "float" and fmt.subnormals):
+        values = [decode(int(c), fmt) for c in codes.tolist()]
+        return (np.array([float(v.magnitude) if v.is_finite else 0.0 for v in values]),
+                np.array([v.is_finite for v in values], dtype=bool))
+    magnitude = codes & ~fmt.sign_mask
+    field, fraction = magnitude >> fmt.mantissa_bits, magnitude & ((1 << fmt.mantissa_bits) - 1)
+    normal = np.ldexp((fraction | (1 << fmt.mantissa_bits)).astype(np.float64),
+                      (field - fmt.bias - fmt.mantissa_bits).astype(np.int32))
+    subnormal = np.ldexp(fraction.astype(np.float64), fmt.emin - fmt.mantissa_bits)
+    finite = magnitude < fmt.inf_code()
+    return np.where(field == 0, subnormal, np.where(finite, normal, 0.0)), finite
