@@ -134,3 +134,34 @@ def test_the_golden_quantize_kind_quantizes_a_chunk_in_one_fast_call(monkeypatch
         out, classes = suite.compute(row)
         assert {name: column[i] for name, column in outputs.items()} == out, i
         assert flags[i] == flag_bits(classes), i
+
+
+def _amax_values() -> np.ndarray:
+    """float32 tensor maxima: 20,000 consecutive significands (every rounding case of the quotient
+    by 2688 = 21 * 2^7 in turn), random values over fp32's whole range (subnormals included), and
+    corners: 0, the smallest subnormal, the largest finite value, multiples of 21 (exact quotients)."""
+    rng = np.random.default_rng(7)
+    consecutive = (np.arange(0x3F800000, 0x3F800000 + 20_000, dtype=np.uint32)).view(np.float32)
+    random_bits = rng.integers(1, 0x7F800000, size=5000, dtype=np.uint32).view(np.float32)
+    corners = np.array([0.0, 2.0**-149, float(np.finfo(np.float32).max), 21.0, 21 * 2.0**-140, 2688.0,
+                        2688 * 2.0**-149 * 3, 2.0**-138], dtype=np.float32)
+    return np.concatenate([consecutive, random_bits, corners])
+
+
+@pytest.mark.parametrize("settings", [{}, {"nvfp4_arith": "fp32_steps"}, {"nvfp4_tensor_scale": "none"},
+                                      {"nvfp4_arith": "fp32_reciprocal"}], ids=str)
+def test_tensor_scales_at_once_equal_the_reference_one_by_one(settings):
+    options = QuantizeOptions(**settings)
+    amax = _amax_values()
+    if options.nvfp4_arith == "fp32_reciprocal":
+        amax = amax[::40]  # the reference's own routine, tensor by tensor: a sample is enough
+    got = fast_block.nvfp4_tensor_scales(amax, options)
+    assert got.dtype == np.float32
+    expected = [nvfp4_tensor_scale(Fraction(float(a)), options) for a in amax.tolist()]
+    assert [Fraction(float(v)) for v in got.tolist()] == expected
+
+
+def test_tensor_scales_refuse_a_maximum_that_is_not_finite_and_nonnegative():
+    for bad in (np.nan, np.inf, -1.0):
+        with pytest.raises(ValueError, match="amax holds a value that is not finite and >= 0"):
+            fast_block.nvfp4_tensor_scales(np.array([1.0, bad], dtype=np.float32), QuantizeOptions())

@@ -37,6 +37,8 @@ from ..ref.block import (
     nan_element_code,
     quantize_block,
     check_tensor_scale,
+    nvfp4_tensor_scale,
+    NVFP4_SCALE_NUMERATOR,
 )
 from ..ref.scale import (
     E8M0_MAX,
@@ -55,7 +57,8 @@ from .decode import scale_table, value_table
 from .encode import _Binary, _IntKernel, encode, fp32_rne_table, fp32_table_index
 from .fp32_steps import fp32_log2_ceil, fp32_log2_elements, fp32_log2_floor
 
-__all__ = ["quantize_blocks", "dequantize_blocks", "dequantize_blocks_float32", "floor_log2"]
+__all__ = ["quantize_blocks", "dequantize_blocks", "dequantize_blocks_float32", "floor_log2", "nvfp4_tensor_scales",
+           "tensor_scales"]
 
 TINY = 2.0**-1000
 
@@ -523,6 +526,31 @@ def tensor_scales(fmt, tensor_scale, n_blocks: int) -> np.ndarray | None:
                          "representable in fp32 (2^-149 <= tensor_scale <= (2 - 2^-23) * 2^127, at most 24 "
                          "significant bits)")
     return s_t
+
+
+def nvfp4_tensor_scales(amax: np.ndarray, options: QuantizeOptions) -> np.ndarray:
+    """:func:`mxsim.ref.block.nvfp4_tensor_scale` of many tensors at once: (N,) float32 s_t for
+    (N,) float32 tensor maxima ``amax`` (finite, >= 0): fp32(amax / 2688), at least fp32's
+    smallest subnormal; 1 for amax = 0 or ``nvfp4_tensor_scale='none'``
+    (docs/numerics.md section 2.2). ``nvfp4_arith='fp32_reciprocal'`` (its global scale) goes
+    tensor by tensor through the reference.
+
+    Exact although rounded twice (binary64, then fp32): amax = a * 2^e (a a 24-bit integer) and
+    2688 = 21 * 2^7, so the quotient is (a / 21) * 2^(e - 7), whose binary expansion either ends
+    (then binary64 holds it exactly) or repeats with period 6 and runs of at most 5 equal bits; a
+    second rounding can differ from one rounding only where the first lands on a midpoint of the
+    second's grid, which needs some 28 equal bits below fp32's last kept bit."""
+    amax = np.asarray(amax, dtype=np.float32)
+    if options.nvfp4_arith == "fp32_reciprocal":
+        values = [nvfp4_tensor_scale(Fraction(float(a)), options) for a in amax.tolist()]
+        return np.array([float(v) for v in values], dtype=np.float32)
+    if options.nvfp4_tensor_scale == "none":
+        return np.ones(amax.shape, dtype=np.float32)
+    if not (np.isfinite(amax) & (amax >= 0)).all():
+        raise ValueError("amax holds a value that is not finite and >= 0; expected tensor maxima")
+    quotient = (amax.astype(np.float64) / NVFP4_SCALE_NUMERATOR).astype(np.float32)
+    smallest = np.float32(2.0**-149)
+    return np.where(amax == 0, np.float32(1), np.maximum(quotient, smallest)).astype(np.float32)
 
 
 def _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits, source: str):

@@ -10,7 +10,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from ...fast.block import quantize_blocks
+from ...fast.block import nvfp4_tensor_scales, quantize_blocks
 from ...options import QuantizeOptions
 from ...ref.block import _element_divisor, nvfp4_tensor_scale, quantize_block, to_fp32
 from ...ref.decode import finite_magnitudes
@@ -253,11 +253,10 @@ class QuantizeSuite(Suite):
         exponent = centre + wide * rng.integers(-30, 31, size=(n, k)) + rng.integers(-3, 1, size=(n, k)) + rng.integers(-3, 2, size=(n, k))
         words = rng.integers(0, 2, size=(n, k)) << 31 | (exponent + 127) << 23 | rng.integers(0, 1 << 23, size=(n, k))
         rows = [{"x": x} for x in pack_items(words, 32)]
-        if self.fmt.tensor_scale is not None:
-            for row, block in zip(rows, words):
-                largest = int((block & 0x7FFFFFFF).max())  # every value is finite: the bits order like the values
-                amax = fp32_value(largest).magnitude
-                row["tensor_scale"] = fp32_bits(Exact(0, nvfp4_tensor_scale(amax, self.opts)))
+        if self.fmt.tensor_scale is not None:  # every value is finite: the bits order like the values
+            largest = (words & 0x7FFFFFFF).max(axis=1).astype(np.uint32).view(np.float32)
+            for row, word in zip(rows, nvfp4_tensor_scales(largest, self.opts).view(np.uint32).tolist()):
+                row["tensor_scale"] = word
         return rows
 
     def _inputs(self, xs: list[Exact]) -> dict:
