@@ -37,6 +37,9 @@ HAND_WORKED = [
     # 1 + 2^-24 + 2^-30, lowest bit 2^-30: guard and the bottom sticky bit set -> near_tie_bottom, rounds up
     ((True, False, (1 << 30) + (1 << 6) + 1, -30, -30, 0x3F800001), FP32,
      {"above_half", "near_tie_bottom", "near_tie_bottom_normal", "increment"}),
+    # the tie 1 + 2^-24 with the lowest bit 2^-90, 67 bits below the ulp: guard set, sticky bits all clear
+    # (u + 2r and u - 2r are not binary64 values: no near-tie may be read from rounded sums)
+    ((True, False, (1 << 24) + 1, -24, -90, 0x3F800000), FP32, {"tie", "truncate"}),
     # the same value with no fixed lowest bit: r below its lowest set bit, so no near-tie
     ((True, False, (1 << 30) + (1 << 6) + 1, -30, None, 0x3F800001), FP32, {"above_half", "increment"}),
     # 1 + 2^-70 (a 71-bit significand): below half, truncated
@@ -89,7 +92,7 @@ def _random_rows(rng: random.Random, accumulator, count: int):
                           -rng.randint(1001, 1100)])
         x = top - (n.bit_length() - 1)
         negative = rng.random() < 0.5
-        low = None if rng.random() < 0.3 else x - rng.randint(0, 4)
+        low = None if rng.random() < 0.3 else x - rng.choice([rng.randint(0, 4), rng.randint(40, 90)])
         value = Exact(int(negative), Fraction(n) * Fraction(2) ** x)
         rows.append((True, negative, n, x, low, round_output(value, accumulator)))
     return rows

@@ -8,8 +8,8 @@ a whole chunk, whichever path computed them: the fast path's arrays
 (:meth:`OutputRoundings.from_block_dots`) or the reference's integers, vector by vector
 (:meth:`OutputRoundings.from_rows`). :meth:`OutputRoundings.flags` classes them all with the one
 decision rule (:func:`.rounding.decision_flags`): in binary64 arrays where every quantity is exact
-there (a significand below 2^53, exponents far from binary64's range, a value below 2^emax of the
-output so that no rounding overflows), else one by one with Python integers
+there (a significand below 2^53, exponents far from binary64's range, the lowest bit within 50 bits
+of the ulp, a value below 2^emax of the output so that no rounding overflows), else one by one with Python integers
 (:func:`.output_rounding.dyadic_rounding_flags` after the overflow test
 :func:`.accumulator.dyadic_overflows`), the same classes either way.
 
@@ -34,6 +34,7 @@ __all__ = ["NO_LOW", "OutputRoundings"]
 
 _SAFE_EXPONENT = 1000  # |exponents| below this keep every binary64 quantity of the rule normal and exact
 _EXACT_BITS = 53  # significands binary64 holds exactly
+_SPAN = 50  # bits between the ulp and the lowest bit that binary64 sums hold exactly (with margin)
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ class OutputRoundings:
         result, result_finite = _magnitudes(self.code, storage)
         nonzero = self.magnitude != 0
         candidate = self.finite & nonzero & result_finite
-        in_binary64 = candidate & _fits_binary64(self.magnitude, self.exponent, self.low, out.emax)
+        in_binary64 = candidate & _fits_binary64(self.magnitude, self.exponent, self.low, out)
         rows = np.flatnonzero(in_binary64)
         if rows.size:
             flags[rows] = _binary64_flags(self.magnitude[rows].astype(np.int64), self.exponent[rows],
@@ -97,9 +98,12 @@ class OutputRoundings:
         return flags
 
 
-def _fits_binary64(magnitude: np.ndarray, exponent: np.ndarray, low: np.ndarray, emax: int) -> np.ndarray:
-    """Rows whose rule is exact in binary64: n < 2^53, |x| and |low| below 2^1000's exponent, and
-    n * 2^x below 2^emax (no overflow to decide)."""
+def _fits_binary64(magnitude: np.ndarray, exponent: np.ndarray, low: np.ndarray, out) -> np.ndarray:
+    """Rows whose rule is exact in binary64: n < 2^53; |x| and |low| below 2^1000's exponent;
+    n * 2^x below 2^emax of the output (no overflow to decide); and the lowest bit within
+    :data:`_SPAN` bits of the ulp either way, so that u + 2r and u - 2r are binary64 values (every
+    other quantity of the rule is: t = x - lo holds x's bits below the ulp, the rest are x, the
+    result, powers of two and their small multiples)."""
     if magnitude.dtype == object:
         small = np.array([m < 1 << _EXACT_BITS for m in magnitude.tolist()], dtype=bool)
         n = np.where(small, magnitude, 0).astype(np.int64)
@@ -107,8 +111,15 @@ def _fits_binary64(magnitude: np.ndarray, exponent: np.ndarray, low: np.ndarray,
         small = magnitude < 1 << _EXACT_BITS
         n = np.where(small, magnitude, 0)
     top = np.frexp(n.astype(np.float64))[1] - 1 + exponent  # floor(log2(n * 2^x)) for n > 0
-    low_ok = (low == NO_LOW) | (np.abs(low) < _SAFE_EXPONENT)
-    return small & (np.abs(exponent) < _SAFE_EXPONENT) & low_ok & (top < emax)
+    ulp = np.maximum(top, out.emin) - out.mantissa_bits
+    low = np.where(low == NO_LOW, exponent + _lowest_set_bit(n) - 1, low)
+    return (small & (np.abs(exponent) < _SAFE_EXPONENT) & (np.abs(low) < _SAFE_EXPONENT) & (top < out.emax)
+            & (np.abs(ulp - low) <= _SPAN))
+
+
+def _lowest_set_bit(n: np.ndarray) -> np.ndarray:
+    """The exponent of the lowest set bit of int64 n > 0 (0 for n = 0)."""
+    return np.frexp((n & -n).astype(np.float64))[1] - 1
 
 
 def _binary64_flags(n, x, negative, low, result, out) -> np.ndarray:
@@ -118,8 +129,7 @@ def _binary64_flags(n, x, negative, low, result, out) -> np.ndarray:
     floor_log2 = np.frexp(value)[1] - 1
     ulp = np.ldexp(1.0, np.maximum(floor_log2, out.emin) - out.mantissa_bits)
     lo = np.floor(value / ulp) * ulp
-    lowest_set = np.frexp((n & -n).astype(np.float64))[1] - 1  # no fixed lowest bit: half x's lowest set bit
-    low = np.where(low == NO_LOW, lowest_set + x - 1, low)
+    low = np.where(low == NO_LOW, _lowest_set_bit(n) + x - 1, low)  # no fixed lowest bit: half x's lowest set bit
     resolution = np.ldexp(1.0, low.astype(np.int32))
     return decision_flags(value, lo, lo + ulp, resolution, result, negative, np.ldexp(1.0, out.emin))
 
