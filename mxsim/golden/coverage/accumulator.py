@@ -175,10 +175,8 @@ def block_low(lsb_exponent: int, scale_a: int, scale_b: int, fmt_a, fmt_b, tenso
 
 
 def block_lows(lsb_exponent, scale_a, scale_b, fmt_a, fmt_b, tensor_scales: bool):
-    """:func:`block_low` of many block Dots (int64 arrays of one shape): :data:`.rounding_record.NO_LOW`
+    """:func:`block_low` of many block Dots (int64 arrays of one shape): :data:`.output_rounding.NO_LOW`
     where it is None."""
-    from .rounding_record import NO_LOW
-
     lsb_exponent = np.asarray(lsb_exponent, dtype=np.int64)
     if tensor_scales or fmt_a.scale.name != "e8m0" or fmt_b.scale.name != "e8m0":
         return np.full(lsb_exponent.shape, NO_LOW, dtype=np.int64)
