@@ -49,12 +49,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import ref
+from . import ref, signals
 from ._version import __version__
 from .options import DequantizeOptions, LayoutOptions, QuantizeOptions
 from .options.profiles import PROFILES, get_profile
 from .options.spec import Choice, Flag, NameOrPattern, options_of
-from .writing import atomic_write
+from .writing import atomic_write, naming_file
 from .reading import check_allocation, loads_json, shorten
 from .ref.sources import SOURCE_TYPES
 from .formats import ALIASES, FORMATS, format_names, get_format
@@ -332,7 +332,7 @@ def _cmd_dot(args) -> str:
 
     a, b = load(args.a), load(args.b)
     options = _given_options(args, Accumulator)
-    acc = Accumulator.preset(args.preset, **options) if args.preset else Accumulator.from_kwargs(**options)
+    acc = Accumulator.resolve(args.preset, **options)
     c = None if args.c is None else _load_array(args.c)
     result = dot(a, b, acc, outer=args.outer, c=c, details=bool(args.details))  # per-block registers only when asked
     values = result.values if args.details else result
@@ -415,9 +415,10 @@ def _golden_suites(args) -> list:
 
 
 def _interrupted(what: str):
-    """Ctrl-C in a golden command: one line on stderr and exit code 130 (128 + SIGINT)."""
+    """Ctrl-C (or SIGTERM) in a golden command: one line on stderr and exit code 128 + the signal's
+    number (130 for SIGINT, 143 for SIGTERM)."""
     print(f"mxsim: interrupted: {what}", file=sys.stderr)
-    raise SystemExit(130)
+    raise SystemExit(signals.exit_code())
 
 
 def _cluster(args):
@@ -429,8 +430,9 @@ def _cmd_golden_merge(args) -> str:
     try:
         directories = golden_merge.merge(args.out, args.shards)
     except KeyboardInterrupt:
-        _interrupted(f"merge stopped; the suite being merged was not written ({args.out}/{INDEX} marks the suites "
-                     "not merged as unfinished)")
+        _interrupted(f"merge stopped; the suite being merged was not written (a complete suite of that name already "
+                     f"in {args.out} was kept as it was; {args.out}/{INDEX} marks the other suites not merged as "
+                     "unfinished)")
     vectors = sum(golden_files._read_json(d / "manifest.json")["count"] for d in directories)
     return f"{args.out}: {len(directories)} suite(s) merged, {vectors} vectors"
 
@@ -465,7 +467,8 @@ def _cmd_golden_stream(args) -> None:
         atomic_write(args.manifest, golden_files.manifest_bytes(suite, args.seed, args.level, plan, count=plan.total,
                                                                  stream={"header": False}))
     try:
-        golden_stream.write_stream(suite, sys.stdout.buffer, args.seed, args.level, plan, not args.manifest)
+        with naming_file("<stdout>"):  # a full disk names where it was writing
+            golden_stream.write_stream(suite, sys.stdout.buffer, args.seed, args.level, plan, not args.manifest)
     except BrokenPipeError:  # the reader left (e.g. `| head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except KeyboardInterrupt:
@@ -843,22 +846,25 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        output = args.run(args)
+        with signals.terminate_as_interrupt():
+            output = args.run(args)
+    except KeyboardInterrupt:
+        if not signals.terminated():
+            raise
+        print("mxsim: terminated (SIGTERM); no partial output file left", file=sys.stderr)
+        return signals.exit_code()
     except _VerifyFailed as failure:  # a verification that ran and found problems: exit 1
         print(_printable(str(failure)), file=sys.stderr)
         return 1
     except _CheckFailed as failure:  # a check that ran: its report on stdout
-        _print_quietly(failure.text)
-        return failure.code
+        return _print_quietly(failure.text) or failure.code
     except ReferenceDisagreement as disagreement:  # the fast path and the reference differ: exit 1
         print(f"mxsim: error: {disagreement}", file=sys.stderr)
         return 1
     except (ValueError, OverflowError, OSError, golden_cluster.MissingExtra, golden_cluster.ClusterError) as error:
         print(_printable(shorten(f"mxsim: error: {error}".replace("\n", " "), MAX_ERROR)), file=sys.stderr)
         return 2
-    if output is not None:
-        _print_quietly(output)
-    return 0
+    return 0 if output is None else _print_quietly(output)
 
 
 MAX_ERROR = 2000  # characters of an error message: every echoed input is cut shorter where it is made
@@ -871,12 +877,19 @@ def _printable(text: str) -> str:
     return text.encode(encoding, "backslashreplace").decode(encoding, "replace")
 
 
-def _print_quietly(text: str) -> None:
+def _print_quietly(text: str) -> int:
+    """Print ``text`` on stdout: 0, or 2 after a one-line error if stdout cannot take it (a full disk)."""
     try:
-        print(_printable(text))
-        sys.stdout.flush()
+        with naming_file("<stdout>"):
+            print(_printable(text))
+            sys.stdout.flush()
     except BrokenPipeError:  # e.g. `mxsim info | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # as the Python docs advise
+    except OSError as error:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more is flushed at exit
+        print(f"mxsim: error: {error}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":

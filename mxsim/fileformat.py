@@ -38,7 +38,8 @@ parameters to match it, so a file written by a different catalogue is refused ra
 misread; formats outside the catalogue cannot be saved. Every problem is a ValueError that names
 the file and, for a header problem, the field. Writes are atomic: a temporary file in the
 destination's directory, fsync, ``os.replace``; on any failure the temporary file is removed and
-the destination is left as it was.
+the destination is left as it was. A symbolic link stays a link (its target is written), a FIFO
+or character device is written through, never replaced (:func:`mxsim.writing.atomic_write`).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ from .writing import atomic_write, file_mode
 from ._version import __version__
 from .options import QuantizeOptions
 from .options.profiles import get_profile
-from .formats.packing import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, check_layout, packed_nbytes, tensor_layout
+from .packing import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, check_layout, packed_nbytes, tensor_layout
 from .tensor import MXTensor
 from .tensor_pack import pack, unpack
 from .formats import format_names, get_format

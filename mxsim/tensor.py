@@ -26,7 +26,7 @@ from .fast.decode import check_codes, code_dtype
 from .fast.dequant import dequantize_blocks_bits
 from .fast.sources import read_source
 from .formats import get_format
-from .formats.packing import normalize_axis
+from .packing import normalize_axis
 from .ref.block import check_tensor_scale, nvfp4_tensor_scale
 
 from .ref.sources import check_source_options, inf_stand_in

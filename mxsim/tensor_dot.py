@@ -36,7 +36,9 @@ class DotResult(NamedTuple):
       wider), with ``accumulator * 2^lsb_exponent`` = the block's sum before scales;
     * ``lsb_exponent`` and ``anchor`` (e_max, 0 for a block without a nonzero product): int64;
     * ``steps``: every fused step's output code, shape lead + (n_steps,) (the output's code dtype;
-      n_steps = 0 for separate accumulation); the last one is ``bits``.
+      n_steps = 0 for separate accumulation); the last one is ``bits``, except with ``promote_every``
+      (docs/numerics.md section 4.1), where the steps are the chains' D (each promotion group's first
+      step from +0) and ``bits`` is the fp32 register that adds their partial sums to C.
 
     With ``accumulate="fused"`` the per-block arrays are the block Dots of the same accumulator
     with separate accumulation (its fused-only fields at their defaults): each block rounded to the
@@ -50,16 +52,6 @@ class DotResult(NamedTuple):
     lsb_exponent: np.ndarray
     anchor: np.ndarray
     steps: np.ndarray
-
-
-def _accumulator(accumulator) -> Accumulator:
-    if accumulator is None:
-        return Accumulator()
-    if isinstance(accumulator, str):
-        return Accumulator.preset(accumulator)
-    if not isinstance(accumulator, Accumulator):
-        raise ValueError(f"accumulator must be an Accumulator, a preset name or None, not {type(accumulator).__name__}")
-    return accumulator
 
 
 def _check_operands(a, b) -> None:
@@ -176,7 +168,7 @@ def dot(a: MXTensor, b: MXTensor, accumulator=None, *, outer: bool = False, c=No
     bounded by :data:`mxsim.fast.dot.DOT_CHUNK` elements of each operand (70 to 130 MB), whatever
     M, N and K are.
     """
-    acc = _accumulator(accumulator)
+    acc = Accumulator.resolve(accumulator)
     for name, t in (("a", a), ("b", b)):
         if isinstance(t, MXTensor) and t.options.scale_encoding != "e8m0":
             raise ValueError(

@@ -1,5 +1,5 @@
 """Packing an :class:`~mxsim.tensor.MXTensor`: its payload (scales, sub-scales, element codes) as
-bytes and back, in any layout of :mod:`mxsim.formats.packing` (conventions.md section 3).
+bytes and back, in any layout of :mod:`mxsim.packing` (conventions.md section 3).
 
 Both packers serve here: ``implementation="fast"`` (default, :mod:`mxsim.fast.pack`, NumPy) and
 ``"reference"`` (:mod:`mxsim.ref.pack`, bitstring); they are bit-identical. Blocks are taken in the
@@ -13,7 +13,7 @@ import numpy as np
 
 from .fast import pack as fast_pack
 from .formats import get_format
-from .formats.packing import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, check_layout, tensor_layout
+from .packing import DEFAULT_ELEMENT_STREAM, DEFAULT_SCALE_PLACEMENT, check_layout, tensor_layout
 from .options.dequantize import options_for, output_name
 from .options.spec import check_choice
 from .ref import pack as ref_pack

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import mxsim
-from mxsim.formats.packing import ELEMENT_STREAMS, SCALE_PLACEMENTS
+from mxsim.packing import ELEMENT_STREAMS, SCALE_PLACEMENTS
 from mxsim.tensor_pack import dequantize_packed, pack, unpack
 
 RNG = np.random.default_rng(11)

@@ -160,3 +160,46 @@ def test_every_public_name_resolves_and_the_golden_commands_leave_the_tensor_mod
             "'mxsim.tensor_pack') if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]", f"importing mxsim.cli loads {loaded}"
+
+
+def _subpackage(module: str) -> str:
+    """The first level below mxsim a module belongs to (``mxsim.ref.block`` -> ``mxsim.ref``)."""
+    return ".".join(module.split(".")[:2])
+
+
+def _private_imports_across_subpackages(modules: dict[str, Path]) -> list[str]:
+    """``module: target.name`` for every private name (one leading underscore) a module imports from
+    another of mxsim's subpackages: shared helpers are public, private ones stay home."""
+    found = []
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            target = _resolve(name, path.name == "__init__.py", node)
+            if not target.startswith("mxsim") or _subpackage(target) == _subpackage(name):
+                continue
+            found += [f"{name}: {target}.{alias.name}" for alias in node.names
+                      if alias.name.startswith("_") and not alias.name.startswith("__")]
+    return found
+
+
+def test_no_private_name_crosses_a_subpackage():
+    found = _private_imports_across_subpackages(_modules())
+    assert not found, f"private names imported from another subpackage (make them public): {found}"
+
+
+def test_the_private_import_rule_sees_a_planted_import(tmp_path):
+    package = tmp_path / "mxsim"
+    (package / "ref").mkdir(parents=True)
+    (package / "golden").mkdir()
+    (package / "ref" / "block.py").write_text("def _helper():\n    pass\n")
+    (package / "golden" / "kinds.py").write_text("from ..ref.block import _helper\nfrom .kinds import _same\n")
+    modules = {"mxsim.ref.block": package / "ref" / "block.py", "mxsim.golden.kinds": package / "golden" / "kinds.py"}
+    assert _private_imports_across_subpackages(modules) == ["mxsim.golden.kinds: mxsim.ref.block._helper"]
+
+
+def test_the_formats_import_nothing_from_the_options():
+    """Formats are the bottom layer: the options (which name formats) sit on them, never under them."""
+    upward = sorted(f"{m} -> {t}" for m, targets in GRAPH.items() if _subpackage(m) == "mxsim.formats"
+                    for t in targets if t.startswith("mxsim.") and _subpackage(t) not in ("mxsim.formats",))
+    assert not upward, f"mxsim.formats imports from above it: {upward}"

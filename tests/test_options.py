@@ -3,6 +3,7 @@ flags and the manifests cover exactly the defined options."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import re
@@ -100,3 +101,52 @@ def test_an_undeclared_field_is_refused():
 
     with pytest.raises(TypeError, match=r"Loose.x is not declared with mxsim.options.option\(\)"):
         options_of(Loose)
+
+
+def test_accumulator_resolve_is_the_one_way_settings_become_an_accumulator():
+    """None, a preset name or an Accumulator, with option fields laid over it (issue 33 item 4)."""
+    from mxsim.options.accumulate import PRESETS, Accumulator
+
+    assert Accumulator.resolve() == Accumulator()
+    assert Accumulator.resolve(None, mode="exact") == Accumulator(mode="exact")
+    name = sorted(PRESETS)[0]
+    assert Accumulator.resolve(name) is PRESETS[name]
+    assert Accumulator.resolve(name, output="fp32") == dataclasses.replace(PRESETS[name], output="fp32")
+    given = Accumulator(mode="exact")
+    assert Accumulator.resolve(given) is given
+    with pytest.raises(ValueError, match=r"unknown accumulator option\(s\) bogus; known options: .*mode"):
+        Accumulator.resolve(name, bogus=1)
+    with pytest.raises(ValueError, match=r"unknown accumulator option\(s\) bogus"):
+        Accumulator.resolve(given, bogus=1)
+    with pytest.raises(ValueError, match=r"preset.*'no_such_unit'"):
+        Accumulator.resolve("no_such_unit")
+    with pytest.raises(ValueError, match=r"not int"):
+        Accumulator.resolve(3)
+
+
+@pytest.mark.parametrize("rounding", ["rne", "rtz", "rup", "stochastic"])
+@pytest.mark.parametrize("overflow", ["saturate", "ieee"])
+def test_encode_takes_encode_options_like_the_keywords(rounding, overflow):
+    """mxsim.encode and mxsim.ref.encode take one EncodeOptions as quantize and dot take theirs
+    (issue 33 item 4); it means what the same keywords mean, and stands alone."""
+    from mxsim import ref
+    from mxsim.options import EncodeOptions
+
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal(64) * 300).astype(np.float32)
+    rand = rng.integers(0, 1 << 8, 64) if rounding == "stochastic" else None
+    loose = {"rounding": rounding, "overflow": overflow, "rand_width": 8, "rand_bits": rand}
+    options = EncodeOptions(**loose)
+    assert np.array_equal(mxsim.encode(x, "fp8_e4m3", options=options), mxsim.encode(x, "fp8_e4m3", **loose))
+    for i in range(8):
+        scalar = {**loose, "rand_bits": None if rand is None else int(rand[i])}
+        assert ref.encode(float(x[i]), "fp8_e4m3", options=EncodeOptions(**scalar)) == ref.encode(
+            float(x[i]), "fp8_e4m3", **scalar)
+    with pytest.raises(ValueError, match="rounding cannot be given beside it"):
+        mxsim.encode(x, "fp8_e4m3", options=options, rounding="rna")
+    with pytest.raises(ValueError, match="profile cannot be given beside it"):
+        mxsim.encode(x, "fp8_e4m3", options=options, profile="ml_dtypes_0_6")
+    with pytest.raises(ValueError, match="int8_allow_neg2 cannot be given beside it"):
+        ref.encode(1.0, "int8", options=EncodeOptions(), int8_allow_neg2=True)
+    with pytest.raises(ValueError, match="options must be an EncodeOptions or None, not dict"):
+        mxsim.encode(x, "fp8_e4m3", options={"rounding": "rne"})

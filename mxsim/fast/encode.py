@@ -19,8 +19,8 @@ from functools import cache
 import numpy as np
 
 from ..formats import get_format
-from ..options.encode import check_encode_options, check_int8_allow_neg2, overflow_code
-from ..options.profiles import get_profile
+from ..options.encode import EncodeOptions, check_encode_options, check_int8_allow_neg2, overflow_code
+from ..options.profiles import resolve_encode
 from .chunks import map_chunks
 from .decode import check_fast_format, code_dtype
 from .round import round_shifted
@@ -363,21 +363,6 @@ class _GenericKernel:
         out[...] = code
 
 
-_ENCODE_DEFAULTS = {"rounding": "rne", "overflow": "saturate", "rand_width": 32, "int8_allow_neg2": False}
-
-
-def _profile_encode(profile, fmt) -> dict:
-    """The EncodeOptions fields a cast profile sets, after checking that it covers ``fmt``."""
-    if profile is None:
-        return {}
-    chosen = get_profile(profile)
-    options = chosen.encode_options()
-    name = get_format(fmt, kind="element").name
-    if name not in chosen.formats:
-        raise ValueError(f"format {name!r} is not allowed with profile {chosen.name!r}; expected one of: {', '.join(chosen.formats)}")
-    return options
-
-
 def encode(
     x,
     fmt,
@@ -389,6 +374,7 @@ def encode(
     int8_allow_neg2: bool | None = None,
     profile=None,
     source=None,
+    options: EncodeOptions | None = None,
 ) -> np.ndarray:
     """Encode an array (any shape, any byte order) into element codes: float16, bfloat16, float32,
     float64, or ml_dtypes float8_e4m3fn / float8_e5m2 values, or unsigned-integer bit patterns of
@@ -404,14 +390,17 @@ def encode(
     ``profile``: the name of a cast profile (e.g. ``"ml_dtypes_0_6"``, see
     :mod:`mxsim.options.profiles`) whose EncodeOptions apply. An option left at None takes the
     profile's value, else the default (``rne``, ``saturate``, 32, False); a given option
-    overrides the profile's.
+    overrides the profile's. ``options``: an :class:`mxsim.options.EncodeOptions` holding every
+    setting instead (rounding, overflow, rand_bits, rand_width, int8_allow_neg2, source), given
+    alone.
 
     Returns codes of the input's shape, uint8 for formats of at most 8 bits, else uint16.
     """
-    given = {"rounding": rounding, "overflow": overflow, "rand_width": rand_width, "int8_allow_neg2": int8_allow_neg2}
-    chosen = {**_ENCODE_DEFAULTS, **_profile_encode(profile, fmt), **{k: v for k, v in given.items() if v is not None}}
-    rounding, overflow = chosen["rounding"], chosen["overflow"]
-    rand_width, int8_allow_neg2 = chosen["rand_width"], chosen["int8_allow_neg2"]
+    given = {"rounding": rounding, "overflow": overflow, "rand_width": rand_width, "int8_allow_neg2": int8_allow_neg2,
+             "rand_bits": rand_bits, "source": source}
+    chosen = resolve_encode(profile, options, given, fmt)
+    rounding, overflow, rand_bits, source = chosen.rounding, chosen.overflow, chosen.rand_bits, chosen.source
+    rand_width, int8_allow_neg2 = chosen.rand_width, chosen.int8_allow_neg2
     fmt = get_format(fmt, kind="element")
     check_fast_format(fmt)
     check_encode_options(rounding, overflow, rand_bits, rand_width)

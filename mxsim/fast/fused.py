@@ -65,6 +65,7 @@ from ..ref.round import CUT_ROUNDING
 from .chunks import map_chunks
 from .dot import FLOAT_CUTS, Operand, _check_operands, _rows_of, _terms, float32_parts
 from .encode import floor_log2_int64
+from .promote import group_blocks, promoted_steps
 from .output import FINITE, FLOAT32_ROUNDINGS, NAN, NEG_INF, POS_INF, fp32_round, fp32_words, round_output
 from .round import round_shifted
 
@@ -465,16 +466,9 @@ class _FusedKernel:
         adds C to it exactly and rounds once; an fp32 output without ftz). The lanes it leaves to
         the integer step need P below 2^62 there (bits(qa) + bits(qb) + bits(step) + base <= 61)."""
         acc, layout = self.acc, self.layout
-        if (
-            self.route != "fixed"
-            or acc.step_terms != "product"
-            or acc.output != "fp32"
-            or acc.output_rounding not in FLOAT32_ROUNDINGS
-            or acc.ftz
-            or self.fmt_a.subblocks
-            or self.fmt_b.subblocks
-            or not self.narrow_sums
-        ):
+        if (self.route != "fixed" or acc.step_terms != "product" or acc.output != "fp32" or acc.ftz
+                or acc.output_rounding not in FLOAT32_ROUNDINGS or self.fmt_a.subblocks or self.fmt_b.subblocks
+                or not self.narrow_sums):
             return None
         (qa, emin_a, bits_a), (qb, emin_b, bits_b) = _grid_integers(self.ea), _grid_integers(self.eb)
         base = emin_a + emin_b - self.ea.frac_bits - self.eb.frac_bits + acc.frac_bits
@@ -896,17 +890,19 @@ def dot_general_steps(a: Operand, b: Operand, acc: Accumulator, shape_a: tuple, 
     for name, op, shape in (("a", a, shape_a), ("b", b, shape_b)):
         if op.codes.shape[0] != int(np.prod(shape, dtype=np.int64)) * n_blocks:
             raise ValueError(f"operand {name}: {op.codes.shape[0]} blocks do not make rows {tuple(shape)} of {n_blocks} blocks")
-    take_a, take_b = _rows_of(a, shape_a, lead, n_blocks), _rows_of(b, shape_b, lead, n_blocks)
     words = np.zeros(rows, dtype=np.int64) if c is None else np.asarray(c).astype(np.int64).reshape(rows)
+    if acc.promote_every is not None and group_blocks(acc, fmt_a.block_size):  # promotion (mxsim.fast.promote)
+        return promoted_steps(dot_general_steps, a, b, acc, tuple(shape_a), tuple(shape_b), n_blocks, words, keep_steps)
+    take_a, take_b = _rows_of(a, shape_a, lead, n_blocks), _rows_of(b, shape_b, lead, n_blocks)
     kernel = _FusedKernel(fmt_a, fmt_b, acc, n_blocks)
     n_steps = kernel.layout.n_steps
     dtype = np.uint32 if acc.output_storage == "fp32" else np.uint16
     codes = np.zeros(rows, dtype=dtype)
     steps = np.zeros((rows, n_steps), dtype=dtype) if keep_steps else None
-    refer = np.full(rows, kernel.route == "reference")
+    refer = np.full(rows, kernel.route == "reference" or acc.promote_every is not None)  # (groups inside blocks)
     if not n_steps:
         codes = _round_c(words, acc).astype(dtype)
-    elif kernel.route != "reference" and rows:
+    elif rows and not refer[0]:
         _run_chunks(kernel, take_a, take_b, rows, n_blocks, words, codes, steps, refer)
     if refer.any():
         _by_reference(np.flatnonzero(refer), take_a, take_b, fmt_a, fmt_b, acc, n_blocks, words, codes, steps)

@@ -1,7 +1,7 @@
 """Vectorized NumPy bit packing, bit-identical to the reference :mod:`mxsim.ref.pack`.
 
 Same API and the same layout (see :mod:`mxsim.ref.pack` for the layout definition; the shared
-layout arithmetic is :mod:`mxsim.formats.packing`): ``pack_blocks``, ``unpack_blocks``,
+layout arithmetic is :mod:`mxsim.packing`): ``pack_blocks``, ``unpack_blocks``,
 ``packed_nbytes``; tensor-level packing is :mod:`mxsim.tensor_pack`.
 
 Method: the element stream, the bulk of a payload, is packed in whole-byte groups of fields
@@ -23,7 +23,7 @@ import numpy as np
 from ..formats import get_format
 from .decode import value_table
 from .chunks import BLOCK_CHUNK, map_chunks
-from ..formats.packing import (
+from ..packing import (
     DEFAULT_ELEMENT_STREAM,
     DEFAULT_SCALE_PLACEMENT,
     ELEMENT_STREAMS,

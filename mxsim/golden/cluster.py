@@ -6,10 +6,12 @@ process:
 
 * **generate**: each task writes one shard (:func:`.files.write_suite`, lines
   [i*T//n, (i+1)*T//n)) into a staging directory ``.mxsim-shards-<random>`` inside the output
-  root; the client merges each suite's shards into place as soon as they are all written
-  (:mod:`.storage.merge`: sizes and SHA-256 checked, temporary files renamed, the manifest last, so a
-  suite is there whole or not at all) and removes them. The workers must see the output root at
-  the same path (a shared file system; a local cluster always does);
+  root (held locked by the client: a later generate removes it if the client was killed,
+  :func:`.storage.staging.remove_stale`); the client merges each suite's shards into place as
+  soon as they are all written (:mod:`.storage.merge`: sizes and SHA-256 checked, temporary
+  files renamed, the manifest last, so a suite is there whole or not at all) and removes them.
+  The workers must see the output root at the same path (a shared file system; a local cluster
+  always does);
 * **verify**: the client checks the tree, the index and every file's hash, line count and
   format; the tasks recompute ranges of lines with the reference model
   (:func:`.verify.recompute`, ranges aligned to :data:`.pipeline.CHUNK`), and the client reports
@@ -51,6 +53,7 @@ from .compute import pipeline
 from .kinds.registry import suite_from_spec
 from .storage import files, merge
 from .storage.files import GenerationInterrupted
+from .storage.staging import SHARDS_PREFIX, Staging, parent_locked
 
 __all__ = ["Cluster", "ClusterError", "MissingExtra", "open_cluster", "generate_suites", "generate_piece",
            "GENERATE_VECTORS"]
@@ -220,9 +223,12 @@ def generate_suites(cluster: Cluster, suites: list, root, seed: int = 0, level: 
                     npz: bool = False, count: int | None = None, reference_only: bool = False) -> list[Path]:
     """:func:`.files.generate_suites` on ``cluster``: the same files, manifests and index (see
     the module docstring). The free space asked for is twice the suites' (shards and suites)."""
+    seed = files.check_seed(seed)
     root, plans, keys = files.prepare_generation(suites, root, level, None, count, copies=2)
     root = root.resolve()
-    staging = Path(tempfile.mkdtemp(prefix=".mxsim-shards-", dir=root))
+    with parent_locked(root):  # held locked while it lives: a later generate removes it only if this one died
+        held = Staging(root, SHARDS_PREFIX)
+    staging = held.path
     written: list[Path] = []
     try:
         jobs, pieces = [], []
@@ -236,9 +242,11 @@ def generate_suites(cluster: Cluster, suites: list, root, seed: int = 0, level: 
                 shards = [next(results) for _ in range(n)]
                 written.append(_assemble(root, staging, suite, plan, shards))
     except KeyboardInterrupt:
-        raise GenerationInterrupted(root, len(written), len(suites), keys[min(len(written), len(keys) - 1)]) from None
+        current = keys[min(len(written), len(keys) - 1)]
+        kept = (root / current / files.MANIFEST).is_file()
+        raise GenerationInterrupted(root, len(written), len(suites), current, kept) from None
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        held.remove()
     return written
 
 

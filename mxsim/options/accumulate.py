@@ -53,6 +53,13 @@ Fused multiply-accumulate steps (contract section 4.1; ``accumulate="fused"``, w
   the exponent fp32's encoding gives its zeros and subnormals (Blackwell); MXDOTP reads the raw
   exponent field: -127.
 * ``output`` adds ``fp32_e8m13``: an fp32 word whose value is cut to 13 fraction bits (Hopper).
+* ``promote_every`` (N, products; None = no promotion): the fused chain restarts from +0 every N
+  products, and each partial D (the last step's D of a group of N products) is added to an fp32
+  register with IEEE 754 nearest-even (subnormals kept, -0 only for (-0) + (-0), overflow to
+  +-Inf, NaN written as ``nan_bits``); the register starts at C (C enters it, not the first step)
+  and is the result, an fp32 word (contract 4.1: how cuBLASLt and Triton keep FP8 accuracy on
+  Hopper). N is a multiple of the step (of the block size where steps restart at every block),
+  and the output must be stored as fp32.
 """
 
 from __future__ import annotations
@@ -63,7 +70,8 @@ from functools import lru_cache
 
 from ..formats import FloatFormat, get_format
 from .spec import (
-    Flag, IntRange, NameOrPattern, Names, check_choice, option, options_from_kwargs, options_of, validate_fields,
+    Flag, IntRange, NameOrPattern, Names, check_choice, check_option_names, option, options_from_kwargs, options_of,
+    validate_fields,
 )
 
 __all__ = [
@@ -77,6 +85,7 @@ MAX_WIDTH = 8192
 FP32_EMIN = -126  # the exponent fp32's encoding gives its zeros and subnormals
 MAX_STEP = 1 << 20
 MAX_PARTIAL_SUMS = 64
+PROMOTE_TRIES = (32, 64, 128, 256)  # promote_every values check --explain tries (Triton's and cuBLASLt's)
 SHIFT_ROUNDINGS = ("truncate", "rne", "floor")
 # output="fp32_eXmY": the values of the IEEE-style float with X exponent bits (bias 2^(X-1) - 1) and Y
 # fraction bits, subnormals included, stored as the fp32 words of those values (every one is an fp32 value)
@@ -205,6 +214,11 @@ class Accumulator:
         "`anchor='max'`: a zero element reads with this exponent and its products count for the anchor (CDNA3: -126)",
         "6.1",
     )
+    promote_every: int | None = option(
+        None, IntRange(1, MAX_STEP, "no promotion: the chain runs from C to the end", tries=PROMOTE_TRIES),
+        "products per promotion: the fused chain restarts from +0 every N products and each partial D is added "
+        "to an fp32 register (RNE) that starts at C; the register is the result (cuBLASLt default: 128)", "4.1",
+    )
     int_elements: str = option(
         "scaled", ("scaled", "integer"),
         "integer elements (MXINT8) in fused products: `scaled` q * 2^-6 (OCP), `integer` q itself (MXDOTP's INT8)",
@@ -273,6 +287,11 @@ class Accumulator:
         if self.bypass is not None:
             if self.anchor != "fixed":
                 raise ValueError(f"bypass={self.bypass!r} is only used with anchor='fixed', not anchor={self.anchor!r}")
+        if self.promote_every is not None and self.output_storage != "fp32":
+            raise ValueError(
+                f"promote_every={self.promote_every!r} is not allowed with output={self.output!r}: the partial D are "
+                "added to an fp32 register, so the output must be stored as fp32 (fp32 or fp32_eXmY); leave it None"
+            )
         self._check_late_join()
 
     def _check_late_join(self) -> None:
@@ -316,7 +335,27 @@ class Accumulator:
     def preset(cls, name: str, **overrides) -> "Accumulator":
         """A named configuration from :data:`PRESETS`, with optional field overrides."""
         check_choice("preset", name, tuple(PRESETS))
-        return replace(PRESETS[name], **overrides)
+        return cls.resolve(PRESETS[name], **overrides)
+
+    @classmethod
+    def resolve(cls, spec: "Accumulator | str | None" = None, **overrides) -> "Accumulator":
+        """The one way settings become an Accumulator (the API, the CLI and golden suites all call
+        it): ``spec`` is None (the defaults), a preset name from :data:`PRESETS`, or an
+        Accumulator; ``overrides`` are option fields laid over it. An unknown field is a
+        ValueError naming it and listing the known ones, a bad value one naming the field and its
+        allowed values (the dataclass checks every field it is built with)."""
+        if isinstance(spec, str):
+            check_choice("preset", spec, tuple(PRESETS))
+            spec = PRESETS[spec]
+        elif spec is not None and not isinstance(spec, cls):
+            raise ValueError(
+                f"accumulator must be an Accumulator, a preset name or None, not {type(spec).__name__} "
+                f"(presets: {', '.join(PRESETS)})"
+            )
+        if spec is None:
+            return cls.from_kwargs(**overrides)
+        check_option_names(cls, overrides, "accumulator ")
+        return replace(spec, **overrides) if overrides else spec
 
     def check_block_format(self, fmt_a, fmt_b) -> None:
         """Refuse fused settings that mean nothing for a pair of block formats (same block size):
@@ -328,6 +367,7 @@ class Accumulator:
         self._check_elements(fmt_a, fmt_b)
         k = fmt_a.block_size
         step = self.effective_step(k)
+        self._check_promotion(k)
         if step > k and step % k:
             raise ValueError(
                 f"step={step} is not allowed for block size {k}: a step larger than a block must be a multiple of it"
@@ -350,6 +390,24 @@ class Accumulator:
                         f"step_terms='product' is not allowed for {fmt.name!r}: its {fmt.scale.name} scales carry a "
                         "significand; use step_terms='block'"
                     )
+
+    def _check_promotion(self, block_size: int) -> None:
+        """Refuse a ``promote_every`` that would cut a step: N must be a multiple of the step, or of
+        the block size where steps restart at every block (a step that neither divides the block
+        nor is a multiple of it, MXDOTP's FP6 steps of 11)."""
+        n = self.promote_every
+        if n is None:
+            return
+        k, step = block_size, self.effective_step(block_size)
+        if step >= k or k % step == 0:
+            unit, what = step, f"step={step}"
+        else:
+            unit, what = k, f"block size {k} (steps of {step} restart at every block)"
+        if n % unit:
+            raise ValueError(
+                f"promote_every={n} is not allowed with {what}: a promotion must not cut a step; expected a multiple "
+                f"of {unit} ({', '.join(str(unit * i) for i in (1, 2, 4))}, ...) or None"
+            )
 
     def _check_elements(self, fmt_a, fmt_b) -> None:
         """Refuse element formats the unit does not take (``elements``, ``mixed_elements``)."""
@@ -421,8 +479,8 @@ class Accumulator:
 _FUSED_ONLY = {
     o.name: o.default for o in options_of(Accumulator) if o.name in (
         "step", "step_terms", "term_size", "anchor", "bypass", "c_zero_exponent", "zero_product_sum", "partial_sums",
-        "sum_rounding", "sum_frac_bits", "c_frac_bits", "c_drop", "zero_exponent", "int_elements", "elements",
-        "mixed_elements",
+        "sum_rounding", "sum_frac_bits", "c_frac_bits", "c_drop", "zero_exponent", "promote_every", "int_elements",
+        "elements", "mixed_elements",
     )
 }
 
@@ -466,6 +524,12 @@ _PRESET_LIST: list[tuple[str, Accumulator, str]] = [
     ("hopper_fp8_wgmma_f16", Accumulator(**{**_NVIDIA_FP8, **_FP16_D}),
      "NVIDIA Hopper FP8 wgmma with an fp16 D: as hopper_fp8_wgmma, the step sum rounded to fp16 nearest-even, NaN "
      "0x7FFF, overflow to Inf (contract 6.1)"),
+    ("hopper_fp8_cublas", Accumulator(**_NVIDIA_FP8, promote_every=128),
+     "NVIDIA Hopper FP8 GEMM with promotion every 128 products: hopper_fp8_wgmma chains restarted from +0 every 128 "
+     "products, each partial D added to an fp32 register (RNE, NaN 0x7FFFFFFF) that starts at C; cuBLASLt's default "
+     "(torch._scaled_mm with use_fast_accum=False), measured on an H200 (2026-11-28, driver 580.159, CUDA 13, torch "
+     "2.11: bit for bit at K = 32 to 4,096; contract 4.1, 6.1); Triton's max_num_imprecise_acc=N is promote_every=N "
+     "on hopper_fp8_wgmma; use scales of 1"),
     ("ada_fp8_mma", Accumulator(**{**_NVIDIA_FP8, "step": 16}),
      "NVIDIA Ada Lovelace FP8 mma.sync m16n8k32 (sm_89), fp32 D: two fused steps of 16 (split-k), F = 13, truncate, "
      "fp32_e8m13 toward zero, NaN 0x7FFFFFFF (contract 6.1); no block scales: use scales of 1"),

@@ -1,6 +1,6 @@
 """Bit-layout options of packed block data (conventions.md section 3): how element codes are cut
 into a byte stream and where block scales go. The layouts are defined in :mod:`mxsim.ref.pack`;
-the arithmetic both packers share is :mod:`mxsim.formats.packing`."""
+the arithmetic both packers share is :mod:`mxsim.packing`."""
 
 from __future__ import annotations
 

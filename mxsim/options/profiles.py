@@ -34,7 +34,7 @@ from .encode import EncodeOptions, allows_most_negative_code
 from .quantize import QuantizeOptions, option_applies
 from .spec import options_from_kwargs
 
-__all__ = ["Profile", "PROFILES", "get_profile", "profile_names", "resolve_quantize"]
+__all__ = ["Profile", "PROFILES", "get_profile", "profile_names", "resolve_quantize", "resolve_encode"]
 
 
 def _frozen(mapping: Mapping | None) -> Mapping:
@@ -527,3 +527,33 @@ def resolve_quantize(profile, options: dict, fmt=None) -> tuple[Profile | None, 
         return None, QuantizeOptions.from_kwargs(**options)
     chosen = get_profile(profile)
     return chosen, chosen.quantize_options(fmt, **options)
+
+
+def resolve_encode(profile, options, given: dict, fmt) -> EncodeOptions:
+    """The EncodeOptions of one element-encode call, for both paths (docs/numerics.md section 1).
+
+    ``options``: an :class:`EncodeOptions` holding every setting, or None; ``given``: the keyword
+    options of the call (a value of None is not given); ``profile``: a cast profile (name or
+    :class:`Profile`) or None. ``options`` stands alone (a keyword option or profile beside it is a
+    ValueError naming them); otherwise the given keywords override the profile's fields, which
+    override the defaults. A profile must cover the element format ``fmt``."""
+    given = {name: value for name, value in given.items() if value is not None}
+    if options is not None:
+        if not isinstance(options, EncodeOptions):
+            raise ValueError(f"options must be an EncodeOptions or None, not {type(options).__name__}")
+        beside = sorted(given) + (["profile"] if profile is not None else [])
+        if beside:
+            raise ValueError(
+                f"options=EncodeOptions(...) holds every encode setting; {', '.join(beside)} cannot be given beside it"
+            )
+        return options
+    fields = {}
+    if profile is not None:
+        chosen = get_profile(profile)
+        fields = chosen.encode_options()
+        name = get_format(fmt, kind="element").name
+        if name not in chosen.formats:
+            raise ValueError(
+                f"format {name!r} is not allowed with profile {chosen.name!r}; expected one of: {', '.join(chosen.formats)}"
+            )
+    return options_from_kwargs(EncodeOptions, {**fields, **given}, "encode ")

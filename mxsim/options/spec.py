@@ -31,6 +31,7 @@ __all__ = [
     "choices_of",
     "validate_fields",
     "options_from_kwargs",
+    "check_option_names",
     "check_choice",
 ]
 
@@ -101,11 +102,14 @@ class Flag:
 
 @dataclass(frozen=True)
 class IntRange:
-    """An integer in [low, high] (bools refused), or None where ``none`` says what None means."""
+    """An integer in [low, high] (bools refused), or None where ``none`` says what None means.
+    ``tries``: the values worth trying when the option is unset and the range is too wide to try
+    whole (``check --explain``'s candidates); empty: none."""
 
     low: int
     high: int
     none: str = ""
+    tries: tuple[int, ...] = ()
 
     def accepts(self, value) -> bool:
         if value is None:
@@ -190,11 +194,17 @@ def validate_fields(instance) -> None:
         definition.check(getattr(instance, definition.name))
 
 
-def options_from_kwargs(options_class, kwargs: dict, what: str = ""):
-    """Build a frozen options dataclass from keywords, naming any unknown option (``what`` says
-    whose, e.g. "accumulator ") and listing the known ones."""
+def check_option_names(options_class, names, what: str = "") -> None:
+    """ValueError naming every name in ``names`` that is not a field of ``options_class``
+    (``what`` says whose, e.g. "accumulator ") and listing the known ones."""
     known = [f.name for f in dataclasses.fields(options_class)]
-    unknown = sorted(set(kwargs) - set(known))
+    unknown = sorted(set(names) - set(known))
     if unknown:
         raise ValueError(f"unknown {what}option(s) {', '.join(unknown)}; known options: {', '.join(known)}")
+
+
+def options_from_kwargs(options_class, kwargs: dict, what: str = ""):
+    """Build a frozen options dataclass from keywords, naming any unknown option (see
+    :func:`check_option_names`)."""
+    check_option_names(options_class, kwargs, what)
     return options_class(**kwargs)

@@ -43,6 +43,7 @@ __all__ = [
     "quantize_block",
     "dequantize_block",
     "nvfp4_tensor_scale",
+    "element_divisor",
     "nan_block_element_code",
     "nan_element_code",
     "nan_block_scale",
@@ -198,7 +199,7 @@ def _amax(xs: list[Ratio], options: QuantizeOptions, source: str) -> tuple[int, 
     return best_n, best_d
 
 
-def _element_divisor(exponent: int, options: QuantizeOptions) -> tuple[int, int]:
+def element_divisor(exponent: int, options: QuantizeOptions) -> tuple[int, int]:
     """What the elements of a single-level block are divided by, as integers (n, d): 2^E, except
     at E = -127 (E8M0 0x00) under ``min_scale_divisor``: 2^-126 ('min_normal', torchao FLOOR) or
     1 ('one', torchao RCEIL)."""
@@ -474,7 +475,7 @@ def _quantize_e8m0(xs, fmt, options, rand_bits, source: str, exponent: int | Non
         divisors = [_power_of_two(exponent - tau) for tau in taus for _ in range(fmt.subblock_size)]
     else:  # 2^E, or min_scale_divisor's divisor at E = -127, for every element
         taus = []
-        divisors = repeat(_element_divisor(exponent, options))
+        divisors = repeat(element_divisor(exponent, options))
     codes = _element_codes(xs, divisors, fmt.element, options, rand_bits)
     return QuantizedBlock(scale_byte(exponent, options.scale_encoding), tuple(taus), codes)
 

@@ -38,7 +38,7 @@ from ..formats import get_format
 from .block import QuantizedBlock, check_block
 from .decode import decode
 from .exact import Exact, Number, dyadic
-from .fused import check_tensor_scales, fused_steps
+from .fused import check_tensor_scales, fused_result, fused_steps
 from .output import fp32_add, fp32_add_dyadic, fp32_bits, fp32_input, output_value, round_output
 from .round import CUT_ROUNDING, round_shift
 from .terms import Term, block_products, block_terms, element_term, frac_bits, min_exponent, special
@@ -320,6 +320,8 @@ def dot_general(
       The sum is then rounded to the output. No blocks and no C give +0.
     * ``accumulate="fused"``: steps of the fused multiply-accumulate unit (:mod:`mxsim.ref.fused`)
       from C (+0 for ``c=None``); ``steps`` holds every step's output code and ``blocks`` is empty.
+      With ``promote_every`` the chain restarts from +0 every N products and C enters the fp32
+      register that adds the partial sums (:mod:`mxsim.ref.promote`), whose word is the result.
       No blocks give C rounded to the output. NVFP4 tensor scales other than None or 1 are refused.
     """
     fmt_a, fmt_b = _check_pair(fmt_a, fmt_a if fmt_b is None else fmt_b, len(blocks_a), len(blocks_b))
@@ -345,7 +347,7 @@ def _fused_general(blocks_a, blocks_b, fmt_a, fmt_b, accumulator, tensor_scale_a
     blocks_b = [check_block(b, fmt_b, tensor_scale_b, "block b") for b in blocks_b]
     c = Exact(0) if c is None else c
     steps = fused_steps(blocks_a, blocks_b, fmt_a, fmt_b, accumulator, c)
-    code = steps[-1] if steps else round_output(c, accumulator)
+    code = fused_result(steps, c, accumulator, fmt_a.block_size, len(blocks_a))
     return GeneralDot(code, output_value(code, accumulator), (), steps)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..formats import get_format
-from ..options.encode import OVERFLOW_MODES, check_encode_options, check_int8_allow_neg2, overflow_code
+from ..options.encode import OVERFLOW_MODES, EncodeOptions, check_encode_options, check_int8_allow_neg2, overflow_code
 from .exact import Number, floor_log2_ratio, ratio, to_exact
 from .round import round_magnitude
 
@@ -34,8 +34,13 @@ def encode(
     rand_bits: int | None = None,
     rand_width: int = 32,
     int8_allow_neg2: bool = False,
+    options: EncodeOptions | None = None,
 ) -> int:
     """Encode the exact value of ``x`` (int, Fraction, float, or :class:`Exact`) into ``fmt``.
+
+    The options are the keyword arguments, or ``options``, an :class:`mxsim.options.EncodeOptions`
+    holding them all (its ``rand_bits`` one integer here; ``source`` does not apply to a scalar);
+    the keyword options must then be left at their defaults.
 
     * NaN: the format's canonical NaN code with the input's sign bit; ValueError for formats
       without NaN (FP6, FP4, integers, unless a block rule handles it first).
@@ -52,6 +57,9 @@ def encode(
 
     Returns the code as an int in [0, 2^width).
     """
+    if options is not None:
+        rounding, overflow, rand_bits, rand_width, int8_allow_neg2 = _from_options(
+            options, rounding, overflow, rand_bits, rand_width, int8_allow_neg2)
     fmt = get_format(fmt, kind="element")
     if not (rand_bits is None and rounding in _DETERMINISTIC and overflow in OVERFLOW_MODES):
         check_encode_options(rounding, overflow, rand_bits, rand_width)  # (the plain case always passes)
@@ -68,6 +76,25 @@ def encode(
     if not d:
         return overflow_code(fmt, negative, overflow, rounding, infinite_input=True, int8_allow_neg2=int8_allow_neg2)
     return ratio_encoder(fmt)(n, d, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2)
+
+
+def _from_options(options, *loose) -> tuple:
+    """(rounding, overflow, rand_bits, rand_width, int8_allow_neg2) of ``options``, refusing
+    keyword options given beside it (``loose``: their values, each at its default unless given)."""
+    if not isinstance(options, EncodeOptions):
+        raise ValueError(f"options must be an EncodeOptions or None, not {type(options).__name__}")
+    names = ("rounding", "overflow", "rand_bits", "rand_width", "int8_allow_neg2")
+    beside = [name for name, value in zip(names, loose) if value != _DEFAULTS[name]]
+    if beside:
+        raise ValueError(
+            f"options=EncodeOptions(...) holds every encode setting; {', '.join(beside)} cannot be given beside it"
+        )
+    if options.source is not None:
+        raise ValueError(f"source={options.source!r} does not apply to mxsim.ref.encode (it reads exact values)")
+    return tuple(getattr(options, name) for name in names)
+
+
+_DEFAULTS = {"rounding": "rne", "overflow": "saturate", "rand_bits": None, "rand_width": 32, "int8_allow_neg2": False}
 
 
 def encode_ratio(

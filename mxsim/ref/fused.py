@@ -5,7 +5,9 @@ The K = n * k products of a DotGeneral (product p is element p % k of block pair
 into steps of ``step`` products (a last step may be partial: as if padded with zero products).
 Each step computes D = C + (its products) in one multi-term adder and rounds once to ``output``;
 C of the first step is the caller's accumulator input (+0 by default), and each D, decoded, is
-the next step's C. The result is the last D.
+the next step's C. The result is the last D. With ``promote_every`` (docs/numerics.md section 4.1)
+the chain restarts from +0 at every promotion group and the caller's C enters the fp32 register
+of :mod:`mxsim.ref.promote` instead, which gives the result.
 
 Terms of a step (F = ``frac_bits``; X = a scale's unbiased exponent, sig its significand, so a
 scale is sig * 2^X: E8M0 sig = 1, X = code - 127; UE4M3 X = max(floor(log2 scale), -6)):
@@ -45,13 +47,15 @@ from .block import QuantizedBlock
 from .decode import decode
 from .exact import Exact, floor_log2, to_exact
 from .output import output_value, round_finite_output, round_output
+from .promote import group_starts, result_code
 from .round import CUT_ROUNDING, round_magnitude
 from .terms import block_products, block_terms, frac_bits, special
 
-__all__ = ["FusedStep", "ScaleParts", "check_tensor_scales", "dyadic_equal", "dyadic_sum", "fused_step_details",
-           "fused_steps", "scale_parts"]
+__all__ = ["FusedStep", "ScaleParts", "check_tensor_scales", "dyadic_equal", "dyadic_sum", "fused_result",
+           "fused_step_details", "fused_steps", "scale_parts"]
 
 TWO = Fraction(2)
+PLUS_ZERO = Exact(0)
 FP32_FRACTION_BITS = 23  # C's LSB weighs 2^(e_C - 23)
 
 
@@ -99,6 +103,14 @@ def fused_steps(
     block size k whose blocks the caller has checked; ``c`` is the first step's C (an fp32 value).
     No blocks give no steps."""
     return tuple(step.code for step in fused_step_details(blocks_a, blocks_b, fmt_a, fmt_b, accumulator, c))
+
+
+def fused_result(step_codes: Sequence[int], c: Exact, accumulator: Accumulator, block_size: int, n_blocks: int) -> int:
+    """The output code of a fused DotGeneral of ``n_blocks`` blocks from its steps' codes and the
+    caller's C: the last D, or with ``promote_every`` the fp32 register that adds each promotion
+    group's last D to C (:func:`mxsim.ref.promote.result_code`; docs/numerics.md section 4.1)."""
+    starts = group_starts(accumulator.step_ranges(block_size, n_blocks), accumulator)
+    return result_code(step_codes, starts, c, accumulator)
 
 
 @dataclass(frozen=True)
@@ -168,7 +180,10 @@ def fused_step_details(
         anchors or None,
     )
     details = []
-    for first, last in accumulator.step_ranges(k, len(blocks_a))[:first_steps]:
+    ranges = accumulator.step_ranges(k, len(blocks_a))[:first_steps]
+    for (first, last), restart in zip(ranges, group_starts(ranges, accumulator)):
+        if restart:  # promotion (docs/numerics.md section 4.1): the chain restarts from +0; C is the register's
+            c = PLUS_ZERO
         details.append(_step(ops, first, last, c, accumulator))
         c = output_value(details[-1].code, accumulator)
     return tuple(details)

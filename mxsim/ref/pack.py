@@ -54,7 +54,7 @@ API (shared with :mod:`mxsim.fast.pack`)
 * ``unpack_blocks(fmt, data, n_blocks, element_stream=..., scale_placement=...) -> (scales,
   subscales, codes)``: shapes (n,), (n, subblocks) or None, (n, block_size);
 * ``packed_nbytes(fmt, n_blocks, element_stream=..., scale_placement=...) -> int`` (from
-  :mod:`mxsim.formats.packing`, where the layout arithmetic both packers share lives).
+  :mod:`mxsim.packing`, where the layout arithmetic both packers share lives).
 
 Tensor-level packing (an MXTensor's payload, either implementation) is :mod:`mxsim.tensor_pack`.
 """
@@ -65,7 +65,7 @@ import numpy as np
 from bitstring import Bits
 
 from ..formats import get_format
-from ..formats.packing import (
+from ..packing import (
     DEFAULT_ELEMENT_STREAM,
     DEFAULT_SCALE_PLACEMENT,
     ELEMENT_STREAMS,

@@ -4,15 +4,17 @@ computed from each vector's content and the reference model's view of every step
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 from functools import lru_cache, reduce
+from operator import or_
 
 import numpy as np
-from operator import or_
 
 from ...ref import dot as ref_dot
 from ...ref.encode import encode
 from ...ref.exact import Exact, floor_log2_ratio
+from ...options.accumulate import output_float_format
 from ...ref.output import output_format, storage_format
 from ..values import code_sets, decode, is_subnormal_code
 from ...ref.fused import dyadic_equal
@@ -21,7 +23,7 @@ from .output_rounding import NO_LOW, dyadic_rounding_flags, output_rounding_clas
 
 __all__ = [
     "CANCELLATION_BITS", "c_classes", "cancels", "dyadic_overflows", "element_classes", "block_low", "block_lows",
-    "block_rounding_classes", "fused_classes", "step_low", "step_rounding_classes",
+    "block_rounding_classes", "fused_classes", "register_classes", "step_low", "step_rounding_classes",
 ]
 
 CANCELLATION_BITS = 8  # c_cancellation: |C + products| <= 2^-8 |C|
@@ -196,10 +198,15 @@ def block_rounding_classes(exact: Exact, code: int, low: int | None, accumulator
     return output_rounding_classes(exact.magnitude, bool(exact.sign), low, output_format(accumulator), result.magnitude)
 
 
-def fused_classes(details, accumulator) -> set:
+def fused_classes(details, accumulator, c: Exact | None = None, result: int | None = None) -> set:
     """Classes of the fused steps of one vector (every step's :class:`~mxsim.ref.fused.FusedStep`):
     C's classes, NaN/Inf/zero/subnormal results, overflow and saturation, cancellation, and the
-    bits the grid cut (shift_inexact)."""
+    bits the grid cut (shift_inexact). With ``promote_every`` (docs/numerics.md section 4.1) the
+    caller's ``c`` and the ``result`` word are the fp32 register's: their classes replace the chain's
+    C and last D (:func:`register_classes`)."""
+    if accumulator.promote_every is not None and result is not None:
+        chain = fused_classes(details, replace(accumulator, promote_every=None))
+        return (chain - {"zero", "negative_zero"}) | c_classes(c, None) | register_classes(result)
     classes = c_classes(details[0].c, None) if details else set()
     storage = storage_format(accumulator)
     for step in details:
@@ -240,3 +247,17 @@ def fused_classes(details, accumulator) -> set:
         if last.is_zero:
             classes.add("negative_zero" if last.sign else "zero")
     return classes
+
+
+_FP32_STORAGE = output_float_format("fp32")
+
+
+def register_classes(word: int) -> set:
+    """The result classes of a promoting unit's fp32 register word: nan, inf, zero, negative_zero,
+    subnormal_output."""
+    x = decode(word, _FP32_STORAGE)
+    if x.is_nan or x.is_inf:
+        return {"nan" if x.is_nan else "inf"}
+    if x.is_zero:
+        return {"negative_zero" if x.sign else "zero"}
+    return {"subnormal_output"} if is_subnormal_code(word, _FP32_STORAGE) else set()

@@ -12,7 +12,8 @@ values of the suite under other configurations and asks which one gives the devi
   EncodeOptions ``rounding`` / ``overflow`` of ``encode`` suites, ``scale_encoding`` of
   ``dequantize`` suites). A choice option takes each of its other values, a flag the other one,
   an integer option its neighbours (current +-1, 2, 3, 4, 8, 16 within its range; an unset one,
-  all values of a range of at most 8, else it is not varied). A change the options layer or the
+  all values of a range of at most 8, else the values its range names as worth trying (``tries``:
+  ``promote_every`` 32, 64, 128, 256), else it is not varied). A change the options layer or the
   suite refuses (an option that does not apply to the format: ValueError) is skipped, and so is
   one that makes the same suite as another candidate;
 * **pairs** of two changes among the best single candidates that reproduce part (not all) of the
@@ -164,9 +165,10 @@ def _values(definition, current) -> list:
     if isinstance(allowed, IntRange):
         if current is None:
             span = allowed.high - allowed.low + 1
-            return list(range(allowed.low, allowed.high + 1)) if span <= _SMALL_RANGE else []
+            return list(range(allowed.low, allowed.high + 1)) if span <= _SMALL_RANGE else list(allowed.tries)
         near = [current + sign * step for step in _STEPS for sign in (-1, 1)]
         values = [v for v in near if allowed.low <= v <= allowed.high]
+        values += [v for v in allowed.tries if v != current and v not in values]
         return values + ([None] if allowed.none else [])
     return []  # Data: caller-supplied data, not a setting
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...writing import naming_file
 from ..compute import limits
 from ..compute import pipeline
 from ..storage.columns import RecordReader, field_values
@@ -58,8 +59,12 @@ def plant_device(suite_dir, out_dir, **changes) -> Path:
                 inputs[f.name] = values.tolist() if hasattr(values, "tolist") else values
             outputs, _ = pipeline.reference_expected(device, inputs)
             for f in device.outputs:
-                targets[f.name].write(f.to_hex_lines(outputs[f.name]))
+                with naming_file(out_dir / f.file):  # a full disk names the file
+                    targets[f.name].write(f.to_hex_lines(outputs[f.name]))
     finally:
-        for file in [*sources.values(), *targets.values()]:
+        for file in sources.values():
             file.close()
+        for f in device.outputs:
+            with naming_file(out_dir / f.file):
+                targets[f.name].close()
     return out_dir

@@ -20,7 +20,7 @@ from ...ref import dot as ref_dot
 from ...ref.block import QuantizedBlock
 from ...ref.encode import encode
 from ...ref.exact import Exact
-from ...ref.fused import fused_step_details
+from ...ref.fused import fused_result, fused_step_details
 from ...ref.output import storage_format
 from ..coverage.accumulator import block_low, block_lows, block_rounding_classes, c_classes, element_classes, fused_classes
 from ..coverage.catalogue import class_names
@@ -116,8 +116,7 @@ class DotSuite(Suite):
         ref_dot._check_pair(self.fa, self.fb, 1, 1)
         for name in ("c_input", "steps", "unit_scales", "exhaustive_pairs"):
             _check_flag(name, getattr(self, name))
-        self.acc = Accumulator.preset(self.preset, **self.accumulator) if self.preset is not None else (
-            Accumulator.from_kwargs(**self.accumulator))
+        self.acc = Accumulator.resolve(self.preset, **self.accumulator)
         self.fused = self.acc.accumulate == "fused"
         if self.steps and not self.fused:
             raise ValueError("steps=true needs a fused accumulator (accumulate='fused', or a fused preset such as "
@@ -605,10 +604,10 @@ class DotSuite(Suite):
     def _fused(self, blocks_a, blocks_b, c: Exact):
         """Outputs and classes of a fused vector (the reference's steps; no tensor scales)."""
         details = fused_step_details(blocks_a, blocks_b, self.fa, self.fb, self.acc, c)
-        out = {"result": details[-1].code}
+        out = {"result": fused_result([step.code for step in details], c, self.acc, self.fa.block_size, len(blocks_a))}
         if self.steps:
             out["steps"] = pack_word([step.code for step in details], storage_format(self.acc).width)
-        classes = fused_classes(details, self.acc)
+        classes = fused_classes(details, self.acc, c, out["result"])
         for a, b in zip(blocks_a, blocks_b):
             classes |= element_classes(a, b, self.fa, self.fb)
         return out, classes

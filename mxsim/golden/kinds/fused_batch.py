@@ -176,11 +176,12 @@ def models(acc) -> bool:
     """Whether the classes of this accumulator's steps are rebuilt here: ``shift_rounding``
     truncate or rne; an output of :data:`_OUTPUTS`; the product terms and C in one adder
     (``partial_sums`` 1, no late C join: ``sum_frac_bits`` unset) with zero elements not counting
-    for the anchor (``zero_exponent`` unset); steps of a fixed length over the products (the step
+    for the anchor (``zero_exponent`` unset), no promotion (``promote_every`` unset: the chain's C
+    is not the caller's); steps of a fixed length over the products (the step
     divides the block size or is a multiple of it; see :func:`_models_formats`). Every other
     configuration goes to the reference (an option added later stays right until taught here)."""
     return (acc.shift_rounding in ("truncate", "rne") and acc.output in _OUTPUTS and acc.partial_sums == 1
-            and acc.sum_frac_bits is None and acc.zero_exponent is None)
+            and acc.sum_frac_bits is None and acc.zero_exponent is None and acc.promote_every is None)
 
 
 def _models_formats(suite) -> bool:

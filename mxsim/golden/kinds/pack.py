@@ -23,7 +23,7 @@ class PackSuite(Suite):
     kind = "pack"
 
     def __post_init__(self):
-        from ...formats.packing import ELEMENT_STREAMS, packed_nbytes
+        from ...packing import ELEMENT_STREAMS, packed_nbytes
 
         self.fmt = block_format(self.block, "block")
         if self.element_stream not in ELEMENT_STREAMS:

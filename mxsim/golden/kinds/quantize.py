@@ -12,7 +12,7 @@ import numpy as np
 
 from ...fast.block import nvfp4_tensor_scales, quantize_blocks
 from ...options import QuantizeOptions
-from ...ref.block import _element_divisor, nvfp4_tensor_scale, quantize_block, to_fp32
+from ...ref.block import element_divisor, nvfp4_tensor_scale, quantize_block, to_fp32
 from ...ref.decode import finite_magnitudes
 from ...ref.exact import Exact, dyadic, floor_log2
 from ...ref.scale import E8M0_MAX, byte_exponent
@@ -491,7 +491,7 @@ class QuantizeSuite(Suite):
 
     def _divisors(self, scales, exponent, subscales, tensor_words, shape):
         """((N, k) float64 divisors D of every element, (N,) fp32 factors or None): 2^E (or
-        ``min_scale_divisor``'s at E = -127: :func:`mxsim.ref.block._element_divisor`), 2^(E -
+        ``min_scale_divisor``'s at E = -127: :func:`mxsim.ref.block.element_divisor`), 2^(E -
         tau_j) with sub-blocks, s_t * scale for NVFP4 (exact in binary64: 24 times 4 bits); under
         ``nvfp4_arith='fp32_steps'`` D = 1 and the factor fp32(fp32(1 / s_t) / scale)."""
         fmt, opts = self.fmt, self.opts
@@ -515,7 +515,7 @@ class QuantizeSuite(Suite):
         if fmt.subblocks:
             taus = np.repeat(subscales, fmt.subblock_size, axis=1)
             return np.ldexp(1.0, (exponent[:, None] - taus).astype(np.int32)), None
-        table = {e: _element_divisor(e, opts) for e in set(exponent.tolist())}
+        table = {e: element_divisor(e, opts) for e in set(exponent.tolist())}
         per_row = np.array([table[e][0] / table[e][1] for e in exponent.tolist()], dtype=np.float64)
         return np.repeat(per_row[:, None], k, axis=1), None
 

@@ -224,15 +224,19 @@ def merge_group(out: Path, shards: list[Shard], plan: pipeline.Plan) -> Path:
         if plan.from_catalogue == plan.catalogue:  # the whole catalogue: every reachable class (as generate)
             check_reachable_coverage(suite, coverage)
         extra = {"shard": None, "count": plan.total, "reference_check": reference_check, "coverage": coverage}
-        written = writer.commit(lambda files: manifest_bytes(suite, manifest["seed"], manifest["level"], plan,
-                                                             **extra, files=files))
+
+        def publish(written: bytes) -> None:  # the index entry, made as the suite is swapped in
+            digest = hashlib.sha256(written).hexdigest()
+            _update_index(out, {first.key: {"count": plan.total, "manifest_sha256": digest}})
+
+        writer.commit(lambda files: manifest_bytes(suite, manifest["seed"], manifest["level"], plan, **extra,
+                                                   files=files), publish)
     except OSError as error:  # a full disk, say
         writer.abort()
         raise writing_error(error, directory, suite) from None
     except BaseException:
         writer.abort()
         raise
-    _update_index(out, {first.key: {"count": plan.total, "manifest_sha256": hashlib.sha256(written).hexdigest()}})
     return directory
 
 

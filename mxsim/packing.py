@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..options.layout import (
+from .options.layout import (
     DEFAULT_ELEMENT_STREAM,
     DEFAULT_SCALE_PLACEMENT,
     ELEMENT_STREAMS,
     SCALE_PLACEMENTS,
     check_layout,
 )
-from .registry import get_format
+from .formats.registry import get_format
 
 __all__ = [
     "ELEMENT_STREAMS",
