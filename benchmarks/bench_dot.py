@@ -50,7 +50,7 @@ GEMM_CASES = [
     ("mxfp8_e4m3", "fused mxdotp_fp8", "mxdotp_fp8"),
     ("mxfp4_e2m1", "aligned F=13 W=24", "hopper_fp8_like"),
     ("mxfp4_e2m1", "fused blackwell_mxf4nvf4", "blackwell_mxf4nvf4"),
-    # the other units of conventions.md 6.1
+    # the other units of docs/numerics.md section 6.1
     ("mxfp8_e4m3", "fused hopper_fp8_wgmma_f16", "hopper_fp8_wgmma_f16"),
     ("mxfp8_e4m3", "fused ada_fp8_mma", "ada_fp8_mma"),
     ("mxfp8_e4m3", "fused ada_fp8_mma_f16", "ada_fp8_mma_f16"),

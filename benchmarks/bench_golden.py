@@ -13,7 +13,8 @@ Prints, in one run:
   ``--chunk``, each in a fresh child process: the compute time, the total time (with making the
   random inputs as the lists of Python ints a pipeline hands over), wall and CPU, and the child's
   peak resident memory (ru_maxrss);
-* ``--pipeline N`` (default 10^6; 0 skips): the commands as a user runs them, each in a fresh
+* ``--pipeline N`` (default 10^6; 0 skips; ``benchmarks/update_speed_table.py`` runs this part and
+  writes it into docs/verification-flow.md): the commands as a user runs them, each in a fresh
   child process (wall time, CPU time, peak resident memory): ``golden generate --count N`` of each
   suite (fast path, the reference recomputing the catalogue and a seeded sample of
   max(10,000, N/100)), ``golden verify --sample 1000`` of the dot suite, full ``golden verify``
@@ -21,8 +22,8 @@ Prints, in one run:
   dot results (a device that gives exactly the expected outputs).
 
 * ``--presets N`` (default 2,000; 0 skips): ``golden generate --count N`` (in this process,
-  ``mxsim.golden.generate``) of a dot suite of every fused preset of a real unit (conventions.md
-  6.1) on the formats it takes, beside ``blackwell_mxf8f6f4``: vectors per CPU second, and the
+  ``mxsim.golden.generate``) of a dot suite of every fused preset of a real unit (docs/numerics.md
+  section 6.1) on the formats it takes, beside ``blackwell_mxf8f6f4``: vectors per CPU second, and the
   ratio to blackwell_mxf8f6f4 (medians of ``--repeat`` runs, each into a fresh directory).
 * ``--fused N`` (default 20,000; 0 skips): ``golden generate --count N`` of each fused preset's
   suite (hopper_fp8_wgmma, blackwell_mxf8f6f4, blackwell_mxf4nvf4, mxdotp_fp8) beside the aligned
@@ -377,9 +378,12 @@ def run_cli(argv: list[str]) -> dict:
     return json.loads(result.stdout.splitlines()[-1])
 
 
-def _row(label: str, vectors: int, r: dict, unit: str = "vectors") -> None:
+def _row(key: str, label: str, vectors: int, r: dict, unit: str = "vectors") -> dict:
+    """Print one measured command; return it as a row (``key`` names it for
+    ``benchmarks/update_speed_table.py``)."""
     print(f"{label:58} {vectors:>10,} {unit:8} {r['wall']:7.1f} s wall {r['cpu']:7.1f} s CPU "
           f"{vectors / r['cpu']:>10,.0f}/CPU s  peak {r['peak'] / 2**20:5.0f} MiB  exit {r['code']}")
+    return {"key": key, "vectors": vectors, "unit": unit, **r}
 
 
 def _generate_argv(root: Path, kind: str, params: dict, count: int) -> list[str]:
@@ -499,40 +503,50 @@ def explain_run(count: int, workdir: Path) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def pipeline_runs(count: int, verify_count: int, workdir: Path) -> None:
+def pipeline_runs(count: int, verify_count: int, workdir: Path) -> list[dict]:
+    """The commands as a user runs them (a fresh process each): ``generate --count`` of each suite,
+    ``verify --sample 1000`` of the dot suite, full ``verify`` of a ``verify_count``-vector suite of
+    each kind, ``check`` of the dot results. Prints them; returns them as rows keyed
+    ``generate-dot``, ``generate-quantize``, ``verify-sample``, ``verify-dot``, ``verify-quantize``,
+    ``check`` (a generate row also carries its manifest's ``reference_check``)."""
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     print("\nthe commands, each in a fresh process (rates per CPU second; the machine is shared)")
+    rows = []
     try:
         for name, (kind, params) in SUITES.items():
             suite = suite_from_spec(kind, **params)
             argv = ["golden", "generate", str(workdir / "big"), "--suite", kind, "--params", json.dumps(params),
                     "--count", str(count), "--no-progress"]
-            _row(f"generate --count {count:,} {kind}/{suite.name}", count, run_cli(argv))
+            rows.append(_row(f"generate-{name}", f"generate --count {count:,} {kind}/{suite.name}", count,
+                             run_cli(argv)))
             manifest = json.loads((workdir / "big" / kind / suite.name / "manifest.json").read_text())
-            check = manifest["reference_check"]
+            check = rows[-1]["reference_check"] = manifest["reference_check"]
             print(f"{'':4}reference recomputed {check['reference_checked']:,} of {check['vectors']:,} "
                   f"({check['catalogue_checked']:,} catalogue + {check['sample_checked']:,} sampled)")
         dot_kind, dot_params = SUITES["dot"]
         dot_dir = workdir / "big" / dot_kind / suite_from_spec(dot_kind, **dot_params).name
         r = run_cli(["golden", "verify", str(dot_dir), "--sample", "1000", "--no-progress"])
-        _row(f"verify --sample 1000 of the {count:,}-vector dot suite", count, r, "lines")
+        rows.append(_row("verify-sample", f"verify --sample 1000 of the {count:,}-vector dot suite", count, r,
+                         "lines"))
         for name, (kind, params) in SUITES.items():
             suite = suite_from_spec(kind, **params)
             root = workdir / "verify"
             run_cli(["golden", "generate", str(root), "--suite", kind, "--params", json.dumps(params),
                      "--count", str(verify_count), "--no-progress"])
             r = run_cli(["golden", "verify", str(root / kind / suite.name), "--no-progress"])
-            _row(f"verify (in full, the reference) {kind}/{suite.name}", verify_count, r)
+            rows.append(_row(f"verify-{name}", f"verify (in full, the reference) {kind}/{suite.name}", verify_count,
+                             r))
         device = workdir / "device"
         device.mkdir()
         suite = suite_from_spec(dot_kind, **dot_params)
         for field in suite.outputs:
             (device / field.file).symlink_to(dot_dir / field.file)
         r = run_cli(["golden", "check", str(dot_dir), str(device)])
-        _row(f"check of {count:,} device results (dot, all matching)", count, r, "results")
+        rows.append(_row("check", f"check of {count:,} device results (dot, all matching)", count, r, "results"))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    return rows
 
 
 if __name__ == "__main__":

@@ -38,11 +38,9 @@ Errors are one line on stderr and exit code 2; a verification or check that find
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import io
 import re
-import stat
 import sys
 import textwrap
 from fractions import Fraction
@@ -55,7 +53,9 @@ from .options import DequantizeOptions, LayoutOptions, QuantizeOptions
 from .options.profiles import PROFILES, get_profile
 from .options.spec import Choice, Flag, NameOrPattern, options_of
 from .writing import atomic_write, naming_file
-from .reading import check_allocation, loads_json, shorten
+from .printable import escape_controls
+from .npy_input import load_array, typed_raw_items
+from .reading import loads_json, shorten
 from .ref.sources import SOURCE_TYPES
 from .formats import ALIASES, FORMATS, format_names, get_format
 from .options import PRESETS, Accumulator
@@ -176,8 +176,20 @@ def _cmd_info(args) -> str:
             raise ValueError(f"{error}; nor is {args.name!r} a file") from None
         if args.codes:
             raise ValueError(f"--codes lists an element format's codes; {args.name} is a file") from None
+        _refuse_non_regular(args.name)
         return _file_details(args.name)
     return _codes(fmt) if args.codes else _details(fmt)
+
+
+def _refuse_non_regular(path) -> None:
+    """ValueError for a FIFO, a device or a directory given to ``info`` (a FIFO without a writer
+    blocked it for ever): opened without blocking, its type read before a byte is."""
+    from .golden.storage.columns import NotRegularFile, open_regular
+
+    try:
+        open_regular(path).close()
+    except NotRegularFile as error:
+        raise ValueError(f"{path}: {error.strerror}; mxsim info describes a tensor file (.mxt)") from None
 
 
 def _file_details(path) -> str:
@@ -210,7 +222,7 @@ def _file_details(path) -> str:
         ("checksum", checksum),
         ("written by", f"mxsim {header['mxsim_version']}"),
     ]
-    return "\n".join(f"{key:15} {value}" for key, value in rows)
+    return "\n".join(f"{key:15} {escape_controls(str(value))}" for key, value in rows)  # the header's ESC, newlines
 
 
 def _scale_encoding(fmt) -> str:
@@ -224,64 +236,16 @@ def _scale_encoding(fmt) -> str:
     return "; ".join(parts)
 
 
-def _load_array(path) -> np.ndarray:
-    """A .npy array; its header's shape checked against what the file holds and the memory
-    available before NumPy allocates it; from a pipe (``/dev/stdin``), read as the header says."""
-    piped = _checked_npy_header(path)
-    if piped is not None:
-        return piped
-    try:
-        array = np.load(path, allow_pickle=False)
-    except (ValueError, EOFError) as error:  # numpy's messages for non-.npy or object files
-        raise ValueError(f"{path}: cannot read as a .npy array ({error})") from None
-    if not isinstance(array, np.ndarray):
-        array.close()
-        raise ValueError(f"{path}: is an .npz archive; expected a single .npy array")
-    return array
-
-
-def _checked_npy_header(path) -> np.ndarray | None:
-    """Refuse a .npy file whose header declares more data than the file holds or than memory has
-    room for (anything that is not a .npy file is left to np.load: None). A file that is not a
-    regular one (a pipe) cannot be read twice: its array, read here."""
-    with open(path, "rb") as file:
-        regular = stat.S_ISREG(os.fstat(file.fileno()).st_mode)
-        try:
-            version = np.lib.format.read_magic(file)
-            header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-            shape, fortran, dtype = header(file)
-        except (ValueError, EOFError, SyntaxError, TypeError) as error:
-            if regular:
-                return None  # not a .npy file (an .npz, say): np.load's message says so
-            raise ValueError(f"{path}: cannot read as a .npy array ({shorten(str(error))})") from None
-        if dtype.hasobject:
-            raise ValueError(f"{path}: cannot read as a .npy array (an array of Python objects)")
-        needed = math.prod(shape) * dtype.itemsize
-        what = f"{path}: the array of shape {shorten(str(shape))} of {dtype}"
-        if regular:
-            held = os.fstat(file.fileno()).st_size - file.tell()
-            if needed > held:
-                raise ValueError(f"{what} needs {needed} bytes, the file holds {held} after its header (truncated or "
-                                 "damaged)")
-            check_allocation(needed, what)
-            return None
-        check_allocation(needed, what)
-        data = file.read(needed)
-    if len(data) != needed:
-        raise ValueError(f"{what} needs {needed} bytes, the stream held {len(data)}")
-    return np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C").copy()
-
-
 def _cmd_quantize(args) -> str:
     from .fileformat import save
     from .tensor import quantize
 
-    x = _load_array(args.input)
+    x, source = typed_raw_items(load_array(args.input), args.input, args.source)
     options = _given_options(args, QuantizeOptions)
-    rand_bits = None if args.rand_bits is None else _load_array(args.rand_bits)
+    rand_bits = None if args.rand_bits is None else load_array(args.rand_bits)
     layout = LayoutOptions(**_given_options(args, LayoutOptions))
     tensor = quantize(
-        x, args.format, axis=args.axis, rand_bits=rand_bits, source=args.source, profile=args.profile, **options
+        x, args.format, axis=args.axis, rand_bits=rand_bits, source=source, profile=args.profile, **options
     )
     save(tensor, args.output, **layout.as_dict())
     return (
@@ -294,7 +258,8 @@ def _cmd_dequantize(args) -> str:
     from .fileformat import load
 
     tensor = load(args.input)
-    options = None if args.profile is None else get_profile(args.profile).dequantize
+    # the profile's formats and outputs are checked as quantize checks them (one rule: Profile.dequantize_for)
+    options = None if args.profile is None else get_profile(args.profile).dequantize_for(tensor.fmt, args.dtype)
     values = tensor.dequantize(args.dtype, options, **_given_options(args, DequantizeOptions))
     _save_npy(args.output, values)
     return f"{args.output}: {values.dtype} array of shape {values.shape} from {tensor.fmt.name}"
@@ -302,13 +267,16 @@ def _cmd_dequantize(args) -> str:
 
 def _cmd_identify(args) -> str:
     from .fileformat import load
-    from .golden.device.identify import identify, identify_lines
+    from .golden.device.identify import check_budget, identify, identify_lines
 
-    source = _load_array(args.source)
+    check_budget(args.budget, "--budget")
+    if args.top < 0:
+        raise ValueError(f"--top={args.top} is not allowed; expected a non-negative integer")
+    source = typed_raw_items(load_array(args.source), args.source)[0]
     if args.tensor.endswith(".npy"):
         if args.scales is None or args.format is None:
             raise ValueError("identify with codes as .npy needs SCALES.npy and --format (or give an mxsim tensor file)")
-        codes, scales, fmt, axis = _load_array(args.tensor), _load_array(args.scales), args.format, args.axis
+        codes, scales, fmt, axis = load_array(args.tensor), load_array(args.scales), args.format, args.axis
         extra = {}
     else:
         if args.scales is not None:
@@ -333,7 +301,7 @@ def _cmd_dot(args) -> str:
     a, b = load(args.a), load(args.b)
     options = _given_options(args, Accumulator)
     acc = Accumulator.resolve(args.preset, **options)
-    c = None if args.c is None else _load_array(args.c)
+    c = None if args.c is None else load_array(args.c)
     result = dot(a, b, acc, outer=args.outer, c=c, details=bool(args.details))  # per-block registers only when asked
     values = result.values if args.details else result
     if args.details:  # written first, and removed again if the results cannot be written
@@ -391,7 +359,7 @@ def _cmd_golden_generate(args) -> str:
     except KeyboardInterrupt:  # before the first suite was begun
         _interrupted(f"no suite was written (only {args.out}/{INDEX} may have been updated)")
     vectors = sum(golden_files._read_json(d / "manifest.json")["count"] for d in directories)
-    return f"{args.out}: {len(directories)} suite(s), {vectors} vectors"
+    return f"{escape_controls(str(args.out))}: {len(directories)} suite(s), {vectors} vectors"
 
 
 def _golden_suites(args) -> list:
@@ -434,7 +402,7 @@ def _cmd_golden_merge(args) -> str:
                      f"in {args.out} was kept as it was; {args.out}/{INDEX} marks the other suites not merged as "
                      "unfinished)")
     vectors = sum(golden_files._read_json(d / "manifest.json")["count"] for d in directories)
-    return f"{args.out}: {len(directories)} suite(s) merged, {vectors} vectors"
+    return f"{escape_controls(str(args.out))}: {len(directories)} suite(s) merged, {vectors} vectors"
 
 
 class _VerifyFailed(Exception):
@@ -448,10 +416,10 @@ def _cmd_golden_verify(args) -> str:
                                    args.reference_only)
     except KeyboardInterrupt:
         _interrupted("verification stopped; nothing was changed")
-    lines = [f"{args.path}: {report.summary()}"]
+    lines = [f"{escape_controls(str(args.path))}: {report.summary()}"]  # a name's newline forges no line
     if not report.ok:
         lines[0] += f", {len(report.problems)} problem(s):"
-        lines += [f"MISMATCH {problem}" for problem in report.problems]
+        lines += [f"MISMATCH {escape_controls(problem)}" for problem in report.problems]
         raise _VerifyFailed("\n".join(lines))
     return lines[0] + ", all match"
 
@@ -507,7 +475,7 @@ def _cmd_golden_check(args):
                                            progress=_progress(args.progress))
         except KeyboardInterrupt:
             _interrupted("explain stopped")
-        text += "\n" + "\n".join(golden_explain.explain_lines(found))
+        text += "\n" + "\n".join(escape_controls(line) for line in golden_explain.explain_lines(found))
     elif args.explain and not report.errors:
         text += "\nexplain: no mismatching vector, nothing to explain"
     if report.errors:
@@ -522,10 +490,7 @@ def _stdin_of_suite(suite_dir) -> bytes:
     a MiB of comment lines); more is an error, read no further (``stream --forever`` never ends)."""
     from .golden.device import check as golden_check
 
-    try:
-        manifest, suite = golden_check.load_suite(suite_dir)
-    except ValueError as error:
-        raise golden_check.CheckError(str(error)) from None
+    manifest, suite = golden_check.load_checked_suite(suite_dir)
     limit = manifest["count"] * sum(f.hex_digits + 1 for f in suite.fields) + (1 << 20)
     data = sys.stdin.buffer.read(limit + 1)
     if len(data) > limit:
@@ -674,8 +639,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     block_names = format_names("block") + [alias for alias, name in ALIASES.items() if FORMATS[name].kind == "block"]
     quant = commands.add_parser("quantize", help="quantize a .npy array into an mxsim tensor file")
-    quant.add_argument("input", metavar="IN.npy", help="float16/bfloat16/float32/float64/float8 array, or bit "
-                       "patterns with --source")
+    quant.add_argument("input", metavar="IN.npy", help="float16/bfloat16/float32/float64/float8 array (ml_dtypes "
+                       "bfloat16 and float8_e5m2 as numpy.save writes them; float8_e4m3fn, which numpy.save records "
+                       "as raw bytes, with --source fp8_e4m3), or bit patterns with --source")
     quant.add_argument("output", metavar="OUT", help="mxsim tensor file to write (atomically)")
     quant.add_argument("--format", required=True, type=_format_name, choices=block_names, metavar="FORMAT",
                        help=f"block format, in any case: {', '.join(block_names)}")
@@ -684,7 +650,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "(for --rounding stochastic)")
     quant.add_argument("--source", choices=SOURCE_TYPES, default=None,
                        help="the type of an unsigned-integer input's bit patterns (uint32 fp32, uint16 fp16 or bf16, "
-                       "uint8 fp8_e4m3 or fp8_e5m2, uint64 fp64); float inputs need none")
+                       "uint8 fp8_e4m3 or fp8_e5m2, uint64 fp64), or of an ml_dtypes array's raw items as numpy.save "
+                       "writes them; float inputs need none")
     block_profiles = tuple(name for name, p in PROFILES.items() if p.kind == "block")
     quant.add_argument("--profile", choices=block_profiles, default=None,
                        help="a profile: the options of a real design or library (option flags override them; the "
@@ -700,7 +667,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="output dtype (default: float32)")
     dequant.add_argument("--profile", choices=block_profiles, default=None,
                          help="dequantize with this profile's options for --dtype (default: the profile the file "
-                         "records, if any; option flags override)")
+                         "records, if any; option flags override); the file's format and --dtype must be ones the "
+                         "profile has, as quantize --profile requires")
     _add_option_flags(dequant, DequantizeOptions)
     dequant.set_defaults(run=_in_flags(_cmd_dequantize, (DequantizeOptions,)))
 
@@ -862,7 +830,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mxsim: error: {disagreement}", file=sys.stderr)
         return 1
     except (ValueError, OverflowError, OSError, golden_cluster.MissingExtra, golden_cluster.ClusterError) as error:
-        print(_printable(shorten(f"mxsim: error: {error}".replace("\n", " "), MAX_ERROR)), file=sys.stderr)
+        message = escape_controls(f"mxsim: error: {error}".replace("\n", " "))  # names echoed: ESC, CR escaped
+        print(_printable(shorten(message, MAX_ERROR)), file=sys.stderr)
         return 2
     return 0 if output is None else _print_quietly(output)
 

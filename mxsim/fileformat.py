@@ -271,7 +271,7 @@ def _read(file, size: int | None) -> TensorFile:
         contents.tensor_scale,
         **contents.options.as_dict(),
     )
-    tensor.profile = _profile(header.get("profile"))
+    tensor.profile = _profile(header.get("profile"), contents.fmt)
     length = offset + header_len + len(payload)
     return TensorFile(tensor, version, header, contents.payload_sha256, length)
 
@@ -428,8 +428,9 @@ def _contents(header: dict) -> _Contents:
     return _Contents(fmt, shape, axis, element_stream, scale_placement, options, tensor_scale, payload_bytes, digest)
 
 
-def _profile(recorded: dict | None):
-    """The profile a header names, whose recorded options must be this mxsim's; None without one."""
+def _profile(recorded: dict | None, fmt):
+    """The profile a header names, whose recorded options must be this mxsim's and which must have
+    the file's format (the rule of quantize and dequantize --profile); None without one."""
     if recorded is None:
         return None
     try:
@@ -441,6 +442,10 @@ def _profile(recorded: dict | None):
             "profile",
             f"the options recorded for {profile.name!r} differ from this mxsim's profile of that name: {_cut(str(recorded))}",
         )
+    try:
+        profile.quantize_options(fmt)  # a block profile that has the format
+    except ValueError as error:
+        raise _FieldError("profile", str(error)) from None
     return profile
 
 

@@ -1,4 +1,4 @@
-"""Bit layouts of packed block data (conventions.md sections 2.1 and 3): the layout names, the
+"""Bit layouts of packed block data (docs/numerics.md sections 2.1 and 3): the layout names, the
 field and section sizes, and the checks both packers share (:mod:`mxsim.ref.pack`, bitstring, and
 :mod:`mxsim.fast.pack`, NumPy). The layouts themselves are described in :mod:`mxsim.ref.pack`.
 """

@@ -221,7 +221,7 @@ class MXTensor:
 
     def dequantize_bits(self, dtype="float32", options=None, **dequant_options) -> np.ndarray:
         """IEEE bit patterns of the values in the original shape: uint32 for float32, uint16 for
-        float16 and bfloat16, uint64 for float64 (conventions.md section 3.1).
+        float16 and bfloat16, uint64 for float64 (docs/numerics.md section 3.1).
 
         Each value is element * scale (times s_t for NVFP4), exact, rounded once to nearest even;
         a tensor made under ``nvfp4_arith='fp32_reciprocal'`` (compressed-tensors NVFP4, contract

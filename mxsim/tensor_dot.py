@@ -1,6 +1,6 @@
 """``mxsim.dot``: DotGeneral of two :class:`~mxsim.tensor.MXTensor` along their block axes.
 
-The datapath is the contract's model (conventions.md section 4) as configured by an
+The datapath is the contract's model (docs/numerics.md section 4) as configured by an
 :class:`~mxsim.options.accumulate.Accumulator`; the work is done by :mod:`mxsim.fast.dot`, which is
 bit-identical to the reference :mod:`mxsim.ref.dot`.
 """

@@ -1,5 +1,5 @@
 """Packing an :class:`~mxsim.tensor.MXTensor`: its payload (scales, sub-scales, element codes) as
-bytes and back, in any layout of :mod:`mxsim.packing` (conventions.md section 3).
+bytes and back, in any layout of :mod:`mxsim.packing` (docs/numerics.md section 3).
 
 Both packers serve here: ``implementation="fast"`` (default, :mod:`mxsim.fast.pack`, NumPy) and
 ``"reference"`` (:mod:`mxsim.ref.pack`, bitstring); they are bit-identical. Blocks are taken in the

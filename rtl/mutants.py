@@ -517,8 +517,8 @@ FUSED = Model("fused", "tb_fused_dot", ("tb_fused_dot.v", "mx_fused_dot.v"), (
     ),
     (
         'zero-sum-negzero',
-        "d = (c_zero && PASS_C == 0) ? 32'h0000_0000 : c;",
-        "d = c_zero ? 32'h0000_0000 : c;",
+        "d = (c_zero && !(PASS_C != 0 && (PASS_BELOW < 0 || lc - g < -PASS_BELOW)))",
+        "d = (c_zero)",
         'zero products with C = -0 give +0 where PASS_C passes C (-0) through',
     ),
     (

@@ -1,5 +1,5 @@
 // mx_block_quant: one block of K IEEE binary32 values to an OCP MX block: an E8M0 scale and K
-// element codes (conventions.md section 2 with the default options; reference model
+// element codes (docs/numerics.md section 2 with the default options; reference model
 // mxsim.ref.block.quantize_block(values, fmt)).
 //
 // Parameters

@@ -1,6 +1,6 @@
 // mx_dequant: one MXFP8 block (K element codes and a power-of-two scale byte) to K IEEE words of
 // binary32, binary16 or bfloat16, element * 2^X, with the dequantization options of mxsim's
-// contract (conventions.md 3.1).
+// contract (docs/numerics.md section 3.1).
 //
 //   FMT        0 = OCP FP8 E4M3 (bias 7, no Inf, S.1111.111 NaN), 1 = OCP FP8 E5M2 (bias 15, IEEE
 //              Inf and NaN)

@@ -1,5 +1,5 @@
 // mx_dot: one MX block Dot through the 'aligned' fixed-point datapath of mxsim
-// (conventions.md section 4; reference model mxsim.ref.dot.dot with
+// (docs/numerics.md section 4; reference model mxsim.ref.dot.dot with
 //  Accumulator(mode="aligned", frac_bits=F, width=W, shift_rounding=truncate|rne,
 //  overflow=saturate|wrap), fp32 output rounded to nearest even, no ftz).
 //

@@ -1,5 +1,5 @@
 // mx_elem_encode: one IEEE binary32 value x, times 2^-XSHIFT, to the code of an OCP float element
-// format (conventions.md section 1; reference model mxsim.ref.encode.encode(x, fmt, rounding,
+// format (docs/numerics.md section 1; reference model mxsim.ref.encode.encode(x, fmt, rounding,
 // overflow)). The block quantizer (mx_block_quant) uses it with XSHIFT = the block's scale exponent;
 // a plain encode ties XSHIFT to 0.
 //

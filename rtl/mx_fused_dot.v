@@ -1,4 +1,4 @@
-// mx_fused_dot: one fused multiply-accumulate step of an MXDOTP-style unit (conventions.md section 4.1;
+// mx_fused_dot: one fused multiply-accumulate step of an MXDOTP-style unit (docs/numerics.md section 4.1;
 // reference model mxsim.ref.fused with Accumulator.preset("mxdotp_fp8", output_rounding=...)):
 //
 //   D = C + sum_{i<N} a_i * b_i * 2^(XA + XB),   rounded once to fp32
@@ -18,9 +18,13 @@
 //   NAN_BITS   the NaN result (MXDOTP: 32'h7FC00000)
 //   PASS_C     1: a step whose product sum is exactly zero gives D = C, -0 included (MXDOTP;
 //              zero_product_sum="pass_c"); 0: C + 0, so a zero C gives +0 ("add")
+//   PASS_BELOW with PASS_C: C is passed only where its LSB lies more than PASS_BELOW bits below the
+//              grid LSB (lc - g < -PASS_BELOW; zero_product_sum="pass_c_outside_window": 24), else
+//              C + 0; -1: always ("pass_c")
 // Behaviour
 //   NaN if C is NaN, a scale is 0xFF, or an element is NaN (E4M3 S.1111.111); else +-Inf if C is
-//   +-Inf (E4M3 has no Inf); else the bypass; else, with PASS_C and a zero product sum, C; else the
+//   +-Inf (E4M3 has no Inf); else the bypass; else, a zero product sum: C passed (PASS_C, PASS_BELOW), or
+//   C + 0 (+0 for a zero C); else the
 //   exact sum C + products: exactly zero gives +0, otherwise it is rounded with RM, subnormals kept, a value below the smallest subnormal
 //   gives a zero of its sign, IEEE overflow: +-Inf, or +-max finite where RM rounds toward zero
 //   for that sign (RTZ; RDN of a positive; RUP of a negative).
@@ -45,7 +49,8 @@ module mx_fused_dot #(
     parameter CZE        = -127,
     parameter RM         = 0,
     parameter [31:0] NAN_BITS = 32'h7FC0_0000,
-    parameter PASS_C     = 1
+    parameter PASS_C     = 1,
+    parameter PASS_BELOW = 24
 ) (
     input  wire [8*N-1:0] a_elems,
     input  wire [8*N-1:0] b_elems,
@@ -207,7 +212,8 @@ module mx_fused_dot #(
         else if (BYP != 0 && lc - g > BYPASS)
             d = c;                                               // the bypass: D = C unchanged
         else if (s == {SW{1'b0}})
-            d = (c_zero && PASS_C == 0) ? 32'h0000_0000 : c;    // D = C (pass_c), or C + 0
+            d = (c_zero && !(PASS_C != 0 && (PASS_BELOW < 0 || lc - g < -PASS_BELOW)))
+                ? 32'h0000_0000 : c;                             // D = C (pass_c), or C + 0
         else begin
 `ifdef MUTATE_NO_FUSION
             // the product sum rounded to fp32 first, then added to C as a 24-bit significand

@@ -24,6 +24,7 @@ module tb_fused_dot;
     parameter RM         = 0;       // 0 RNE, 1 RTZ, 2 RDN, 3 RUP, 4 RNA
     parameter [31:0] NAN_BITS = 32'h7FC0_0000;
     parameter PASS_C     = 1;       // 1: a zero product sum gives D = C (zero_product_sum="pass_c")
+    parameter PASS_BELOW = 24;      // ... only where C's LSB lies more than this below the grid (-1: always)
     parameter STEPS      = 1;       // 1: the suite has steps.hex
     parameter MAXN       = 65536;   // capacity of the vector memories (>= +count)
     parameter MAXSHOW    = 10;
@@ -46,7 +47,7 @@ module tb_fused_dot;
     reg  [32*NSTEP-1:0] d;              // D of step j at [32*j +: 32]
 
     mx_fused_dot #(.N(N), .F(F), .USE_BYPASS(USE_BYPASS), .BYPASS(BYPASS), .CZE(CZE), .RM(RM),
-                   .NAN_BITS(NAN_BITS), .PASS_C(PASS_C)) unit (
+                   .NAN_BITS(NAN_BITS), .PASS_C(PASS_C), .PASS_BELOW(PASS_BELOW)) unit (
         .a_elems(a_step), .b_elems(b_step), .a_scale(a_scale), .b_scale(b_scale), .c(c), .d(d_step)
     );
 

@@ -1,4 +1,4 @@
-"""The software quantizers of conventions.md 6.2, run as oracles: each returns the library's own
+"""The software quantizers of docs/numerics.md section 6.2, run as oracles: each returns the library's own
 (scale bytes, element codes, float32 output) of float32 blocks (tests/test_library_profiles.py).
 
 The libraries output fake-quantized float32 tensors; the scale is the library's own shared

@@ -1,5 +1,5 @@
 """Named corner cases of block quantization, each with its expected bits worked out by hand from
-the contract (conventions.md sections 2, 2.1, 2.2) in a comment, plus two Hypothesis properties:
+the contract (docs/numerics.md sections 2, 2.1, 2.2) in a comment, plus two Hypothesis properties:
 idempotence (quantize . dequantize . quantize) and fast path == reference model.
 
 Element codes used below (sign bit first; see formats-and-datapath.md 0.2):
@@ -590,7 +590,7 @@ def test_scale_rule_fixed_for_microexponent_formats_and_nvfp4(name, rule):
 
 @pytest.mark.parametrize("name", ["msfp16", "msfp12"])
 def test_scale_rule_fixed_for_bfp(name):
-    """BFP (MSFP12/16) is a shared-exponent format: conventions.md 2.1 fixes E = floor(log2 amax),
+    """BFP (MSFP12/16) is a shared-exponent format: docs/numerics.md section 2.1 fixes E = floor(log2 amax),
     QuantizeOptions' docstring says "Shared-exponent formats (MX9/6/4, MSFP) and NVFP4 have their
     own rules and accept only the default", and docs/numerics.md says the shared-exponent formats
     use floor. mxsim nevertheless accepts scale_rule='ceil' etc. for msfp12/msfp16 (only formats

@@ -10,7 +10,7 @@
   the ``format_info_mx*`` BlockFormatInfos, in every rounding mode both libraries have. gfloat
   emits MXINT8's -2.0 (0x80), so mxsim runs with ``int8_allow_neg2=True`` there. Inputs are
   float32 values held in float64, so gfloat's log2 is exact (trap T10).
-* An exact-definition oracle written here from the contract (conventions.md section 2) with
+* An exact-definition oracle written here from the contract (docs/numerics.md section 2) with
   Fractions, whose element values come from the format definitions typed in below (not from
   mxsim), run on blocks with NaN, Inf, -0, FP32 subnormals and all-zero blocks.
 """
@@ -197,7 +197,7 @@ def test_gfloat_mxint8_neg2_agreement():
 
 
 # --------------------------------------------------------------------------------------------------
-# Exact-definition oracle (conventions.md section 2, floor rule), independent of mxsim
+# Exact-definition oracle (docs/numerics.md section 2, floor rule), independent of mxsim
 #
 # Element formats from their definitions:
 #   E4M3 ("fn"): 1 sign, 4 exponent, 3 mantissa bits, bias 7; S.1111.111 is NaN, no Inf.

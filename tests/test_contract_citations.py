@@ -12,16 +12,19 @@ are passed over.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NUMBER = r"\d+(?:\.\d+)?"
 _LIST = rf"({NUMBER}(?:(?:\s*,\s*|\s+and\s+|\s+to\s+|\s*-\s*){NUMBER})*)"
-CONTRACT = re.compile(rf"(?:contract|conventions\.md)\)?,?\s+(?:§\s*|sections?\s+)?{_LIST}", re.IGNORECASE)
+CONTRACT = re.compile(
+    rf"(?:contract|conventions\.md|numerics\.md)\)?,?\s+(?:§\s*|sections?\s+)?{_LIST}", re.IGNORECASE
+)
 BARE = re.compile(rf"(\S+)\s+(?:sections?|§)\s+{_LIST}", re.IGNORECASE)
 OTHERS = {"ocp", "spec", "mx", "v1.0", "notes", "report", "paper", "elements", "ieee", "754", "standard", "p3109",
-          "tosa", "contract", "conventions.md"}  # the last two: counted by CONTRACT
+          "tosa", "contract", "conventions.md", "docs/numerics.md"}  # the last three: counted by CONTRACT
 HEADING = re.compile(rf"^#{{2,4}}\s+({NUMBER})\.?\s", re.MULTILINE)
 
 
@@ -88,3 +91,20 @@ def test_every_contract_citation_resolves():
                   for number, around in citations(text) if number not in sections]
     assert not unresolved, "\n".join(unresolved)
     assert sum(len(citations(text)) for text in texts.values()) > 50  # the finder does find them
+
+
+def test_the_code_cites_the_contract_users_have():
+    """Code, RTL, tools, benchmarks and manifests cite docs/numerics.md, the contract a user of the
+    repository has; the steering copy (conventions.md) is not shipped (issue 32 item 17, 33 item 6)."""
+    roots = ("mxsim", "rtl", "tools", "benchmarks")
+    citing = sorted(str(path.relative_to(ROOT)) for root in roots for path in (ROOT / root).rglob("*")
+                    if path.is_file() and path.suffix in (".py", ".v", ".sv", ".vh", ".md")
+                    and "conventions.md" in path.read_text())
+    assert not citing, f"cite docs/numerics.md sections instead of conventions.md in: {citing}"
+    manifest = json.loads(next((ROOT / "golden").rglob("manifest.json")).read_text())
+    assert "conventions.md" not in json.dumps(manifest)
+
+
+def test_a_numerics_md_citation_is_read_as_a_contract_citation():
+    assert [n for n, _ in citations("see docs/numerics.md section 4.1 and docs/numerics.md sections 2 and 2.1")] == [
+        "4.1", "2", "2.1"]

@@ -29,7 +29,7 @@ from mxsim import ref
 
 # ---------------------------------------------------------------------------------------------
 # The format definitions, typed in from the OCP MX v1.0 / OFP8 / IEEE 754 definitions
-# (formats-and-datapath.md sections 0.2, 1.3, 1.5; conventions.md section 1), not read from mxsim.
+# (formats-and-datapath.md sections 0.2, 1.3, 1.5; docs/numerics.md section 1), not read from mxsim.
 # ---------------------------------------------------------------------------------------------
 
 # name: (exponent bits, mantissa bits, bias, signed, subnormals (E=0 is zero/subnormal), specials)

@@ -1,4 +1,4 @@
-"""Dequantization to float32 / float16 / bfloat16 under DequantizeOptions (conventions.md 3.1),
+"""Dequantization to float32 / float16 / bfloat16 under DequantizeOptions (docs/numerics.md section 3.1),
 checked against independent values: NumPy / ml_dtypes casts of the exact float64 value (float64
 holds every MX value; NumPy's float64 -> float32 and -> float16 casts round once, nearest-even),
 hand-worked words for overflow, saturation, flushing, NaN and the iDMA facts of section 6.1, and
@@ -153,7 +153,7 @@ def test_options_per_output_type():
 
 
 def test_idma_profile_is_the_contract_fact():
-    # conventions.md 6.1: FP32 output with dequant_ftz, dequant_overflow='saturate' and
+    # docs/numerics.md section 6.1: FP32 output with dequant_ftz, dequant_overflow='saturate' and
     # dequant_nan='canonical'; FP16 output with the defaults except dequant_nan='canonical'
     assert IDMA_DEQUANTIZE["float32"].as_dict() == {
         "dequant_overflow": "saturate",
@@ -363,7 +363,7 @@ def test_nan_scale_gives_positive_nan_for_the_whole_block(options):
 
 
 # ------------------------------------------------------------------------------------------------
-# iDMA v0.7.0 (conventions.md 6.1): MXFP8 E5M2 with int8-exponent scales
+# iDMA v0.7.0 (docs/numerics.md section 6.1): MXFP8 E5M2 with int8-exponent scales
 
 
 IDMA32 = options_for("float32", IDMA_DEQUANTIZE)

@@ -19,6 +19,7 @@ import dataclasses
 import doctest
 import html
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -45,6 +46,7 @@ def load_module(name: str, path: Path):
 
 
 comparison_examples = load_module("comparison_examples", DOCS / "hooks" / "comparison_examples.py")
+golden_counts = load_module("golden_counts", DOCS / "hooks" / "golden_counts.py")
 
 # --------------------------------------------------------------------------------------------------
 # 1. The site
@@ -167,6 +169,58 @@ def test_comparison_page_shows_the_example_outputs(site):
     for example in comparison_examples.EXAMPLES:
         for output in (example.library_output, example.mxsim_output):
             assert output in text, (example.id, output)
+
+
+def test_canonical_suite_counts_come_from_the_index(site):
+    """The golden-vectors page states the committed suite's size as golden/index.json has it
+    (the mkdocs hook reads the file when the site is built: regenerating golden/ keeps it true)."""
+    suites = json.loads((ROOT / "golden" / "index.json").read_text())["suites"]
+    vectors = sum(entry["count"] for entry in suites.values())
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", "", page(site, "golden-vectors"))).split())
+    assert f"lists it ({len(suites):,} suites, {vectors:,} vectors, " in text
+    assert "golden-index" not in text
+
+
+def test_golden_counts_hook_on_a_made_up_index(tmp_path):
+    (tmp_path / "index.json").write_text(json.dumps({"suites": {"a/x": {"count": 3}, "b/y": {"count": 1234}}}))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.hex").write_bytes(b"0" * (2_500_000 - (tmp_path / "index.json").stat().st_size))
+    page_text = "(<!-- golden-index:suites --> suites, <!--golden-index:vectors--> vectors, <!-- golden-index:size -->)"
+    assert golden_counts.expand(page_text, tmp_path) == "(2 suites, 1,237 vectors, 2.5 MB)"
+    assert golden_counts.expand("no placeholder", tmp_path / "absent") == "no placeholder"
+    with pytest.raises(ValueError, match="golden-index:bytes.*expected one of"):
+        golden_counts.expand("<!-- golden-index:bytes -->", tmp_path)
+
+
+def test_manifest_example_shows_the_committed_manifest(site):
+    """The golden-vectors page's manifest example, as built, holds the committed manifest's values."""
+    text = page(site, "golden-vectors")
+    block = next(b for b in code_blocks(section(text, "the-manifest")) if b.lstrip().startswith("{"))
+    shown = json.loads(block)
+    actual = json.loads((ROOT / "golden" / "dot" / shown["suite"] / "manifest.json").read_text())
+    assert shown["kind"] == "dot" and shown["count"] == actual["count"] == actual["stimulus"]["catalogue"]
+    assert shown["coverage"] == {name: actual["coverage"][name] for name in shown["coverage"]}
+    assert shown["fields"][0] == {**actual["fields"][0], "description": "..."}
+    assert shown["reference_check"]["vectors"] == actual["reference_check"]["vectors"]
+    assert shown["files"]["acc.hex"] == actual["files"]["acc.hex"]
+
+
+def test_manifest_example_hook_on_a_made_up_manifest(tmp_path):
+    (tmp_path / "dot" / "s").mkdir(parents=True)
+    manifest = {"kind": "dot", "count": 7, "coverage": {"nan": 2, "zero": 5}, "fields": [{"name": "a", "bits": 8}],
+                "rule": "long text", "seed": "mxsim:0:dot:s"}
+    (tmp_path / "dot" / "s" / "manifest.json").write_text(json.dumps(manifest))
+    shown = '{"kind": "dot", "count": 3, "coverage": {"nan": 1}, "fields": [{"name": "x"}], "rule": "...", ' \
+            '"seed": "mxsim:...:s", "...": "..."}'
+    page_text = f"<!-- golden-manifest-example: dot/s -->\n```json\n{shown}\n```\n"
+    expanded = golden_counts.expand_examples(page_text, tmp_path)
+    body = json.loads(expanded.split("```json\n")[1].split("\n```")[0])
+    assert body == {"kind": "dot", "count": 7, "coverage": {"nan": 2}, "fields": [{"name": "a"}], "rule": "...",
+                    "seed": "mxsim:...:s", "...": "..."}
+    with pytest.raises(ValueError, match=r"dot/s\.coverage: the manifest has no \['inf'\]"):
+        golden_counts.expand_examples(page_text.replace('{"nan": 1}', '{"inf": 1}'), tmp_path)
+    with pytest.raises(ValueError, match="no .*manifest.json"):
+        golden_counts.expand_examples(page_text.replace("dot/s", "dot/t"), tmp_path)
 
 
 def test_datapath_page_has_the_diagram(site):
@@ -297,6 +351,13 @@ def test_readme_links_and_opening():
         assert path.is_relative_to(ROOT) and path.exists(), target
     assert "conventions.md" not in text
     assert text.index("python3 -m venv .venv && . .venv/bin/activate") < text.index("pip install -e .")
+
+
+def test_pages_cite_the_contract_page_not_conventions_md():
+    """Readers have docs/numerics.md, not the project's reference notes (issue 32, item 17)."""
+    citing = [path.relative_to(ROOT).as_posix() for path in sorted(DOCS.rglob("*.md"))
+              if path.name != "numerics.md" and "conventions.md" in path.read_text()]
+    assert not citing, citing
 
 
 @pytest.mark.parametrize("name", ["index.md", "formats/custom.md", "testing.md", "interop.md"])

@@ -1,6 +1,6 @@
 """The integer reference dot-product datapath (mxsim.ref.dot) and its configuration (mxsim.options.accumulate).
 
-Binding contract: conventions.md section 4; exact accumulator widths: formats-and-datapath.md 5.1.
+Binding contract: docs/numerics.md section 4; exact accumulator widths: formats-and-datapath.md 5.1.
 
 Every expected value here comes from an independent source, never from mxsim's codecs:
 
@@ -119,7 +119,7 @@ def code_bits(element: str) -> int:
 
 
 def frac_bits(element: str) -> int:
-    """f of conventions.md section 4: mantissa bits, 6 for INT8, m - 1 for sign-magnitude."""
+    """f of docs/numerics.md section 4: mantissa bits, 6 for INT8, m - 1 for sign-magnitude."""
     if element in FLOAT_ELEMENTS:
         return FLOAT_ELEMENTS[element][1]
     return 6 if element == "int8" else int(element[2:]) - 1
@@ -147,7 +147,7 @@ def decode_element(element: str, code: int, tau: int = 0):
 
 
 def element_exponent(element: str, value: Fraction, tau: int = 0) -> int:
-    """E of conventions.md section 4 for a nonzero finite element (tau already in ``value``)."""
+    """E of docs/numerics.md section 4 for a nonzero finite element (tau already in ``value``)."""
     if element in FLOAT_ELEMENTS:
         return max(floor_log2(abs(value)), 1 - FLOAT_ELEMENTS[element][2])
     return -tau

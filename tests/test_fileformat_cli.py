@@ -380,7 +380,7 @@ def test_cli_options_in_process(tmp_path, capsys):
         (["quantize", "X", "OUT", "--format", "mxfp4", "--partial-block", "error"], "axis length 33 is not a multiple"),
         (["quantize", "X", "OUT", "--format", "mxfp4", "--rounding", "stochastic"], "--rand-bits is needed"),
         (["quantize", "NOPE", "OUT", "--format", "mx9"], "No such file"),
-        (["quantize", "TXT", "OUT", "--format", "mx9"], "cannot read as a .npy array"),
+        (["quantize", "TXT", "OUT", "--format", "mx9"], "t.txt: is not a .npy array"),
         (["dequantize", "X", "OUT"], "bad magic"),
         (["dequantize", "X", "OUT", "--dtype", "bfloat16"], "argument --dtype: invalid choice"),
         (["quantize", "X", "NODIR/OUT", "--format", "mx9"], "cannot write"),

@@ -3,7 +3,7 @@
 
 Oracles (expected values never come from the code under test):
 
-* ``fused_oracle``: the fused-step definition (conventions.md 4.1 as resolved by the fused-step
+* ``fused_oracle``: the fused-step definition (docs/numerics.md section 4.1 as resolved by the fused-step
   specification) written here from scratch with Fractions: element and scale values from the
   reference decoder, exponents, anchors, cuts, specials and the output rounding all computed here;
 * the reference model (``mxsim.ref.dot.dot_general(..., c=...)``), compared field by field: every
@@ -265,7 +265,10 @@ def finite_step(part, sa, sb, size, c, acc: Accumulator) -> int:
             return round_word(c[1], c[2], acc)  # D = C, -0 included
         products = sum(cut(v, lsb, acc) for v, _, _ in terms) * TWO**lsb
         total = c_value + products
-    if acc.zero_product_sum == "pass_c" and products == 0:
+        # MXDOTP (contract 6.1): C is passed on only where its LSB lies more than 24 bits below the grid
+        if acc.zero_product_sum == "pass_c_outside_window" and (e_c - 23) - lsb >= -24:
+            return round_word(total < 0, abs(total), acc)
+    if acc.zero_product_sum != "add" and products == 0:
         return round_word(c[1], c[2], acc)  # D = C, -0 included
     return round_word(total < 0, abs(total), acc)
 

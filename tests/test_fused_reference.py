@@ -1,7 +1,7 @@
 """Fused multiply-accumulate steps in the reference model (mxsim.ref.dot.dot_general with
 accumulate="fused", mxsim.ref.fused) and the accumulator input C of both accumulations.
 
-Binding definition: /work/wt/SPEC_fused.md and conventions.md sections 4, 4.1, 6.1.
+Binding definition: /work/wt/SPEC_fused.md and docs/numerics.md sections 4, 4.1, 6.1.
 
 Every expected value is independent of mxsim's codecs and datapath:
 

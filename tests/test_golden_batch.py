@@ -182,7 +182,7 @@ def test_what_the_fast_path_does_not_model_goes_through_the_reference(kind, para
     _assert_batch_matches(suite, _stimulus(suite)[-60:], suite.compute_batch)
 
 
-# the fused units of conventions.md 6.1: the first 300 vectors of their level-2 stimulus (the directed
+# the fused units of docs/numerics.md section 6.1: the first 300 vectors of their level-2 stimulus (the directed
 # rows: aimed roundings, C distances, zeros, Inf positions) through compute_batch, which takes them
 # on the fast path (mxsim.golden.kinds.fused_batch) or hands them to the reference (configurations it does
 # not model: steps of 11, INT8 as integers, CDNA3's partial sums and late C join)

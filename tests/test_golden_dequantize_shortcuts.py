@@ -50,7 +50,8 @@ SUITES = [
 
 
 def _last_bit(element: Exact, fmt) -> Fraction:
-    """The weight of the last significand bit of a nonzero element value (conventions.md 3.3): 2^(e - m) with e its
+    """The weight of the last significand bit of a nonzero element value (docs/numerics.md section
+    3.3): 2^(e - m) with e its
     exponent (at least emin) for floats; the value of code 1 for integers."""
     if fmt.kind != "float":
         return decode(1, fmt).magnitude

@@ -1,5 +1,5 @@
 """Golden dot and dotgeneral suites with an accumulator input C and fused multiply-accumulate steps
-(conventions.md 3.2, 4.1, 6.1): the canonical fused suites, hand-worked vectors for each corner
+(docs/numerics.md section 3.2, 4.1, 6.1): the canonical fused suites, hand-worked vectors for each corner
 class of the new behaviour, custom block formats from ``--params`` through ``verify``, and
 ``golden stream`` / ``golden check`` with the ``c`` and ``steps`` fields.
 

@@ -41,7 +41,7 @@ PRESETS = {
                                           "preset": "blackwell_mxf8f6f4", "n_blocks": 2, "steps": True}),
     "blackwell_mxf4nvf4": ("dotgeneral", {"block_a": "nvfp4", "preset": "blackwell_mxf4nvf4", "n_blocks": 4}),
     "mxdotp_fp8": ("dot", {"block_a": "mxfp8_e4m3", "preset": "mxdotp_fp8", "steps": True}),
-    # the units of conventions.md 6.1 added with h24d's datapath options (fp16/bf16 destinations,
+    # the units of docs/numerics.md section 6.1 added with h24d's datapath options (fp16/bf16 destinations,
     # split-k steps, steps of 11 restarting per block, INT8 as integers, CDNA3's partial sums)
     "hopper_fp8_wgmma_f16": ("dot", {"block_a": "mxfp8_e4m3", "preset": "hopper_fp8_wgmma_f16", "unit_scales": True}),
     "ada_fp8_mma": ("dot", {"block_a": "mxfp8_e4m3", "block_b": "mxfp8_e5m2", "preset": "ada_fp8_mma",

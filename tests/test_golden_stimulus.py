@@ -1,5 +1,5 @@
 """Structured stimulus (mxsim.golden.stimulus.patterns), the rounding-decision classes and the reachable-class
-check (conventions.md 3.3; issue 20).
+check (docs/numerics.md section 3.3; issue 20).
 
 Expected values are hand-worked or computed in the test from the contract's definition with
 Fractions (:func:`_definition`), never read from the code under test."""
@@ -37,7 +37,7 @@ def _bits(x: float) -> int:
 
 def _definition(x: Fraction, lo: Fraction, hi: Fraction, r: Fraction, result: Fraction, negative: bool,
                 subnormal: bool) -> set:
-    """The decision classes of conventions.md 3.3 for magnitude x in [lo, hi), input resolution r,
+    """The decision classes of docs/numerics.md section 3.3 for magnitude x in [lo, hi), input resolution r,
     result magnitude ``result``: guard = bit of weight u/2, sticky bits from u/4 down to r."""
     u = hi - lo
     f = (x - lo) / u  # in [0, 1), a multiple of r / u
@@ -327,7 +327,7 @@ def test_quantize_stimulus_reaches_the_near_ties_of_every_subnormal_band_with_bo
             assert {(band, case, 0), (band, case, 1)} <= found, (band, case)
 
 
-# --- near-ties per band (conventions.md 3.3 (1)): normal range, zero band, subnormal binades ---------
+# --- near-ties per band (docs/numerics.md section 3.3 (1)): normal range, zero band, subnormal binades ---------
 BAND_KINDS = ("near_tie_top", "near_tie_bottom")
 
 

@@ -5,7 +5,7 @@
 * tensor scales: a finite positive fp32 value, checked for real; NumPy integer codes in ``ref``;
 * options that do not apply to a format, and a bool ``axis``, are refused, naming the option.
 
-Expected values are hand-worked from the format definitions (OCP MX v1.0, conventions.md), or
+Expected values are hand-worked from the format definitions (OCP MX v1.0, docs/numerics.md), or
 come from ml_dtypes, or (for byte order) from the same input in native order.
 """
 

@@ -271,7 +271,11 @@ def test_item6_verify_of_a_hex_file_on_dev_zero_ends(tmp_path, capsys):
     value.symlink_to("/dev/zero")
     code, _, err = _run(["golden", "verify", root], capsys)
     assert code == 1
-    assert f"{value}: more than twice the 144 bytes of the manifest's 16 lines (not read further)" in err
+    assert f"{value}: not a regular file (a character device)" in err  # refused before a byte is read (issue 32 item 7)
+    value.unlink()
+    value.write_bytes(b"0" * 8 + b"\n" * 1000)  # a regular file grown: read no further than twice its lines' bytes
+    code, _, err = _run(["golden", "verify", root], capsys)
+    assert code == 1 and f"{value}: more than twice the 144 bytes of the manifest's 16 lines (not read further)" in err
 
 
 # =================================================================================================

@@ -1,4 +1,4 @@
-"""Profiles of the software quantizers that make MX data (conventions.md 6.2), each against the
+"""Profiles of the software quantizers that make MX data (docs/numerics.md section 6.2), each against the
 library itself, run here, bit for bit: scale bytes, element codes and the float32 output.
 
 * ``microxcaling_{nearest,even,floor}`` and their alias ``neural_compressor_3_10_*``: Intel

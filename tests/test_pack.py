@@ -1,6 +1,6 @@
 """Bit packing (mxsim.ref.pack with bitstring, mxsim.fast.pack with NumPy).
 
-Expected bytes come from the layout definitions (conventions.md sections 2.1 and 3), worked by
+Expected bytes come from the layout definitions (docs/numerics.md sections 2.1 and 3), worked by
 hand, and from an integer oracle that restates the definition: an ``lsb`` record is the
 little-endian integer sum(field << position); an ``msb`` record is the big-endian integer whose
 first field holds the top bits; ``bytes`` is ``lsb`` with every code in whole bytes.

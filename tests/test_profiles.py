@@ -1,4 +1,4 @@
-"""Profiles (conventions.md section 6): each one against the peer it names, run here, bit for bit.
+"""Profiles (docs/numerics.md section 6): each one against the peer it names, run here, bit for bit.
 
 * ``torchao_0_18_floor`` / ``torchao_0_18_rceil``: ``to_mx`` (scale bytes and element codes)
   and ``to_dtype`` (float32 and bfloat16 words) of torchao 0.18 on the CPU, eager;

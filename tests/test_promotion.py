@@ -153,11 +153,12 @@ def test_promote_every_must_not_cut_a_step():
         mxsim.dot(t, t, fp6)
 
 
-def test_promote_every_needs_fused_and_an_fp32_register():
+def test_promote_every_needs_fused_and_an_fp32_or_fp16_register():
     with pytest.raises(ValueError, match=r"promote_every=32 is only used with accumulate='fused'"):
         Accumulator(promote_every=32)
-    with pytest.raises(ValueError, match=r"promote_every=32 is not allowed with output='fp16'.*fp32"):
-        Accumulator.preset("hopper_fp8_wgmma_f16", promote_every=32)
+    with pytest.raises(ValueError, match=r"promote_every=32 is not allowed with output='bf16'.*fp32.*fp16"):
+        Accumulator.preset("mxdotp_fp8_bf16", promote_every=32)
+    assert Accumulator.preset("hopper_fp8_wgmma_f16", promote_every=32).promote_every == 32  # an fp16 register
 
 
 def test_cublas_preset_is_wgmma_promoted_every_128_with_its_source():

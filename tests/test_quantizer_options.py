@@ -1,4 +1,4 @@
-"""Design options of real quantizers (conventions.md sections 1, 2, 2.3, 3.2, 6.1): scale_encoding,
+"""Design options of real quantizers (docs/numerics.md sections 1, 2, 2.3, 3.2, 6.1): scale_encoding,
 scale_min, specials, nan_code, subnormal_inputs, caller-supplied scales, source types (fp16, bf16,
 FP8) and the Inf-saturate rule "an Inf counts as the largest finite value of the input's own type".
 
@@ -540,7 +540,7 @@ def test_golden_quantize_suite_reports_int8_exponents():
 
 
 # --- contract oracle ---------------------------------------------------------------------------------
-# Written from conventions.md 2 and 2.3 (floor rule, rne); element values decoded by ml_dtypes.
+# Written from docs/numerics.md section 2 and 2.3 (floor rule, rne); element values decoded by ml_dtypes.
 ORACLE_ELEMENTS = {
     "mxfp8_e4m3": (E4M3_DTYPE, 0x80, 8),
     "mxfp8_e5m2": (E5M2_DTYPE, 0x80, 15),

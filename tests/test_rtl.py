@@ -257,7 +257,7 @@ def write_suite(path: Path, fields: list[tuple[str, int]], rows: list[dict]) -> 
 
 
 def pack(codes: list[int], ew: int) -> int:
-    """A block word: element i at bits [i*ew, (i+1)*ew) (conventions.md section 3, RTL word)."""
+    """A block word: element i at bits [i*ew, (i+1)*ew) (docs/numerics.md section 3, RTL word)."""
     return sum(c << (i * ew) for i, c in enumerate(codes))
 
 
@@ -513,7 +513,8 @@ def fused_params(suite: Path, info: dict) -> dict:
         "N": step, "NSTEP": 32 // step, "F": acc.frac_bits, "USE_BYPASS": int(acc.bypass is not None),
         "BYPASS": acc.bypass or 0, "CZE": acc.effective_c_zero_exponent, "RM": RM_CODES[acc.output_rounding],
         "NAN_BITS": FP32_QNAN if acc.nan_bits is None else acc.nan_bits, "STEPS": int("steps" in fields),
-        "PASS_C": int(acc.zero_product_sum == "pass_c"),
+        "PASS_C": int(acc.zero_product_sum != "add"),
+        "PASS_BELOW": 24 if acc.zero_product_sum == "pass_c_outside_window" else -1,
         "MAXN": info["count"],
     }
 
@@ -618,7 +619,8 @@ def test_fused_parameters_against_reference(icarus, tmp_path, case):
                            ("result", 32), ("steps", 32 * nstep)], rows)
     params = {"N": step, "NSTEP": nstep, "F": f_bits, "USE_BYPASS": int(bypass is not None), "BYPASS": bypass or 0,
               "CZE": c_zero, "RM": RM_CODES[rounding], "STEPS": 1, "MAXN": len(rows),
-              "PASS_C": int(acc.zero_product_sum == "pass_c")}
+              "PASS_C": int(acc.zero_product_sum != "add"),
+              "PASS_BELOW": 24 if acc.zero_product_sum == "pass_c_outside_window" else -1}
     passed, failed, output = run_tb(icarus.build("tb_fused_dot", FUSED_SOURCES, params), tmp_path, len(rows))
     assert (passed, failed) == (len(rows), 0), output
 
@@ -784,4 +786,34 @@ def test_quant_parameters_against_reference(icarus, tmp_path, case):
     write_suite(tmp_path, [("x", 32 * k), ("scale", 8), ("scale_exp", 16), ("codes", ew * k)], rows)
     params = {**element_params(fmt.element), "K": k, "MAXN": len(rows)}
     passed, failed, output = run_tb(icarus.build("tb_quant", QUANT_SOURCES, params), tmp_path, len(rows))
+    assert (passed, failed) == (len(rows), 0), output
+
+
+@pytest.mark.parametrize("rounding", ["rne", "rdn"])
+def test_fused_zero_sum_window_against_reference(icarus, tmp_path, rounding):
+    """MXDOTP's zero product sum (contract 6.1): C = +-0, a nonzero C and a subnormal C with
+    all-zero or cancelling products at X = XA + XB - 254 around the window's edges (-187, -186,
+    -92, -91) and inside and outside it: mx_fused_dot with PASS_C and PASS_BELOW = 24 gives the
+    reference's words, which are -0 for a -0 C exactly outside [-186, -92]."""
+    assert Accumulator.preset("mxdotp_fp8").zero_product_sum == "pass_c_outside_window"
+    fmt = BlockFormat("mxfp8_e4m3_k8", get_format("fp8_e4m3"), 8, get_format("e8m0"))
+    acc = Accumulator.preset("mxdotp_fp8", output_rounding=rounding)
+    one, minus_one = 0x38, 0xB8  # E4M3 1.0 and -1.0
+    rows = []
+    for x in (-254, -187, -186, -150, -92, -91, -40, 0, 254):
+        sa, sb = (x + 254) // 2, x + 254 - (x + 254) // 2
+        for a in ([0x80, 0, 0, 0x80, 0, 0, 0, 0], [one, minus_one, 0, 0, 0, 0, 0, 0]):
+            b = [one, one, 0, 0, 0, 0, 0, 0]
+            for c in (0x80000000, 0, 0x80000003, 0x3F800000):
+                blocks = ([QuantizedBlock(sa, (), tuple(a))], [QuantizedBlock(sb, (), tuple(b))])
+                steps = dot_general(*blocks, fmt, accumulator=acc, c=fp32_bits(c)).steps
+                rows.append({"a_scale": sa, "a_elems": pack(a, 8), "b_scale": sb, "b_elems": pack(b, 8), "c": c,
+                             "result": steps[-1], "steps": pack(list(steps), 32)})
+                if c == 0x80000000:
+                    assert steps[-1] == (0 if -186 <= x <= -92 else 0x80000000), x
+    write_suite(tmp_path, [("a_scale", 8), ("a_elems", 64), ("b_scale", 8), ("b_elems", 64), ("c", 32),
+                           ("result", 32), ("steps", 32)], rows)
+    params = {"N": 8, "NSTEP": 1, "F": 34, "USE_BYPASS": 1, "BYPASS": 70, "CZE": -127, "RM": RM_CODES[rounding],
+              "STEPS": 1, "MAXN": len(rows), "PASS_C": 1, "PASS_BELOW": 24}
+    passed, failed, output = run_tb(icarus.build("tb_fused_dot", FUSED_SOURCES, params), tmp_path, len(rows))
     assert (passed, failed) == (len(rows), 0), output

@@ -54,8 +54,7 @@ class Config:
 
 TRITON = "Triton `tl.dot`"
 SCALED = "`torch._scaled_mm` (cuBLASLt)"
-# One line per configuration. k32_f16, mma_k32 and mma_k32_f16 are in the corpus; their presets
-# (hopper_fp8_wgmma_f16 with the fp16 underflow rule, hopper_fp8_mma, hopper_fp8_mma_f16) add their lines.
+# One line per configuration.
 CONFIGS = {
     "k32_native": Config(f"{TRITON}, K = 32: one `wgmma.mma_async.m64n64k32.f32` with C", "hopper_fp8_wgmma", 32),
     "k128_native": Config(f"{TRITON}, K = 128: four chained wgmma k32, C into the first", "hopper_fp8_wgmma", 128),
@@ -71,6 +70,10 @@ CONFIGS = {
        for k in (256, 512, 1024, 2048, 4096)},
     **{f"scaled_k{k}_fast0": Config(f"{SCALED} `use_fast_accum=False`, K = {k}", "hopper_fp8_cublas", k, "zero")
        for k in (256, 512, 1024, 2048, 4096)},
+    "k32_f16": Config("Triton `tl.dot(..., out_dtype=tl.float16)`, K = 32: `wgmma ... .f16.e4m3.e4m3`, C = fp16(C)",
+                      "hopper_fp8_wgmma_f16", 32, "c_f16"),
+    "mma_k32": Config("`mma.sync.aligned.m16n8k32.row.col.f32` with C (CuPy/NVRTC)", "hopper_fp8_mma", 32),
+    "mma_k32_f16": Config("`mma.sync ... .f16` with C = fp16(C)", "hopper_fp8_mma_f16", 32, "c_f16"),
 }
 
 
@@ -104,7 +107,8 @@ def vectors(corpus, group: str, name: str):
     if config.c != "zero":
         c = corpus[f"{group}__c"].view(np.float32)
         if config.c == "c_f16":
-            c = c.astype(np.float16).astype(np.float32)  # the kernel's C: fp16(C), nearest-even
+            with np.errstate(over="ignore"):  # beyond fp16's range: Inf, as the kernel's conversion
+                c = c.astype(np.float16).astype(np.float32)  # the kernel's C: fp16(C), nearest-even
     return a, b, c, corpus[f"{group}__{name}"]
 
 

@@ -4,7 +4,7 @@ independent correct implementations and catch deliberately wrong ones.
 Oracles (nothing below takes an expected value from mxsim.strategies or mxsim.ref):
 
 * the element, scale and carrier formats are typed in here from their definitions (OCP MX v1.0,
-  IEEE 754, conventions.md) as bit fields, and decoded here with Fractions; the decoder is
+  IEEE 754, docs/numerics.md) as bit fields, and decoded here with Fractions; the decoder is
   checked against ml_dtypes and gfloat first (``test_oracle_*``);
 * classes of codes and of carrier values, decision points, ties, thresholds, block properties
   and exact dot-product sums are computed here with Fractions from those definitions;
@@ -1296,7 +1296,7 @@ def _code_of_value(name: str) -> dict:
 
 
 def stochastic_encoder(name: str, rand_width: int):
-    """conventions.md 1 / mxsim.options.encode: magnitude = floor(|x| / ulp + r / 2^R) on the grid of the
+    """docs/numerics.md section 1 / mxsim.options.encode: magnitude = floor(|x| / ulp + r / 2^R) on the grid of the
     value's binade (the smallest normal binade for subnormals), saturating; written here."""
     d, top = DEFS[name], facts(name)["max"]
     codes = _code_of_value(name)

@@ -1,4 +1,4 @@
-"""The presets of real matrix and dot units (conventions.md 4.1 and 6.1): hand-worked examples of every
+"""The presets of real matrix and dot units (docs/numerics.md section 4.1 and 6.1): hand-worked examples of every
 rule, computed here from the contract's definitions with Fractions (not with mxsim), the fast path
 against the independent oracle of test_fused_fast and against the reference, and the refusal of
 operands a unit does not take.

@@ -27,6 +27,7 @@ from ..ref.block import (
     as_normal_fp32_error,
     check_scale_value_min,
     nan_block_error,
+    reciprocal_special_error,
     inf_block_error,
     scale_underflow_error,
     FP32_POW_MIN,
@@ -609,10 +610,7 @@ def _quantize_nvfp4_reciprocal(blocks, fmt, options, global_scale: np.ndarray, r
     _check_fp32_inputs(blocks, options)
     x = _read_subnormals(blocks.astype(np.float64), options.subnormal_inputs).astype(np.float32)
     if not np.isfinite(x).all():
-        raise ValueError(
-            "a block holding NaN or Inf has no NVFP4 encoding under nvfp4_arith='fp32_reciprocal' (compressed-tensors "
-            "gives NaN outputs there and a global scale of 1 or 0 for the tensor); expected finite inputs"
-        )
+        raise reciprocal_special_error()
     gs = np.asarray(global_scale).astype(np.float32)
     amax = np.abs(x).max(axis=1, initial=np.float32(0))
     with np.errstate(over="ignore"):

@@ -1,5 +1,5 @@
 """Vectorized float32 arithmetic of software quantizers, bit-identical to :mod:`mxsim.ref.fp32_steps`
-(conventions.md 6.2).
+(docs/numerics.md section 6.2).
 
 * :func:`fp32_log2_floor`: floor(log2 x) from frexp, plus one where x reaches the reference's
   integer threshold of its binade (the float32 values below 2^k whose float32 log2 rounds up

@@ -1,4 +1,4 @@
-"""Vectorized fused multiply-accumulate steps (``accumulate="fused"``; conventions.md section 4.1,
+"""Vectorized fused multiply-accumulate steps (``accumulate="fused"``; docs/numerics.md section 4.1,
 as resolved by the fused-step specification): the model of :mod:`mxsim.ref.fused` on many
 DotGeneral rows at once, bit-identical to it.
 
@@ -11,8 +11,10 @@ anchor exponents of the terms, specials) is computed for all steps at once.
 Terms (``step_terms``): every product (value (-1)^s * Ma*Mb * 2^(Ea + Eb - fa - fb + XA + XB),
 anchor exponent e = Ea + Eb + XA + XB), or each group of ``term_size`` products of one scale block
 (value: the group's exact product sum times both scale values; anchor exponent XA + XB). A term
-counts for the anchor iff one of its products has two finite nonzero elements. C counts with
-e_C = max(floor(log2 |C|), -126), or ``c_zero_exponent`` for a zero C.
+counts for the anchor iff one of its products has two finite nonzero elements (``convert_elements``:
+an element's anchor exponent is read in that format; ``interleave_steps``: each block's codes are
+permuted into the order the steps take them, :meth:`Accumulator.product_order`). C counts with
+e_C = max(floor(log2 |C|), ``c_min_exponent`` or -126), or ``c_zero_exponent`` for a zero C.
 
 Routes, chosen per format pair and accumulator (the bounds are derived in :class:`_FusedKernel`):
 
@@ -46,7 +48,8 @@ Routes, chosen per format pair and accumulator (the bounds are derived in :class
 Specials (decided before the integer sum, as the hardware's side path): a NaN C, a NaN scale in
 the step's blocks, a NaN product (NaN element, Inf x 0) or Inf terms of both signs (Inf products
 and an Inf C) make the step NaN (``nan_bits``); other Inf products or an Inf C make it +-Inf. An
-exactly zero step sum V gives +0, whatever the signs of C and the products.
+exactly zero step sum V gives +0, whatever the signs of C and the products, but where a zero
+product sum passes C on (:meth:`Accumulator.zero_sum_passes_c`: D = C, -0 kept).
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from functools import cache
 import numpy as np
 
 from ..options import Accumulator
+from ..options.accumulate import output_float_format
 from ..ref import dot as ref_dot
 from ..ref.fused import integer_offset
 from ..ref.output import fp32_bits
@@ -153,13 +157,19 @@ def _element(element) -> _Element:
     return _Element(value, anchor, t.significand, t.exponent, t.nan, t.inf, t.zero, t.negative, f, magnitude_mask)
 
 
-def _read(e: _Element, offset: int, zero_exponent: int | None) -> _Element:
+def _read(e: _Element, offset: int, zero_exponent: int | None, convert: str | None = None) -> _Element:
     """An element table as fused products read it: exponents raised by ``offset`` (an integer
-    element read as its plain code, ``int_elements="integer"``) and, with ``zero_exponent``, a zero
-    code's anchor that exponent (it counts for the anchor; CDNA3)."""
-    if not offset and zero_exponent is None:
+    element read as its plain code, ``int_elements="integer"``); with ``convert`` (``convert_elements``)
+    a nonzero code's anchor its exponent in that format, max(floor(log2 |x|), emin) (fp16: an E4M3
+    subnormal's own exponent; Hopper's mma.sync); with ``zero_exponent``, a zero code's anchor that
+    exponent (it counts for the anchor; CDNA3)."""
+    if not offset and zero_exponent is None and convert is None:
         return e
-    anchor = np.where(e.anchor != NO_ANCHOR, e.anchor + offset, NO_ANCHOR)
+    anchor = e.anchor
+    if convert is not None:
+        own = _bit_length(e.significand) - 1 + e.exponent - e.frac_bits  # floor(log2 |x|) of a nonzero code
+        anchor = np.where(anchor != NO_ANCHOR, np.maximum(own, output_float_format(convert).emin), NO_ANCHOR)
+    anchor = np.where(anchor != NO_ANCHOR, anchor + offset, NO_ANCHOR)
     if zero_exponent is not None:
         anchor = np.where(e.zero, zero_exponent + offset, anchor)
     value = e.value * 2.0**offset
@@ -274,10 +284,14 @@ class _C:
     special: np.ndarray
 
     @classmethod
-    def from_words(cls, words: np.ndarray, zero_exponent: int) -> _C:
+    def from_words(cls, words: np.ndarray, acc: Accumulator) -> _C:
+        """C from fp32 words; e_C = max(floor(log2 |C|), ``c_min_exponent``) for a nonzero C (fp32's
+        -126, or fp16's -14 for an fp16 C), ``effective_c_zero_exponent`` for a zero C."""
         negative, significand, exponent, special = float32_parts(words.astype(np.uint32).view(np.float32))
         field = (words >> 23) & 0xFF
-        anchor = np.where(field > 0, field - 127, np.where(significand != 0, -126, zero_exponent))
+        floor = acc.effective_c_min_exponent
+        anchor = np.where(significand != 0, np.maximum(np.where(field > 0, field - 127, -126), floor),
+                          acc.effective_c_zero_exponent)
         return cls(negative, significand, exponent, anchor, special)
 
     def signed(self) -> np.ndarray:
@@ -351,7 +365,10 @@ class _FloatLanes:
             # or every nonzero C (subnormals included) when that is 2^-126 or less
             least = grid + 24 + acc.bypass
             self.bound = np.ldexp(1.0, np.where(least > -126, least, -149).astype(np.int32)).T.copy()
-        self.pass_c = acc.zero_product_sum == "pass_c"
+        # a zero product sum passes a zero C (its sign kept) here; a nonzero C is C + 0 = C either way
+        self.pass_zero_c = np.broadcast_to(
+            acc.zero_sum_passes_c(acc.effective_c_zero_exponent - 23 - grid), grid.shape
+        ).T.copy()
         self.special = (specials != FINITE).T
         zero_bypass = acc.bypass is not None and acc.effective_c_zero_exponent - 23 - grid > acc.bypass
         self.zero_bypass = np.broadcast_to(zero_bypass, grid.shape).T
@@ -373,8 +390,9 @@ class _FloatLanes:
             bits = total.view(np.int64)
             toward = np.where((error > 0) == (total > 0), 1, -1)
             bits += np.where(inexact & ((bits & 1) == 0), toward, 0)
-        if self.pass_c:  # D = C where the product sum is exactly zero (C + 0 would turn -0 into +0)
-            total = np.where(p == 0, c, total)
+        passes = self.pass_zero_c[s]
+        if passes.any():  # D = C where the product sum is exactly zero (C + 0 would turn -0 into +0)
+            total = np.where((p == 0) & passes, c, total)
         fast = (np.abs(c) < self.bound[s]) & (np.abs(total) < 2.0**127)
         if self.check[s]:
             fast &= ~(self.special[s] | (self.zero_bypass[s] & (c == 0)))
@@ -394,8 +412,11 @@ class _FusedKernel:
         # zero products to whole steps (contract 4.1 as Accumulator.step_ranges reads it)
         self.pad = (-k) % step if step < k else 0
         self.layout = _Layout(k + self.pad, step, n_blocks, term_size)
-        self.ea = _read(_element(fmt_a.element), integer_offset(fmt_a.element, acc), acc.zero_exponent)
-        self.eb = _read(_element(fmt_b.element), integer_offset(fmt_b.element, acc), acc.zero_exponent)
+        self.ea = _read(_element(fmt_a.element), integer_offset(fmt_a.element, acc), acc.zero_exponent,
+                        acc.convert_elements)
+        self.eb = _read(_element(fmt_b.element), integer_offset(fmt_b.element, acc), acc.zero_exponent,
+                        acc.convert_elements)
+        self.order = acc.product_order(k)  # interleave_steps: each block's products in the order the steps take them
         self.sa, self.sb = _scale(fmt_a.scale), _scale(fmt_b.scale)
         self.route = self._choose_route()
         self.narrow_sums = self._fixed_bits() <= 62
@@ -467,8 +488,8 @@ class _FusedKernel:
         the integer step need P below 2^62 there (bits(qa) + bits(qb) + bits(step) + base <= 61)."""
         acc, layout = self.acc, self.layout
         if (self.route != "fixed" or acc.step_terms != "product" or acc.output != "fp32" or acc.ftz
-                or acc.output_rounding not in FLOAT32_ROUNDINGS or self.fmt_a.subblocks or self.fmt_b.subblocks
-                or not self.narrow_sums):
+                or acc.zero_sign != "keep" or acc.output_rounding not in FLOAT32_ROUNDINGS or self.fmt_a.subblocks
+                or self.fmt_b.subblocks or not self.narrow_sums):
             return None
         (qa, emin_a, bits_a), (qb, emin_b, bits_b) = _grid_integers(self.ea), _grid_integers(self.eb)
         base = emin_a + emin_b - self.ea.frac_bits - self.eb.frac_bits + acc.frac_bits
@@ -642,6 +663,8 @@ class _FusedKernel:
         ...)); a tile of whole steps (about CHUNK_PRODUCTS products) is fetched at a time, so the
         temporaries do not grow with K."""
         rows = words.shape[0]
+        if self.order is not None:
+            fetch = self._reordered(fetch)
         if self.pad:
             fetch = self._padded(fetch)
         unit = max(1, self.layout.step // self.layout.k)  # blocks per tile are whole steps
@@ -656,6 +679,15 @@ class _FusedKernel:
             state, codes = run_tile(fetch(first, min(first + tile, n_blocks)), state, refer)
             kept.extend(codes if keep_steps else codes[-1:])
         return kept[-1], (np.stack(kept, axis=1) if keep_steps else None), refer
+
+    def _reordered(self, fetch):
+        """``fetch`` with every block's codes in the order the steps take them (``product_order``)."""
+        order = np.asarray(self.order)
+
+        def reordered(j0, j1):
+            ca, cb, *rest = fetch(j0, j1)
+            return (np.take(ca, order, axis=2), np.take(cb, order, axis=2), *rest)
+        return reordered
 
     def _padded(self, fetch):
         """``fetch`` with every block's codes padded with zero codes (code 0 is +0) to whole steps."""
@@ -676,7 +708,7 @@ class _FusedKernel:
         parts = terms(*arrays)
         codes = []
         for s in range(parts[-1].shape[1]):
-            c = _C.from_words(words, self.acc.effective_c_zero_exponent)
+            c = _C.from_words(words, self.acc)
             code, misfit = step(c, *(part[:, s] for part in parts))
             refer |= misfit
             codes.append(code)
@@ -702,7 +734,7 @@ class _FusedKernel:
             rounded, fast = lanes.step(s, previous)
             if not fast.all():
                 odd = np.flatnonzero(~fast)
-                c = _C.from_words(previous.view(np.uint32)[odd].astype(np.int64), acc.effective_c_zero_exponent)
+                c = _C.from_words(previous.view(np.uint32)[odd].astype(np.int64), acc)
                 q = (sums[odd, s] * 2.0**base).astype(np.int64)
                 code, misfit = self._fixed_step(c, q >> LIMB, q & _LOW, grid[odd, s], specials[odd, s])
                 rounded[odd] = code.view(np.float32)
@@ -832,8 +864,8 @@ class _FusedKernel:
         keep_c = np.zeros(grid.shape, dtype=bool)
         if acc.bypass is not None:
             keep_c |= (c.special == FINITE) & (c.anchor - 23 - grid > acc.bypass)
-        if acc.zero_product_sum == "pass_c":  # D = C where the product sum is exactly zero
-            keep_c |= (high == 0) & (low == 0)
+        if acc.zero_product_sum != "add":  # D = C where the product sum is exactly zero (and C outside the window)
+            keep_c |= (high == 0) & (low == 0) & acc.zero_sum_passes_c(c.anchor - 23 - grid)
         if keep_c.any():
             negative = np.where(keep_c, c.negative, negative)
             magnitude = np.where(keep_c, c.significand, magnitude)

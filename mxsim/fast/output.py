@@ -1,5 +1,5 @@
 """The output side of the vectorized dot-product datapath: results rounded to the accumulator's
-output format, bit-identical to :func:`mxsim.ref.output.round_output` (conventions.md sections 4
+output format, bit-identical to :func:`mxsim.ref.output.round_output` (docs/numerics.md sections 4
 and 4.1), and output codes read back as numbers or as fp32 words.
 
 Output codes are stored in ``accumulator.output_storage``: fp32 as uint32 words, bf16 and fp16 as
@@ -67,7 +67,8 @@ def round_output(negative, magnitude, exponent, special, acc: Accumulator) -> np
     (FINITE, POS_INF, NEG_INF, NAN), all of one shape. A finite value is rounded once with
     ``output_rounding`` (subnormals kept; a zero keeps the sign ``negative`` gives it); overflow
     (the rounding with unbounded exponent exceeds the largest finite value) follows
-    ``output_overflow``; ``ftz`` turns a result that rounds to a subnormal into a zero of its sign;
+    ``output_overflow``; ``ftz`` turns a result that rounds to a subnormal into a zero of its sign
+    (``zero_sign="plus"``: a nonzero value that rounds or flushes to zero gives +0);
     +-Inf gives the Inf code of its sign and NaN :func:`nan_word`. Returns uint32 (fp32 storage)
     or uint16 (bf16, fp16) codes.
     """
@@ -81,6 +82,8 @@ def round_output(negative, magnitude, exponent, special, acc: Accumulator) -> np
         code = np.where(overflows, _overflow_codes(acc, out)[negative.astype(np.intp)], code)
     if acc.ftz:
         code = np.where((code & ~out.sign_mask) < (1 << out.mantissa_bits), code & out.sign_mask, code)
+    if acc.zero_sign == "plus":  # a nonzero value that rounded or flushed to zero is +0
+        code = np.where((magnitude != 0) & ((code & ~out.sign_mask) == 0), 0, code)
     storage = _storage_format(acc)
     code = _widen(code, out, storage)
     if special.any():

@@ -10,7 +10,10 @@ of k (a group inside a block: steps of 8 promoted every 16) is left to the refer
 The fp32 register starts at C and adds the groups' partial D in order with float32 additions,
 which NumPy performs as IEEE 754 binary32 round-to-nearest-even (subnormals kept, signed zeros,
 overflow to +-Inf, NaN for NaN or Inf + -Inf); a NaN register is written as ``nan_bits``
-(0x7FC00000 when None). Results are fp32 words (uint32).
+(0x7FC00000 when None). Results are fp32 words (uint32). With an fp16 output the register is
+fp16: C enters it rounded to fp16 (nearest-even) and the float16 additions round each sum once
+(NumPy adds in float32 and rounds to float16: exact for two fp16 operands, since 24 >= 2 * 11 + 2
+bits make that double rounding innocuous); the results are fp16 words (uint16, NaN ``nan_bits``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from .output import fp32_words
 __all__ = ["chain_accumulator", "fold_register", "group_blocks", "promoted_steps", "split_groups"]
 
 CANONICAL_NAN = 0x7FC00000
+CANONICAL_NAN_16 = 0x7E00  # fp16's quiet NaN
 
 
 def chain_accumulator(acc: Accumulator) -> Accumulator:
@@ -51,18 +55,21 @@ def split_groups(op: Operand, rows: int, n_blocks: int, first: int, last: int) -
     return Operand(op.fmt, part(op.scales), subscales, part(op.codes), op.tensor_scale)
 
 
-def fold_register(c_words, partials: list[np.ndarray], nan_bits: int | None) -> np.ndarray:
-    """The fp32 register's words: C (fp32 words, any integer dtype, or None for +0) plus every
-    array of ``partials`` (fp32 words of each group's partial D, in group order), one float32
-    addition each; NaN written as ``nan_bits``."""
+def fold_register(c_words, partials: list[np.ndarray], nan_bits: int | None,
+                  storage: str = "fp32") -> np.ndarray:
+    """The register's words: C (fp32 words, any integer dtype, or None for +0) plus every array of
+    ``partials`` (fp32 words of each group's partial D, in group order), one addition each in the
+    register's ``storage`` (fp32, or fp16: C rounded to it first); NaN written as ``nan_bits``."""
+    dtype, words_dtype = (np.float32, np.uint32) if storage == "fp32" else (np.float16, np.uint16)
     shape = partials[0].shape if partials else np.shape(c_words)
-    register = np.zeros(shape, np.float32) if c_words is None else (
-        np.asarray(c_words).astype(np.uint32).reshape(shape).view(np.float32).copy())
     with np.errstate(over="ignore", invalid="ignore"):
+        register = np.zeros(shape, dtype) if c_words is None else (
+            np.asarray(c_words).astype(np.uint32).reshape(shape).view(np.float32).astype(dtype))
         for words in partials:
-            register += np.asarray(words).astype(np.uint32).view(np.float32)
-    out = register.view(np.uint32).copy()
-    out[np.isnan(register)] = CANONICAL_NAN if nan_bits is None else nan_bits
+            register += np.asarray(words).astype(np.uint32).view(np.float32).astype(dtype)
+    out = register.view(words_dtype).copy()
+    canonical = CANONICAL_NAN if storage == "fp32" else CANONICAL_NAN_16
+    out[np.isnan(register)] = canonical if nan_bits is None else nan_bits
     return out
 
 
@@ -70,8 +77,8 @@ def promoted_steps(chain_steps, a: Operand, b: Operand, acc: Accumulator, shape_
                    words, keep_steps: bool):
     """:func:`mxsim.fast.fused.dot_general_steps` (given as ``chain_steps``) with promotion in
     groups of whole blocks (see the module docstring): the chains of every group as rows of their
-    own, from +0, then the fp32 register from C (``words``, fp32 words of every result row) over
-    their last D. Returns (result words, every step's D or None), as ``chain_steps`` does."""
+    own, from +0, then the register (fp32, or fp16 for an fp16 output) from C (``words``, fp32 words
+    of every result row) over their last D. Returns (result words, every step's D or None), as ``chain_steps`` does."""
     lead = np.broadcast_shapes(shape_a, shape_b)
     per_group = group_blocks(acc, a.fmt.block_size)
     chain, full = chain_accumulator(acc), n_blocks // per_group
@@ -93,7 +100,7 @@ def promoted_steps(chain_steps, a: Operand, b: Operand, acc: Accumulator, shape_
         partials.append(fp32_words(codes, chain))
         if keep_steps:
             steps.append(kept)
-    result = fold_register(words.reshape(lead), partials, acc.nan_bits).reshape(lead)
+    result = fold_register(words.reshape(lead), partials, acc.nan_bits, acc.output_storage).reshape(lead)
     if not keep_steps:
         return result, None
-    return result, np.concatenate(steps, axis=-1) if steps else np.zeros(lead + (0,), np.uint32)
+    return result, np.concatenate(steps, axis=-1) if steps else np.zeros(lead + (0,), result.dtype)

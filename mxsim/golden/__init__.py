@@ -1,4 +1,4 @@
-"""Golden test vectors for RTL verification (conventions.md section 3.2).
+"""Golden test vectors for RTL verification (docs/numerics.md section 3.2).
 
 A *suite* is a directory: one ``<field>.hex`` file per field ($readmemh-readable, fixed-width
 hex, one vector per line, all files aligned by line) and a ``manifest.json`` that records the
@@ -15,7 +15,9 @@ The subpackages are layers in the order the data flows; each imports only from t
 3. :mod:`.stimulus`: what the vectors draw (contract section 3.3): significand patterns,
    exponent boundaries, the values next to every rounding point, aimed accumulators, then random;
 4. :mod:`.kinds`: the suite kinds (decode, encode, quantize, dequantize, pack, dot, dotgeneral),
-   their parameters and fields, and how each computes its expected values;
+   their parameters and fields, what each field packs and the configurations ``check --explain``
+   tries (the layers above ask the kind, never switch on its name), and how each computes its
+   expected values;
 5. :mod:`.compute`: expected values at scale: the vector stream a chunk at a time, the reference
    model's cross-check of the fast path, size limits;
 6. :mod:`.storage`: suites on disk: writing (atomically, optionally as shards), verifying, merging

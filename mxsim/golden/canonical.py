@@ -14,7 +14,7 @@ __all__ = ["CANONICAL_SUITES", "canonical_suites", "generate_canonical"]
 
 _OCP_ELEMENTS = ["fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "int8"]
 _ALIGNED_RTL = {"mode": "aligned", "shift_rounding": "truncate", "overflow": "saturate"}
-# pulp-platform iDMA v0.7.0's dequantizer outputs (conventions.md 6.1)
+# pulp-platform iDMA v0.7.0's dequantizer outputs (docs/numerics.md section 6.1)
 _IDMA_FP32 = IDMA_DEQUANTIZE["float32"].as_dict()
 _IDMA_FP16 = IDMA_DEQUANTIZE["float16"].as_dict()
 _INT8_SCALES = {"scale_encoding": "int8_exponent"}
@@ -31,8 +31,9 @@ def _canonical_profiles() -> list[tuple[str, str]]:
     """(profile, its first format) of every block profile with a canonical suite: one per distinct set
     of options (an alias such as ``neural_compressor_3_10_even`` repeats ``microxcaling_even``), and
     only profiles that encode every block: a profile that refuses blocks without an MX encoding
-    (``QuantizeOptions.refuses_blocks``: Brevitas below 2^-33, compressed-tensors' NaN blocks) would
-    stop at the catalogue's first such block; its library tests cover it (tests/test_library_profiles.py)."""
+    (``QuantizeOptions.refuses_blocks``: Brevitas below 2^-33, compressed-tensors' NaN blocks) generates
+    with those catalogue blocks left out and counted (:mod:`.stimulus.refused`), but is not added here,
+    so that golden/ keeps its bytes; its library tests cover it (tests/test_library_profiles.py)."""
     chosen, seen = [], set()
     for profile in PROFILES.values():
         if profile.kind != "block":
@@ -54,7 +55,7 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("encode", {"element": "fp8_e4m3", "rounding": "rtz"}),
         ("encode", {"element": "fp8_e5m2", "overflow": "ieee"}),
         ("encode", {"element": "fp4_e2m1", "rounding": "rna"}),
-        # every rounding mode of element encoding (conventions.md 1, 3.3); rup with IEEE overflow: +Inf, -max
+        # every rounding mode of element encoding (docs/numerics.md section 1, 3.3); rup with IEEE overflow: +Inf, -max
         ("encode", {"element": "fp8_e4m3", "rounding": "rup"}),
         ("encode", {"element": "fp8_e4m3", "rounding": "rdn"}),
         ("encode", {"element": "fp8_e5m2", "rounding": "rup", "overflow": "ieee"}),
@@ -70,9 +71,9 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("quantize", {"block": "mxfp8_e4m3", "options": {"scale_rule": "rceil"}}),
         ("quantize", {"block": "mxint8", "options": {"int8_allow_neg2": True}}),
     ]
-    # every element rounding mode of block quantization (conventions.md 2, 3.3)
+    # every element rounding mode of block quantization (docs/numerics.md section 2, 3.3)
     + [("quantize", {"block": "mxfp8_e4m3", "options": {"rounding": r}}) for r in ("rna", "rtz", "rup", "rdn")]
-    # every quantizer profile (conventions.md 6), on its first format, with the full catalogue
+    # every quantizer profile (docs/numerics.md section 6), on its first format, with the full catalogue
     + [("quantize", {"block": fmt, "profile": name}) for name, fmt in _canonical_profiles()]
     + [("dot", {"block_a": b}) for b in
        ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1", "mxint8", "mx9", "nvfp4"]]
@@ -115,7 +116,7 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("dequantize", {"block": "nvfp4", "output": "bfloat16"}),
     ]
     + [
-        # fused multiply-accumulate steps of real units (conventions.md 4.1, 6.1), with the accumulator
+        # fused multiply-accumulate steps of real units (docs/numerics.md section 4.1, 6.1), with the accumulator
         # input c; MXDOTP (8 products per step in a block of 32) is what rtl/mx_fused_dot.v is built for
         ("dot", {"block_a": "mxfp8_e4m3", "preset": "mxdotp_fp8", "steps": True}),
         ("dot", {"block_a": "mxfp8_e4m3", "preset": "mxdotp_fp8", "accumulator": {"output_rounding": "rtz"},
@@ -136,7 +137,7 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("dotgeneral", {"block_a": "mxfp8_e4m3", "c_input": True}),
     ]
     + [
-        # the other units of conventions.md 6.1: the multi-format MXDOTP (FP6 steps of 11 per block, FP4
+        # the other units of docs/numerics.md section 6.1: the multi-format MXDOTP (FP6 steps of 11 per block, FP4
         # of 16, INT8 as integers, a BF16 destination), Ada's two steps of 16, fp16 destinations of NVIDIA
         # units, RTX Blackwell's plain f8f6f4 kind
         ("dot", {"block_a": "mxfp6_e3m2", "preset": "mxdotp_fp6", "steps": True}),

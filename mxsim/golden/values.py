@@ -14,7 +14,8 @@ from ..ref.encode import encode
 from ..ref.exact import Exact
 
 __all__ = [
-    "FP32", "FP32_INF_BITS", "decode", "fp32_bits", "fp32_value", "fp32_float", "code_sets", "max_codes",
+    "FP32", "FP32_INF_BITS", "decode", "float_value", "float_word", "fp32_bits", "fp32_value", "fp32_float",
+    "code_sets", "max_codes",
     "subnormal_codes", "is_subnormal_code", "pack_word", "unpack_word",
 ]
 
@@ -81,6 +82,23 @@ def _fp32_exact_bits(x: Exact) -> int | None:
     if shift < 0 and n & ((1 << -shift) - 1):
         return None
     return x.sign << 31 | (n << shift if shift >= 0 else n >> -shift)
+
+
+def float_word(x: Exact, fmt) -> int:
+    """The bits of ``x`` in the IEEE float format ``fmt`` (fp32, bf16 or fp16: a dot suite's C):
+    fp32 as :func:`fp32_bits`; a 16-bit format exactly when it holds ``x``, else cut toward zero
+    (a normal value keeps its binade), a magnitude beyond the largest finite one giving +-max;
+    +-Inf its Inf code, NaN the canonical quiet NaN with ``x``'s sign."""
+    if fmt.width == 32:
+        return fp32_bits(x)
+    if x.is_inf:
+        return x.sign << (fmt.width - 1) | fmt.inf_code()
+    return encode(x, fmt, "rtz", "saturate")
+
+
+def float_value(bits: int, fmt) -> Exact:
+    """The exact value of ``bits`` of the IEEE float format ``fmt`` (fp32: :func:`fp32_value`)."""
+    return fp32_value(bits) if fmt.width == 32 else decode(bits, fmt)
 
 
 def fp32_value(bits: int) -> Exact:

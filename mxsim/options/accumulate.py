@@ -1,4 +1,4 @@
-"""The dot-product accumulator configuration of the numerics contract (conventions.md section 4).
+"""The dot-product accumulator configuration of the numerics contract (docs/numerics.md section 4).
 
 One frozen :class:`Accumulator` carries every choice of the datapath model, is validated once,
 and is read by both the reference model (:mod:`mxsim.ref.dot`) and the fast path
@@ -52,6 +52,10 @@ Fused multiply-accumulate steps (contract section 4.1; ``accumulate="fused"``, w
 * ``c_zero_exponent``: the exponent e_C a zero C counts with (anchor and bypass); None = -126,
   the exponent fp32's encoding gives its zeros and subnormals (Blackwell); MXDOTP reads the raw
   exponent field: -127.
+* ``zero_product_sum``: a step whose product sum is exactly zero: ``add`` (C + 0, an exact zero
+  D is +0) | ``pass_c`` (D = C, -0 kept) | ``pass_c_outside_window`` (``fixed`` only: D = C only
+  where C's LSB lies more than 24 bits below the grid's LSB, else C + 0; MXDOTP; see
+  :meth:`Accumulator.zero_sum_passes_c`).
 * ``output`` adds ``fp32_e8m13``: an fp32 word whose value is cut to 13 fraction bits (Hopper).
 * ``promote_every`` (N, products; None = no promotion): the fused chain restarts from +0 every N
   products, and each partial D (the last step's D of a group of N products) is added to an fp32
@@ -59,7 +63,18 @@ Fused multiply-accumulate steps (contract section 4.1; ``accumulate="fused"``, w
   +-Inf, NaN written as ``nan_bits``); the register starts at C (C enters it, not the first step)
   and is the result, an fp32 word (contract 4.1: how cuBLASLt and Triton keep FP8 accuracy on
   Hopper). N is a multiple of the step (of the block size where steps restart at every block),
-  and the output must be stored as fp32.
+  and the output must be stored as fp32, or be fp16: then the register is fp16 (C enters it rounded
+  to fp16; each addition rounded to fp16 nearest-even: the HADD of Hopper's mma.sync with an fp16 D).
+* ``convert_elements``: ``fp16`` (the unit converts the elements to fp16 before multiplying: a
+  product's value is the same, but its anchor exponent is the sum of the elements' fp16 exponents,
+  max(floor(log2 |x|), -14): an E4M3 subnormal reads its own exponent, not -6; Hopper's mma.sync).
+* ``interleave_steps`` n and ``interleave_run`` r: every n consecutive steps share their n * step
+  products, dealt to them in runs of r (run j to step j mod n; :meth:`Accumulator.product_order`);
+  the group lies inside a scale block. Hopper's mma.sync FP8: n = 2, r = 2, steps of 16.
+* ``c_min_exponent``: e_C = max(floor(log2 |C|), this) for a nonzero C (None: fp32's -126); an
+  fp16 C reads with fp16's -14 (NVIDIA's fp16 D, measured on an H200).
+* ``zero_sign``: ``keep`` (IEEE: a nonzero result that rounds or flushes to zero is a zero of its
+  sign) | ``plus`` (+0: NVIDIA's fp16 D, measured on an H200).
 """
 
 from __future__ import annotations
@@ -70,7 +85,8 @@ from functools import lru_cache
 
 from ..formats import FloatFormat, get_format
 from .spec import (
-    Flag, IntRange, NameOrPattern, Names, check_choice, check_option_names, option, options_from_kwargs, options_of,
+    Choice, Flag, IntRange, NameOrPattern, Names, check_choice, check_option_names, option, options_from_kwargs,
+    options_of,
     validate_fields,
 )
 
@@ -86,6 +102,7 @@ FP32_EMIN = -126  # the exponent fp32's encoding gives its zeros and subnormals
 MAX_STEP = 1 << 20
 MAX_PARTIAL_SUMS = 64
 PROMOTE_TRIES = (32, 64, 128, 256)  # promote_every values check --explain tries (Triton's and cuBLASLt's)
+C_WINDOW_BITS = 24  # pass_c_outside_window: C passes where its LSB lies more than this below the grid (MXDOTP)
 SHIFT_ROUNDINGS = ("truncate", "rne", "floor")
 # output="fp32_eXmY": the values of the IEEE-style float with X exponent bits (bias 2^(X-1) - 1) and Y
 # fraction bits, subnormals included, stored as the fp32 words of those values (every one is an fp32 value)
@@ -182,9 +199,11 @@ class Accumulator:
         "the exponent a zero C counts with (anchor, bypass); MXDOTP reads field 0 as -127", "4.1",
     )
     zero_product_sum: str = option(
-        "add", ("add", "pass_c"),
-        "a step whose product sum is exactly zero: `add` (C + 0; an exact zero is +0) or `pass_c` (D = C, -0 kept)",
-        "4.1",
+        "add", ("add", "pass_c", "pass_c_outside_window"),
+        "a step whose product sum is exactly zero: `add` (C + 0; an exact zero is +0), `pass_c` (D = C, -0 kept), or "
+        "`pass_c_outside_window` (`anchor='fixed'`: D = C only where C lies wholly below the grid, its LSB more than "
+        "24 bits below the grid's; elsewhere C + 0; MXDOTP)",
+        "4.1, 6.1",
     )
     partial_sums: int = option(
         1, IntRange(1, MAX_PARTIAL_SUMS),
@@ -217,7 +236,8 @@ class Accumulator:
     promote_every: int | None = option(
         None, IntRange(1, MAX_STEP, "no promotion: the chain runs from C to the end", tries=PROMOTE_TRIES),
         "products per promotion: the fused chain restarts from +0 every N products and each partial D is added "
-        "to an fp32 register (RNE) that starts at C; the register is the result (cuBLASLt default: 128)", "4.1",
+        "to a register (RNE; fp32, or fp16 for an fp16 output) that starts at C; the register is the result "
+        "(cuBLASLt default: 128; Hopper mma.sync FP8: 32)", "4.1",
     )
     int_elements: str = option(
         "scaled", ("scaled", "integer"),
@@ -230,6 +250,29 @@ class Accumulator:
     )
     mixed_elements: bool = option(
         True, Flag(), "with `elements`: a and b may have different element formats", "6.1", cli=False,
+    )
+    convert_elements: str | None = option(
+        None, Choice(("fp16",), "the elements as they are"),
+        "fused products of elements converted to this format first (Hopper mma.sync FP8 -> fp16): the value is kept, "
+        "the anchor exponent is the element's exponent there (an E4M3 subnormal reads floor(log2 |x|), not -6)", "6.1",
+    )
+    interleave_steps: int = option(
+        1, IntRange(1, MAX_STEP),
+        "fused: the products of this many consecutive steps are dealt to them in turn, in runs of `interleave_run` "
+        "(Hopper mma.sync FP8: 2 steps of 16 take k = 0,1 mod 4 and k = 2,3 mod 4)", "6.1",
+    )
+    interleave_run: int = option(
+        1, IntRange(1, MAX_STEP), "consecutive products dealt to one step at a time with `interleave_steps` > 1", "6.1",
+    )
+    c_min_exponent: int | None = option(
+        None, IntRange(-MAX_FRAC_BITS, MAX_FRAC_BITS, "-126, fp32's"),
+        "fused: the exponent e_C of a nonzero C is max(floor(log2 |C|), this): an fp16 C reads with fp16's -14 "
+        "(NVIDIA fp16 D, measured on an H200)", "6.1",
+    )
+    zero_sign: str = option(
+        "keep", ("keep", "plus"),
+        "a nonzero result that rounds (or flushes) to zero: `keep` (IEEE: a zero of its sign) or `plus` (+0: "
+        "NVIDIA's fp16 D, measured on an H200)", "6.1",
     )
 
     def __post_init__(self) -> None:
@@ -287,12 +330,26 @@ class Accumulator:
         if self.bypass is not None:
             if self.anchor != "fixed":
                 raise ValueError(f"bypass={self.bypass!r} is only used with anchor='fixed', not anchor={self.anchor!r}")
-        if self.promote_every is not None and self.output_storage != "fp32":
+        if self.promote_every is not None and self.output_storage not in ("fp32", "fp16"):
             raise ValueError(
                 f"promote_every={self.promote_every!r} is not allowed with output={self.output!r}: the partial D are "
-                "added to an fp32 register, so the output must be stored as fp32 (fp32 or fp32_eXmY); leave it None"
+                "added to a register of the output's storage, fp32 (fp32 or fp32_eXmY) or fp16; leave it None"
+            )
+        if self.zero_product_sum == "pass_c_outside_window" and self.anchor != "fixed":
+            raise ValueError(
+                f"zero_product_sum='pass_c_outside_window' is only used with anchor='fixed' (C against the fixed grid "
+                f"2^(XA+XB-F)), not anchor={self.anchor!r}; use 'add' or 'pass_c'"
             )
         self._check_late_join()
+        if self.interleave_run > 1 and self.interleave_steps == 1:
+            raise ValueError(f"interleave_run={self.interleave_run!r} is only used with interleave_steps > 1")
+        if self.interleave_steps > 1:
+            if self.step_terms != "product":
+                raise ValueError(f"interleave_steps={self.interleave_steps!r} needs step_terms='product'")
+            if self.step is not None and self.step % self.interleave_run:
+                raise ValueError(
+                    f"interleave_run={self.interleave_run!r} must divide step={self.step!r}: a step takes whole runs"
+                )
 
     def _check_late_join(self) -> None:
         """The CDNA3 structure (contract 6.1): partial sums, C joining after the products."""
@@ -391,6 +448,59 @@ class Accumulator:
                         "significand; use step_terms='block'"
                     )
 
+    def _check_interleave(self, fmt_a, fmt_b) -> None:
+        """Refuse ``interleave_steps`` whose group of steps does not lie inside a scale block (the
+        products are dealt within each block, which keeps their scales), or with sub-block formats."""
+        if self.interleave_steps == 1:
+            return
+        k = fmt_a.block_size
+        group = self.effective_step(k) * self.interleave_steps
+        if k % group or self.effective_step(k) % self.interleave_run:
+            raise ValueError(
+                f"interleave_steps={self.interleave_steps} with step={self.effective_step(k)} and "
+                f"interleave_run={self.interleave_run} is not allowed for block size {k}: the steps dealt together "
+                "must fill a divisor of the block, each step taking whole runs"
+            )
+        for fmt in (fmt_a, fmt_b):
+            if fmt.subblocks:
+                raise ValueError(
+                    f"interleave_steps={self.interleave_steps} is not allowed for {fmt.name!r} (sub-blocks)"
+                )
+
+    def _check_conversion(self, fmt_a, fmt_b) -> None:
+        """Refuse ``convert_elements`` for elements the target format does not hold exactly."""
+        if self.convert_elements is None:
+            return
+        target = get_format(self.convert_elements, kind="float")
+        for fmt in (fmt_a, fmt_b):
+            e = fmt.element
+            exact = (
+                e.kind == "float" and e.mantissa_bits <= target.mantissa_bits
+                and e.emin - e.mantissa_bits >= target.emin - target.mantissa_bits and e.max_normal <= target.max_normal
+            )
+            if not exact:
+                raise ValueError(
+                    f"convert_elements={self.convert_elements!r} is not allowed for {e.name!r} elements: "
+                    f"{self.convert_elements} does not hold all of their values exactly"
+                )
+
+    def product_order(self, block_size: int) -> tuple[int, ...] | None:
+        """The products of a block in the order the steps take them (position -> index in the block),
+        or None when that is index order: with ``interleave_steps`` n > 1 and ``interleave_run`` r,
+        every n consecutive steps share their n * step products, run j (products j*r .. j*r + r - 1
+        of the group) going to step j mod n (Hopper's mma.sync FP8: n = 2, r = 2, step 16: the first
+        step takes k = 0, 1 mod 4, the second k = 2, 3 mod 4; contract 6.1)."""
+        n, r = self.interleave_steps, self.interleave_run
+        if n == 1:
+            return None
+        group = self.effective_step(block_size) * n
+        order = []
+        for start in range(0, block_size, group):
+            for lane in range(n):
+                for run in range(lane, group // r, n):
+                    order += range(start + run * r, start + run * r + r)
+        return tuple(order)
+
     def _check_promotion(self, block_size: int) -> None:
         """Refuse a ``promote_every`` that would cut a step: N must be a multiple of the step, or of
         the block size where steps restart at every block (a step that neither divides the block
@@ -411,6 +521,8 @@ class Accumulator:
 
     def _check_elements(self, fmt_a, fmt_b) -> None:
         """Refuse element formats the unit does not take (``elements``, ``mixed_elements``)."""
+        self._check_interleave(fmt_a, fmt_b)
+        self._check_conversion(fmt_a, fmt_b)
         if self.elements is None:
             return
         names = (fmt_a.element.name, fmt_b.element.name)
@@ -457,6 +569,25 @@ class Accumulator:
         """Products per block term: ``term_size``, or the block size when it is None."""
         return block_size if self.term_size is None else self.term_size
 
+    def zero_sum_passes_c(self, c_shift):
+        """Whether a step whose product sum is exactly zero gives D = C (its sign kept) rather than
+        C + 0 (contract 4.1, 6.1), for C's LSB 2^(e_C - 23) lying ``c_shift`` bits above the grid's
+        LSB (negative: below; e_C of a zero C is :attr:`effective_c_zero_exponent`): ``add`` never,
+        ``pass_c`` always, ``pass_c_outside_window`` only where c_shift < -24 (C's 24 bits wholly
+        below the grid: MXDOTP's ``result_is_accumulator``; above the window the bypass passes
+        C). Either way a nonzero C gives D = C; the rule decides the sign of a zero D. ``c_shift``
+        may be a NumPy array (the answer is then one, or a plain bool that broadcasts)."""
+        if self.zero_product_sum == "add":
+            return False
+        if self.zero_product_sum == "pass_c":
+            return True
+        return c_shift < -C_WINDOW_BITS
+
+    @property
+    def effective_c_min_exponent(self) -> int:
+        """The least exponent a nonzero C counts with: ``c_min_exponent`` or fp32's -126."""
+        return FP32_EMIN if self.c_min_exponent is None else self.c_min_exponent
+
     @property
     def effective_c_zero_exponent(self) -> int:
         """The exponent a zero C counts with: ``c_zero_exponent`` or fp32's -126."""
@@ -466,6 +597,15 @@ class Accumulator:
     def output_storage(self) -> str:
         """The IEEE format results are stored in: ``output``, with every ``fp32_eXmY`` stored as fp32."""
         return "fp32" if self.output.startswith("fp32_") else self.output
+
+    @property
+    def c_storage(self) -> str:
+        """The IEEE format the accumulator input C is stored in (contract 4.1): a fused unit's C is
+        the register its D feeds back, so the output's storage format (fp16 for an fp16-D
+        instruction, bf16 for MXDOTP's BF16 destination, fp32 for fp32 and every ``fp32_eXmY``);
+        separate accumulation starts its fp32 sum at C: fp32. The datapath reads C by its value
+        (every bf16 and fp16 value is an fp32 value)."""
+        return self.output_storage if self.accumulate == "fused" else "fp32"
 
     @property
     def register_bound(self) -> int | None:
@@ -480,7 +620,8 @@ _FUSED_ONLY = {
     o.name: o.default for o in options_of(Accumulator) if o.name in (
         "step", "step_terms", "term_size", "anchor", "bypass", "c_zero_exponent", "zero_product_sum", "partial_sums",
         "sum_rounding", "sum_frac_bits", "c_frac_bits", "c_drop", "zero_exponent", "promote_every", "int_elements",
-        "elements", "mixed_elements",
+        "elements", "mixed_elements", "convert_elements", "interleave_steps", "interleave_run", "c_min_exponent",
+        "zero_sign",
     )
 }
 
@@ -491,14 +632,26 @@ _NVIDIA_FP8 = {
     "mode": "aligned", "frac_bits": 13, "accumulate": "fused", "step": 32, "output": "fp32_e8m13",
     "output_rounding": "rtz", "nan_bits": 0x7FFFFFFF, "elements": _OCP_FP8,
 }
-_FP16_D = {"output": "fp16", "output_rounding": "rne", "nan_bits": 0x7FFF}  # NVIDIA's fp16 D: RNE, NaN 0x7FFF
+# NVIDIA's fp16 D (contract 6.1): RNE, NaN 0x7FFF; measured on an H200 (wgmma and mma.sync): C is fp16 and reads
+# with fp16's exponents (a subnormal C counts with -14), and a nonzero result that rounds to zero is +0. Ada's and
+# RTX Blackwell's fp16 D are assumed to do the same (not measured).
+_FP16_D = {"output": "fp16", "output_rounding": "rne", "nan_bits": 0x7FFF, "c_min_exponent": -14,
+           "zero_sign": "plus"}
+# Hopper's mma.sync FP8 (contract 6.1): FP8 -> fp16, two HMMA (F = 25, truncate, toward zero) over k = 0,1 and
+# k = 2,3 mod 4 from +0, then C added in the D's format (promotion every 32 products)
+_HOPPER_MMA = {
+    "mode": "aligned", "frac_bits": 25, "accumulate": "fused", "step": 16, "output_rounding": "rtz",
+    "nan_bits": 0x7FFFFFFF, "elements": _OCP_FP8, "convert_elements": "fp16", "interleave_steps": 2,
+    "interleave_run": 2, "promote_every": 32,
+}
 _BLACKWELL = {
     "mode": "aligned", "frac_bits": 25, "accumulate": "fused", "step": 32, "output_rounding": "rtz",
     "nan_bits": 0x7FFFFFFF, "c_zero_exponent": -126,
 }
 _MXDOTP = {
     "mode": "aligned", "frac_bits": 34, "accumulate": "fused", "anchor": "fixed", "bypass": 70,
-    "c_zero_exponent": -127, "output_overflow": "ieee", "zero_product_sum": "pass_c", "mixed_elements": False,
+    "c_zero_exponent": -127, "output_overflow": "ieee", "zero_product_sum": "pass_c_outside_window",
+    "mixed_elements": False,
 }
 _BF16_D = {"output": "bf16"}  # MXDOTP's BF16 destination: the instruction's rounding, NaN 0x7FC0 (bf16's quiet NaN)
 
@@ -508,7 +661,7 @@ _BF16_D = {"output": "bf16"}  # MXDOTP's BF16 destination: the instruction's rou
 _PRESET_LIST: list[tuple[str, Accumulator, str]] = [
     ("fp32_per_block", Accumulator(),
      "the contract's defaults: exact block sums rounded to fp32, added in fp32 in block order (OCP MX v1.0 6.2 "
-     "DotGeneral with sequential order; conventions.md 4)"),
+     "DotGeneral with sequential order; docs/numerics.md section 4)"),
     ("exact", Accumulator(across_blocks="exact"), "the mathematical OCP Dot/DotGeneral (6.1/6.2), rounded once"),
     ("fp32_fma", Accumulator(mode="fp32_sequential"),
      "a chain of fp32 FMAs over the exact products (TOSA 1.1 pseudocode), fp32 across blocks"),
@@ -523,19 +676,32 @@ _PRESET_LIST: list[tuple[str, Accumulator, str]] = [
      "scales of 1"),
     ("hopper_fp8_wgmma_f16", Accumulator(**{**_NVIDIA_FP8, **_FP16_D}),
      "NVIDIA Hopper FP8 wgmma with an fp16 D: as hopper_fp8_wgmma, the step sum rounded to fp16 nearest-even, NaN "
-     "0x7FFF, overflow to Inf (contract 6.1)"),
+     "0x7FFF, overflow to Inf; C is fp16: a subnormal C counts with exponent -14, and a nonzero sum that rounds to "
+     "zero is +0 (measured on an H200, 2026-11-28: every vector of the four E4M3/E5M2 pairs; contract 6.1)"),
     ("hopper_fp8_cublas", Accumulator(**_NVIDIA_FP8, promote_every=128),
      "NVIDIA Hopper FP8 GEMM with promotion every 128 products: hopper_fp8_wgmma chains restarted from +0 every 128 "
      "products, each partial D added to an fp32 register (RNE, NaN 0x7FFFFFFF) that starts at C; cuBLASLt's default "
      "(torch._scaled_mm with use_fast_accum=False), measured on an H200 (2026-11-28, driver 580.159, CUDA 13, torch "
      "2.11: bit for bit at K = 32 to 4,096; contract 4.1, 6.1); Triton's max_num_imprecise_acc=N is promote_every=N "
      "on hopper_fp8_wgmma; use scales of 1"),
+    ("hopper_fp8_mma", Accumulator(**_HOPPER_MMA),
+     "NVIDIA Hopper (sm_90) FP8 mma.sync.m16n8k32, fp32 D: not a native instruction; the SASS unpacks the E4M3/E5M2 "
+     "operands to fp16 (F2FP.F16.E4M3/E5M2.UNPACK_B; a product's anchor reads the fp16 exponents), runs two "
+     "HMMA.16816.F32 chained from +0 (the first over k = 0, 1 mod 4, the second over k = 2, 3 mod 4; Hopper's HMMA: "
+     "F = 25, truncate, fp32 toward zero) and adds C with an FADD (fp32 nearest-even): promote_every=32. Measured on "
+     "an H200 (2026-11-28, CUDA 13: every E4M3/E5M2 pair bit for bit; contract 6.1); use scales of 1"),
+    ("hopper_fp8_mma_f16", Accumulator(**{**_HOPPER_MMA, **_FP16_D}),
+     "NVIDIA Hopper FP8 mma.sync.m16n8k32 with an fp16 D: as hopper_fp8_mma with two HMMA.16816.F16 (each D rounded "
+     "to fp16 nearest-even, overflow to Inf, NaN 0x7FFF; a subnormal fp16 C reads exponent -14, a nonzero sum that "
+     "rounds to zero is +0) and C added by an HADD (fp16 nearest-even). Measured on an H200 (every pair bit for bit; "
+     "contract 6.1); use scales of 1"),
     ("ada_fp8_mma", Accumulator(**{**_NVIDIA_FP8, "step": 16}),
      "NVIDIA Ada Lovelace FP8 mma.sync m16n8k32 (sm_89), fp32 D: two fused steps of 16 (split-k), F = 13, truncate, "
      "fp32_e8m13 toward zero, NaN 0x7FFFFFFF (contract 6.1); no block scales: use scales of 1"),
     ("ada_fp8_mma_f16", Accumulator(**{**_NVIDIA_FP8, "step": 16, **_FP16_D}),
      "NVIDIA Ada Lovelace FP8 mma.sync with an fp16 D: two fused steps of 16, F = 13, fp16 nearest-even, NaN 0x7FFF, "
-     "overflow to Inf (contract 6.1)"),
+     "overflow to Inf (contract 6.1); below fp16's normal range assumed as Hopper's fp16 D (a subnormal C at -14, "
+     "+0 for a sum rounding to zero; not measured)"),
     ("blackwell_mxf8f6f4", Accumulator(**_BLACKWELL, elements=_OCP_FP8 + ("fp6_e3m2", "fp6_e2m3", "fp4_e2m1")),
      "NVIDIA Blackwell tcgen05.mma kind::mxf8f6f4 (MMA-Sim, validated on B200): 32 E4M3/E5M2/E3M2/E2M3/E2M1 products "
      "(mixed allowed) with E8M0 scales per 32, F = 25, truncate, fp32 toward zero, NaN 0x7FFFFFFF, zero C at -126"),
@@ -548,12 +714,14 @@ _PRESET_LIST: list[tuple[str, Accumulator, str]] = [
      "E4M3/E5M2/E2M1 products, F = 25, truncate, fp32 toward zero, NaN 0x7FFFFFFF (contract 6.1); use scales of 1"),
     ("rtx_blackwell_f8f6f4_f16", Accumulator(**{**_BLACKWELL, **_FP16_D}, elements=_OCP_FP8 + ("fp4_e2m1",)),
      "NVIDIA RTX Blackwell mma.sync kind f8f6f4 with an fp16 D: as rtx_blackwell_f8f6f4, fp16 nearest-even, NaN "
-     "0x7FFF, overflow to Inf (contract 6.1)"),
+     "0x7FFF, overflow to Inf (contract 6.1); below fp16's normal range assumed as Hopper's fp16 D (a subnormal C at "
+     "-14, +0 for a sum rounding to zero; not measured)"),
     ("mxdotp_fp8", Accumulator(**_MXDOTP, step=8, elements=_OCP_FP8),
      "MXDOTP (pulp cvfpu fpnew_mxdotp_multi; arXiv:2505.13159), FP8, fp32 destination: 8 products per step sharing "
      "one E8M0 scale per operand, exact on the grid 2^(XA+XB-34), C aligned exactly, bypass beyond 70 bits (a zero C "
      "reads exponent field 0: -127), one rounding with the instruction's mode (override output_rounding: rne, rtz, "
-     "rdn, rup, rna), IEEE overflow, D = C when the product sum is exactly zero (contract 4.1, 6.1)"),
+     "rdn, rup, rna), IEEE overflow; a zero product sum passes C (-0 kept) only where C lies wholly below the grid "
+     "(C's LSB more than 24 bits below it) or is bypassed, elsewhere C + 0 gives +0 for a zero C (contract 4.1, 6.1)"),
     ("mxdotp_fp8_bf16", Accumulator(**_MXDOTP, step=8, elements=_OCP_FP8, **_BF16_D),
      "MXDOTP multi-format (cvfpu fpnew_mxdotp_multi_modules), FP8 with a BF16 destination: as mxdotp_fp8, one "
      "rounding to bf16, NaN 0x7FC0 (contract 6.1)"),

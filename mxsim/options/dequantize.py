@@ -1,4 +1,4 @@
-"""Dequantization options of the numerics contract (conventions.md section 3.1): MX -> float.
+"""Dequantization options of the numerics contract (docs/numerics.md section 3.1): MX -> float.
 
 Every output value is element * scale (times s_t for NVFP4), computed exactly and rounded once,
 nearest-even, to the output type. :class:`DequantizeOptions` names the choices real designs make
@@ -41,7 +41,7 @@ _OUTPUT_ALIASES = {"fp32": "float32", "fp16": "float16", "half": "float16", "bf1
 
 @dataclass(frozen=True)
 class DequantizeOptions:
-    """How one output type is produced from MX codes (conventions.md section 3.1).
+    """How one output type is produced from MX codes (docs/numerics.md section 3.1).
 
     * ``dequant_overflow``: ``inf`` (default: a finite value beyond the output's largest finite
       magnitude after rounding gives +-Inf) | ``saturate`` (it gives +-largest finite). An Inf
@@ -151,7 +151,7 @@ def options_for(output, options=None, **overrides) -> DequantizeOptions:
     return chosen
 
 
-#: pulp-platform iDMA v0.7.0's dequantizer (MXFP8 E5M2 -> FP32 or FP16; conventions.md 6.1): the
+#: pulp-platform iDMA v0.7.0's dequantizer (MXFP8 E5M2 -> FP32 or FP16; docs/numerics.md section 6.1): the
 #: FP32 output flushes subnormals, saturates and gives 0x7FC00000 for every NaN; the FP16 output
 #: keeps the defaults except the canonical NaN 0x7E00. (Its scale bytes are int8 exponents:
 #: ``scale_encoding="int8_exponent"``.)

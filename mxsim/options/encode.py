@@ -1,4 +1,4 @@
-"""Element-encoding options of the numerics contract (conventions.md section 1), shared by the
+"""Element-encoding options of the numerics contract (docs/numerics.md section 1), shared by the
 reference model and the fast path: their definitions, their validation, and what overflow produces.
 
 Rounding modes (applied to the magnitude of the exact value on the format's grid):

@@ -1,4 +1,4 @@
-"""Bit-layout options of packed block data (conventions.md section 3): how element codes are cut
+"""Bit-layout options of packed block data (docs/numerics.md section 3): how element codes are cut
 into a byte stream and where block scales go. The layouts are defined in :mod:`mxsim.ref.pack`;
 the arithmetic both packers share is :mod:`mxsim.packing`."""
 

@@ -1,5 +1,5 @@
 """Profiles: named bundles of options that reproduce one real design or library bit for bit
-(conventions.md section 6).
+(docs/numerics.md section 6).
 
 A :class:`Profile` names its source and version, the :class:`~mxsim.options.QuantizeOptions`
 fields it sets, the :class:`~mxsim.options.DequantizeOptions` of each output type it produces,
@@ -94,12 +94,7 @@ class Profile:
         self._check_kind("block", "quantize")
         fields = dict(self.quantize)
         if fmt is not None:
-            fmt = get_format(fmt, kind="block")
-            if fmt.name not in self.formats:
-                raise ValueError(
-                    f"format {fmt.name!r} is not allowed with profile {self.name!r}; expected one of: "
-                    f"{', '.join(self.formats)}"
-                )
+            fmt = self.block_format(fmt)
             if not allows_most_negative_code(fmt):
                 fields.pop("int8_allow_neg2", None)
             for name in [name for name in fields if not option_applies(name, fmt)]:
@@ -107,9 +102,34 @@ class Profile:
             fields.update(self.per_format.get(fmt.name, {}))
         return QuantizeOptions.from_kwargs(**{**fields, **overrides})
 
+    def block_format(self, fmt):
+        """The block format ``fmt`` (a name or format) if the peer has it; ValueError naming the
+        formats it has otherwise. The one rule of which formats a block profile takes, for
+        quantizing (:meth:`quantize_options`) and dequantizing (:meth:`dequantize_for`) alike."""
+        fmt = get_format(fmt, kind="block")
+        if fmt.name not in self.formats:
+            raise ValueError(
+                f"format {fmt.name!r} is not allowed with profile {self.name!r}; expected one of: "
+                f"{', '.join(self.formats)}"
+            )
+        return fmt
+
     def dequantize_options(self, dtype) -> DequantizeOptions:
         """The DequantizeOptions of output type ``dtype`` (the defaults where the profile names none)."""
         return self.dequantize.get(output_name(dtype), DequantizeOptions())
+
+    def dequantize_for(self, fmt, dtype) -> DequantizeOptions:
+        """The DequantizeOptions the peer produces output type ``dtype`` from ``fmt`` with;
+        ValueError for a cast profile, a format the peer lacks (:meth:`block_format`: iDMA has no
+        MXFP8 E4M3, so its FP32 flush never applies to one) or an output it does not produce."""
+        self._check_kind("block", "dequantize")
+        self.block_format(fmt)
+        output = output_name(dtype)
+        if output not in self.outputs:
+            raise ValueError(
+                f"output={output!r} is not allowed with profile {self.name!r}; expected one of: {', '.join(self.outputs)}"
+            )
+        return self.dequantize_options(output)
 
     def encode_options(self, **overrides) -> dict:
         """The element-encode keyword options of a cast profile, with ``overrides`` on top."""
@@ -295,7 +315,7 @@ _MICROXCALING_NOTES = (
 
 def _microxcaling_profile(library: str, mode: str) -> Profile:
     """One rounding mode of microxcaling, or of its port in Intel Neural Compressor 3.10 (identical
-    arithmetic: conventions.md 6.2)."""
+    arithmetic: docs/numerics.md section 6.2)."""
     if library == "microxcaling":
         name, source = f"microxcaling_{mode}", "microsoft/microxcaling mx.mx_ops.quantize_mx_op (pure PyTorch path)"
         version = "microxcaling (PyPI has none; its port neural_compressor 3.10 mx_quant/utils.py is the oracle)"

@@ -1,4 +1,4 @@
-"""Block-quantization options of the numerics contract (conventions.md sections 2, 2.1, 2.2, 2.3).
+"""Block-quantization options of the numerics contract (docs/numerics.md sections 2, 2.1, 2.2, 2.3).
 
 One frozen :class:`QuantizeOptions` carries every choice, is validated once, and is recorded
 whole in tensors, files and manifests (``as_dict``). The reference model and the fast path both

@@ -1,6 +1,6 @@
 """Reference block quantization: one block of exact values to scale code(s) and element codes.
 
-Families (conventions.md sections 2, 2.1, 2.2):
+Families (docs/numerics.md sections 2, 2.1, 2.2):
 
 * E8M0-scaled blocks: OCP MX (MXFP8/6/4, MXINT8), block floating point (MSFP12/16) and, with
   sub-blocks, the shared-microexponent formats MX9/6/4. Element i of sub-block j holds
@@ -36,6 +36,7 @@ from .exact import Exact, Number, as_int, float_ratio, floor_log2_ratio, ratio, 
 from .fp32_steps import fp32_log2_element_ratio, fp32_log2_floor_ratio, fp32_round, is_fp32_ratio
 from .scale import E8M0_MAX, E8M0_MIN, E8M0_NAN, byte_exponent, given_scale_error, scale_byte, scale_exponent
 from .scale_code import decode_scale
+from .refusals import NoMXEncoding, inf_block_error, nan_block_error, reciprocal_special_error, scale_underflow_error
 from .sources import check_source_options, inf_stand_in, read_subnormal
 
 __all__ = [
@@ -52,7 +53,9 @@ __all__ = [
     "check_block",
     "check_tensor_scale",
     "check_scale_value_min",
+    "NoMXEncoding",
     "nan_block_error",
+    "reciprocal_special_error",
     "inf_block_error",
     "scale_underflow_error",
     "FP32_POW_MIN",
@@ -156,14 +159,6 @@ def as_normal_fp32_error(where: str = "a block") -> ValueError:
         f"{where} holds an fp32 subnormal, which subnormal_inputs='as_normal' reads as a value float32 cannot hold; "
         "scale_rule='floor_fp32', element_arith='fp32_log2' and scale_value_min take float32 values only (use "
         "subnormal_inputs='exact' or 'flush' with them)"
-    )
-
-
-def inf_block_error(where: str = "a block") -> ValueError:
-    """inf_policy='error' (contract 6.2, Quark FP4/FP6): a block holding +-Inf has no MX encoding."""
-    return ValueError(
-        f"{where} holds an Inf, which has no MX encoding under inf_policy='error' (the library passes the Inf through "
-        "to its output); expected finite values, or another inf_policy"
     )
 
 
@@ -413,14 +408,6 @@ FP32_POW_MIN = -149
 QUARK_EPS_EXPONENT = -23
 
 
-def scale_underflow_error(exponent: int, where: str = "a block") -> ValueError:
-    """scale_underflow='fp32_pow': a scale 2^E with -149 <= E < scale_min has no E8M0 code."""
-    return ValueError(
-        f"{where} has scale 2^{exponent} under scale_underflow='fp32_pow' (the library's float32 scale, not "
-        "clamped), which no E8M0 code holds (E8M0: 2^-127 .. 2^127); use another profile or options for such blocks"
-    )
-
-
 #: scale_value_min='1e-10' (Brevitas): the float32 log2 floor of amax below which its scale is 1e-10, not 2^E.
 BREVITAS_LOG2_MIN = -33
 
@@ -430,11 +417,12 @@ def check_scale_value_min(amax: Fraction, options: QuantizeOptions, where: str =
     is not a power of two: amax = 0, or a float32 log2 of amax below -33 (Brevitas clamps
     2^floor(log2 amax) at float32 1e-10, which lies in [2^-34, 2^-33))."""
     if amax == 0 or fp32_log2_floor_ratio(amax.numerator, amax.denominator) < BREVITAS_LOG2_MIN:
-        raise ValueError(
+        raise NoMXEncoding(
             f"{where} with largest magnitude {float(amax)!r} has no MX encoding under scale_value_min="
             f"{options.scale_value_min!r}: the library (Brevitas) clamps its scale at 1e-10, which is not a power of "
             f"two, for every block whose amax is 0 or below 2^-33 (float32 log2); use another profile or options "
-            f"for such blocks"
+            f"for such blocks",
+            f"scale_value_min={options.scale_value_min!r}",
         )
 
 
@@ -445,15 +433,6 @@ def _flush_subnormal_block(xs: list[Ratio], options: QuantizeOptions, source: st
     if n and fp32_log2_floor_ratio(n, d) < -126:
         return [(sign, 0, 1) for sign, _, _ in xs]
     return xs
-
-
-def nan_block_error(where: str = "a block") -> ValueError:
-    """nan_blocks='error' (contract 6.2): the error for a block that holds a NaN."""
-    return ValueError(
-        f"{where} holds a NaN, which has no MX encoding under nan_blocks='error' (the library's output there is no "
-        "MX block: compressed-tensors gives it scale 2^-127, saturated elements and a NaN output; Quark MX6/MX9 "
-        "pass the NaN through and quantize the rest); remove the NaN or use nan_blocks='nan'"
-    )
 
 
 def _quantize_e8m0(xs, fmt, options, rand_bits, source: str, exponent: int | None) -> QuantizedBlock:
@@ -514,10 +493,7 @@ def _quantize_nvfp4_reciprocal(xs, fmt, options, global_scale: Fraction, rand_bi
     zero scale becomes 0.125 (code 0x20); each element is fp32(x / fp32(scale / gs)), then rounded
     (saturating). NaN or Inf anywhere: ValueError (the library gives NaN outputs and gs 1 or 0)."""
     if any(not d for _, _, d in xs):
-        raise ValueError(
-            "a block holding NaN or Inf has no NVFP4 encoding under nvfp4_arith='fp32_reciprocal' (compressed-tensors "
-            "gives NaN outputs there and a global scale of 1 or 0 for the tensor); expected finite inputs"
-        )
+        raise reciprocal_special_error()
     amax = max((Fraction(n, d) for _, n, d in xs), default=Fraction(0))
     product = to_fp32(global_scale * to_fp32(amax / 6).value)
     wanted = fmt.scale.max_normal if product.is_inf else min(product.value, fmt.scale.max_normal)
@@ -578,7 +554,7 @@ def check_tensor_scale(fmt, tensor_scale) -> Fraction | None:
     """``tensor_scale`` as an exact Fraction (None stays None); ValueError unless it suits ``fmt``.
 
     A tensor scale is allowed for formats that have one (NVFP4) and must be what the contract's
-    s_t is (conventions.md 2.2): a positive value exactly representable in fp32, subnormals
+    s_t is (docs/numerics.md section 2.2): a positive value exactly representable in fp32, subnormals
     included (2^-149 <= s_t <= FP32_MAX, at most 24 significant bits; mxsim itself gives tiny
     tensors a subnormal s_t). Zero, negative values, -0, NaN, +-Inf and values fp32 cannot hold
     exactly (1/3, 1e-45, 2^-150, 1e39) are refused. Any exact number type is read (int, float,

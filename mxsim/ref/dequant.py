@@ -1,4 +1,4 @@
-"""Reference dequantization to an output float type (conventions.md section 3.1), bit for bit.
+"""Reference dequantization to an output float type (docs/numerics.md section 3.1), bit for bit.
 
 A block's exact values (:func:`mxsim.ref.block.dequantize_block`) are each rounded once, nearest
 even, to the output format by the reference encoder, then :class:`mxsim.DequantizeOptions`

@@ -1,5 +1,5 @@
 """Reference dot-product datapath: Dot of two blocks and DotGeneral of two vectors of blocks
-(conventions.md section 4), with integers and Fractions only.
+(docs/numerics.md section 4), with integers and Fractions only.
 
 Every element decodes to a :class:`Term` (sign s, integer significand M, exponent E, fraction
 bits f; value (-1)^s * M * 2^(E - f)); a product has significand Ma * Mb and exponent

@@ -1,4 +1,4 @@
-"""Float32 arithmetic of software quantizers, emulated exactly (conventions.md 6.2).
+"""Float32 arithmetic of software quantizers, emulated exactly (docs/numerics.md section 6.2).
 
 The libraries that make MX data (microxcaling, Intel Neural Compressor) compute the scale and
 each element's binade with float32 ``torch.log2`` and round elements with ``floor(|x| + 0.5)``

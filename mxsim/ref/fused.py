@@ -1,4 +1,4 @@
-"""Fused multiply-accumulate steps (conventions.md section 4.1; ``accumulate="fused"``): how real MX
+"""Fused multiply-accumulate steps (docs/numerics.md section 4.1; ``accumulate="fused"``): how real MX
 matrix and dot units accumulate. Integers and Fractions only.
 
 The K = n * k products of a DotGeneral (product p is element p % k of block pair p // k) are cut
@@ -14,18 +14,26 @@ scale is sig * 2^X: E8M0 sig = 1, X = code - 127; UE4M3 X = max(floor(log2 scale
 
 * ``step_terms="product"``: every product, value (-1)^(sa^sb) * Ma*Mb * 2^(Ea+Eb-fa-fb) * 2^(XA+XB),
   exponent Ea + Eb + XA + XB (Ea, Eb with the microexponent folded in); it counts for the anchor
-  iff both elements are nonzero.
+  iff both elements are nonzero. With ``convert_elements`` (fp16: Hopper's mma.sync) a nonzero
+  element reads its exponent in that format, max(floor(log2 |x|), emin), for the anchor (the value
+  is unchanged); with ``interleave_steps`` each block's products are taken in the order of
+  :meth:`Accumulator.product_order` before they are cut into steps.
 * ``step_terms="block"``: every group of ``term_size`` consecutive products of one scale block,
   value (exact sum of the group's products) * sigA * sigB * 2^(XA+XB), exponent XA + XB; it counts
   iff one of its products does.
-* C: exponent e_C = max(floor(log2 |C|), -126), or ``effective_c_zero_exponent`` for a zero C; it
-  always counts.
+* C: exponent e_C = max(floor(log2 |C|), ``c_min_exponent``) (None: -126; an fp16 C: -14), or
+  ``effective_c_zero_exponent`` for a zero C; it always counts.
 
 ``anchor="max"``: A = the largest exponent of the counting terms; every term (C included) is cut
 to the grid 2^(A - F) by ``shift_rounding`` (truncate: magnitude toward zero; rne) and the cut
 terms are summed exactly. ``anchor="fixed"``: the products are cut to the grid 2^(XA + XB - F) of
 the step's block and summed exactly, then C is added exactly (not cut); if ``bypass`` is set and
 C's LSB 2^(e_C - 23) lies more than ``bypass`` bits above the grid's LSB, D = C unchanged.
+
+A step whose (cut) product sum is exactly zero gives D = C, its sign kept, where
+:meth:`Accumulator.zero_sum_passes_c` says so (``zero_product_sum="pass_c"``; with
+``"pass_c_outside_window"`` only where C lies wholly below the grid: MXDOTP, contract 6.1);
+otherwise it adds C + 0, which is C for a nonzero C and +0 for a zero C.
 
 An exactly-zero step sum is +0. Specials (decided first, outside the adder): NaN if C is NaN, a
 scale of the step's blocks is NaN, a product is NaN (a NaN element, Inf x 0), or Inf terms
@@ -42,7 +50,7 @@ from fractions import Fraction
 from functools import lru_cache
 from itertools import chain
 
-from ..options.accumulate import FP32_EMIN, Accumulator
+from ..options.accumulate import Accumulator, output_float_format
 from .block import QuantizedBlock
 from .decode import decode
 from .exact import Exact, floor_log2, to_exact
@@ -166,11 +174,18 @@ def fused_step_details(
     k = fmt_a.block_size
     offset = integer_offset(fmt_a.element, accumulator) + integer_offset(fmt_b.element, accumulator)
     prods, anchors = [], []
+    order = accumulator.product_order(k)
     for a, b in zip(blocks_a, blocks_b):
         block = block_products(a.codes, a.subscales, fmt_a, b.codes, b.subscales, fmt_b)
-        prods += [(s, m, e + offset, kind) for s, m, e, kind in block] if offset else block
-        if accumulator.zero_exponent is not None:
-            anchors += _zero_read_exponents(a, b, fmt_a, fmt_b, accumulator.zero_exponent, offset)
+        block = [(s, m, e + offset, kind) for s, m, e, kind in block] if offset else block
+        read = None
+        if accumulator.zero_exponent is not None or accumulator.convert_elements is not None:
+            read = _read_exponents(a, b, fmt_a, fmt_b, accumulator, offset)
+        if order is not None:  # interleave_steps: the products in the order the steps take them
+            block = [block[i] for i in order]
+            read = None if read is None else [read[i] for i in order]
+        prods += block
+        anchors += read or []
     ops = _operands(
         prods,
         [scale_parts(a.scale, fmt_a.scale) for a in blocks_a],
@@ -195,15 +210,29 @@ def integer_offset(element, accumulator: Accumulator) -> int:
     return frac_bits(element) if element.kind == "int" and accumulator.int_elements == "integer" else 0
 
 
-def _zero_read_exponents(a, b, fmt_a, fmt_b, zero_exponent: int, offset: int) -> list[int]:
-    """The anchor exponent of every product of a block pair with ``zero_exponent`` set: Ea + Eb
-    (+ ``offset``), a zero element reading with exponent ``zero_exponent`` (CDNA3: -126)."""
+def _read_exponents(a, b, fmt_a, fmt_b, acc: Accumulator, offset: int) -> list[int | None]:
+    """The anchor exponent of every product of a block pair, Ea + Eb (+ ``offset``), as the unit
+    reads its elements, or None where the product does not count: with ``zero_exponent`` a zero
+    element reads with that exponent (CDNA3: -126) and every product counts; with
+    ``convert_elements`` a nonzero element reads its exponent in that format, max(floor(log2 |x|),
+    emin) (fp16: an E4M3 subnormal its own exponent, an E5M2 subnormal -14; Hopper's mma.sync),
+    and a product with a zero element does not count."""
+    target = None if acc.convert_elements is None else output_float_format(acc.convert_elements)
+
+    def reads(term, element):
+        if not term.significand:
+            return acc.zero_exponent
+        if target is None:
+            return term.exponent
+        return max(term.significand.bit_length() - 1 + term.exponent - frac_bits(element), target.emin)
+
     terms_a = block_terms(a.codes, a.subscales, fmt_a)
     terms_b = block_terms(b.codes, b.subscales, fmt_b)
-    return [
-        (ta.exponent if ta.significand else zero_exponent) + (tb.exponent if tb.significand else zero_exponent) + offset
-        for ta, tb in zip(terms_a, terms_b)
-    ]
+    out = []
+    for ta, tb in zip(terms_a, terms_b):
+        ea, eb = reads(ta, fmt_a.element), reads(tb, fmt_b.element)
+        out.append(None if ea is None or eb is None else ea + eb + offset)
+    return out
 
 
 @dataclass(frozen=True)
@@ -276,7 +305,7 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
         if acc.bypass is not None and (e_c - FP32_FRACTION_BITS) - grid > acc.bypass:
             # D = C unchanged (C itself for an fp32 output, -0 included)
             return _fused_step(round_output(c, acc), grid=grid, cut_products=cut, bypass=True, **found)
-        if acc.zero_product_sum == "pass_c" and not cut[0]:  # D = C, its sign included
+        if not cut[0] and acc.zero_sum_passes_c((e_c - FP32_FRACTION_BITS) - grid):  # D = C, its sign included
             return _fused_step(round_output(c, acc), grid=grid, **found)
         total = dyadic_sum(_dyadic(c.value), cut)
     return _fused_step(_round_sum(total, acc), grid=grid, cut_products=cut, total=total, **found)
@@ -292,9 +321,10 @@ def _terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> list[tupl
             scale, scale_exponent, shift = ops.block_scales[block]
             start = max(first, block * ops.k)
             products = ops.products[start : min(last, (block + 1) * ops.k)]
-            if ops.anchors is not None:  # zero_exponent: every product counts, a zero element at zero_exponent
-                terms += [((-m if s else m) * scale, e + shift, scale_exponent + ops.anchors[start + i], True)
-                          for i, (s, m, e, _) in enumerate(products)]
+            if ops.anchors is not None:  # zero_exponent, convert_elements: the anchors as the unit reads them
+                read = ops.anchors[start : start + len(products)]
+                terms += [((-m if s else m) * scale, e + shift, scale_exponent + (r or 0), r is not None)
+                          for (s, m, e, _), r in zip(products, read)]
             else:
                 terms += [((-m if s else m) * scale, e + shift, e + scale_exponent, m != 0) for s, m, e, _ in products]
         return terms
@@ -382,8 +412,11 @@ def _dyadic(q: Fraction) -> tuple[int, int]:
 
 
 def _c_exponent(c: Exact, acc: Accumulator) -> int:
-    """e_C of a finite C: max(floor(log2 |C|), -126), or ``effective_c_zero_exponent`` for +-0."""
-    return max(floor_log2(c.magnitude), FP32_EMIN) if c.magnitude else acc.effective_c_zero_exponent
+    """e_C of a finite C: max(floor(log2 |C|), ``c_min_exponent``) (None: fp32's -126; an fp16 C:
+    fp16's -14), or ``effective_c_zero_exponent`` for +-0."""
+    if not c.magnitude:
+        return acc.effective_c_zero_exponent
+    return max(floor_log2(c.magnitude), acc.effective_c_min_exponent)
 
 
 def _cut_sum(values: list[tuple[int, int]], grid: int, cut: str) -> int:

@@ -1,4 +1,4 @@
-"""The output side of the dot-product datapath (conventions.md sections 4 and 4.1): the one routine
+"""The output side of the dot-product datapath (docs/numerics.md sections 4 and 4.1): the one routine
 that rounds a result to the accumulator's output format, the fp32 addition of separate
 accumulation, and the accumulator input C. Integers and Fractions only.
 
@@ -46,7 +46,9 @@ def round_output(x: Exact, accumulator: Accumulator) -> int:
       exponent exceeds the largest finite value) follows ``output_overflow``: ``inf`` gives +-Inf,
       ``ieee`` gives +-max finite where the rounding is toward zero for the sign (rtz; rup of a
       negative; rdn of a positive) and +-Inf otherwise, ``saturate`` gives +-max finite.
-      ``ftz``: a result that rounds to a subnormal (or zero) becomes a zero of its sign.
+      ``ftz``: a result that rounds to a subnormal (or zero) becomes a zero of its sign;
+      ``zero_sign="plus"``: a nonzero result that rounds or flushes to zero is +0 (an exact zero
+      keeps the sign it is given).
     """
     if x.is_nan:
         return storage_format(accumulator).nan_code() if accumulator.nan_bits is None else accumulator.nan_bits
@@ -68,6 +70,8 @@ def round_finite_output(negative: bool, numerator: int, denominator: int, accumu
         code = out.inf_code(negative)
     if accumulator.ftz and code & ~out.sign_mask < 1 << out.mantissa_bits:
         code &= out.sign_mask
+    if accumulator.zero_sign == "plus" and numerator and not code & ~out.sign_mask:
+        code = 0  # a nonzero value that rounded or flushed to zero is +0 (NVIDIA's fp16 D, contract 6.1)
     return _widen(code, out, storage_format(accumulator))
 
 

@@ -1,4 +1,4 @@
-"""Reference bit packing of block-quantized data (conventions.md sections 2.1 and 3).
+"""Reference bit packing of block-quantized data (docs/numerics.md sections 2.1 and 3).
 
 Bit-level reference written with the ``bitstring`` library and Python ints, one field at a time;
 :mod:`mxsim.fast.pack` is the vectorized NumPy version, bit-identical, with the same API.
@@ -34,7 +34,7 @@ ends on a byte boundary; with 8-bit storage it is simply one byte, whichever ele
   bit 7; bytes: 1 + 8 bytes per block). Then the element section: the codes of all blocks, block
   0 first, as ONE continuous stream, zero-padded to a whole byte only at its end.
 * ``"interleaved"``: one record per block: scale byte, sub-scale fields, element fields as one
-  stream, zero-padded to a whole byte at the end of each block (conventions 2.1: MX9 lsb =
+  stream, zero-padded to a whole byte at the end of each block (docs/numerics.md section 2.1: MX9 lsb =
   exponent byte, 8 microexponent bits, 16 x 8 element bits = 18 bytes; MXFP4 = scale byte then
   16 bytes).
 

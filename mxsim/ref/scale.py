@@ -27,7 +27,7 @@ scale exponent E (scale = 2^E) before clamping is:
 
 The E8M0 code is clamp(E, -127, 127) + 127.
 
-Scale encodings (conventions.md 2.3, 3.2), the stored byte of the unbiased exponent E:
+Scale encodings (docs/numerics.md section 2.3, 3.2), the stored byte of the unbiased exponent E:
 
 * ``e8m0``: byte = E + 127 for E in [-127, 127]; 0xFF is NaN;
 * ``int8_exponent``: byte = E as an 8-bit two's complement for E in [-128, 127] (0x00 = 2^0,

@@ -1,4 +1,4 @@
-"""The value of a block-scale code: the one place that reads scale bytes (conventions.md 2.3, 3.2).
+"""The value of a block-scale code: the one place that reads scale bytes (docs/numerics.md section 2.3, 3.2).
 
 Scale encodings of the E8M0 scale byte (``scale_encoding``):
 

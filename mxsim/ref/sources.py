@@ -1,4 +1,4 @@
-"""Input (source) types of block quantization and how their values are read (conventions.md
+"""Input (source) types of block quantization and how their values are read (docs/numerics.md
 sections 1, 2 and 2.3), with integers and Fractions only.
 
 A source type is the binary type the values came from: ``fp32`` (the default), ``fp16``,

@@ -1,4 +1,4 @@
-"""Elements and products as the dot-product datapath sees them (conventions.md section 4), and the
+"""Elements and products as the dot-product datapath sees them (docs/numerics.md section 4), and the
 rule for special values; shared by the per-block Dot (:mod:`mxsim.ref.dot`) and the fused steps
 (:mod:`mxsim.ref.fused`). Integers and Fractions only.
 

@@ -206,7 +206,8 @@ def fused_classes(details, accumulator, c: Exact | None = None, result: int | No
     C and last D (:func:`register_classes`)."""
     if accumulator.promote_every is not None and result is not None:
         chain = fused_classes(details, replace(accumulator, promote_every=None))
-        return (chain - {"zero", "negative_zero"}) | c_classes(c, None) | register_classes(result)
+        storage = output_float_format(accumulator.output_storage)  # the register: fp32, or fp16 for an fp16 D
+        return (chain - {"zero", "negative_zero"}) | c_classes(c, None) | register_classes(result, storage)
     classes = c_classes(details[0].c, None) if details else set()
     storage = storage_format(accumulator)
     for step in details:
@@ -252,12 +253,12 @@ def fused_classes(details, accumulator, c: Exact | None = None, result: int | No
 _FP32_STORAGE = output_float_format("fp32")
 
 
-def register_classes(word: int) -> set:
-    """The result classes of a promoting unit's fp32 register word: nan, inf, zero, negative_zero,
-    subnormal_output."""
-    x = decode(word, _FP32_STORAGE)
+def register_classes(word: int, storage=_FP32_STORAGE) -> set:
+    """The result classes of a promoting unit's register word (``storage``: fp32, or fp16 for an
+    fp16 D): nan, inf, zero, negative_zero, subnormal_output."""
+    x = decode(word, storage)
     if x.is_nan or x.is_inf:
         return {"nan" if x.is_nan else "inf"}
     if x.is_zero:
         return {"negative_zero" if x.sign else "zero"}
-    return {"subnormal_output"} if is_subnormal_code(word, _FP32_STORAGE) else set()
+    return {"subnormal_output"} if is_subnormal_code(word, storage) else set()

@@ -42,7 +42,7 @@ CLASSES: dict[str, str] = {
     "c_cancellation": "C and nonzero products cancel: |C + products| (exact) is 0 or at most 2^-8 |C|",
     "c_zero_tiny": "a zero C decides a fused step with tiny products: the bypass (anchor='fixed'), or C's zero "
                    "exponent is the anchor and product bits are cut (anchor='max')",
-    # rounding decisions (conventions.md 3.3; mxsim.golden.coverage.rounding)
+    # rounding decisions (docs/numerics.md section 3.3; mxsim.golden.coverage.rounding)
     "exact": "a nonzero finite value the rounding keeps exactly (on the output grid)",
     "below_half": "an inexact rounding below the midpoint (guard bit clear)",
     "above_half": "an inexact rounding above the midpoint (guard bit and a sticky bit set)",
@@ -53,12 +53,12 @@ CLASSES: dict[str, str] = {
     "increment": "an inexact rounding that increased the magnitude (away from zero)",
     "truncate": "an inexact rounding that decreased the magnitude (toward zero)",
     "zero_result_sign": "a negative nonzero value whose result has magnitude zero (the sign of zero is checked)",
-    # dots (conventions.md 3.3 (3), (5); mxsim.golden.stimulus.dot)
+    # dots (docs/numerics.md section 3.3 (3), (5); mxsim.golden.stimulus.dot)
     "c_below_window": "a nonzero C of a fused step lies wholly below the step's grid LSB (|C| < 2^grid) while "
                       "products are nonzero: cut away (anchor='max') or kept as sticky bits only (anchor='fixed')",
     "inf_a": "an Inf element in operand a",
     "inf_b": "an Inf element in operand b",
-    # near-ties per band (conventions.md 3.3 (1); mxsim.golden.coverage.rounding): the normal range, the zero
+    # near-ties per band (docs/numerics.md section 3.3 (1); mxsim.golden.coverage.rounding): the normal range, the zero
     # band [0, s) under the smallest subnormal s, and the three lowest subnormal binades [s, 2s), [2s, 4s),
     # [4s, 8s) (every subnormal band of an MX element format; the lowest ones of fp32/fp16/bf16)
     "near_tie_top_normal": "near_tie_top in the normal range",

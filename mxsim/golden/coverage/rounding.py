@@ -1,6 +1,6 @@
 """The rounding-decision classes of one rounding (element encode, block quantize under any option or
 profile, dequantize), computed from the exact value rounded, its output interval and the input's
-resolution (conventions.md 3.3). One routine, :func:`decision_flags`, for every suite kind, on
+resolution (docs/numerics.md section 3.3). One routine, :func:`decision_flags`, for every suite kind, on
 NumPy arrays of float64 (every quantity below is exact in binary64, see the bounds there).
 
 For a magnitude x > 0 (finite, the input as the rounding reads it) rounded onto an output grid:

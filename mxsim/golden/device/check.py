@@ -19,6 +19,9 @@ the SHA-256 of its manifest as they are read.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,16 +29,19 @@ from typing import BinaryIO
 
 import numpy as np
 
+from ...printable import escape_controls
 from ...reading import shorten
 from ..compute import limits
 from ..coverage.catalogue import CLASSES
-from ..storage.columns import RecordError, RecordReader, digits_equal, field_values, sha256_file
+from ..storage.columns import (NotRegularFile, RecordError, RecordReader, digits_equal, field_values,
+                               open_regular, sha256_file)
 from .decompose import difference_lines, vector_lines
 from ..kinds.fields import Field
 from ..storage.stream import parse_header
 from ..storage.verify import load_suite
 
-__all__ = ["check", "compare_range", "CheckReport", "Mismatch", "CheckError", "report_lines", "CHUNK"]
+__all__ = ["check", "compare_range", "CheckReport", "Mismatch", "CheckError", "report_lines", "open_suite_files",
+           "load_checked_suite", "CHUNK"]
 
 CHUNK = 1 << 16  # lines compared at a time (fewer for long lines: :func:`.limits.chunk_vectors`)
 MAX_COMMENT_LINES = 1000  # comment lines a stream may start with (a stream of ours has one)
@@ -118,10 +124,11 @@ class _Device:
         for f in self.fields:
             path = directory / f.file
             try:
-                file = open(path, "rb")  # noqa: SIM115 - closed by close()
+                file = open_regular(path)  # a FIFO or a device is refused, never waited on or read to its end
             except OSError as error:
                 expected = ", ".join(g.file for g in self.fields)
-                self.report.errors.append(f"{path}: missing ({error.strerror}); the device's results are {expected}, "
+                what = error.strerror if isinstance(error, NotRegularFile) else f"missing ({error.strerror})"
+                self.report.errors.append(f"{path}: {what}; the device's results are {expected}, "
                                           "one value per line, aligned with the suite")
                 continue
             self.files.append(file)
@@ -201,7 +208,7 @@ def check(suite_dir, dut, errors: int = 20, fields: list[str] | None = None, clu
 
     def new_report() -> CheckReport:
         report = CheckReport(suite_dir, suite, manifest, str(dut) if directory else "stdin", [f.name for f in outputs])
-        report.class_totals = {name: int(manifest.get("coverage", {}).get(name, 0)) for name in CLASSES}
+        report.class_totals = {name: manifest.get("coverage", {}).get(name, 0) for name in CLASSES}
         return report
 
     report = new_report()
@@ -219,12 +226,44 @@ def check(suite_dir, dut, errors: int = 20, fields: list[str] | None = None, clu
     return report
 
 
-def _suite_and_fields(suite_dir: Path, fields: list[str] | None):
-    """(manifest, suite, the output fields compared)."""
+def load_checked_suite(suite_dir) -> tuple[dict, object]:
+    """(manifest, suite) of the suite in ``suite_dir``, ready to be compared with: CheckError (a
+    usage error, exit 2) if its manifest cannot be read, its ``count`` is beyond
+    :data:`.limits.MAX_VECTORS` or is not the lines its files hold (each file a regular file of
+    ``count`` lines of its field's width: the suite is checked before the device is blamed), or
+    its ``coverage`` is not a count per class."""
+    suite_dir = Path(suite_dir)
     try:
         manifest, suite = load_suite(suite_dir)
     except ValueError as error:
         raise CheckError(str(error)) from None
+    where, count = suite_dir / "manifest.json", manifest["count"]
+    if count > limits.MAX_VECTORS:
+        raise CheckError(f"{where}: 'count' is {count}, more than a suite may have ({limits.MAX_VECTORS}); "
+                         f"mxsim golden verify {suite_dir}")
+    coverage = manifest.get("coverage", {})
+    if not (isinstance(coverage, dict) and all(type(n) is int and n >= 0 for n in coverage.values())):
+        raise CheckError(f"{where}: 'coverage' is {shorten(json.dumps(coverage, default=str))}, expected a count per "
+                         f"class (a JSON object of non-negative integers); mxsim golden verify {suite_dir}")
+    for f in suite.fields:
+        path = suite_dir / f.file
+        try:
+            status = os.stat(path)
+        except OSError as error:
+            raise CheckError(f"{path}: missing ({error.strerror}) (a file of the suite; mxsim golden verify "
+                             f"{suite_dir})") from None
+        if not stat.S_ISREG(status.st_mode):
+            open_suite_files(suite_dir, [f])  # names what it is
+        if status.st_size != count * (f.hex_digits + 1):
+            raise CheckError(f"{path}: {status.st_size} bytes, but the manifest's {count} vectors make "
+                             f"{count * (f.hex_digits + 1)} (the suite's file or manifest was edited or truncated; "
+                             f"mxsim golden verify {suite_dir})")
+    return manifest, suite
+
+
+def _suite_and_fields(suite_dir: Path, fields: list[str] | None):
+    """(manifest, suite, the output fields compared)."""
+    manifest, suite = load_checked_suite(suite_dir)
     outputs = suite.outputs
     if fields is not None:
         known = {f.name: f for f in outputs}
@@ -248,7 +287,7 @@ def _compare(suite_dir: Path, manifest: dict, suite, outputs: list[Field], devic
     hashes too; a range reads from the lines' offsets and checks neither)."""
     flags_field = suite.fields[-1]
     expected_fields = outputs + [flags_field] + device.inputs
-    files = {f.name: open(suite_dir / f.file, "rb") for f in expected_fields}  # noqa: SIM115 - closed below
+    files = open_suite_files(suite_dir, expected_fields)
     digests = {f.name: hashlib.sha256() for f in expected_fields}
     counts = np.zeros(len(CLASSES), dtype=np.int64)
     found: dict[str, list[np.ndarray]] = {f.name: [] for f in outputs}
@@ -284,6 +323,21 @@ def _compare(suite_dir: Path, manifest: dict, suite, outputs: list[Field], devic
         report.mismatches = {name: np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
                              for name, arrays in found.items()}
         report.classes = {name: int(n) for name, n in zip(CLASSES, counts) if n}
+
+
+def open_suite_files(suite_dir: Path, fields: list[Field]) -> dict[str, BinaryIO]:
+    """The suite's files of ``fields``, open (:func:`.columns.open_regular`: a FIFO or a device
+    in the suite is a CheckError naming it); the caller closes them."""
+    files: dict[str, BinaryIO] = {}
+    try:
+        for f in fields:
+            files[f.name] = open_regular(suite_dir / f.file)
+    except OSError as error:
+        for file in files.values():
+            file.close()
+        raise CheckError(f"{suite_dir / f.file}: {error.strerror} (a file of the suite; mxsim golden verify "
+                         f"{suite_dir})") from None
+    return files
 
 
 def _changed(suite_dir: Path, f: Field):
@@ -398,7 +452,13 @@ def _check_inputs(device: _Device, expected: dict, got: dict, start: int) -> Non
 
 def report_lines(report: CheckReport) -> list[str]:
     """The report as text: a summary line, per field the mismatch count and first lines, the
-    summary per corner class, and the first mismatching vectors with their inputs decomposed."""
+    summary per corner class, and the first mismatching vectors with their inputs decomposed;
+    control characters of the names echoed escaped (:func:`mxsim.printable.escape_controls`: a
+    file name's newline or ESC forges no line and moves no cursor)."""
+    return [escape_controls(line) for line in _report_lines(report)]
+
+
+def _report_lines(report: CheckReport) -> list[str]:
     suite = report.suite
     name = f"{suite.kind}/{suite.name}"
     mismatching = report.mismatching

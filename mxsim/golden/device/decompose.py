@@ -1,8 +1,9 @@
 """A golden vector taken apart for a reader: each field split into the values it packs, each value
 into its encoding's fields, with the exact value.
 
-:func:`layouts` says, per suite kind, what every field packs (:class:`Layout`): value i of a field
-of ``count`` values at bits [i*width, (i+1)*width), value 0 in the least significant bits. A float
+:func:`layouts` says what every field packs (:class:`Layout`), as the suite's kind tells it
+(``field_layouts``, :mod:`..kinds.layout`): value i of a field of ``count`` values at bits
+[i*width, (i+1)*width), value 0 in the least significant bits. A float
 code splits into sign (top bit, if the format is signed), exponent field (``exponent_bits``) and
 significand field (``mantissa_bits``, the low bits), e.g. FP8 E4M3 ``0x3a`` =
 ``s=0 e=0111 m=010``: 2^0 x 1.25; an E8M0 scale is its exponent (``0x7f`` = 2^0; ``0xff`` NaN); an
@@ -11,92 +12,22 @@ integer element is its sign and magnitude bits with the value q x 2^-frac_bits.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 
-from ...formats import get_format
-from ...ref.output import storage_format
 from ..coverage.catalogue import class_names
 from ..kinds.fields import Field
-from ..values import FP32, decode
+from ..kinds.layout import Layout
+from ..values import decode
 
 __all__ = ["Layout", "layouts", "value_text", "vector_lines", "difference_lines", "binary"]
 
 _LISTED = 8  # differing values listed per field
 
 
-@dataclass(frozen=True)
-class Layout:
-    """``count`` values of ``width`` bits each: codes of ``fmt`` (None: plain integers,
-    ``signed`` or not); ``per_block`` values per block (DotGeneral) or None."""
-
-    fmt: object | None
-    count: int
-    width: int
-    signed: bool = False
-    per_block: int | None = None
-
-    def values(self, word: int) -> list[int]:
-        mask = (1 << self.width) - 1
-        return [(word >> (i * self.width)) & mask for i in range(self.count)]
-
-    def name(self, field: str, i: int) -> str:
-        if self.count == 1:
-            return field
-        if self.per_block and self.per_block < self.count:
-            return f"{field}[block {i // self.per_block}][{i % self.per_block}]"
-        return f"{field}[{i}]"
-
-
-def _code(fmt, count: int = 1, per_block: int | None = None) -> Layout:
-    return Layout(fmt, count, fmt.width, per_block=per_block)
-
-
-def _plain(width: int, count: int = 1, signed: bool = False, per_block: int | None = None) -> Layout:
-    return Layout(None, count, width, signed, per_block)
-
-
-def _block_layouts(prefix: str, fmt, blocks: int = 1, sub: str = "sub", elems: str = "elems") -> dict[str, Layout]:
-    """The operand fields of ``blocks`` blocks of ``fmt``: ``<prefix>scale``, ``<prefix><sub>``,
-    ``<prefix><elems>``, ``<prefix>tensor_scale`` (dot: a_sub, a_elems; quantize and pack: subscales, codes)."""
-    per = None if blocks == 1 else fmt.block_size
-    out = {f"{prefix}scale": _code(fmt.scale, blocks)}
-    if fmt.subblocks:
-        out[f"{prefix}{sub}"] = _plain(fmt.subscale_bits, blocks * fmt.subblocks,
-                                       per_block=None if blocks == 1 else fmt.subblocks)
-    out[f"{prefix}{elems}"] = _code(fmt.element, blocks * fmt.block_size, per_block=per)
-    if fmt.tensor_scale is not None:
-        out[f"{prefix}tensor_scale"] = _code(get_format(FP32))
-    return out
-
-
 def layouts(suite) -> dict[str, Layout]:
-    """What every field of ``suite`` packs, by field name (``flags`` not included)."""
-    fp32 = get_format(FP32)
-    kind = suite.kind
-    if kind == "decode":
-        return {"code": _code(suite.fmt), "value": _code(fp32)}
-    if kind == "encode":
-        return {"x": _code(fp32), "code": _code(suite.fmt)}
-    if kind in ("quantize", "pack"):
-        fmt = suite.fmt
-        out = _block_layouts("", fmt, sub="subscales", elems="codes")
-        out["x"] = _code(fp32, fmt.block_size)
-        out["scale_exp"] = _plain(16, signed=True)
-        if kind == "pack":
-            out["stream"] = _plain(8, suite.nbytes)
-        return out
-    n = getattr(suite, "n_blocks", 1)
-    out = {**_block_layouts("a_", suite.fa, n), **_block_layouts("b_", suite.fb, n)}
-    result = storage_format(suite.acc)  # fp32_e8m13 is stored as fp32
-    out["result"] = _code(result)
-    out["block_results"] = _code(result, n)
-    out["c"] = _code(fp32)  # the accumulator input
-    if suite.fused:
-        out["steps"] = _code(result, suite.step_count)  # every fused step's D, step 0 lowest
-    for name in ("acc", "lsb", "anchor"):
-        out[name] = _plain(next((f.bits for f in suite.outputs if f.name == name), 16), signed=True)
-    return out
+    """What every field of ``suite`` packs, by field name (``flags`` not included): the kind says
+    (its ``field_layouts``, :mod:`..kinds.layout`)."""
+    return suite.field_layouts()
 
 
 def _number(x: Fraction) -> str:
@@ -144,7 +75,9 @@ def binary(word: int, field: Field, layout: Layout | None) -> str:
 
 
 def vector_lines(suite, values: dict[str, int], fields: list[Field], flags: int | None = None) -> list[str]:
-    """The given fields of one vector, each value decomposed (one line per packed value)."""
+    """The given fields of one vector, each value decomposed (one line per packed value; a run of
+    two or more equal codes within a block on one line, e.g. ``codes[3..31]: 0 x29, each s=0 e=00
+    m=0 = +0``)."""
     shapes = layouts(suite)
     lines = [] if flags is None else [f"classes: {', '.join(class_names(flags)) or '(none)'}"]
     for f in fields:
@@ -153,8 +86,12 @@ def vector_lines(suite, values: dict[str, int], fields: list[Field], flags: int 
         lines.append(f"{f.name} = {f.to_hex(word)}")
         if layout is None:
             continue
-        for i, code in enumerate(layout.values(word % (1 << f.bits))):
-            lines.append(f"  {layout.name(f.name, i)}: {code:0{-(-layout.width // 4)}x} {value_text(code, layout)}")
+        codes = layout.values(word % (1 << f.bits))
+        digits = -(-layout.width // 4)
+        for first, last in layout.runs(codes):  # a run of equal codes on one line
+            text = value_text(codes[first], layout)
+            repeat = f" x{last - first + 1}, each" if last > first else ""
+            lines.append(f"  {layout.span_name(f.name, first, last)}: {codes[first]:0{digits}x}{repeat} {text}")
     return lines
 
 

@@ -3,17 +3,19 @@
 After :func:`.check.check` found mismatching vectors, :func:`explain` recomputes the expected
 values of the suite under other configurations and asks which one gives the device's values:
 
-* **candidates**, in this order: every named bundle that applies to the suite's kind (the
-  profiles of :data:`mxsim.options.profiles.PROFILES` for ``quantize`` and ``dequantize`` suites,
-  cast profiles for ``encode`` suites, the accumulator presets of
-  :data:`mxsim.options.PRESETS` for ``dot`` and ``dotgeneral`` suites); then every single option
-  change: each allowed value of each option of the suite's options classes (``nested_options``:
-  QuantizeOptions, DequantizeOptions, Accumulator; and the options passed as top-level params:
-  EncodeOptions ``rounding`` / ``overflow`` of ``encode`` suites, ``scale_encoding`` of
-  ``dequantize`` suites). A choice option takes each of its other values, a flag the other one,
-  an integer option its neighbours (current +-1, 2, 3, 4, 8, 16 within its range; an unset one,
-  all values of a range of at most 8, else the values its range names as worth trying (``tries``:
-  ``promote_every`` 32, 64, 128, 256), else it is not varied). A change the options layer or the
+* **candidates**, in this order: the named bundles the suite's kind offers (its
+  ``explain_bundles``: the block profiles of :data:`mxsim.options.profiles.PROFILES` for
+  ``quantize`` and ``dequantize`` suites, cast profiles for ``encode`` suites, the accumulator
+  presets of :data:`mxsim.options.PRESETS` for ``dot`` and ``dotgeneral`` suites; the kind's
+  ``with_bundle`` makes the params under one); then every single option change: each allowed
+  value of each option of the suite's options classes (``nested_options``: QuantizeOptions,
+  DequantizeOptions, Accumulator; and the kind's ``explain_options``, the options it takes as
+  top-level params: EncodeOptions ``rounding`` / ``overflow`` of ``encode`` suites,
+  ``scale_encoding`` of ``dequantize`` suites). A choice option takes each of its other values, a
+  flag the other one, an integer option its neighbours (current +-1, 2, 3, 4, 8, 16 within its
+  range; an unset one, all values of a range of at most 8, else the values its range names as
+  worth trying (``tries``: ``promote_every`` 32, 64, 128, 256), else it is not varied). A change
+  the options layer or the
   suite refuses (an option that does not apply to the format: ValueError) is skipped, and so is
   one that makes the same suite as another candidate;
 * **pairs** of two changes among the best single candidates that reproduce part (not all) of the
@@ -48,15 +50,10 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from ...options import PRESETS, EncodeOptions, QuantizeOptions
-from ...options.profiles import PROFILES
 from ...options.spec import Choice, Flag, IntRange, NameOrPattern, options_of
-from .check import CHUNK, CheckError, CheckReport, _Device
+from .check import CHUNK, CheckError, CheckReport, _Device, open_suite_files
 from ..coverage.catalogue import ORIGIN_MASK, class_names
 from ..storage.columns import RecordReader
-from ..values import pack_word
-from ...fast.block import quantize_blocks
-from ...ref.scale import byte_exponent
 from ..compute.pipeline import expected
 from ..kinds.registry import suite_from_spec
 
@@ -68,8 +65,6 @@ MAX_MATCHING = 200  # matching vectors each candidate must not break (a seeded s
 PAIR_POOL = 8  # best partial single candidates whose pairs are tried
 _STEPS = (1, 2, 3, 4, 8, 16)  # neighbours of an integer option
 _SMALL_RANGE = 8  # an unset integer option with at most this many values tries them all
-# options passed as top-level suite params, per kind (nested_options name the rest)
-_TOP_LEVEL = {"encode": EncodeOptions, "dequantize": QuantizeOptions}
 
 
 @dataclass(frozen=True)
@@ -175,18 +170,12 @@ def _values(definition, current) -> list:
 
 def candidates(suite, params: dict) -> tuple[list[tuple[Change, ...]], list[str]]:
     """(single-change candidates in trial order, options not varied) of a suite with manifest
-    ``params``: bundles first, then every option change (see the module docstring)."""
-    out: list[tuple[Change, ...]] = []
-    if "profile" in params or suite.kind in ("quantize", "dequantize"):
-        out += [(Change("profile", name),) for name, p in PROFILES.items()
-                if p.kind == "block" and name != params.get("profile")]
-    if suite.kind == "encode":
-        out += [(Change("profile", name),) for name, p in PROFILES.items() if p.kind == "cast"]
-    if "accumulator" in params:
-        out += [(Change("preset", name),) for name in PRESETS]
+    ``params``: the kind's bundles first (``explain_bundles``), then every option change of its
+    nested options and of its top-level ``explain_options`` (see the module docstring)."""
+    out: list[tuple[Change, ...]] = [(Change(key, name),) for key, name in suite.explain_bundles(params)]
     not_varied = []
     groups = [(target, cls, params.get(target, {})) for target, cls in suite.nested_options.items()]
-    top = _TOP_LEVEL.get(suite.kind)
+    top = suite.explain_options
     if top is not None:
         names = {d.name for d in options_of(top)}
         groups.append((None, top, {k: v for k, v in params.items() if k in names}))
@@ -202,26 +191,13 @@ def candidates(suite, params: dict) -> tuple[list[tuple[Change, ...]], list[str]
     return out, not_varied
 
 
-def _without_bundle(suite, params: dict) -> dict:
-    """``params`` with each nested options dict cut to the options that differ from what the
-    suite's bundle (profile) or the defaults give: what stays on top of another bundle."""
-    out = dict(params)
-    for target in suite.nested_options:
-        base = suite_from_spec(suite.kind, **{**params, target: {}}).params().get(target, {})
-        out[target] = {k: v for k, v in params.get(target, {}).items() if base.get(k) != v}
-    return out
-
-
 def apply(suite, params: dict, changes: tuple[Change, ...]) -> dict:
-    """The params of ``suite`` (manifest ``params``) with ``changes``, bundles first."""
+    """The params of ``suite`` (manifest ``params``) with ``changes``, bundles first (the kind's
+    ``with_bundle``)."""
     p = copy.deepcopy(params)
     for change in sorted(changes, key=lambda c: c.key not in ("profile", "preset")):
-        if change.key == "profile" and suite.kind == "encode":
-            p.update({k: v for k, v in PROFILES[change.value].encode_options().items() if k in p})
-        elif change.key == "profile":
-            p = {**_without_bundle(suite, p), "profile": change.value}
-        elif change.key == "preset":
-            p["accumulator"] = PRESETS[change.value].as_dict()
+        if change.key in ("profile", "preset"):
+            p = suite.with_bundle(p, change.key, change.value)
         elif change.target is not None:
             p[change.target] = {**p.get(change.target, {}), change.key: change.value}
         else:
@@ -251,9 +227,9 @@ def _chunks(report: CheckReport, dut, chunk: int = CHUNK, pick=None):
     scratch = CheckReport(suite_dir, suite, report.manifest, report.source, report.fields)
     device = _Device(suite, dut if isinstance(dut, (str, Path)) else io.BytesIO(dut), outputs, scratch)
     ours = suite.inputs + [suite.fields[-1]]
-    files = [open(suite_dir / f.file, "rb") for f in ours]  # noqa: SIM115 - closed below
+    files = open_suite_files(suite_dir, ours)
     try:
-        readers = {f.name: RecordReader(file, [f], str(suite_dir / f.file)) for f, file in zip(ours, files)}
+        readers = {f.name: RecordReader(files[f.name], [f], str(suite_dir / f.file)) for f in ours}
         for start in range(0, report.vectors, chunk):
             size = min(chunk, report.vectors - start)
             digits = {name: reader.read(size)[:, :-1] for name, reader in readers.items()}
@@ -271,7 +247,7 @@ def _chunks(report: CheckReport, dut, chunk: int = CHUNK, pick=None):
                    {f.name: ints(f, got[f.name]) for f in outputs}, ints(suite.fields[-1], digits["flags"]))
     finally:
         device.close()
-        for file in files:
+        for file in files.values():
             file.close()
 
 
@@ -307,32 +283,16 @@ def _sample(report: CheckReport, dut, seed: int) -> _Sample:
     return _Sample(lines, len(mismatching), inputs, device, flags)
 
 
-def _fast_quantize(suite, inputs: dict) -> dict[str, list]:
-    """The outputs of a ``quantize`` suite from the NumPy fast path (:func:`mxsim.fast.block.quantize_blocks`,
-    bit-identical to the reference by its tests): fp32 words -> float32 blocks; the scale_exp
-    field as the suite writes it (-128 for an E8M0 NaN scale)."""
-    fmt, k = suite.fmt, suite.fmt.block_size
-    words = np.array([[(w >> (32 * i)) & 0xFFFFFFFF for i in range(k)] for w in inputs["x"]], dtype=np.uint32)
-    scales, subscales, codes = quantize_blocks(words.reshape(-1, k).view(np.float32), fmt, suite.opts)
-    out = {"scale": [int(s) for s in scales],
-           "codes": [pack_word([int(c) for c in row], fmt.element.width) for row in codes]}
-    if fmt.scale.name == "e8m0":
-        nan = suite.opts.scale_encoding == "e8m0"
-        out["scale_exp"] = [-128 if nan and s == 0xFF else int(byte_exponent(int(s), suite.opts.scale_encoding))
-                            for s in scales]
-    if fmt.subblocks:
-        out["subscales"] = [pack_word([int(t) for t in row], fmt.subscale_bits) for row in subscales]
-    return out
-
-
 def _computed(candidate_suite, inputs: dict, fast: bool = False) -> dict[str, list]:
     """The candidate's output values, one list per field (None where a vector's computation fails);
-    ``fast``: the NumPy fast path where the kind has one here (quantize suites without a tensor
-    scale), else the suite's own :func:`.pipeline.expected`."""
-    if fast and candidate_suite.kind == "quantize" and candidate_suite.fmt.tensor_scale is None:
+    ``fast``: the kind's ``explain_outputs`` where it has one, else the suite's own
+    :func:`.pipeline.expected`."""
+    if fast:
         try:
             with np.errstate(all="ignore"):  # Inf maxima in float32 steps; the fast path handles them
-                return _fast_quantize(candidate_suite, inputs)
+                found = candidate_suite.explain_outputs(inputs)
+            if found is not None:
+                return found
         except (ValueError, ArithmeticError):
             pass  # the reference says which vectors it refuses
     try:

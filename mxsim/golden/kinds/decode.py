@@ -6,6 +6,7 @@ import random
 from dataclasses import dataclass
 
 from .fields import Field
+from .layout import code_layout, fp32_layout
 from .format_spec import element_format, format_param
 from .suite import Suite
 from ..values import decode, fp32_bits, fp32_value, is_subnormal_code
@@ -19,6 +20,7 @@ class DecodeSuite(Suite):
 
     element: str
     kind = "decode"
+    example_params = {"element": "fp4_e2m1"}
 
     def __post_init__(self):
         self.fmt = element_format(self.element, "element")
@@ -31,6 +33,10 @@ class DecodeSuite(Suite):
 
     def describe(self) -> dict:
         return {"element": self.fmt.describe()}
+
+    def field_layouts(self) -> dict:
+        """``code``: one element code; ``value``: its fp32 word (:mod:`.layout`)."""
+        return {"code": code_layout(self.fmt), "value": fp32_layout()}
 
     def stimulus(self, rng: random.Random, level: int):
         for c in range(1 << self.fmt.width):

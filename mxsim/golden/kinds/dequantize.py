@@ -1,5 +1,5 @@
 """The ``dequantize`` suite kind: one block's scale (sub-scales, NVFP4 tensor scale) and codes ->
-the output words of one float type, under one set of DequantizeOptions (conventions.md 3.1)."""
+the output words of one float type, under one set of DequantizeOptions (docs/numerics.md section 3.1)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ...options import QuantizeOptions
 from ...options.dequantize import OUTPUTS, DequantizeOptions, output_name
 from ...ref.block import QuantizedBlock, dequantize_block
 from ...ref.decode import finite_magnitudes
@@ -23,9 +24,10 @@ from ..coverage.reach import MIN_CLASS_VECTORS
 from ..coverage.rounding import BAND_CLASSES, decision_flags, ieee_interval
 from ..values import code_sets, decode, fp32_bits, fp32_value, pack_word, unpack_word
 from .fields import Field
+from .layout import block_layouts, code_layout
 from .format_spec import block_format, format_param
-from .suite import Suite, jsonable
-from .suite import profile_of, profile_options
+from .suite import BlockProfileBundles, Suite, jsonable
+from .suite import profile_of
 
 __all__ = ["DequantizeSuite", "scale_code_of_exponent"]
 
@@ -56,7 +58,7 @@ def _significant_bits(magnitude: Fraction) -> int:
 
 
 @dataclass
-class DequantizeSuite(Suite):
+class DequantizeSuite(BlockProfileBundles, Suite):
     """One block (``scale``, ``subscales``, NVFP4 ``tensor_scale``, ``codes``) -> ``values``: the
     output word of element i at bits [i*W, (i+1)*W), W = 32 (float32) or 16 (float16, bfloat16).
 
@@ -73,7 +75,9 @@ class DequantizeSuite(Suite):
     scale_encoding: str = "e8m0"
     profile: str | None = None
     kind = "dequantize"
+    example_params = {"block": "mxfp4_e2m1"}
     nested_options = {"options": DequantizeOptions}  # the dict field -> the options class of its keys
+    explain_options = QuantizeOptions  # scale_encoding, a top-level param
 
     def __post_init__(self):
         self.fmt = block_format(self.block, "block")
@@ -83,11 +87,7 @@ class DequantizeSuite(Suite):
         self.profile_def = profile_of(self.profile)
         baseline = DequantizeOptions()
         if self.profile_def is not None:
-            profile_options(self.profile_def, self.fmt, {})  # kind and format checks
-            if self.output not in self.profile_def.outputs:
-                raise ValueError(f"output={self.output!r} is not allowed with profile {self.profile_def.name!r}; "
-                                 f"expected one of: {', '.join(self.profile_def.outputs)}")
-            baseline = self.profile_def.dequantize_options(self.output)
+            baseline = self.profile_def.dequantize_for(self.fmt, self.output)  # kind, format and output checks
             if self.scale_encoding == "e8m0":
                 self.scale_encoding = self.profile_def.quantize.get("scale_encoding", "e8m0")
         DequantizeOptions.from_kwargs(**self.options)  # names an unknown field
@@ -142,6 +142,13 @@ class DequantizeSuite(Suite):
             "element": jsonable(self.fmt.element.describe()),
             "output": jsonable(self.out.describe()),
         }
+
+    def field_layouts(self) -> dict:
+        """The block's fields (``scale`` read under the suite's scale encoding, ``subscales``,
+        ``tensor_scale``, ``codes``) and ``values``: k words of the output type (:mod:`.layout`)."""
+        out = block_layouts("", self.fmt, sub="subscales", elems="codes", scale_encoding=self.scale_encoding)
+        out["values"] = code_layout(self.out, self.fmt.block_size)
+        return out
 
     # stimulus ------------------------------------------------------------------------------
     def _exponents(self) -> list[int]:
@@ -239,7 +246,7 @@ class DequantizeSuite(Suite):
         """NVFP4: every code at block multipliers s_t * scale = u/2, u/4, u/8 (u the output's
         smallest subnormal), each with three power-of-two UE4M3 scales (the smallest whose s_t is
         an fp32 value), so that the elements 1.5, 3 and 6 land on 3/4 of u: near-ties in the
-        output's lowest band (conventions.md 3.3). Other formats: none (their E8M0 sweeps reach it)."""
+        output's lowest band (docs/numerics.md section 3.3). Other formats: none (their E8M0 sweeps reach it)."""
         if self.fmt.tensor_scale is None:
             return []
         u = self.out.min_subnormal
@@ -312,7 +319,7 @@ class DequantizeSuite(Suite):
         return {c: f & wanted for c, f in zip(codes, flags) if f & wanted}
 
     def _band_rows(self) -> list[tuple[int, list[int]]]:
-        """(scale code, block codes) of the per-band near-tie and underflow stimulus (conventions.md
+        """(scale code, block codes) of the per-band near-tie and underflow stimulus (docs/numerics.md
         3.3 (1), (2)): for every scale exponent X where some element lands on a near-tie of the
         output (:attr:`_rounding_map`; MXFP8 and FP4 values only in its subnormal and zero bands),
         blocks holding every such code of X and the negative
@@ -457,7 +464,7 @@ class DequantizeSuite(Suite):
 
     def _is_ieee_word(self, word: int) -> bool:
         """Whether the output word of a finite value is surely its IEEE word, ``encode(x, out, "rne",
-        "ieee")``: :func:`mxsim.ref.dequant.round_to_output` (conventions.md 3.1) changes that word
+        "ieee")``: :func:`mxsim.ref.dequant.round_to_output` (docs/numerics.md section 3.1) changes that word
         only to saturate an overflow to the largest finite (``dequant_overflow='saturate'``) or to
         flush a subnormal to a zero (``dequant_ftz``), so a word that is neither is it."""
         magnitude = word & ~self.out.sign_mask
@@ -519,7 +526,7 @@ class DequantizeSuite(Suite):
         return factors
 
     def reachable_classes(self) -> frozenset[str]:
-        """The rounding decisions of the output (conventions.md 3.1, 3.3) where some element times
+        """The rounding decisions of the output (docs/numerics.md section 3.1, 3.3) where some element times
         some scale has its last bit below the output's smallest subnormal (so it rounds) and the
         output keeps its subnormals (no ``dequant_ftz``): every case, both near-ties, in the
         subnormal bands (nearest-even only). Otherwise every value is exact: none required.

@@ -15,7 +15,7 @@ from ...fast.dot import FINITE, BlockDots, Operand, dot_blocks
 from ...fast.fused import dot_general_steps
 from ...formats.element import negated_code
 from ...options import Accumulator
-from ...options.accumulate import PRESETS
+from ...options.accumulate import PRESETS, output_float_format
 from ...ref import dot as ref_dot
 from ...ref.block import QuantizedBlock
 from ...ref.encode import encode
@@ -31,11 +31,12 @@ from ..stimulus import mutation as mutation_stimulus
 from .batch import (
     FloatBits, add_operand_classes, bit, code_table, compute_each, dyadic_differ, fast_dot_models, pack_items, unpack_items,
 )
-from .fields import Field
+from .fields import Field, c_field
+from .dot_reports import DotReports
 from .format_spec import block_format, format_param
 from .fused_batch import compute_fused_batch, exact_outputs
 from .suite import Suite, jsonable
-from ..values import decode, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word
+from ..values import decode, float_value, fp32_bits, fp32_value, is_subnormal_code, pack_word, unpack_word
 
 
 def register_bits(fmt_a, fmt_b, acc: Accumulator) -> int:
@@ -85,7 +86,7 @@ def _np_code_sets(e) -> dict[str, np.ndarray]:
 
 
 @dataclass
-class DotSuite(Suite):
+class DotSuite(DotReports, Suite):
     """Two blocks (scales, sub-scales, elements; NVFP4 tensor scales) -> the register, its LSB
     exponent, the anchor, and the result bits, for one accumulator configuration.
 
@@ -126,13 +127,13 @@ class DotSuite(Suite):
             self.unbounded_acc = Accumulator(mode="aligned", frac_bits=self.acc.frac_bits,
                                              shift_rounding=self.acc.shift_rounding)
             self.exact_acc = Accumulator()
-        self.has_c = self.c_input or self.fused
+        self.has_c, self.c_format = self.c_input or self.fused, output_float_format(self.acc.c_storage)
         self.tensor_scales = not self.fused
         self.name = "-".join([self._pair()] + self._label() + self._suffixes())
         self.block_fields = self._block_fields()  # the fields of one block pair (c excluded)
         self.inputs = list(self.block_fields)
         if self.has_c:
-            self.inputs.append(Field("c", 32, description="fp32 bits of the accumulator input C"))
+            self.inputs.append(c_field(self.c_format))
         out = self.out_format = storage_format(self.acc)
         if self.fused:
             self.outputs = [Field("result", out.width, description=f"{out.name} bits of D, the last step's output")]
@@ -558,7 +559,7 @@ class DotSuite(Suite):
 
     def _fused_vector(self, inputs: dict):
         (a, b), _ = self._blocks(inputs)
-        return self._fused([a], [b], fp32_value(inputs["c"]))
+        return self._fused([a], [b], float_value(inputs["c"], self.c_format))
 
     def _reference_vector(self, inputs: dict):
         """(outputs, the classes but the output rounding's, [the rounding's record row]) of one
@@ -569,7 +570,7 @@ class DotSuite(Suite):
         classes = self._classes(a, b, r)
         roundings = self.rounding_rows(classes, [(a, b, r)], ta is not None or tb is not None)
         if self.has_c:
-            c = fp32_value(inputs["c"])
+            c = float_value(inputs["c"], self.c_format)
             with_c = ref_dot.dot(a, b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb, c=c)
             out["result"] = with_c.code
             classes |= c_classes(c, r.exact)

@@ -16,8 +16,8 @@ from ...ref.output import storage_format
 from ..coverage.accumulator import c_classes
 from .batch import FloatBits, bit, code_table, pack_items
 from .dot import DotSuite, merged_block_dots, rounding_flags
-from .fields import Field
-from ..values import code_sets, fp32_value, is_subnormal_code, pack_word, unpack_word
+from .fields import Field, c_field
+from ..values import code_sets, float_value, is_subnormal_code, pack_word, unpack_word
 
 
 @dataclass
@@ -28,6 +28,7 @@ class DotGeneralSuite(DotSuite):
 
     n_blocks: int = 4
     kind = "dotgeneral"
+    example_params = {"block_a": "mxfp4_e2m1", "n_blocks": 2}
 
     def __post_init__(self):
         if not (isinstance(self.n_blocks, int) and 1 <= self.n_blocks <= 64):
@@ -46,7 +47,7 @@ class DotGeneralSuite(DotSuite):
             for f in self.single
         ]
         if self.has_c:
-            self.inputs.append(Field("c", 32, description="fp32 bits of the accumulator input C"))
+            self.inputs.append(c_field(self.c_format))
         out = storage_format(self.acc)
         self.outputs = [Field("result", out.width, description=f"{out.name} bits of the DotGeneral")]
         if not self.fused:
@@ -98,12 +99,12 @@ class DotGeneralSuite(DotSuite):
 
     def _fused_vector(self, inputs: dict):
         blocks_a, blocks_b, _, _ = self._vector_blocks(inputs)
-        return self._fused(blocks_a, blocks_b, fp32_value(inputs["c"]) if self.has_c else None)
+        return self._fused(blocks_a, blocks_b, float_value(inputs["c"], self.c_format) if self.has_c else None)
 
     def _reference_vector(self, inputs: dict):
         """(outputs, the classes but the blocks' output roundings', the roundings' record rows)."""
         blocks_a, blocks_b, ta, tb = self._vector_blocks(inputs)
-        c = fp32_value(inputs["c"]) if self.has_c else None
+        c = float_value(inputs["c"], self.c_format) if self.has_c else None
         scales = {"tensor_scale_a": ta, "tensor_scale_b": tb}
         g = ref_dot.dot_general(blocks_a, blocks_b, self.fa, self.fb, self.acc, **scales, c=c)
         out = storage_format(self.acc)

@@ -13,16 +13,19 @@ from ...ref.decode import finite_magnitudes
 from ...ref.encode import encode
 from ...ref.exact import Exact, floor_log2
 from .fields import Field
+from .layout import code_layout, fp32_layout
 from .format_spec import element_format, format_param
 from ..coverage.catalogue import class_names, kind_classes
 from ..coverage.reach import MIN_CLASS_VECTORS
 from ..coverage.rounding import band_class, decision_flags, format_bands, fp32_resolution, grid_interval, magnitude_grid
 from ..stimulus.patterns import exponent_boundaries, grid_intervals, pattern_values, rounding_cases, significand_patterns
 from ..values import FP32_INF_BITS, decode, fp32_bits, fp32_float, fp32_value, is_subnormal_code
+from ...options import EncodeOptions
+from ...options.profiles import PROFILES
 from .suite import Suite
 
 
-# fp32 fraction patterns at the format's exponent boundaries (conventions.md 3.3): zero, all ones, the
+# fp32 fraction patterns at the format's exponent boundaries (docs/numerics.md section 3.3): zero, all ones, the
 # bottom bit, and in the top seven bits (the kept, guard and top sticky bits of every enumerable
 # element) a single 1 at each position and the runs of ones from the top
 _PATTERNS = tuple(p for p in significand_patterns(23) if p in (0, 1, (1 << 23) - 1) or (p >> 16 and not p & 0xFFFF))
@@ -36,6 +39,8 @@ class EncodeSuite(Suite):
     rounding: str = "rne"
     overflow: str = "saturate"
     kind = "encode"
+    example_params = {"element": "fp4_e2m1"}
+    explain_options = EncodeOptions  # rounding, overflow: top-level params
 
     def __post_init__(self):
         self.fmt = element_format(self.element, "element")
@@ -55,6 +60,20 @@ class EncodeSuite(Suite):
     def describe(self) -> dict:
         return {"element": self.fmt.describe()}
 
+    def field_layouts(self) -> dict:
+        """``x``: the fp32 input word; ``code``: one element code (:mod:`.layout`)."""
+        return {"x": fp32_layout(), "code": code_layout(self.fmt)}
+
+    def explain_bundles(self, params: dict) -> list[tuple[str, str]]:
+        """Every cast profile (:data:`mxsim.options.profiles.PROFILES`), for ``check --explain``."""
+        return [("profile", name) for name, p in PROFILES.items() if p.kind == "cast"]
+
+    def with_bundle(self, params: dict, key: str, name: str) -> dict:
+        """``params`` with the cast profile's rounding and overflow."""
+        if key != "profile":
+            return super().with_bundle(params, key, name)
+        return {**params, **{k: v for k, v in PROFILES[name].encode_options().items() if k in params}}
+
     def _directed(self) -> list[Fraction | Exact]:
         values = finite_magnitudes(self.fmt)
         out: list = [Exact(0), Exact(1), Exact.inf(0), Exact.inf(1)]
@@ -69,7 +88,7 @@ class EncodeSuite(Suite):
         top = values[-1]
         top_step = (values[-1] - values[-2]) if len(values) > 1 else top
         out += [top + top_step / 2, top + top_step, 2 * top, Fraction(2) ** 127, Fraction(1, 1 << 149), Fraction(1, 1 << 126)]
-        # every rounding case of the intervals standing for each band (conventions.md 3.3), then
+        # every rounding case of the intervals standing for each band (docs/numerics.md section 3.3), then
         # TestFloat's significand patterns at every exponent boundary of the format
         min_normal = Fraction(self._min_normal) if self._min_normal else None
         for lo, hi, _ in grid_intervals(values, min_normal):
@@ -222,7 +241,7 @@ class EncodeSuite(Suite):
         return float(self.fmt.min_normal) if self.fmt.kind == "float" and self.fmt.subnormals else 0.0
 
     def reachable_classes(self) -> frozenset[str]:
-        """The rounding-decision classes of fp32 inputs rounded to the element (conventions.md 3.3):
+        """The rounding-decision classes of fp32 inputs rounded to the element (docs/numerics.md section 3.3):
         every case and both near-ties (fp32 has at least two bits more than any enumerable
         element); ``subnormal_near_tie`` where the element has subnormals and a mantissa bit; ``increment`` and
         ``carry`` except under rtz; ``zero_result_sign`` except under rdn (a negative value rounds

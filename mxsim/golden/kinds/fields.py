@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ...reading import shorten
 
-__all__ = ["Field"]
+__all__ = ["Field", "c_field"]
 
 _HEX_DIGITS = "0123456789abcdefABCDEF"
 
@@ -73,3 +73,10 @@ class Field:
             "signed": self.signed,
             "description": self.description,
         }
+
+
+def c_field(fmt) -> Field:
+    """A dot suite's accumulator input C, in the IEEE format ``fmt`` its unit loads
+    (:attr:`~mxsim.options.accumulate.Accumulator.c_storage`: fp16 for an fp16-D instruction, bf16
+    for a BF16 destination, else fp32), with that format's width."""
+    return Field("c", fmt.width, description=f"{fmt.name} bits of the accumulator input C")

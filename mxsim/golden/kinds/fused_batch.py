@@ -1,4 +1,4 @@
-"""``compute_batch`` of fused dot and dotgeneral suites (``accumulate="fused"``; conventions.md
+"""``compute_batch`` of fused dot and dotgeneral suites (``accumulate="fused"``; docs/numerics.md
 section 4.1): the output codes from the fast path (:func:`mxsim.fast.fused.dot_general_steps`,
 every step's D kept), the corner classes of :func:`.accumulator_classes.fused_classes` and
 :func:`.accumulator_classes.element_classes` from the inputs and those codes with NumPy.
@@ -176,12 +176,14 @@ def models(acc) -> bool:
     """Whether the classes of this accumulator's steps are rebuilt here: ``shift_rounding``
     truncate or rne; an output of :data:`_OUTPUTS`; the product terms and C in one adder
     (``partial_sums`` 1, no late C join: ``sum_frac_bits`` unset) with zero elements not counting
-    for the anchor (``zero_exponent`` unset), no promotion (``promote_every`` unset: the chain's C
-    is not the caller's); steps of a fixed length over the products (the step
-    divides the block size or is a multiple of it; see :func:`_models_formats`). Every other
-    configuration goes to the reference (an option added later stays right until taught here)."""
+    for the anchor (``zero_exponent`` unset) and read as they are (``convert_elements`` unset), no
+    promotion (``promote_every`` unset: the chain's C is not the caller's); steps of a fixed length over
+    the products in index order (``interleave_steps`` 1; the step divides the block size or is a
+    multiple of it; see :func:`_models_formats`). Every other configuration goes to the reference (an
+    option added later stays right until taught here)."""
     return (acc.shift_rounding in ("truncate", "rne") and acc.output in _OUTPUTS and acc.partial_sums == 1
-            and acc.sum_frac_bits is None and acc.zero_exponent is None and acc.promote_every is None)
+            and acc.sum_frac_bits is None and acc.zero_exponent is None and acc.promote_every is None
+            and acc.convert_elements is None and acc.interleave_steps == 1)
 
 
 def _models_formats(suite) -> bool:
@@ -195,11 +197,22 @@ def _models_formats(suite) -> bool:
     return not integer and (step >= k or k % step == 0)
 
 
+def c_fp32_words(words: np.ndarray, fmt) -> np.ndarray:
+    """C words of the IEEE format ``fmt`` (fp32, bf16, fp16) as the fp32 words of the same values
+    (int64), which the fused fast path takes: bf16 is fp32's top half; fp16 widens exactly (a NaN
+    stays a NaN, which is all a NaN C decides)."""
+    if fmt.width == 32:
+        return words
+    if fmt.name == "bf16":
+        return words << 16
+    return words.astype(np.uint16).view(np.float16).astype(np.float32).view(np.uint32).astype(np.int64)
+
+
 def _fused_batch(suite, inputs: dict):
     n, count = suite.vector_blocks, len(inputs["c"])
     fa, fb, acc = suite.fa, suite.fb, suite.acc
     sides = [suite._operand_arrays(inputs, side, fmt, n) for side, fmt in (("a", fa), ("b", fb))]
-    c_words = np.array([int(w) for w in inputs["c"]], dtype=np.int64)
+    c_words = c_fp32_words(np.array([int(w) for w in inputs["c"]], dtype=np.int64), suite.c_format)
     (scales_a, subs_a, codes_a), (scales_b, subs_b, codes_b) = sides
     op_a = Operand(fa, scales_a, subs_a, codes_a, None)
     op_b = Operand(fb, scales_b, subs_b, codes_b, None)
@@ -305,7 +318,8 @@ class _StepClasses:
         add("negative_zero", last.zero & last.negative)
 
         field = (self.c >> 23) & 0xFF
-        e_c = np.where(field > 0, field - 127, np.where(significand != 0, _FP32_EMIN, acc.effective_c_zero_exponent))
+        e_c = np.where(significand != 0, np.maximum(np.where(field > 0, field - 127, _FP32_EMIN),
+                                                     acc.effective_c_min_exponent), acc.effective_c_zero_exponent)
         n, x, anchor_e, counts = self._terms()
         nonzero = counts.any(axis=2) & ~special
         p_n, p_x = self._exact_sum(n, x)
@@ -325,8 +339,8 @@ class _StepClasses:
         add("c_bypass", nonzero & c_lost & ~c_zero & (bypass | (cut == 0)))
         add("c_zero_tiny", nonzero & c_lost & c_zero)
         passed = np.zeros_like(nonzero)
-        if acc.zero_product_sum == "pass_c":  # D = C when the cut sum is zero (ref.fused._step): no total
-            passed = ~special & ~bypass & (cut == 0)
+        if acc.zero_product_sum != "add":  # D = C when the cut sum is zero (ref.fused._step): no total
+            passed = ~special & ~bypass & (cut == 0) & acc.zero_sum_passes_c((e_c - 23) - grid)
         add("overflow", ~special & ~bypass & ~passed & d.inf)
         add("c_cancellation", nonzero & ~c_zero & self._cancels(negative, significand, lsb, p_n, p_x, ~special))
         top_c = lsb + _bits(significand) - 1  # |C| < 2^grid iff C's top bit lies below the grid

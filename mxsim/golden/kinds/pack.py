@@ -6,6 +6,7 @@ import random
 from dataclasses import dataclass
 
 from .fields import Field
+from .layout import block_layouts, plain_layout
 from ..stimulus.patterns import significand_patterns
 from .format_spec import block_format, format_param
 from .suite import Suite, jsonable
@@ -21,6 +22,7 @@ class PackSuite(Suite):
     block: str
     element_stream: str = "lsb"
     kind = "pack"
+    example_params = {"block": "mxfp4_e2m1"}
 
     def __post_init__(self):
         from ...packing import ELEMENT_STREAMS, packed_nbytes
@@ -43,11 +45,17 @@ class PackSuite(Suite):
     def describe(self) -> dict:
         return {"block": jsonable(self.fmt.describe()), "scale_placement": "interleaved"}
 
+    def field_layouts(self) -> dict:
+        """The block's fields (``scale``, ``subscales``, ``codes``) and ``stream``: its bytes (:mod:`.layout`)."""
+        out = block_layouts("", self.fmt, sub="subscales", elems="codes")
+        out["stream"] = plain_layout(8, self.nbytes)
+        return out
+
     def _patterns(self) -> list[list[int]]:
         """Element codes: zeros, all ones, counting, a walking 1 bit, then TestFloat's patterns of
         the element width (:func:`.stimulus.significand_patterns`) dealt across the block, each
         element a different pattern (rotated by one per block), so every bit of every element
-        position is seen set alone and beside its neighbours' (conventions.md 3.3)."""
+        position is seen set alone and beside its neighbours' (docs/numerics.md section 3.3)."""
         k, w = self.fmt.block_size, self.fmt.element.width
         fixed = [[0] * k, [(1 << w) - 1] * k, [i % (1 << w) for i in range(k)], [1 << (i % w) for i in range(k)]]
         patterns = significand_patterns(w)

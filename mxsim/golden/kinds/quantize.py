@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import struct
+from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property, lru_cache
@@ -13,18 +15,21 @@ import numpy as np
 from ...fast.block import nvfp4_tensor_scales, quantize_blocks
 from ...options import QuantizeOptions
 from ...ref.block import element_divisor, nvfp4_tensor_scale, quantize_block, to_fp32
+from ...ref.refusals import NoMXEncoding
 from ...ref.decode import finite_magnitudes
 from ...ref.exact import Exact, dyadic, floor_log2
 from ...ref.scale import E8M0_MAX, byte_exponent
 from .batch import bit, code_table, compute_each, pack_items, unpack_items
 from ..coverage.catalogue import class_names
 from .fields import Field
+from .layout import block_layouts, fp32_layout, plain_layout
 from .format_spec import block_format, format_param
 from ..coverage.reach import MIN_CLASS_VECTORS
 from ..coverage.rounding import band_class, decision_flags, format_bands, fp32_resolution, grid_interval, magnitude_grid
 from ..stimulus.patterns import CASES, both_signs, grid_intervals, rounding_cases
+from ..stimulus.refused import accepted, left_out_record
 from ..values import FP32_INF_BITS, code_sets, decode, fp32_bits, fp32_value, max_codes, pack_word, subnormal_codes
-from .suite import Suite, jsonable, profile_options
+from .suite import BlockProfileBundles, Suite, jsonable, profile_options
 
 LOW_BAND_COPIES = -(-MIN_CLASS_VECTORS // 2)  # blocks per point of the zero or a subnormal band (both signs: MIN)
 
@@ -36,13 +41,14 @@ def _fp32_floor_log2(magnitude_bits: int) -> int:
 
 
 @dataclass
-class QuantizeSuite(Suite):
+class QuantizeSuite(BlockProfileBundles, Suite):
     """k fp32 inputs -> a block's scale (code and unbiased exponent), sub-scales and codes."""
 
     block: str
     options: dict = field(default_factory=dict)
     profile: str | None = None
     kind = "quantize"
+    example_params = {"block": "mxfp4_e2m1"}
     nested_options = {"options": QuantizeOptions}  # the dict field -> the options class of its keys
 
     def __post_init__(self):
@@ -56,6 +62,7 @@ class QuantizeSuite(Suite):
                 "quantize suites with scale_encoding='int8_exponent' need specials='per_element': the stimulus has NaN "
                 "blocks, which an int8 exponent cannot mark"
             )
+        self._refused_layouts = Counter()  # decision layouts whose maximum has no MX encoding (stimulus.refused)
         self._grids = tuple(magnitude_grid(self.fmt.element, negative, self.opts.int8_allow_neg2) for negative in (False, True))
         baseline = QuantizeOptions() if self.profile_def is None else self.profile_def.quantize_options(self.fmt)
         changed = {k: v for k, v in self.opts.as_dict().items() if v != getattr(baseline, k)}
@@ -89,6 +96,35 @@ class QuantizeSuite(Suite):
 
     def describe(self) -> dict:
         return {"block": jsonable(self.fmt.describe()), "element": jsonable(self.fmt.element.describe())}
+
+    def field_layouts(self) -> dict:
+        """The block's fields (``scale`` read under the options' scale encoding, ``subscales``,
+        ``codes``, ``tensor_scale``), ``x``: k fp32 words, ``scale_exp``: a signed integer (:mod:`.layout`)."""
+        fmt = self.fmt
+        out = block_layouts("", fmt, sub="subscales", elems="codes", scale_encoding=self.opts.scale_encoding)
+        out["x"] = fp32_layout(fmt.block_size)
+        out["scale_exp"] = plain_layout(16, signed=True)
+        return out
+
+    def explain_outputs(self, inputs: dict) -> dict | None:
+        """The outputs from the NumPy fast path alone (:func:`mxsim.fast.block.quantize_blocks`,
+        bit-identical to the reference by its tests; no classes), for ``check --explain``'s many
+        candidates: fp32 words -> float32 blocks; ``scale_exp`` as the suite writes it (-128 for
+        an E8M0 NaN scale). None for a format with a tensor scale (NVFP4)."""
+        fmt, k = self.fmt, self.fmt.block_size
+        if fmt.tensor_scale is not None:
+            return None
+        words = np.array([[(w >> (32 * i)) & 0xFFFFFFFF for i in range(k)] for w in inputs["x"]], dtype=np.uint32)
+        scales, subscales, codes = quantize_blocks(words.reshape(-1, k).view(np.float32), fmt, self.opts)
+        out = {"scale": [int(s) for s in scales],
+               "codes": [pack_word([int(c) for c in row], fmt.element.width) for row in codes]}
+        if fmt.scale.name == "e8m0":
+            nan = self.opts.scale_encoding == "e8m0"
+            out["scale_exp"] = [-128 if nan and s == 0xFF else int(byte_exponent(int(s), self.opts.scale_encoding))
+                                for s in scales]
+        if fmt.subblocks:
+            out["subscales"] = [pack_word([int(t) for t in row], fmt.subscale_bits) for row in subscales]
+        return out
 
     def _block_values(self, rng: random.Random, kind: str) -> list[Exact]:
         k = self.fmt.block_size
@@ -134,19 +170,36 @@ class QuantizeSuite(Suite):
     _DIRECTED = ["all_zero", "outlier", "nan", "inf", "tiny", "huge"] * 2 + ["grid"] * 20
 
     def stimulus(self, rng: random.Random, level: int):
-        for kind in self._DIRECTED:
-            yield self._inputs(self._block_values(rng, kind)), "directed"
-        for values in self._decision_blocks:
-            yield self._inputs(values), "directed"
-        for values in self._low_scale_blocks:
-            yield self._inputs(values), "directed"
-        for i in range(100 * level):
-            yield self.random_inputs(rng, i), "random"
+        yield from self._catalogue(rng, level, Counter())
+
+    def _catalogue(self, rng: random.Random, level: int, left_out: Counter):
+        """The stimulus; under options that refuse blocks, each block without an MX encoding is
+        replaced and counted in ``left_out`` (:mod:`..stimulus.refused`)."""
+        directed = (self._inputs(self._block_values(rng, kind)) for kind in self._DIRECTED)
+        fixed = (self._inputs(values) for values in self._decision_blocks + self._low_scale_blocks)
+        drawn = (self.random_inputs(rng, i) for i in range(100 * level))
+        for inputs, origin in itertools.chain(zip(directed, itertools.repeat("directed")),
+                                              zip(fixed, itertools.repeat("directed")),
+                                              zip(drawn, itertools.repeat("random"))):
+            if self.opts.refuses_blocks:
+                kept = accepted(self, inputs, rng, left_out)
+                inputs, origin = kept, (origin if kept is inputs else "random")  # a replacement is a random draw
+            yield inputs, origin
+
+    def left_out(self, rng: random.Random, level: int, vectors: int) -> dict:
+        """The manifest's ``left_out`` entry for the first ``vectors`` lines of the catalogue drawn
+        with ``rng`` (:func:`..stimulus.refused.left_out_record`; {} for options that refuse no block)."""
+        if not self.opts.refuses_blocks:
+            return {}
+        blocks = Counter()
+        for _ in itertools.islice(self._catalogue(rng, level, blocks), vectors):
+            pass
+        return left_out_record(blocks, self._refused_layouts)
 
     def catalogue_size(self, level: int) -> int:
         return len(self._DIRECTED) + len(self._decision_blocks) + len(self._low_scale_blocks) + 100 * level
 
-    # structured stimulus (conventions.md 3.3; mxsim.golden.stimulus.patterns) --------------------------
+    # structured stimulus (docs/numerics.md section 3.3; mxsim.golden.stimulus.patterns) --------------------------
     def _anchors(self) -> list[Exact]:
         """Block maxima that fix the scale: the largest fp32 value below the binade above the
         element's largest magnitude (under the floor rule it saturates, E unchanged), times 2^0
@@ -198,7 +251,11 @@ class QuantizeSuite(Suite):
                 layouts.append([amax if i % 2 == 0 else Exact(0) for i in range(k)])
             for pilot in layouts:
                 free = [i for i, v in enumerate(pilot) if v.is_zero]
-                divisors = self._divisor_of(pilot)
+                try:
+                    divisors = self._divisor_of(pilot)
+                except NoMXEncoding as refused:  # its maximum has no MX encoding: no block of it has one
+                    self._refused_layouts[refused.option] += 1
+                    continue
                 d = divisors[free[-1]]
                 if not d:
                     continue
@@ -223,7 +280,7 @@ class QuantizeSuite(Suite):
     def _low_scale_blocks(self) -> list[list[Exact]]:
         """E8M0 families: blocks whose shared exponent E = floor(log2 amax) - emax_elem falls 1, 2 and 3
         below the smallest scale exponent (``scale_min``), so the scale clamps there and the elements
-        (amax * (k - i) / k, alternating signs) round against the clamped scale (conventions.md 2);
+        (amax * (k - i) / k, alternating signs) round against the clamped scale (docs/numerics.md section 2);
         amax's significand 1 and 1.5. Found missing by the RTL mutation campaign (rtl/mutate.py)."""
         if self.fmt.scale.name != "e8m0":
             return []
@@ -414,7 +471,7 @@ class QuantizeSuite(Suite):
         return flags
 
     def reachable_classes(self) -> frozenset[str]:
-        """The classes every quantize catalogue must hit (conventions.md 3.3): ``negative_zero`` and
+        """The classes every quantize catalogue must hit (docs/numerics.md section 3.3): ``negative_zero`` and
         the rounding decisions of the elements: every case and both near-ties; ``subnormal_near_tie``
         where the element has subnormals; ``increment`` and ``carry`` except under rtz;
         ``zero_result_sign`` except under rdn (a negative element rounds away from zero);
@@ -443,7 +500,7 @@ class QuantizeSuite(Suite):
             reachable = {name for name in reachable if not name.startswith(("near_tie_top_", "near_tie_bottom_"))}
         return frozenset(reachable)
 
-    # rounding decisions (conventions.md 3.3; mxsim.golden.coverage.rounding) --------------------
+    # rounding decisions (docs/numerics.md section 3.3; mxsim.golden.coverage.rounding) --------------------
     def _decision_flags(self, bits, scales, exponent, scale_nan, codes, subscales, tensor_words) -> np.ndarray:
         """The rounding-decision classes of N vectors (an int64 flags word each, the OR over the
         block's elements): each finite nonzero input as the quantizer reads it (``subnormal_inputs``)

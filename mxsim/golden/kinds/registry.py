@@ -23,6 +23,11 @@ significant bits; fp32 inputs of a block likewise at [32*i, 32*i + 32)):
   set of DequantizeOptions and scale encoding.
 
 Every suite ends with ``flags``: the corner classes of :mod:`mxsim.golden.coverage.catalogue`.
+
+A new kind is a :class:`.suite.Suite` subclass entered in :data:`KINDS`; what the generic machinery
+asks of it is listed in the base class's docstring (``field_layouts`` and ``example_params`` at
+least), and tests/test_kind_matrix.py then runs its ``example_params`` through generate, stream,
+verify, check, check --explain, merge and Dask.
 """
 
 from .decode import DecodeSuite

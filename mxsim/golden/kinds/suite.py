@@ -7,11 +7,11 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
-from ...options.profiles import get_profile, resolve_quantize
+from ...options.profiles import PROFILES, get_profile, resolve_quantize
 from ..coverage.catalogue import FLAGS_BITS
 from .fields import Field
 
-__all__ = ["ORIGINS", "Suite", "jsonable", "profile_options", "profile_of"]
+__all__ = ["ORIGINS", "Suite", "BlockProfileBundles", "jsonable", "profile_options", "profile_of"]
 
 ORIGINS = ("exhaustive", "directed", "random")
 
@@ -31,10 +31,25 @@ class Suite:
     list[int]], flags: list[int])``: the outputs of many vectors at once (one list per field, in
     vector order) and each vector's flags word of computed classes (:func:`..coverage.catalogue.flag_bits`,
     without the origin bits). :func:`.pipeline.expected` calls it when present, else ``compute``
-    per vector; both must give the same values."""
+    per vector; both must give the same values.
+
+    What the reports ask of a kind (the generic machinery never switches on the kind's name):
+
+    * ``example_params``: small params of the kind; every registered kind must have them
+      (tests/test_kind_matrix.py runs every path on them);
+    * ``field_layouts()``: what every field packs (:class:`.layout.Layout` by field name), for
+      ``golden check``'s decomposition of a vector; every kind must define it;
+    * ``explain_bundles(params)`` and ``with_bundle(params, key, name)``: the named bundles
+      (profiles, presets) ``check --explain`` tries, and the params under one; default: none;
+    * ``explain_options``: the options class whose fields the kind takes as top-level params
+      (``check --explain`` varies those the params hold), or None;
+    * ``explain_outputs(inputs)``: the outputs of many vectors by a faster route than
+      ``compute_batch`` (no classes), or None to use the usual one."""
 
     kind = ""
     nested_options: dict = {}  # a dict-valued field -> the options dataclass whose fields it takes
+    explain_options: type | None = None  # the options class of top-level params check --explain varies
+    example_params: dict | None = None  # small params of the kind (the kind matrix test runs every path on them)
     inputs: list[Field]
     outputs: list[Field]
 
@@ -44,6 +59,24 @@ class Suite:
 
     def params(self) -> dict:
         raise NotImplementedError
+
+    def field_layouts(self) -> dict:
+        """What every field packs, by field name (``flags`` not included): :class:`.layout.Layout`."""
+        raise NotImplementedError(f"suite kind {self.kind!r} does not say what its fields pack (field_layouts)")
+
+    def explain_bundles(self, params: dict) -> list[tuple[str, str]]:
+        """(key, name) of every named bundle ``check --explain`` tries on a suite of manifest
+        ``params``, in trial order (key ``profile`` or ``preset``); none by default."""
+        return []
+
+    def with_bundle(self, params: dict, key: str, name: str) -> dict:
+        """The manifest ``params`` under the bundle ``key`` ``name`` (one of :meth:`explain_bundles`)."""
+        raise ValueError(f"suite kind {self.kind!r} takes no {key} bundle")
+
+    def explain_outputs(self, inputs: dict[str, list[int]]) -> dict[str, list[int]] | None:
+        """The outputs of many vectors (one list per input field) by a route faster than
+        ``compute_batch``, or None (the default) where the kind has none."""
+        return None
 
     def describe(self) -> dict:
         return {}
@@ -70,6 +103,25 @@ class Suite:
         manifest's ``profile`` key, or None (then the manifest has no such key)."""
         profile = getattr(self, "profile_def", None)
         return None if profile is None else profile.as_dict()
+
+
+class BlockProfileBundles:
+    """The explain bundles of a kind with a ``profile`` param and a nested options dict (quantize,
+    dequantize): every block profile (:data:`mxsim.options.profiles.PROFILES`) but the suite's own,
+    each with only the nested options that differ from what the suite's own profile or the
+    defaults give kept on top."""
+
+    def explain_bundles(self, params: dict) -> list[tuple[str, str]]:
+        return [("profile", name) for name, p in PROFILES.items() if p.kind == "block" and name != params.get("profile")]
+
+    def with_bundle(self, params: dict, key: str, name: str) -> dict:
+        if key != "profile":
+            raise ValueError(f"suite kind {self.kind!r} takes no {key} bundle")
+        out = dict(params)
+        for target in self.nested_options:
+            base = type(self)(**{**params, target: {}}).params().get(target, {})
+            out[target] = {k: v for k, v in params.get(target, {}).items() if base.get(k) != v}
+        return {**out, "profile": name}
 
 
 def profile_options(profile, fmt, options: dict):

@@ -9,9 +9,15 @@ steer the blocks and C together into them:
 * ``dominant``: C's exponent at and just above the bypass threshold (``anchor='fixed'``: C's LSB
   ``bypass`` bits above the grid 2^(XA+XB-F)) or F above the products (``anchor='max'``);
 * ``zero tiny``: C = +-0 (or a subnormal) with scales at and around the zero-C bypass threshold
-  (fixed) or products below C's zero exponent (max);
+  (fixed; with ``zero_product_sum="pass_c_outside_window"`` every other one at and just above the
+  window's lower edge, where a zero C stops being passed on) or products below C's zero exponent
+  (max);
 * ``overflow``: C = +-max fp32 with products of its sign, large enough to overflow round-to-nearest;
 * ``nan``/``inf``: NaN C (quiet, signalling, either sign) and +-Inf C.
+
+Every C is drawn in the suite's C format (``suite.c_format``: fp32, or the fp16 / bf16 of a unit
+whose C is its 16-bit D; contract 4.1), so a device can load it: the same draws as fp32 with that
+format's widths, range, NaN and Inf codes.
 
 Expected values still come only from the suite's ``compute`` (the reference model); the first
 step's D with C = +0 is asked here only to aim C (``near``, ``cancel``, ``dominant``): of the
@@ -26,14 +32,12 @@ import random
 from ...formats.element import negated_code
 from ...ref.exact import Exact, floor_log2
 from ...ref.fused import scale_parts
+from ...options.accumulate import C_WINDOW_BITS
 from ...ref.output import storage_format
-from ..values import decode, fp32_bits, pack_word, unpack_word
+from ..values import decode, float_word, pack_word, unpack_word
 
 __all__ = ["C_KINDS", "add_c", "add_c_each", "directed_count", "with_c"]
 
-FP32_MAX = 0x7F7FFFFF
-FP32_INF = 0x7F800000
-NANS = (0x7FC00000, 0xFFC00000, 0x7F800001, 0xFFFFFFFF, 0x7FC00001)
 # kind -> weight of the C of every other vector
 C_KINDS = {"near": 5, "cancel": 3, "dominant": 2, "zero": 2, "nan": 1, "inf": 1, "max": 1, "subnormal": 1, "bits": 1}
 DIRECTED = 8  # directed vectors per category
@@ -76,14 +80,31 @@ def directed_count(suite) -> int:
     return sum(DIRECTED for make in _DIRECTED_MAKERS if make is not _negated_step or _has_step_pair(suite))
 
 
-# --- C values ---------------------------------------------------------------------------------------
-def _fp32(sign: int, exponent: int, rng: random.Random) -> int:
-    """Random fp32 bits of the given sign with value in [2^exponent, 2^(exponent+1)) (clamped to
-    fp32's range; below 2^-126 a random subnormal)."""
-    exponent = min(exponent, 127)
-    if exponent < -126:
-        return sign << 31 | rng.randint(1, (1 << 23) - 1)
-    return sign << 31 | (exponent + 127) << 23 | rng.getrandbits(23)
+# --- C values (bits of the suite's C format: fp32, bf16 or fp16) ---------------------------------------
+def _sign_bit(fmt, sign: int) -> int:
+    return sign << (fmt.width - 1)
+
+
+def _max_bits(fmt) -> int:
+    """The magnitude bits of the format's largest finite value (fp32: 0x7F7FFFFF)."""
+    return fmt.inf_code() - 1
+
+
+def _nans(fmt) -> tuple[int, ...]:
+    """NaN C words: quiet of either sign, signalling with the smallest payload, all ones, quiet with
+    payload 1 (fp32: 0x7FC00000, 0xFFC00000, 0x7F800001, 0xFFFFFFFF, 0x7FC00001)."""
+    inf, quiet = fmt.inf_code(), 1 << (fmt.mantissa_bits - 1)
+    return (inf | quiet, _sign_bit(fmt, 1) | inf | quiet, inf | 1, (1 << fmt.width) - 1, inf | quiet | 1)
+
+
+def _float(fmt, sign: int, exponent: int, rng: random.Random) -> int:
+    """Random bits of the C format, of the given sign with value in [2^exponent, 2^(exponent+1))
+    (clamped to the format's range; below its smallest normal a random subnormal)."""
+    m = fmt.mantissa_bits
+    exponent = min(exponent, fmt.emax)
+    if exponent < fmt.emin:
+        return _sign_bit(fmt, sign) | rng.randint(1, (1 << m) - 1)
+    return _sign_bit(fmt, sign) | (exponent + fmt.bias) << m | rng.getrandbits(m)
 
 
 def _first_d(suite, row, known: Exact | None = None) -> Exact:
@@ -95,28 +116,30 @@ def _first_d(suite, row, known: Exact | None = None) -> Exact:
 
 
 def _c(suite, row, rng: random.Random, kind: str, first_d: Exact | None = None) -> int:
+    """C bits of a ``kind`` of :data:`C_KINDS`, in the suite's C format."""
+    fmt = suite.c_format
     sign = rng.getrandbits(1)
     if kind in ("near", "cancel"):
         d = _first_d(suite, row, first_d)
         if d.is_finite and d.magnitude:
-            if kind == "cancel":
-                bits = fp32_bits(Exact(1 - d.sign, d.magnitude))
-                return bits + rng.choice([0, 0, 1, -1]) if 0 < bits & 0x7FFFFFFF < FP32_MAX else bits
-            return _fp32(sign, floor_log2(d.magnitude) + rng.randint(-24, 24), rng)
-        return _fp32(sign, rng.randint(-20, 20), rng)
+            if kind == "cancel":  # -D: exact (D is an output value, which the C format holds)
+                bits = float_word(Exact(1 - d.sign, d.magnitude), fmt)
+                return bits + rng.choice([0, 0, 1, -1]) if 0 < bits & ~fmt.sign_mask < _max_bits(fmt) else bits
+            return _float(fmt, sign, floor_log2(d.magnitude) + rng.randint(-24, 24), rng)
+        return _float(fmt, sign, rng.randint(-20, 20), rng)
     if kind == "dominant":
-        return _fp32(sign, _dominant_exponent(suite, row, rng, first_d), rng)
+        return _float(fmt, sign, _dominant_exponent(suite, row, rng, first_d), rng)
     if kind == "zero":
-        return sign << 31
+        return _sign_bit(fmt, sign)
     if kind == "nan":
-        return rng.choice(NANS)
+        return rng.choice(_nans(fmt))
     if kind == "inf":
-        return sign << 31 | FP32_INF
+        return _sign_bit(fmt, sign) | fmt.inf_code()
     if kind == "max":
-        return sign << 31 | (FP32_MAX - rng.choice([0, 0, 1, 2]))
+        return _sign_bit(fmt, sign) | (_max_bits(fmt) - rng.choice([0, 0, 1, 2]))
     if kind == "subnormal":
-        return _fp32(sign, -127, rng)
-    return rng.getrandbits(32)
+        return _float(fmt, sign, fmt.emin - 1, rng)
+    return rng.getrandbits(fmt.width)
 
 
 def _scale_sum(suite, parts, block: int = 0) -> int:
@@ -205,7 +228,7 @@ def _negated_step(suite, rng: random.Random, index: int) -> dict | None:
             if side["sub"] is not None:
                 side["sub"][j] = side["sub"][0]
     row = _row(suite, row, parts)
-    return {**row, "c": rng.choice([0, 1 << 31, _c(suite, row, rng, "near")])}
+    return {**row, "c": rng.choice([0, _sign_bit(suite.c_format, 1), _c(suite, row, rng, "near")])}
 
 
 def _dominant(suite, rng: random.Random, index: int) -> dict:
@@ -220,15 +243,24 @@ def _zero_tiny(suite, rng: random.Random, index: int) -> dict:
     if acc.accumulate == "fused" and acc.anchor == "fixed" and acc.bypass is not None:
         threshold = acc.effective_c_zero_exponent - 23 + acc.frac_bits - acc.bypass  # bypass below this XA+XB
         total = threshold + [0, -1, 1, 0, -2, -1, -3, -rng.randint(4, 40)][index % 8]
+        if acc.zero_product_sum == "pass_c_outside_window" and index % 2:
+            # the window's lower edge: a zero C passes at XA+XB = edge + 1 and above, adds at edge and below
+            # (with zero products: a's elements +0, so the step's product sum is zero)
+            edge = acc.effective_c_zero_exponent - 23 + acc.frac_bits + C_WINDOW_BITS
+            total = edge + (index // 2) % 2
+            parts["a"]["codes"] = [0] * len(parts["a"]["codes"])
     else:
         total = acc.effective_c_zero_exponent - rng.randint(10, 40)
     _set_scale_sum(suite, parts, total)
     row = _row(suite, row, parts)
-    return {**row, "c": rng.choice([0, 1 << 31, 0, 1 << 31, 0, 1 << 31, _c(suite, row, rng, "subnormal")])}
+    negative_zero = _sign_bit(suite.c_format, 1)
+    return {**row, "c": rng.choice([0, negative_zero, 0, negative_zero, 0, negative_zero,
+                                    _c(suite, row, rng, "subnormal")])}
 
 
 def _overflow(suite, rng: random.Random, index: int) -> dict:
-    """C = +-max fp32 and products of C's sign near 2^(104 + 0..8) (fp32's top ulp is 2^104)."""
+    """C = +-max of the C format and products of C's sign near its top ulp 2^(emax - m) times
+    2^(-4..4) (fp32: 2^104)."""
     row = suite.fresh_row(rng)
     parts = _parts(suite, row)
     sign = rng.getrandbits(1)
@@ -238,9 +270,10 @@ def _overflow(suite, rng: random.Random, index: int) -> dict:
             value = decode(code, fmt.element)
             if value.is_finite and value.sign != (sign if side == "a" else 0):
                 codes[i] = negated_code(code, fmt.element)
-    _set_scale_sum(suite, parts, 104 - 4 + rng.randint(0, 8))
+    fmt = suite.c_format
+    _set_scale_sum(suite, parts, fmt.emax - fmt.mantissa_bits - 4 + rng.randint(0, 8))
     row = _row(suite, row, parts)
-    return {**row, "c": sign << 31 | (FP32_MAX - rng.choice([0, 0, 1]))}
+    return {**row, "c": _sign_bit(fmt, sign) | (_max_bits(fmt) - rng.choice([0, 0, 1]))}
 
 
 def _specials(suite, rng: random.Random, index: int) -> dict:

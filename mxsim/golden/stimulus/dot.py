@@ -43,7 +43,7 @@ from ...ref.output import output_format
 from ...ref.terms import element_term
 from ..coverage.reach import MIN_CLASS_VECTORS
 from ..coverage.rounding import band_class
-from ..values import decode, fp32_bits, pack_word
+from ..values import decode, float_value, float_word, pack_word
 from .patterns import accumulator_values
 
 __all__ = ["MIN_CLASS_VECTORS", "PATTERNS", "c_distances", "reachable_classes", "structured_count", "structured_rows"]
@@ -145,6 +145,16 @@ def _power_pair(scale_a, scale_b, x: int) -> tuple[int, int] | None:
     return None
 
 
+def _plans_land(suite) -> bool:
+    """Whether the aimed vectors land in the classes they are built for: not where the products
+    reach the steps in another order (``interleave_steps``), read other exponents
+    (``convert_elements``), or C enters a promotion register instead of the first step
+    (``promote_every``): there they are still made, as stimulus, but claim no class."""
+    acc = suite.acc
+    return not suite.fused or (acc.interleave_steps == 1 and acc.convert_elements is None
+                               and acc.promote_every is None)
+
+
 def _supported(suite) -> bool:
     fa, fb = suite.fa, suite.fb
     return not (fa.subblocks or fb.subblocks) and bool(_powers(fa.element)) and bool(_powers(fb.element))
@@ -169,10 +179,16 @@ class _Plan:
     classes: frozenset
 
 
-def _fp32_holds(bits: list[int]) -> bool:
-    """Whether sum(2^q for q in bits) is an fp32 value."""
-    hi, lo = max(bits), min(bits)
-    return lo >= -149 and hi <= 127 and (hi < -126 or hi - lo <= 23)
+def _c_holds(fmt, bits: list[int]) -> bool:
+    """Whether sum(2^q for q in bits) is a value of the C format ``fmt`` (fp32: 24 significant
+    bits, exponents -149 to 127; bf16 and fp16 likewise with their widths)."""
+    hi, lo, m = max(bits), min(bits), fmt.mantissa_bits
+    return lo >= fmt.emin - m and hi <= fmt.emax and (hi < fmt.emin or hi - lo <= m)
+
+
+def _c_exact(suite, c: Fraction) -> bool:
+    """Whether the suite's C format holds the magnitude ``c`` exactly."""
+    return float_value(float_word(Exact(0, c), suite.c_format), suite.c_format).magnitude == c
 
 
 def _plan(suite, pattern: str, band: str, variant: int) -> _Plan | None:
@@ -285,9 +301,11 @@ def _assemble(suite, route, pattern, u, t, x, top, top_e, table):
     if suite.fused and _late(acc) and not _late_keeps(acc, route, bits, e_products, joint, e_c):
         return None
     if route == "c":
-        if not _fp32_holds(bits):
+        if not _c_holds(suite.c_format, bits):
             return None
         return top, sum((Fraction(2) ** q for q in bits), Fraction(0))
+    if route == "c_top" and not _c_holds(suite.c_format, [t]):
+        return None
     if any(q - x not in table for q in bits):
         return None
     if acc.mode == "aligned" and not suite.fused and acc.width is not None and t + 2 - low > acc.width - 1:
@@ -366,7 +384,7 @@ def c_distances(acc) -> list[int]:
 
 
 def _distance_plans(suite) -> tuple[tuple[int, int, tuple], ...]:
-    """(distance, C's fp32 bits, (scales, top pair)) of every C-distance vector of a fused suite."""
+    """(distance, C (Exact), (scales, top pair)) of every C-distance vector of a fused suite."""
     return _memo(suite, "distances", lambda: _make_distance_plans(suite))
 
 
@@ -387,8 +405,18 @@ def _make_distance_plans(suite) -> tuple[tuple[int, int, tuple], ...]:
         # C's leading bit 2^(grid + d): its last bit d - 23 from the grid (stimulus.accumulator_values)
         values = accumulator_values(grid, [d - 23], [_C_PATTERNS[i % len(_C_PATTERNS)]])
         for magnitude in values:  # none outside fp32's normal range
-            plans.append((d, fp32_bits(Exact((i >> 1) & 1, magnitude)), (scales, (pa[ja], pb[jb]))))
+            c = _in_c_format(suite, Exact((i >> 1) & 1, magnitude))
+            if c is not None:
+                plans.append((d, c, (scales, (pa[ja], pb[jb]))))
     return tuple(plans)
+
+
+def _in_c_format(suite, c: Exact) -> Exact | None:
+    """C cut toward zero to the suite's C format (fp32: C itself), or None when that moves its
+    leading bit (C outside the format's normal range): the vector keeps its distance."""
+    fmt = suite.c_format
+    cut = float_value(float_word(c, fmt), fmt)
+    return cut if cut.magnitude and floor_log2(cut.magnitude) == floor_log2(c.magnitude) else None
 
 
 # --- counts and claims ------------------------------------------------------------------------------------
@@ -413,20 +441,23 @@ def reachable_classes(suite) -> frozenset[str]:
     """The classes the structured stimulus reaches at least MIN_CLASS_VECTORS times by
     construction: the aimed roundings' classes, c_below_window (C-distance vectors below the
     grid), zero_result_sign (negative underflows, except under rdn), inf_a / inf_b (Inf positions)."""
-    counts = Counter(name for plan in _plans(suite) for name in plan.classes)
-    counts["c_below_window"] = sum(1 for d, _, _ in _distance_plans(suite) if d < 0)
+    counts = Counter()
     acc = suite.acc
-    if _zero_rows_available(suite) and _underflow_plans(suite) and (acc.output_rounding != "rdn" or acc.ftz):
-        counts["zero_result_sign"] = UNDERFLOWS
+    if _plans_land(suite):
+        counts.update(name for plan in _plans(suite) for name in plan.classes)
+        counts["c_below_window"] = sum(1 for d, _, _ in _distance_plans(suite) if d < 0)
+        if _zero_rows_available(suite) and _underflow_plans(suite) and (acc.output_rounding != "rdn" or acc.ftz):
+            counts["zero_result_sign"] = UNDERFLOWS
     for side in _inf_sides(suite):
         counts[f"inf_{side}"] = suite.fa.block_size
     return frozenset(name for name, n in counts.items() if n >= MIN_CLASS_VECTORS)
 
 
 # --- rows ---------------------------------------------------------------------------------------------------
-def _vector(suite, codes_a: list[int], codes_b: list[int], scales: tuple[int, int], c_bits: int | None) -> dict:
+def _vector(suite, codes_a: list[int], codes_b: list[int], scales: tuple[int, int], c: Exact | None) -> dict:
     """One vector: block 0 holds the codes (padded with +0), the other blocks of a DotGeneral are
-    zeros with the same scales; tensor scales 1; C (when the suite has one) ``c_bits`` or +0."""
+    zeros with the same scales; tensor scales 1; C (when the suite has one) ``c`` in the suite's C
+    format (:func:`..values.float_word`: exact where it holds it), or +0."""
     blocks = []
     k = suite.fa.block_size
     for j in range(suite.vector_blocks):
@@ -441,7 +472,7 @@ def _vector(suite, codes_a: list[int], codes_b: list[int], scales: tuple[int, in
         blocks.append(row)
     vector = suite._join(blocks)
     if suite.has_c:
-        vector["c"] = 0 if c_bits is None else c_bits
+        vector["c"] = 0 if c is None else float_word(c, suite.c_format)
     return vector
 
 
@@ -455,7 +486,7 @@ def _aimed(suite, plan: _Plan) -> dict:
     for ca, cb in plan.pairs:
         codes_a.append(_signed(ca, ea, plan.sign))
         codes_b.append(cb)
-    c = fp32_bits(Exact(plan.sign, plan.c)) if plan.c else None
+    c = Exact(plan.sign, plan.c) if plan.c else None  # the C format holds it (_assemble)
     return _vector(suite, codes_a, codes_b, plan.scales, c)
 
 
@@ -498,12 +529,12 @@ def _make_underflow_plans(suite) -> tuple:
 def _zeros(suite, rng: random.Random, index: int) -> dict:
     """Zero results: UNDERFLOWS negative products that round to magnitude zero (or, where the
     configuration cannot hold them, products that cancel), then products that cancel (x, -x),
-    negative-zero elements, and C cancelling the product (fused) or x, y, -x, -y; C = +0 for even
-    indices, -0 for odd ones."""
+    negative-zero elements, and C cancelling the product (fused, where the C format holds it) or
+    x, y, -x, -y; C = +0 for even indices, -0 for odd ones."""
     ea, eb = suite.fa.element, suite.fb.element
     pa, pb = _powers(ea), _powers(eb)
     scales = _scale_pair(suite, 0)
-    c = (index & 1) << 31
+    c = Exact(index & 1, Fraction(0))
     top_a, top_b = pa[rng.choice(sorted(pa))], pb[rng.choice(sorted(pb))]
     underflows = _underflow_plans(suite)
     if index < UNDERFLOWS and underflows:
@@ -513,9 +544,9 @@ def _zeros(suite, rng: random.Random, index: int) -> dict:
     if kind == 1:  # zero elements with negative zeros (a -0 element where the format has one)
         neg_zero = ea.sign_mask if decode(ea.sign_mask, ea).is_zero else 0
         return _vector(suite, [neg_zero, 0, neg_zero], [top_b, top_b, 0], scales, c)
-    if kind >= 2 and suite.fused:  # C cancels the product exactly
-        value = decode(top_a, ea).magnitude * decode(top_b, eb).magnitude * Fraction(2) ** _product_shift(suite)
-        return _vector(suite, [top_a], [top_b], scales, fp32_bits(Exact(1, value)))
+    value = decode(top_a, ea).magnitude * decode(top_b, eb).magnitude * Fraction(2) ** _product_shift(suite)
+    if kind >= 2 and suite.fused and _c_exact(suite, value):  # C cancels the product exactly
+        return _vector(suite, [top_a], [top_b], scales, Exact(1, value))
     if kind >= 2:  # x, y, -x, -y
         other = pa[rng.choice(sorted(pa))]
         return _vector(suite, [top_a, other, negated_code(top_a, ea), negated_code(other, ea)], [top_b] * 4, scales, c)
@@ -551,8 +582,8 @@ def structured_rows(suite, rng: random.Random):
     positions), each as (inputs, "directed"); C included when the suite has one."""
     for plan in _plans(suite):
         yield _aimed(suite, plan), "directed"
-    for _, c_bits, (scales, (ca, cb)) in _distance_plans(suite):
-        yield _vector(suite, [ca], [cb], scales, c_bits), "directed"
+    for _, c, (scales, (ca, cb)) in _distance_plans(suite):
+        yield _vector(suite, [ca], [cb], scales, c), "directed"
     if _zero_rows_available(suite):
         for index in range(ZERO_VECTORS):
             yield _zeros(suite, rng, index), "directed"

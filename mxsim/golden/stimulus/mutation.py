@@ -5,16 +5,17 @@ vector, from the configuration alone (no random draws, so the rest of a suite is
 * :func:`_nan_scale_rows`: a NaN scale on either operand with every element finite (and C = 1.0).
 * :func:`_overflow_rows`: results in the binades just below and just above the output's largest
   finite binade (2^emax and 2^(emax+1), significands 1 and 1.5, both signs): the overflow test at
-  its exact boundary (conventions.md 4, the output rounding; IEEE overflow gives +-Inf).
+  its exact boundary (docs/numerics.md section 4, the output rounding; IEEE overflow gives +-Inf).
 * :func:`_subnormal_tie_rows`: one product 1.f (every significand of the element's [1, 2) binade,
   times 1) scaled to 1.f, 2.f and 4.f times the output's smallest subnormal: exact, below-half, tie
   and above-half cases of the output rounding in the subnormal band (ties of both parities).
 * :func:`_carry_rows`: p + 1 and p + 2 products 2^top, 2^(top-1), ... (p the output's significand
   bits): a run of ones one bit longer than the significand, a tie whose rounding carries out of
   all ones into the next binade, and the same with a sticky bit.
-* :func:`_c_rows` (suites with an accumulator input C): C all ones (2 - 2^-23) * 2^e plus a product of
-  half its ulp (a tie carrying out of 24 ones), and products forming an exact tie (2^t + 2^(t-24))
-  with C = +-2^-149, far below the sum's grid: only its sticky bit decides the rounding.
+* :func:`_c_rows` (suites with an accumulator input C, in its C format of m fraction bits: fp32 23):
+  C all ones (2 - 2^-m) * 2^e plus a product of half its ulp (a tie carrying out of m + 1 ones),
+  and products forming an exact tie (2^t + 2^(t-24)) with C = +- the C format's smallest
+  subnormal (fp32: 2^-149), far below the sum's grid: only its sticky bit decides the rounding.
 
 Units: exponents are powers of two of values; X = XA + XB is the exponent of the two scales.
 """
@@ -25,9 +26,9 @@ from fractions import Fraction
 
 from ...ref.exact import Exact
 from ...ref.output import output_format
-from ..values import decode, fp32_bits
+from ..values import decode
 from .dot import (
-    FP32_ONE, _finite_nonzero, _memo, _pair_for, _powers, _scale_pair, _signed, _supported, _vector,
+    _finite_nonzero, _memo, _pair_for, _powers, _scale_pair, _signed, _supported, _vector,
 )
 
 __all__ = ["mutation_rows", "mutation_count"]
@@ -52,7 +53,7 @@ def _nan_scale_rows(suite) -> list[dict]:
             codes_a = [finite_a[(7 * i + j) % len(finite_a)] for i in range(k)]
             codes_b = [finite_b[(5 * i + 3 * j) % len(finite_b)] for i in range(k)]
             scales = (nan, one[1]) if side == "a" else (one[0], nan)
-            rows.append(_vector(suite, codes_a, codes_b, scales, FP32_ONE))
+            rows.append(_vector(suite, codes_a, codes_b, scales, Exact(0, Fraction(1))))
     return rows
 
 
@@ -130,21 +131,23 @@ def _c_rows(suite) -> list[dict]:
     if scales is None:
         return []
     rows = []
-    # C all ones plus half its ulp: s = e - 24, C = (2 - 2^-23) * 2^e, for the three largest products
+    fmt = suite.c_format
+    m = fmt.mantissa_bits
+    # C all ones plus half its ulp: s = e - m - 1, C = (2 - 2^-m) * 2^e, for the three largest products
     for s in sorted(table, reverse=True)[:3]:
-        e = s + 24
-        if -126 <= e <= 127:
+        e = s + m + 1
+        if fmt.emin <= e <= fmt.emax:
             for sign in (0, 1):
-                c = fp32_bits(Exact(sign, (2 - Fraction(1, 1 << 23)) * Fraction(2) ** e))
+                c = Exact(sign, (2 - Fraction(1, 1 << m)) * Fraction(2) ** e)
                 rows.append(_vector(suite, [_signed(table[s][0], suite.fa.element, sign)], [table[s][1]], scales, c))
-    # an exact tie of the products (2^t + 2^(t-24)) and C = +-2^-149 far below: its sticky bit decides
+    # an exact tie of the products (2^t + 2^(t-24)) and C = +- the smallest subnormal far below: its sticky bit decides
     tie = next((t for t in sorted(table, reverse=True) if t - 24 in table), None)
     if tie is not None:
         for sign in (0, 1):
             for c_sign in (0, 1):
                 codes_a = [_signed(table[t][0], suite.fa.element, sign) for t in (tie, tie - 24)]
                 rows.append(_vector(suite, codes_a, [table[t][1] for t in (tie, tie - 24)], scales,
-                                    (c_sign << 31) | 1))
+                                    Exact(c_sign, Fraction(2) ** (fmt.emin - m))))
     return rows
 
 

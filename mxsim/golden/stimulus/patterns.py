@@ -1,5 +1,5 @@
 """Structured stimulus for every golden suite kind: significand patterns, exponent boundaries and the
-values next to every rounding point, after Berkeley TestFloat's generators (conventions.md 3.3).
+values next to every rounding point, after Berkeley TestFloat's generators (docs/numerics.md section 3.3).
 
 A design's bugs live in bit patterns, not value kinds, so suites build their catalogue from these
 before anything random. The public surface (all exact: ints and Fractions, no float arithmetic):

@@ -14,14 +14,18 @@ ints); :func:`digits_equal` compares two chunks of a field row by row without co
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
+import stat
 from typing import BinaryIO
 
 import numpy as np
 
 from ..kinds.fields import Field
 
-__all__ = ["RecordError", "RecordReader", "field_values", "digits_equal", "lowercase"]
+__all__ = ["RecordError", "RecordReader", "NotRegularFile", "open_regular", "field_values", "digits_equal",
+           "lowercase", "sha256_file"]
 
 _NIBBLE = np.full(256, 255, dtype=np.uint8)
 for _i, _c in enumerate(b"0123456789abcdef"):
@@ -144,7 +148,7 @@ class RecordReader:
     @staticmethod
     def line_at(path, field: Field, index: int) -> bytes:
         """The digits of record ``index`` (0-based) of a ``<field>.hex`` file already checked."""
-        with open(path, "rb") as file:
+        with open_regular(path) as file:
             file.seek(index * (field.hex_digits + 1))
             return file.read(field.hex_digits)
 
@@ -181,9 +185,38 @@ def field_values(digits: np.ndarray, field: Field):
 
 
 def sha256_file(path, block: int = 1 << 20) -> str:
-    """SHA-256 of a file, read a block at a time."""
+    """SHA-256 of a regular file (:func:`open_regular`), read a block at a time."""
     digest = hashlib.sha256()
-    with open(path, "rb") as file:
+    with open_regular(path) as file:
         while data := file.read(block):
             digest.update(data)
     return digest.hexdigest()
+
+
+class NotRegularFile(OSError):
+    """A FIFO, a device, a directory or a socket where a regular file is required;
+    ``strerror`` says which (``not a regular file (a FIFO)``), ``filename`` names it."""
+
+
+_FILE_TYPES = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+               (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"))
+
+
+def open_regular(path) -> BinaryIO:
+    """``path`` (a symlink to one too) opened for binary reading if it is a regular file, else
+    :class:`NotRegularFile`. The file is opened with O_NONBLOCK and its type read with fstat
+    before a byte is read, so a FIFO without a writer never blocks the caller, one with a writer
+    is refused by name (not a "not seekable" error later), and a device (/dev/zero) is never
+    read to its end; a regular file is then read as usual (blocking)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = next((name for test, name in _FILE_TYPES if test(mode)), "not a file")
+            raise NotRegularFile(errno.EINVAL, f"not a regular file ({what})", os.fspath(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

@@ -101,7 +101,7 @@ def manifest_dict(suite: Suite, seed: int, level: int, plan: pipeline.Plan, **ex
         "suite": suite.name,
         "params": suite.params(),
         "formats": suite.describe(),
-        "contract": "shared/reference/conventions.md (every option is in params)",
+        "contract": "docs/numerics.md (every option is in params)",
         "seed": seed,
         "level": level,
         "stimulus": plan.describe(),
@@ -113,6 +113,10 @@ def manifest_dict(suite: Suite, seed: int, level: int, plan: pipeline.Plan, **ex
     }
     if suite.profile_record() is not None:  # a suite made under a profile (see mxsim.options.profiles)
         manifest["profile"] = suite.profile_record()
+    left_out = getattr(suite, "left_out", None)  # catalogue blocks without an MX encoding (golden.stimulus.refused)
+    record = {} if left_out is None else left_out(pipeline.suite_rng(seed, suite), level, plan.from_catalogue)
+    if record:  # only where something was left out: other manifests keep their bytes
+        manifest["left_out"] = record
     return manifest
 
 

@@ -46,6 +46,8 @@ from ..compute.crosscheck import merge_descriptions
 from ..kinds.fields import Field
 from .files import _read_json, _update_index, manifest_bytes, shard_lines, suite_dir, writing_error
 from ..coverage.reach import check_reachable_coverage
+from .columns import NotRegularFile, open_regular
+from .npz import npz_problem, npz_sha256
 from .verify import flags_coverage, load_suite
 from .writer import MANIFEST, NPZ, SuiteWriter, npy_dtype
 
@@ -246,17 +248,25 @@ def _check_files(shard: Shard) -> None:
     checks the bytes it copies again."""
     for f in shard.suite.fields:
         digest = hashlib.sha256()
-        with open(_sized(shard, f), "rb") as file:
+        with _open(shard, _sized(shard, f)) as file:
             while data := file.read(_BLOCK):
                 digest.update(data)
-        _same_hash(shard, f.file, digest)
+        _same_hash(shard, f.file, digest.hexdigest())
     if NPZ in shard.manifest["files"]:
-        try:
-            _same_hash(shard, NPZ, _npz_digest(shard.directory / NPZ))
-        except OSError as error:
-            raise ShardError(f"{shard.directory / NPZ}: missing ({error.strerror}); generate shard {shard.index}/"
-                             f"{shard.count} again") from None
+        _same_hash(shard, NPZ, _npz_digest(shard))
+        problem = npz_problem(shard.directory / NPZ, shard.directory, shard.suite.fields, shard.manifest["count"])
+        if problem:  # its arrays must be its hex files' values (a forged manifest names any archive)
+            raise ShardError(f"{problem}; generate shard {shard.index}/{shard.count} again")
     _coverage(shard)
+
+
+def _open(shard: Shard, path: Path):
+    """A file of the shard, open (:func:`.columns.open_regular`; ShardError if it is not a regular file)."""
+    try:
+        return open_regular(path)
+    except OSError as error:
+        what = error.strerror if isinstance(error, NotRegularFile) else f"missing ({error.strerror})"
+        raise ShardError(f"{path}: {what}; generate shard {shard.index}/{shard.count} again") from None
 
 
 def _coverage(shard: Shard) -> dict[str, int]:
@@ -278,12 +288,16 @@ def _coverage(shard: Shard) -> dict[str, int]:
     return counted
 
 
-def _npz_digest(path: Path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        while data := file.read(_BLOCK):
-            digest.update(data)
-    return digest
+def _npz_digest(shard: Shard) -> str:
+    """The SHA-256 of the shard's vectors.npz, a regular file within its size bound (ShardError otherwise)."""
+    path = shard.directory / NPZ
+    try:
+        return npz_sha256(path, shard.suite.fields, shard.manifest["count"])
+    except OSError as error:
+        what = error.strerror if isinstance(error, NotRegularFile) else f"missing ({error.strerror})"
+    except ValueError as error:
+        what = str(error)
+    raise ShardError(f"{path}: {what}; generate shard {shard.index}/{shard.count} again")
 
 
 def _sized(shard: Shard, field: Field) -> Path:
@@ -302,15 +316,15 @@ def _sized(shard: Shard, field: Field) -> Path:
 
 def _copy_hex(shard: Shard, field: Field, writer: SuiteWriter) -> None:
     digest = hashlib.sha256()
-    with open(_sized(shard, field), "rb") as file:
+    with _open(shard, _sized(shard, field)) as file:
         while data := file.read(_BLOCK):
             digest.update(data)
             writer.append(field, data)
-    _same_hash(shard, field.file, digest)
+    _same_hash(shard, field.file, digest.hexdigest())
 
 
-def _same_hash(shard: Shard, name: str, digest) -> None:
-    if digest.hexdigest() != shard.manifest["files"].get(name):
+def _same_hash(shard: Shard, name: str, sha256: str) -> None:
+    if sha256 != shard.manifest["files"].get(name):
         raise ShardError(f"{shard.directory / name}: SHA-256 differs from its manifest (edited or truncated); "
                          f"generate shard {shard.index}/{shard.count} again")
 
@@ -318,14 +332,20 @@ def _same_hash(shard: Shard, name: str, digest) -> None:
 def _copy_npz(shard: Shard, fields: list[Field], writer: SuiteWriter) -> None:
     """Each field's rows from the shard's vectors.npz (checked whole against its SHA-256 first)."""
     path = shard.directory / NPZ
-    _same_hash(shard, NPZ, _npz_digest(path))
-    with zipfile.ZipFile(path) as archive:
-        for f in fields:
-            with archive.open(f"{f.name}.npy") as entry:
-                np.lib.format.read_magic(entry)
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(entry)
-                if shape != (shard.manifest["count"],) or fortran or dtype != npy_dtype(f):
-                    raise ShardError(f"{path}: {f.name}.npy is {dtype} of shape {shape}, expected {npy_dtype(f)} of "
-                                     f"({shard.manifest['count']},)")
-                while data := entry.read(_BLOCK):
-                    writer.append(f, b"", data)
+    _same_hash(shard, NPZ, _npz_digest(shard))
+    try:
+        with _open(shard, path) as file, zipfile.ZipFile(file) as archive:
+            for f in fields:
+                with archive.open(f"{f.name}.npy") as entry:
+                    np.lib.format.read_magic(entry)
+                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(entry)
+                    if shape != (shard.manifest["count"],) or fortran or dtype != npy_dtype(f):
+                        raise ShardError(f"{path}: {f.name}.npy is {dtype} of shape {shape}, expected {npy_dtype(f)} of "
+                                         f"({shard.manifest['count']},)")
+                    while data := entry.read(_BLOCK):
+                        writer.append(f, b"", data)
+    except (zipfile.BadZipFile, KeyError, EOFError, ValueError) as error:
+        if isinstance(error, ShardError):
+            raise
+        raise ShardError(f"{path}: not a vectors.npz as mxsim writes it ({error}); generate shard {shard.index}/"
+                         f"{shard.count} again") from None

@@ -15,8 +15,10 @@ The vectors are those ``generate`` writes for the same seed, level and count (:m
 
 from __future__ import annotations
 
+import re
 from typing import BinaryIO
 
+from ...reading import shorten
 from ..compute import pipeline
 from ..kinds.fields import Field
 
@@ -24,6 +26,8 @@ __all__ = ["header", "parse_header", "lines", "write_stream", "CHUNK"]
 
 CHUNK = 256  # vectors computed and written at a time (any value gives the same lines)
 _MARK = "# mxsim golden stream"
+_MAX_BITS_DIGITS = 9  # a field of up to 999,999,999 bits: far beyond any suite's, and never a huge int()
+_COLUMN = re.compile(rf"(?P<name>[^\s:,=]+):(?P<bits>[0-9]{{1,{_MAX_BITS_DIGITS}}})(?P<signed>s?)")
 
 
 def _fields_text(fields: list[Field]) -> str:
@@ -39,7 +43,9 @@ def header(suite, seed: int, level: int, plan: pipeline.Plan) -> str:
 
 def parse_header(line: str) -> dict | None:
     """The ``key=value`` entries of a header line (``inputs``/``outputs``: lists of (name, bits,
-    signed)); None for another comment."""
+    signed)); None for another comment. ValueError naming the entry and item for an ``inputs`` or
+    ``outputs`` item that is not ``name:bits`` (bits: a decimal number, ``s`` after it for a
+    signed field)."""
     if not line.startswith(_MARK):
         return None
     entries = dict(token.split("=", 1) for token in line[len(_MARK):].split() if "=" in token)
@@ -47,8 +53,14 @@ def parse_header(line: str) -> dict | None:
         if key in entries:
             columns = []
             for item in entries[key].split(","):
-                name, _, bits = item.partition(":")
-                columns.append((name, int(bits.rstrip("s") or 0), bits.endswith("s")))
+                match = _COLUMN.fullmatch(item)
+                if match is None:
+                    raise ValueError(
+                        f"the stream header's {key}= item {shorten(repr(item), 60)} is not allowed; expected "
+                        f"name:bits (bits a decimal number of at most {_MAX_BITS_DIGITS} digits, then 's' for a "
+                        "signed field), as in inputs=code:4 outputs=value:32,flags:64"
+                    )
+                columns.append((match["name"], int(match["bits"]), bool(match["signed"])))
             entries[key] = columns
     if "kind" in entries and "suite" in entries:
         entries["suite"] = f"{entries['kind']}/{entries['suite']}"

@@ -7,7 +7,8 @@ line count that differs, CRLF line endings, a line that is not hex (file, line a
 the manifest records that can be recomputed and differs (``seed``, ``level``, the ``stimulus`` and
 the ``count`` it makes, a shard's place, the ``coverage`` counted from ``flags.hex``), a line whose
 inputs or origin are not the vector the seed draws for it (lines reordered, cut or edited), and
-every vector whose recomputed outputs or flags differ from the file's (the first per suite); and, against the index
+every vector whose recomputed outputs or flags differ from the file's (the first per suite; a shard
+beside its merged suite is compared with it line for line instead, :mod:`.merged_shards`); and, against the index
 at the root (found in the directory or up to three levels above), every indexed suite that is
 missing, unfinished or whose manifest changed, and every suite the index does not list.
 
@@ -30,7 +31,6 @@ and the coverage in full.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import os
@@ -47,8 +47,10 @@ from ..compute import limits
 from ..compute import pipeline
 from ..coverage.catalogue import CLASSES, ORIGIN_MASK, class_names, flag_bits
 from ..compute.crosscheck import CrossCheck, ReferenceDisagreement
-from .columns import RecordError, RecordReader, field_values, sha256_file
-from .files import INDEX, MANIFEST, MANIFEST_KEYS, NPZ, _is_temporary, _read_index, _read_json, _sha256
+from .columns import NotRegularFile, RecordError, RecordReader, field_values, open_regular
+from .merged_shards import compare_with_merged, merged_suite
+from .suite_files import check_files
+from .files import INDEX, MANIFEST, MANIFEST_KEYS, MAX_JSON_BYTES, NPZ, _is_temporary, _read_index, _read_json, _sha256
 from .files import shard_lines as files_shard_lines
 from ..kinds.registry import suite_from_spec
 
@@ -63,7 +65,9 @@ class VerifyReport:
     recomputed (all of them unless ``sample``), ``reference`` of them by the reference model (every
     catalogue line and the seeded sample where a fast path computed the rest; all of them with
     ``reference_only``, ``sample`` or a kind without a fast path), and every problem (the first
-    mismatching line of each suite, with its field and both values)."""
+    mismatching line of each suite, with its field and both values). ``shards``: shards of merged
+    suites verified here too, compared line for line with them (:mod:`.merged_shards`; their
+    ``shard_lines`` counted in neither ``suites``, ``lines`` nor ``vectors``)."""
 
     suites: int = 0
     vectors: int = 0
@@ -72,6 +76,8 @@ class VerifyReport:
     sample_seed: int = 0
     problems: list[str] = field(default_factory=list)
     reference: int = 0
+    shards: int = 0
+    shard_lines: int = 0
 
     @property
     def ok(self) -> bool:
@@ -86,6 +92,9 @@ class VerifyReport:
         if self.sample is not None:
             text += (f" of {self.lines} (every directed vector and {self.sample} sampled per suite, sample seed "
                      f"{self.sample_seed}; every line's hash and format checked)")
+        if self.shards:
+            text += (f"; {self.shards} shard(s) of merged suites ({self.shard_lines} lines) compared line for line "
+                     "with their merged suite")
         return text
 
 
@@ -100,24 +109,36 @@ def verify(path, progress: bool = False, sample: int | None = None, sample_seed:
         raise ValueError(f"sample={sample!r} is not allowed; expected a non-negative integer")
     path = Path(path)
     report = VerifyReport(sample=sample, sample_seed=sample_seed)
-    if not path.is_dir():
-        report.problems.append(f"{path}: {'not a directory' if path.exists() else 'no such directory'}")
-        return report
+    if not path.is_dir():  # a usage error, not a suite that fails (exit 2, not 1)
+        raise ValueError(f"{path}: {'not a directory' if path.exists() else 'no such directory'} (verify takes the "
+                         "directory of a suite, or a root of suites with its index.json)")
     manifests = sorted(path.rglob(MANIFEST))
     _check_tree(path, report)
     _check_index(path, manifests, report)
     if not manifests:
         report.problems.append(f"{path}: no {MANIFEST} found")
     parts, jobs = [], []  # per suite: its report and its jobs (cluster only)
+    verified = {manifest.parent for manifest in manifests}
     for number, manifest_path in enumerate(manifests, 1):
-        report.suites += 1
         directory = manifest_path.parent
+        whole = merged_suite(directory)  # a shard beside its merged suite (verified here too): compared with it
+        whole = whole if whole in verified else None
         part = VerifyReport(sample=sample, sample_seed=sample_seed)
         try:
             prepared = _prepare_suite(directory, part)
         except Exception as error:  # noqa: BLE001 - report it and go on with the other suites
             part.problems.append(_not_checked(directory, error))
             prepared = None
+        if whole is not None:
+            report.shards += 1
+            part.shard_lines, part.lines = part.lines, 0
+            if prepared is not None:
+                suite, count, _, located = prepared
+                problem = compare_with_merged(directory, whole, suite.fields, located[3], count)
+                part.problems += [problem] if problem else []
+            parts.append((part, []))
+            continue
+        report.suites += 1
         if prepared is None:
             parts.append((part, []))
         elif cluster is None:
@@ -138,6 +159,7 @@ def verify(path, progress: bool = False, sample: int | None = None, sample_seed:
         report.vectors += part.vectors
         report.reference += part.reference
         report.lines += part.lines
+        report.shard_lines += part.shard_lines
         report.problems += part.problems
     return report
 
@@ -185,6 +207,8 @@ def _find_index(path: Path):
     for candidate in [here, *list(here.parents)[:3]]:
         file = candidate / INDEX
         if not file.is_file():
+            if candidate == here and os.path.lexists(file):  # there, but a FIFO, a device, a broken link
+                return candidate, None, f"{path / INDEX}: {_not_regular(file)}"
             continue
         try:
             return candidate, _read_index(file), None
@@ -192,6 +216,17 @@ def _find_index(path: Path):
             if candidate == here:
                 return candidate, None, f"{path / INDEX}: {error}"
     return None, None, None
+
+
+def _not_regular(path: Path) -> str:
+    """What ``path`` is, when it is there but not a regular file (:func:`.columns.open_regular`)."""
+    try:
+        open_regular(path).close()
+    except OSError as error:
+        if isinstance(error, NotRegularFile):
+            return error.strerror
+        return f"unreadable ({error.strerror}; a symlink to nothing?)"
+    return "changed while it was read"
 
 
 def _check_index(path: Path, manifests: list[Path], report: VerifyReport) -> None:
@@ -225,7 +260,8 @@ def _check_index(path: Path, manifests: list[Path], report: VerifyReport) -> Non
             report.problems.append(f"{shown(key)}: missing (listed in {INDEX})")
         else:
             try:
-                data = manifest.read_bytes()
+                with open_regular(manifest) as file:
+                    data = file.read(MAX_JSON_BYTES + 1)
             except OSError as error:
                 report.problems.append(f"{manifest}: unreadable ({error.strerror})")
                 continue
@@ -285,82 +321,11 @@ def _load_suite(directory: Path, report: VerifyReport):
         return None
 
 
-def _scan(path: Path, limit: int) -> tuple[str, str, bool, int] | None:
-    """(SHA-256, SHA-256 with CRLF made LF, whether there is a CRLF, lines) of a file, a block at a
-    time; None if it holds more than ``limit`` bytes (read no further: a device never ends)."""
-    digest, as_lf = hashlib.sha256(), hashlib.sha256()
-    crlf, lines, last, carry, size = False, 0, b"", b"", 0
-    with open(path, "rb") as file:
-        while data := file.read(min(1 << 20, limit + 1 - size)):
-            size += len(data)
-            if size > limit:
-                return None
-            digest.update(data)
-            lines += data.count(b"\n")
-            last = data[-1:]
-            block, carry = carry + data, b""
-            if block.endswith(b"\r"):
-                block, carry = block[:-1], b"\r"
-            if b"\r\n" in block:
-                crlf, block = True, block.replace(b"\r\n", b"\n")
-            as_lf.update(block)
-    as_lf.update(carry)
-    return digest.hexdigest(), as_lf.hexdigest(), crlf, lines + (last not in (b"", b"\n"))
-
-
-def _check_files(directory: Path, manifest: dict, suite, report: VerifyReport) -> bool:
-    """Every file against the manifest (listed, present, SHA-256, CRLF, line count); whether the
-    vectors can be read."""
-    listed, ours = manifest["files"], {f.file for f in suite.fields}
-    manifest_path = directory / MANIFEST
-    for name in sorted(set(listed) - ours - {NPZ}):
-        report.problems.append(f"{manifest_path}: lists {name}, which a {suite.kind} suite does not have")
-    for name in sorted(os.listdir(directory)):
-        if name not in listed and (name.endswith(".hex") or name == NPZ) and (directory / name).is_file():
-            report.problems.append(f"{directory / name}: not listed in the manifest")
-    if NPZ in listed:
-        try:
-            if sha256_file(directory / NPZ) != listed[NPZ]:
-                report.problems.append(f"{directory}/{NPZ}: SHA-256 differs from the manifest (edited or truncated)")
-        except OSError as error:
-            report.problems.append(f"{directory}/{NPZ}: missing ({error.strerror})")
-    count, readable = manifest["count"], True
-    for f in suite.fields:
-        file = directory / f.file
-        try:
-            size = file.stat().st_size
-            if size > limits.MAX_SUITE_BYTES:
-                report.problems.append(f"{file}: {size} bytes, more than a suite may have ({limits.MAX_SUITE_BYTES})")
-                return False
-            scanned = _scan(file, 2 * count * (f.hex_digits + 1) + 2)  # CRLF endings: at most a byte more a line
-        except OSError as error:
-            report.problems.append(f"{file}: missing ({error.strerror})")
-            return False
-        if scanned is None:
-            report.problems.append(f"{file}: more than twice the {count * (f.hex_digits + 1)} bytes of the manifest's "
-                                   f"{count} lines (not read further)")
-            return False
-        digest, as_lf, crlf, lines = scanned
-        if crlf:
-            matches = "matches the manifest" if as_lf == listed.get(f.file) else "still differs from the manifest"
-            report.problems.append(
-                f"{file}: CRLF line endings (\\r\\n; e.g. from git core.autocrlf or a Windows editor): the files use "
-                f"LF only; with LF endings it {matches}"
-            )
-            readable = False
-        elif digest != listed.get(f.file):
-            report.problems.append(f"{file}: SHA-256 differs from the manifest (edited or truncated)")
-        if lines != count:
-            report.problems.append(f"{file}: {lines} lines, manifest says {count}")
-            return False
-    return readable
-
-
 def _prepare_suite(directory: Path, part: VerifyReport):
     """Load a suite and check its files (problems into ``part``); (suite, lines, sampled lines or
     None, what :func:`_located` found) when its vectors can be recomputed, else None."""
     loaded = _load_suite(directory, part)
-    if loaded is None or not _check_files(directory, *loaded, part):
+    if loaded is None or not check_files(directory, *loaded, part.problems):
         return None
     manifest, suite = loaded
     located = _check_recorded(directory, manifest, suite, part)
@@ -444,7 +409,7 @@ def flags_coverage(path: Path, flags_field, count: int) -> dict[str, int]:
     counts = np.zeros(len(CLASSES), dtype=np.int64)
     bits = np.arange(len(CLASSES), dtype=np.uint64)
     size = limits.chunk_vectors(flags_field.hex_digits + 1, pipeline.CHUNK)
-    with open(path, "rb") as file:
+    with open_regular(path) as file:
         reader = RecordReader(file, [flags_field], str(path))
         for start in range(0, count, size):
             flags = field_values(reader.read(min(size, count - start))[:, :flags_field.hex_digits], flags_field)
@@ -478,9 +443,10 @@ def recompute(directory, first: int, last: int, picked=None, label: str | None =
         drawn = _Stimulus(suite, *located, first, last, everything=picked is None)
         seed, _, plan, offset = located
         check = None if picked is not None else (CrossCheck(suite, seed, plan, fast=not reference_only), offset)
-        files = {f.name: open(where / f.file, "rb") for f in suite.fields}
+        files = {}
         try:
             for f in suite.fields:
+                files[f.name] = open_regular(where / f.file)
                 files[f.name].seek(first * (f.hex_digits + 1))
             readers = {f.name: RecordReader(files[f.name], [f], str(directory / f.file), first_line=first + 1)
                        for f in suite.fields}
