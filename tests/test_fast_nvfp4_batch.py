@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from mxsim.fast import block as fast_block
+from mxsim.fast import nvfp4 as fast_nvfp4
 from mxsim.fast.block import quantize_blocks
 from mxsim.formats import get_format
 from mxsim.golden.kinds.registry import suite_from_spec
@@ -155,7 +156,7 @@ def test_tensor_scales_at_once_equal_the_reference_one_by_one(settings):
     amax = _amax_values()
     if options.nvfp4_arith == "fp32_reciprocal":
         amax = amax[::40]  # the reference's own routine, tensor by tensor: a sample is enough
-    got = fast_block.nvfp4_tensor_scales(amax, options)
+    got = fast_nvfp4.nvfp4_tensor_scales(amax, options)
     assert got.dtype == np.float32
     expected = [nvfp4_tensor_scale(Fraction(float(a)), options) for a in amax.tolist()]
     assert [Fraction(float(v)) for v in got.tolist()] == expected
@@ -164,4 +165,4 @@ def test_tensor_scales_at_once_equal_the_reference_one_by_one(settings):
 def test_tensor_scales_refuse_a_maximum_that_is_not_finite_and_nonnegative():
     for bad in (np.nan, np.inf, -1.0):
         with pytest.raises(ValueError, match="amax holds a value that is not finite and >= 0"):
-            fast_block.nvfp4_tensor_scales(np.array([1.0, bad], dtype=np.float32), QuantizeOptions())
+            fast_nvfp4.nvfp4_tensor_scales(np.array([1.0, bad], dtype=np.float32), QuantizeOptions())

@@ -116,3 +116,26 @@ def test_wide_significands_travel_as_python_integers():
     record = OutputRoundings.from_rows([(True, False, 1 << 70, -70, None, 0x3F800000)])
     assert record.magnitude.dtype == object and record.low.tolist() == [NO_LOW]
     assert _classes([(True, False, 1 << 70, -70, None, 0x3F800000)], FP32) == [{"exact"}]
+
+
+def test_block_dot_rows_and_their_classes_per_vector():
+    """The reference's block Dots become record rows (a finite dyadic value with the lowest bit of
+    its register times the E8M0 scales; a zero or non-finite one an unclassed row), and each
+    vector gets the OR of its own rows' classes; a value that is not dyadic is refused."""
+    from types import SimpleNamespace
+
+    from mxsim.formats import get_format
+    from mxsim.golden.coverage.rounding_record import block_dot_rows, with_rounding_classes
+
+    fmt = get_format("mxfp8_e4m3")
+    a = b = SimpleNamespace(scale=127)  # 2^0 each
+    tie = SimpleNamespace(exact=Exact(0, Fraction((1 << 24) + 1, 1 << 24)), lsb_exponent=-24, code=0x3F800000)
+    zero = SimpleNamespace(exact=Exact(1), lsb_exponent=-24, code=0x80000000)
+    rows = block_dot_rows([(a, b, tie), (a, b, zero)], fmt, fmt, False)
+    assert rows == [(True, False, (1 << 24) + 1, -24, -24, 0x3F800000), (False, False, 0, 0, None, 0x80000000)]
+    vectors = [({"v": 1}, {"zero"}, rows[1:]), ({"v": 2}, {"max"}, rows), ({"v": 3}, set(), [])]
+    assert with_rounding_classes(vectors, FP32) == [
+        ({"v": 1}, {"zero"}), ({"v": 2}, {"max", "tie", "truncate"}), ({"v": 3}, set())]
+    third = SimpleNamespace(exact=Exact(0, Fraction(1, 3)), lsb_exponent=-24, code=0x3EAAAAAB)
+    with pytest.raises(ValueError, match="is not dyadic"):
+        block_dot_rows([(a, b, third)], fmt, fmt, False)

@@ -26,11 +26,12 @@ import numpy as np
 
 from ...ref.output import output_format, storage_format
 from ..values import decode
-from .accumulator import dyadic_overflows
+from .accumulator import block_low, dyadic_overflows
+from .catalogue import class_names
 from .output_rounding import NO_LOW, dyadic_rounding_flags
 from .rounding import decision_flags
 
-__all__ = ["NO_LOW", "OutputRoundings"]
+__all__ = ["NO_LOW", "OutputRoundings", "block_dot_rows", "with_rounding_classes"]
 
 _SAFE_EXPONENT = 1000  # |exponents| below this keep every binary64 quantity of the rule normal and exact
 _EXACT_BITS = 53  # significands binary64 holds exactly
@@ -96,6 +97,40 @@ class OutputRoundings:
             flags[i] = _integer_flags(int(self.magnitude[i]), int(self.exponent[i]), bool(self.negative[i]),
                                       int(self.low[i]), int(self.code[i]), accumulator)
         return flags
+
+
+def block_dot_rows(dots, fmt_a, fmt_b, tensor_scales: bool) -> list[tuple]:
+    """The :meth:`OutputRoundings.from_rows` rows of the reference's separate block Dots ``dots``
+    ((a, b, r): the blocks and their :class:`mxsim.ref.dot.BlockDot`): the exact value n * 2^x
+    before rounding, the datapath's lowest bit (:func:`.accumulator.block_low`) and the output
+    code. ValueError for a value that is not dyadic (none is: every scale is a power of two or an
+    fp32 value)."""
+    rows = []
+    for a, b, r in dots:
+        exact = r.exact
+        if not exact.is_finite or not exact.magnitude:
+            rows.append((False, False, 0, 0, None, r.code))
+            continue
+        denominator = exact.magnitude.denominator
+        if denominator & (denominator - 1):
+            raise ValueError(f"a block Dot's exact value {exact.magnitude} is not dyadic; expected n * 2^x")
+        low = block_low(r.lsb_exponent, a.scale, b.scale, fmt_a, fmt_b, tensor_scales)
+        rows.append((True, bool(exact.sign), exact.magnitude.numerator, 1 - denominator.bit_length(), low, r.code))
+    return rows
+
+
+def with_rounding_classes(vectors, accumulator) -> list[tuple[dict, set]]:
+    """(outputs, classes) of vectors given as (outputs, classes but the roundings', their record
+    rows): every row of every vector classed at once, each vector's classes ORed in."""
+    rows = [row for _, _, roundings in vectors for row in roundings]
+    words = iter(OutputRoundings.from_rows(rows).flags(accumulator).tolist())
+    results = []
+    for out, classes, roundings in vectors:
+        word = 0
+        for _ in roundings:
+            word |= next(words)
+        results.append((out, classes | set(class_names(word)) if word else classes))
+    return results
 
 
 def _fits_binary64(magnitude: np.ndarray, exponent: np.ndarray, low: np.ndarray, out) -> np.ndarray:

@@ -22,9 +22,8 @@ from ...ref.encode import encode
 from ...ref.exact import Exact
 from ...ref.fused import fused_result, fused_step_details
 from ...ref.output import storage_format
-from ..coverage.accumulator import block_low, block_lows, block_rounding_classes, c_classes, element_classes, fused_classes
-from ..coverage.catalogue import class_names
-from ..coverage.rounding_record import OutputRoundings
+from ..coverage.accumulator import block_lows, c_classes, element_classes, fused_classes
+from ..coverage.rounding_record import OutputRoundings, block_dot_rows, with_rounding_classes
 from ..stimulus import accumulator as accumulator_input
 from ..stimulus import dot as dot_stimulus
 from ..stimulus import mutation as mutation_stimulus
@@ -536,26 +535,11 @@ class DotSuite(DotReports, Suite):
         return self.compute_many([inputs])[0]
 
     def compute_many(self, rows: list[dict]) -> list[tuple[dict, set]]:
-        """``compute`` of every vector of ``rows``: the reference vector by vector
-        (:meth:`_reference_vector`), then the output-rounding classes of every separate block Dot
-        at once, from the record the reference's values fill
-        (:class:`..coverage.rounding_record.OutputRoundings`, the record the fast path fills too)."""
+        """``compute`` of every vector of ``rows``: the reference vector by vector, then the output
+        roundings' classes of all at once (the record the fast path fills too, :mod:`..coverage.rounding_record`)."""
         if self.fused:
             return [self._fused_vector(inputs) for inputs in rows]
-        done, record = [], []
-        for inputs in rows:
-            out, classes, roundings = self._reference_vector(inputs)
-            done.append((out, classes, len(roundings)))
-            record += roundings
-        words = OutputRoundings.from_rows(record).flags(self.acc).tolist()
-        results, at = [], 0
-        for out, classes, count in done:
-            word = 0
-            for w in words[at : at + count]:
-                word |= w
-            at += count
-            results.append((out, classes | set(class_names(word)) if word else classes))
-        return results
+        return with_rounding_classes([self._reference_vector(inputs) for inputs in rows], self.acc)
 
     def _fused_vector(self, inputs: dict):
         (a, b), _ = self._blocks(inputs)
@@ -568,39 +552,13 @@ class DotSuite(DotReports, Suite):
         r = ref_dot.dot(a, b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb)
         out = {"acc": r.accumulator, "lsb": r.lsb_exponent, "anchor": r.anchor, "result": r.code}
         classes = self._classes(a, b, r)
-        roundings = self.rounding_rows(classes, [(a, b, r)], ta is not None or tb is not None)
+        roundings = block_dot_rows([(a, b, r)], self.fa, self.fb, ta is not None or tb is not None)
         if self.has_c:
             c = float_value(inputs["c"], self.c_format)
             with_c = ref_dot.dot(a, b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb, c=c)
             out["result"] = with_c.code
             classes |= c_classes(c, r.exact)
         return out, classes, roundings
-
-    def rounding_rows(self, classes: set, dots, tensor_scales: bool) -> list[tuple]:
-        """The :meth:`OutputRoundings.from_rows` rows of separate block Dots ``dots`` ((a, b, r):
-        blocks and the reference's :class:`~mxsim.ref.dot.BlockDot`): the exact value n * 2^x
-        before rounding, the datapath's lowest bit (:func:`..coverage.accumulator.block_low`) and
-        the output code. A value that is not dyadic (none is: every scale is a power of two or
-        an fp32 value) is classed here one by one instead, into ``classes``."""
-        rows = []
-        for a, b, r in dots:
-            exact = r.exact
-            if not exact.is_finite or not exact.magnitude:
-                rows.append((False, False, 0, 0, None, r.code))
-                continue
-            denominator = exact.magnitude.denominator
-            if denominator & (denominator - 1):
-                classes |= self.block_output_classes(a, b, r, tensor_scales)
-                continue
-            low = block_low(r.lsb_exponent, a.scale, b.scale, self.fa, self.fb, tensor_scales)
-            rows.append((True, bool(exact.sign), exact.magnitude.numerator, 1 - denominator.bit_length(), low, r.code))
-        return rows
-
-    def block_output_classes(self, a, b, r, tensor_scales: bool) -> set:
-        """The decision classes of one separate block Dot's output rounding ``r`` (a
-        :class:`BlockDot` of blocks ``a`` and ``b``; :mod:`..coverage.output_rounding`), alone."""
-        low = block_low(r.lsb_exponent, a.scale, b.scale, self.fa, self.fb, tensor_scales)
-        return block_rounding_classes(r.exact, r.code, low, self.acc)
 
     def _fused(self, blocks_a, blocks_b, c: Exact):
         """Outputs and classes of a fused vector (the reference's steps; no tensor scales)."""

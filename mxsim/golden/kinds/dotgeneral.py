@@ -14,6 +14,7 @@ from ...ref import dot as ref_dot
 from ...ref.exact import Exact
 from ...ref.output import storage_format
 from ..coverage.accumulator import c_classes
+from ..coverage.rounding_record import block_dot_rows
 from .batch import FloatBits, bit, code_table, pack_items
 from .dot import DotSuite, merged_block_dots, rounding_flags
 from .fields import Field, c_field
@@ -123,7 +124,7 @@ class DotGeneralSuite(DotSuite):
             classes.add("subnormal_output")
         if len({b.value.sign for b in g.blocks if b.value.is_finite and not b.value.is_zero}) == 2:
             classes.add("mixed_signs")
-        roundings = self.rounding_rows(classes, zip(blocks_a, blocks_b, g.blocks), ta is not None or tb is not None)
+        roundings = block_dot_rows(zip(blocks_a, blocks_b, g.blocks), self.fa, self.fb, ta is not None or tb is not None)
         for side, fmt, blocks in (("a", self.fa, blocks_a), ("b", self.fb, blocks_b)):
             if any(not code_sets(fmt.element)["inf"].isdisjoint(block.codes) for block in blocks):
                 classes.add(f"inf_{side}")  # element Inf per operand (contract 3.3 (5))

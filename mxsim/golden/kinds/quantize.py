@@ -12,7 +12,8 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from ...fast.block import nvfp4_tensor_scales, quantize_blocks
+from ...fast.block import quantize_blocks
+from ...fast.nvfp4 import nvfp4_tensor_scales
 from ...options import QuantizeOptions
 from ...ref.block import element_divisor, nvfp4_tensor_scale, quantize_block, to_fp32
 from ...ref.refusals import NoMXEncoding
