@@ -29,6 +29,10 @@ Prints, in one run:
   suite (hopper_fp8_wgmma, blackwell_mxf8f6f4, blackwell_mxf4nvf4, mxdotp_fp8) beside the aligned
   dot suite above, in turn, ``--fused-repeat`` times: median CPU seconds and the ratio of vectors
   per CPU second to the aligned suite's;
+* ``--kinds N`` (default 200,000; 0 skips): ``golden generate --count N`` of the aligned dot suite,
+  MXFP8 quantize, NVFP4 quantize and NVFP4 quantize ``--reference-only`` (:data:`KIND_SUITES`), in
+  turn, ``--fused-repeat`` times, each a fresh process: median CPU seconds and vectors per CPU
+  second (issue 33's targets: 40,000, 50,000, 20,000 and NVFP4 never slower than --reference-only);
 * ``--main-job`` (default on; ``--no-main-job`` skips): the main job, ``golden generate DIR`` of the
   canonical suite then ``golden verify DIR``, each in a fresh child process: CPU and wall seconds
   of each and their sum (printed after ``--fused``, in the same run), counted from after the
@@ -45,7 +49,7 @@ Prints, in one run:
 
     python benchmarks/bench_golden.py [--vectors 400] [--repeat 5] [--million 1000000] [--chunk 65536]
                                       [--pipeline 1000000] [--verify-count 20000] [--workdir /tmp/bench_golden]
-                                      [--presets 2000] [--preset-only] [--fused 20000] [--fused-repeat 3]
+                                      [--presets 2000] [--preset-only] [--fused 20000] [--fused-repeat 3] [--kinds 200000]
                                       [--explain 100000] [--only-fused] [--no-main-job]
 
 Run it with PYTHONPATH pointing at an older checkout to measure that version's reference (the
@@ -101,6 +105,13 @@ FUSED_SUITES = {
     "blackwell_mxf4nvf4": ("dotgeneral", {"block_a": "nvfp4", "preset": "blackwell_mxf4nvf4", "n_blocks": 4}),
     "mxdotp_fp8": ("dot", {"block_a": "mxfp8_e4m3", "preset": "mxdotp_fp8", "steps": True}),
 }
+# the suites of --kinds: (label, kind, params, extra generate arguments)
+KIND_SUITES = [
+    ("aligned dot", "dot", {"block_a": "mxfp8_e4m3", "accumulator": {"mode": "aligned", "frac_bits": 13, "width": 24}}, []),
+    ("quantize mxfp8_e4m3", "quantize", {"block": "mxfp8_e4m3"}, []),
+    ("quantize nvfp4", "quantize", {"block": "nvfp4"}, []),
+    ("quantize nvfp4 --reference-only", "quantize", {"block": "nvfp4"}, ["--reference-only"]),
+]
 EXPLAIN_PLANT = {"output_rounding": "rne"}  # the device's one planted option (the preset rounds toward zero)
 
 SUITES = {
@@ -225,11 +236,13 @@ def main() -> None:
     parser.add_argument("--fused", type=int, default=20_000,
                         help="vectors of the fused preset suites generated beside the aligned dot suite (0: skip)")
     parser.add_argument("--fused-repeat", type=int, default=3, help="runs of each fused/aligned generation (median)")
+    parser.add_argument("--kinds", type=int, default=200_000,
+                        help="vectors of the dot / quantize / NVFP4 suites generated side by side (0: skip)")
     parser.add_argument("--explain", type=int, default=100_000,
                         help="vectors of the blackwell_mxf8f6f4 suite checked with --explain against a planted "
                              "device (0: skip)")
     parser.add_argument("--only-fused", action="store_true",
-                        help="run the --fused, main job and --explain parts only")
+                        help="run the --fused, --kinds, main job and --explain parts only")
     parser.add_argument("--no-main-job", dest="main_job", action="store_false",
                         help="skip the main job (generate + verify of the canonical suite)")
     parser.add_argument("--collection", help="run the main job on the suites this JSON file lists ([kind, params] "
@@ -251,6 +264,8 @@ def main() -> None:
         preset_runs(args.presets, args.repeat, Path(args.workdir))
     if args.fused:
         fused_runs(args.fused, args.fused_repeat, Path(args.workdir))
+    if args.kinds:
+        kind_runs(args.kinds, args.fused_repeat, Path(args.workdir))
     if args.main_job:
         main_job(Path(args.workdir), args.collection)
     if args.explain:
@@ -398,6 +413,24 @@ def fused_runs(count: int, repeat: int, workdir: Path) -> None:
         label = f"{name}: {kind}/{suite_from_spec(kind, **params).name}"
         rate = count / median
         print(f"{label:70} {median:7.2f} s CPU {rate:>9,.0f} vectors/CPU s  {rate / aligned:5.2f}x aligned")
+
+
+def kind_runs(count: int, repeat: int, workdir: Path) -> None:
+    """``golden generate --count N`` of each of :data:`KIND_SUITES`, in turn, ``repeat`` times (a
+    fresh process each): median CPU seconds and vectors per CPU second."""
+    cpu: dict[str, list[float]] = {label: [] for label, *_ in KIND_SUITES}
+    shutil.rmtree(workdir, ignore_errors=True)
+    try:
+        for _ in range(repeat):
+            for label, kind, params, extra in KIND_SUITES:
+                cpu[label].append(run_cli(_generate_argv(workdir / "kinds", kind, params, count) + extra)["cpu"])
+                shutil.rmtree(workdir / "kinds", ignore_errors=True)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(f"\ngenerate --count {count:,} side by side, each a fresh process, median of {repeat} runs (CPU seconds)")
+    for label, *_ in KIND_SUITES:
+        median = statistics.median(cpu[label])
+        print(f"{label:40} {median:7.2f} s CPU {count / median:>9,.0f} vectors/CPU s")
 
 
 def main_job(workdir: Path, collection: str | None = None) -> None:

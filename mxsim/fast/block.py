@@ -36,7 +36,6 @@ from ..ref.block import (
     nan_block_element_code,
     nan_block_scale,
     nan_element_code,
-    quantize_block,
 )
 from ..ref.scale import (
     E8M0_MAX,
@@ -54,6 +53,7 @@ from .chunks import BLOCK_CHUNK, map_chunks
 from .decode import scale_table, value_table
 from .encode import _Binary, _IntKernel, encode, fp32_rne_table, fp32_table_index
 from .fp32_steps import fp32_log2_ceil, fp32_log2_elements, fp32_log2_floor
+from .nvfp4 import nvfp4_by_reference, tensor_scales
 
 __all__ = ["quantize_blocks", "dequantize_blocks", "dequantize_blocks_float32", "floor_log2"]
 
@@ -435,7 +435,10 @@ def quantize_blocks(
 
     ``source``: the type the values came from (mxsim.ref.sources; default fp32 for float32
     blocks, fp64 for float64). ``scales``: caller-supplied scale bytes, n_blocks of them in C
-    order, any shape (see :func:`given_exponents`; E8M0-scaled formats only)."""
+    order, any shape (see :func:`given_exponents`; E8M0-scaled formats only). ``tensor_scale``
+    (NVFP4's s_t, docs/numerics.md section 2.2): None (1), one value for every block, or a
+    (n_blocks,) array of one per block (blocks of different tensors quantized in one call; each
+    block's outputs equal a call with its own scalar s_t); see :func:`.nvfp4.tensor_scales`."""
     source = source or ("fp32" if blocks.dtype == np.float32 else "fp64")
     check_source_options(source, options)
     if fmt.scale.name == "ue4m3":
@@ -497,9 +500,12 @@ def _fp32_exact(x: np.ndarray) -> bool:
 
 
 def _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits, source: str):
-    s_t = 1.0 if tensor_scale is None else float(tensor_scale)
+    """NVFP4 blocks, each divided by its own tensor scale (:func:`.nvfp4.tensor_scales`; every step below
+    is elementwise, so a block's result does not depend on the other blocks of the call)."""
+    given = tensor_scales(fmt, tensor_scale, len(blocks))
     if options.rounding == "stochastic" or not _fp32_exact(blocks):
-        return _nvfp4_by_reference(blocks, fmt, options, tensor_scale, rand_bits, source)
+        return nvfp4_by_reference(blocks, fmt, options, given, rand_bits, source)
+    s_t = np.ones(len(blocks)) if given is None else given
     if options.nvfp4_arith == "fp32_reciprocal":
         return _quantize_nvfp4_reciprocal(blocks, fmt, options, s_t, rand_bits)
     x, magnitude, nan_blocks, _ = _read(blocks, options, source)
@@ -513,8 +519,8 @@ def _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits, source: str):
     scale_codes = encode(np.clip(wanted, lowest, float(fmt.scale.max_normal)), fmt.scale)
     scale = value_table(fmt.scale)[scale_codes]
     if options.nvfp4_arith == "fp32_steps":
-        with np.errstate(over="ignore"):
-            inverse = np.float64(np.float32(1 / s_t))
+        with np.errstate(over="ignore", divide="ignore"):
+            inverse = (1 / s_t).astype(np.float32).astype(np.float64)
             factor = (inverse / scale).astype(np.float32).astype(np.float64)
         with np.errstate(over="ignore", invalid="ignore"):
             scaled = (x * factor[:, None]).astype(np.float32).astype(np.float64)
@@ -541,15 +547,16 @@ def _plus_zeros(codes: np.ndarray, element, options: QuantizeOptions) -> np.ndar
     return codes
 
 
-def _quantize_nvfp4_reciprocal(blocks, fmt, options, global_scale: float, rand_bits):
+def _quantize_nvfp4_reciprocal(blocks, fmt, options, global_scale: np.ndarray, rand_bits):
     """nvfp4_arith='fp32_reciprocal' (compressed-tensors 0.20, contract 6.2) in numpy float32
     (IEEE, nearest-even at every step), as :func:`mxsim.ref.block._quantize_nvfp4_reciprocal`, on the
-    inputs as ``subnormal_inputs`` reads them ('as_normal' refuses fp32 subnormals, as the reference)."""
+    inputs as ``subnormal_inputs`` reads them ('as_normal' refuses fp32 subnormals, as the reference);
+    ``global_scale``: one per block, (n_blocks,)."""
     _check_fp32_inputs(blocks, options)
     x = _read_subnormals(blocks.astype(np.float64), options.subnormal_inputs).astype(np.float32)
     if not np.isfinite(x).all():
         raise reciprocal_special_error()
-    gs = np.float32(global_scale)
+    gs = np.asarray(global_scale).astype(np.float32)
     amax = np.abs(x).max(axis=1, initial=np.float32(0))
     with np.errstate(over="ignore"):
         product = gs * (amax / np.float32(6))
@@ -560,25 +567,6 @@ def _quantize_nvfp4_reciprocal(blocks, fmt, options, global_scale: float, rand_b
     with np.errstate(over="ignore"):
         scaled = (x / step[:, None]).astype(np.float64)
     return scale_codes, None, _nvfp4_element_codes(scaled, fmt, options, rand_bits)
-
-
-def _nvfp4_by_reference(blocks, fmt, options, tensor_scale, rand_bits, source: str):
-    s_t = None if tensor_scale is None else Fraction(tensor_scale)
-    rand = None if rand_bits is None else np.broadcast_to(rand_bits, blocks.shape)
-    results = [
-        quantize_block(
-            [float(v) for v in block],
-            fmt,
-            options,
-            tensor_scale=s_t,
-            rand_bits=None if rand is None else rand[i],
-            source=source,
-        )
-        for i, block in enumerate(blocks)
-    ]
-    scales = np.array([r.scale for r in results], dtype=np.uint8)
-    codes = np.array([r.codes for r in results], dtype=np.uint8).reshape(blocks.shape)
-    return scales, None, codes
 
 
 def dequantize_blocks(scales, subscales, codes, fmt, tensor_scale=None, scale_encoding: str = "e8m0") -> np.ndarray:

@@ -9,6 +9,8 @@ from fractions import Fraction
 from functools import lru_cache, reduce
 from operator import or_
 
+import numpy as np
+
 from ...ref import dot as ref_dot
 from ...ref.encode import encode
 from ...ref.exact import Exact, floor_log2_ratio
@@ -17,10 +19,10 @@ from ...ref.output import output_format, storage_format
 from ..values import code_sets, decode, is_subnormal_code
 from ...ref.fused import dyadic_equal
 from .catalogue import class_names
-from .output_rounding import dyadic_rounding_flags, output_rounding_classes
+from .output_rounding import NO_LOW, dyadic_rounding_flags, output_rounding_classes
 
 __all__ = [
-    "CANCELLATION_BITS", "c_classes", "cancels", "dyadic_overflows", "element_classes", "block_low",
+    "CANCELLATION_BITS", "c_classes", "cancels", "dyadic_overflows", "element_classes", "block_low", "block_lows",
     "block_rounding_classes", "fused_classes", "register_classes", "step_low", "step_rounding_classes",
 ]
 
@@ -172,6 +174,16 @@ def block_low(lsb_exponent: int, scale_a: int, scale_b: int, fmt_a, fmt_b, tenso
     if tensor_scales or fmt_a.scale.name != "e8m0" or fmt_b.scale.name != "e8m0" or 0xFF in (scale_a, scale_b):
         return None
     return lsb_exponent + scale_a + scale_b - 254
+
+
+def block_lows(lsb_exponent, scale_a, scale_b, fmt_a, fmt_b, tensor_scales: bool):
+    """:func:`block_low` of many block Dots (int64 arrays of one shape): :data:`.output_rounding.NO_LOW`
+    where it is None."""
+    lsb_exponent = np.asarray(lsb_exponent, dtype=np.int64)
+    if tensor_scales or fmt_a.scale.name != "e8m0" or fmt_b.scale.name != "e8m0":
+        return np.full(lsb_exponent.shape, NO_LOW, dtype=np.int64)
+    scale_a, scale_b = np.asarray(scale_a, dtype=np.int64), np.asarray(scale_b, dtype=np.int64)
+    return np.where((scale_a == 0xFF) | (scale_b == 0xFF), NO_LOW, lsb_exponent + scale_a + scale_b - 254)
 
 
 def block_rounding_classes(exact: Exact, code: int, low: int | None, accumulator) -> set:

@@ -19,9 +19,10 @@ from ...ref.exact import floor_log2
 from .catalogue import class_names
 from .rounding import decision_flags
 
-__all__ = ["output_rounding_classes", "dyadic_rounding_flags"]
+__all__ = ["NO_LOW", "output_rounding_classes", "dyadic_rounding_flags"]
 
 TWO = Fraction(2)
+NO_LOW = -(1 << 63)  # ``low`` of a rounding with no fixed lowest bit, in int64 arrays (None in the scalar routines)
 
 
 def output_rounding_classes(magnitude: Fraction, negative: bool, low: int | None, out, result: Fraction) -> set[str]:

@@ -22,14 +22,14 @@ from ...ref.encode import encode
 from ...ref.exact import Exact
 from ...ref.fused import fused_result, fused_step_details
 from ...ref.output import storage_format
-from ..coverage.accumulator import block_low, block_rounding_classes, c_classes, element_classes, fused_classes
+from ..coverage.accumulator import block_lows, c_classes, element_classes, fused_classes
+from ..coverage.rounding_record import OutputRoundings, block_dot_rows, with_rounding_classes
 from ..stimulus import accumulator as accumulator_input
 from ..stimulus import dot as dot_stimulus
 from ..stimulus import mutation as mutation_stimulus
 from .batch import (
     FloatBits, add_operand_classes, bit, code_table, compute_each, dyadic_differ, fast_dot_models, pack_items, unpack_items,
 )
-from ..coverage.catalogue import flag_bits as bit_word
 from .fields import Field, c_field
 from .dot_reports import DotReports
 from .format_spec import block_format, format_param
@@ -532,24 +532,33 @@ class DotSuite(DotReports, Suite):
         return joined
 
     def compute(self, inputs: dict):
-        (a, b), (ta, tb) = self._blocks(inputs)
+        return self.compute_many([inputs])[0]
+
+    def compute_many(self, rows: list[dict]) -> list[tuple[dict, set]]:
+        """``compute`` of every vector of ``rows``: the reference vector by vector, then the output
+        roundings' classes of all at once (the record the fast path fills too, :mod:`..coverage.rounding_record`)."""
         if self.fused:
-            return self._fused([a], [b], float_value(inputs["c"], self.c_format))
+            return [self._fused_vector(inputs) for inputs in rows]
+        return with_rounding_classes([self._reference_vector(inputs) for inputs in rows], self.acc)
+
+    def _fused_vector(self, inputs: dict):
+        (a, b), _ = self._blocks(inputs)
+        return self._fused([a], [b], float_value(inputs["c"], self.c_format))
+
+    def _reference_vector(self, inputs: dict):
+        """(outputs, the classes but the output rounding's, [the rounding's record row]) of one
+        vector of separate accumulation."""
+        (a, b), (ta, tb) = self._blocks(inputs)
         r = ref_dot.dot(a, b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb)
         out = {"acc": r.accumulator, "lsb": r.lsb_exponent, "anchor": r.anchor, "result": r.code}
-        classes = self._classes(a, b, r, ta, tb)
+        classes = self._classes(a, b, r)
+        roundings = block_dot_rows([(a, b, r)], self.fa, self.fb, ta is not None or tb is not None)
         if self.has_c:
             c = float_value(inputs["c"], self.c_format)
             with_c = ref_dot.dot(a, b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb, c=c)
             out["result"] = with_c.code
             classes |= c_classes(c, r.exact)
-        return out, classes
-
-    def block_output_classes(self, a, b, r, tensor_scales: bool) -> set:
-        """The decision classes of one separate block Dot's output rounding ``r`` (a
-        :class:`BlockDot` of blocks ``a`` and ``b``; :mod:`..coverage.output_rounding`)."""
-        low = block_low(r.lsb_exponent, a.scale, b.scale, self.fa, self.fb, tensor_scales)
-        return block_rounding_classes(r.exact, r.code, low, self.acc)
+        return out, classes, roundings
 
     def _fused(self, blocks_a, blocks_b, c: Exact):
         """Outputs and classes of a fused vector (the reference's steps; no tensor scales)."""
@@ -562,7 +571,8 @@ class DotSuite(DotReports, Suite):
             classes |= element_classes(a, b, self.fa, self.fb)
         return out, classes
 
-    def _classes(self, a, b, r, ta, tb) -> set:
+    def _classes(self, a, b, r) -> set:
+        """The classes of one block Dot ``r`` but its output rounding's (:meth:`rounding_rows`)."""
         out = self.out_format
         prods = ref_dot.block_products(a.codes, a.subscales, self.fa, b.codes, b.subscales, self.fb)
         classes = element_classes(a, b, self.fa, self.fb, prods)
@@ -579,7 +589,6 @@ class DotSuite(DotReports, Suite):
             classes.add("subnormal_output")
         if r.value.is_inf and r.exact.is_finite:
             classes.add("overflow")
-        classes |= self.block_output_classes(a, b, r, ta is not None or tb is not None)
         if self.acc.mode == "aligned" and finite_products:
             unbounded, unbounded_lsb, _ = ref_dot.block_register(prods, self.fa, self.fb, self.unbounded_acc)
             if unbounded != r.accumulator:
@@ -713,20 +722,10 @@ class DotSuite(DotReports, Suite):
 
 def rounding_flags(suite, scales_a, scales_b, r: BlockDots) -> np.ndarray:
     """The flags of :func:`.accumulator_classes.block_rounding_classes` of every block of a batch,
-    one vector at a time with exact integers."""
-    flags = np.zeros(len(r.codes), dtype=np.int64)
-    if suite.acc.mode == "fp32_sequential":
-        return flags
+    all at once (:class:`..coverage.rounding_record.OutputRoundings` of the fast path's values)."""
     tensor = any(fmt.tensor_scale is not None for fmt in (suite.fa, suite.fb)) and suite.tensor_scales
-    for i in np.flatnonzero((r.special == FINITE) & (r.significand != 0)):
-        significand, exponent = int(r.significand[i]), int(r.exponent[i])
-        magnitude = Fraction(abs(significand)) * Fraction(2) ** exponent
-        exact = Exact(int(significand < 0), magnitude)
-        low = block_low(int(r.lsb_exponent[i]), int(scales_a[i]), int(scales_b[i]), suite.fa, suite.fb, tensor)
-        names = block_rounding_classes(exact, int(r.codes[i]), low, suite.acc)
-        if names:
-            flags[i] = bit_word(names)
-    return flags
+    return OutputRoundings.from_block_dots(r, block_lows(r.lsb_exponent, scales_a, scales_b, suite.fa, suite.fb, tensor),
+                                           FINITE).flags(suite.acc)
 
 
 def merged_block_dots(parts, count: int, n: int) -> BlockDots:

@@ -14,6 +14,7 @@ from ...ref import dot as ref_dot
 from ...ref.exact import Exact
 from ...ref.output import storage_format
 from ..coverage.accumulator import c_classes
+from ..coverage.rounding_record import block_dot_rows
 from .batch import FloatBits, bit, code_table, pack_items
 from .dot import DotSuite, merged_block_dots, rounding_flags
 from .fields import Field, c_field
@@ -97,11 +98,14 @@ class DotGeneralSuite(DotSuite):
         (ta, tb) = pairs[0][1]
         return [p[0][0] for p in pairs], [p[0][1] for p in pairs], ta, tb
 
-    def compute(self, inputs: dict):
+    def _fused_vector(self, inputs: dict):
+        blocks_a, blocks_b, _, _ = self._vector_blocks(inputs)
+        return self._fused(blocks_a, blocks_b, float_value(inputs["c"], self.c_format) if self.has_c else None)
+
+    def _reference_vector(self, inputs: dict):
+        """(outputs, the classes but the blocks' output roundings', the roundings' record rows)."""
         blocks_a, blocks_b, ta, tb = self._vector_blocks(inputs)
         c = float_value(inputs["c"], self.c_format) if self.has_c else None
-        if self.fused:
-            return self._fused(blocks_a, blocks_b, c)
         scales = {"tensor_scale_a": ta, "tensor_scale_b": tb}
         g = ref_dot.dot_general(blocks_a, blocks_b, self.fa, self.fb, self.acc, **scales, c=c)
         out = storage_format(self.acc)
@@ -120,9 +124,7 @@ class DotGeneralSuite(DotSuite):
             classes.add("subnormal_output")
         if len({b.value.sign for b in g.blocks if b.value.is_finite and not b.value.is_zero}) == 2:
             classes.add("mixed_signs")
-        tensor = ta is not None or tb is not None
-        for a, b, block in zip(blocks_a, blocks_b, g.blocks):
-            classes |= self.block_output_classes(a, b, block, tensor)
+        roundings = block_dot_rows(zip(blocks_a, blocks_b, g.blocks), self.fa, self.fb, ta is not None or tb is not None)
         for side, fmt, blocks in (("a", self.fa, blocks_a), ("b", self.fb, blocks_b)):
             if any(not code_sets(fmt.element)["inf"].isdisjoint(block.codes) for block in blocks):
                 classes.add(f"inf_{side}")  # element Inf per operand (contract 3.3 (5))
@@ -130,7 +132,7 @@ class DotGeneralSuite(DotSuite):
             finite = all(b.exact.is_finite for b in g.blocks)
             exact = sum((b.exact.value for b in g.blocks), Fraction(0)) if finite else None
             classes |= c_classes(c, None if exact is None else Exact(int(exact < 0), abs(exact)))
-        return {"result": g.code, "block_results": pack_word([b.code for b in g.blocks], out.width)}, classes
+        return {"result": g.code, "block_results": pack_word([b.code for b in g.blocks], out.width)}, classes, roundings
 
     def _batch(self, inputs: dict):
         n, count = self.n_blocks, len(inputs["a_scale"])

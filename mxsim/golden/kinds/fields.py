@@ -46,11 +46,10 @@ class Field:
         low, high = (-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1) if self.signed else (0, (1 << self.bits) - 1)
         if min(values) < low or max(values) > high:
             self.to_hex(next(v for v in values if not low <= v <= high))  # raises, naming the value
-        pattern = f"{{:0{self.hex_digits}x}}\n"
         if self.signed:
             modulus = 1 << self.bits
-            return "".join([pattern.format(v % modulus) for v in values])
-        return "".join([pattern.format(v) for v in values])
+            values = [v % modulus for v in values]
+        return (f"%0{self.hex_digits}x\n" * len(values)) % tuple(values)  # one formatting call: several times faster
 
     def from_hex(self, text: str) -> int:
         shown = shorten(repr(text), 40)  # a line may be megabytes long: the error shows its start

@@ -13,6 +13,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from ...fast.block import quantize_blocks
+from ...fast.nvfp4 import nvfp4_tensor_scales
 from ...options import QuantizeOptions
 from ...ref.block import element_divisor, nvfp4_tensor_scale, quantize_block, to_fp32
 from ...ref.refusals import NoMXEncoding
@@ -310,11 +311,10 @@ class QuantizeSuite(BlockProfileBundles, Suite):
         exponent = centre + wide * rng.integers(-30, 31, size=(n, k)) + rng.integers(-3, 1, size=(n, k)) + rng.integers(-3, 2, size=(n, k))
         words = rng.integers(0, 2, size=(n, k)) << 31 | (exponent + 127) << 23 | rng.integers(0, 1 << 23, size=(n, k))
         rows = [{"x": x} for x in pack_items(words, 32)]
-        if self.fmt.tensor_scale is not None:
-            for row, block in zip(rows, words):
-                largest = int((block & 0x7FFFFFFF).max())  # every value is finite: the bits order like the values
-                amax = fp32_value(largest).magnitude
-                row["tensor_scale"] = fp32_bits(Exact(0, nvfp4_tensor_scale(amax, self.opts)))
+        if self.fmt.tensor_scale is not None:  # every value is finite: the bits order like the values
+            largest = (words & 0x7FFFFFFF).max(axis=1).astype(np.uint32).view(np.float32)
+            for row, word in zip(rows, nvfp4_tensor_scales(largest, self.opts).view(np.uint32).tolist()):
+                row["tensor_scale"] = word
         return rows
 
     def _inputs(self, xs: list[Exact]) -> dict:
@@ -409,41 +409,24 @@ class QuantizeSuite(BlockProfileBundles, Suite):
     # expected values of many vectors at once (mxsim.golden.kinds.batch) ---------------------------
     def compute_batch(self, inputs: dict):
         """``compute`` of N vectors with the fast quantizer (:func:`mxsim.fast.block.quantize_blocks`
-        on the float32 inputs): (outputs, flags), see :mod:`mxsim.golden.kinds.batch`. NVFP4 vectors are
-        quantized in groups of equal tensor scale. A batch with an invalid vector (a tensor scale
+        on the float32 inputs): (outputs, flags), see :mod:`mxsim.golden.kinds.batch`. NVFP4 vectors,
+        each with its own tensor scale, go in one call. A batch with an invalid vector (a tensor scale
         that is not positive and finite) goes vector by vector through ``compute``, which raises
         the reference's error."""
         try:
             return self._batch(inputs)
-        except (ValueError, ZeroDivisionError):
+        except (ValueError, ZeroDivisionError, OverflowError):
             return compute_each(self, inputs)
 
-    def _tensor_scale_groups(self, inputs: dict, n: int):
-        if "tensor_scale" not in inputs:
-            return [(None, slice(0, n))]
-        groups: dict = {}
-        for i, word in enumerate(inputs["tensor_scale"]):
-            groups.setdefault(int(word), []).append(i)
-        result = []
-        for word, rows in groups.items():
-            value = fp32_value(word)
-            if not value.is_finite or value.sign or not value.magnitude:
-                raise ValueError(f"tensor_scale bits {word:#010x} are not a positive finite fp32 value")
-            result.append((value.magnitude, np.array(rows)))
-        return result
-
     def _batch(self, inputs: dict):
-        k, fmt = self.fmt.block_size, self.fmt
-        n = len(inputs["x"])
-        bits = unpack_items(inputs["x"], 32, k).astype(np.uint32)
-        scales = np.zeros(n, dtype=np.int64)
-        subscales = np.zeros((n, fmt.subblocks), dtype=np.int64)
-        codes = np.zeros((n, k), dtype=np.int64)
-        for tensor_scale, rows in self._tensor_scale_groups(inputs, n):
-            s, sub, c = quantize_blocks(bits[rows].view(np.float32), fmt, self.opts, tensor_scale=tensor_scale)
-            scales[rows], codes[rows] = s, c
-            if sub is not None:
-                subscales[rows] = sub
+        fmt = self.fmt
+        bits = unpack_items(inputs["x"], 32, fmt.block_size).astype(np.uint32)
+        tensor_scale = None
+        if "tensor_scale" in inputs:  # one s_t per vector, all in one fast call (ValueError: not an fp32 s_t)
+            tensor_scale = np.asarray(inputs["tensor_scale"], dtype=np.uint32).view(np.float32).astype(np.float64)
+        scales, sub, codes = quantize_blocks(bits.view(np.float32), fmt, self.opts, tensor_scale=tensor_scale)
+        scales, codes = scales.astype(np.int64), codes.astype(np.int64)
+        subscales = np.zeros((len(bits), fmt.subblocks), dtype=np.int64) if sub is None else sub.astype(np.int64)
         # int8_exponent has no NaN scale (its 0xFF is 2^-1)
         scale_nan = code_table(fmt.scale).nan[scales] & (self.opts.scale_encoding == "e8m0")
         exponent = byte_exponent(scales, self.opts.scale_encoding)

@@ -1,0 +1,196 @@
+"""The output roundings of many dots as one record, and their decision classes for all of them at once.
+
+A separate block Dot (and a fused step) ends in one rounding: an exact value
+(-1)^negative * n * 2^x (integers) rounded to the accumulator's output format, giving an output
+code; the datapath's lowest bit 2^low fixes the bottom sticky position (docs/numerics.md
+sections 3.3, 4 and 4.1; :mod:`.output_rounding`). :class:`OutputRoundings` holds those values for
+a whole chunk, whichever path computed them: the fast path's arrays
+(:meth:`OutputRoundings.from_block_dots`) or the reference's integers, vector by vector
+(:meth:`OutputRoundings.from_rows`). :meth:`OutputRoundings.flags` classes them all with the one
+decision rule (:func:`.rounding.decision_flags`): in binary64 arrays where every quantity is exact
+there (a significand below 2^53, exponents far from binary64's range, the lowest bit within 50 bits
+of the ulp, a value below 2^emax of the output so that no rounding overflows), else one by one with Python integers
+(:func:`.output_rounding.dyadic_rounding_flags` after the overflow test
+:func:`.accumulator.dyadic_overflows`), the same classes either way.
+
+No classes for: a value that is not finite or is zero, an output code that is NaN or Inf, a value
+whose rounding overflows the output, and ``fp32_sequential`` accumulation (it rounds at every
+addition, not once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...ref.output import output_format, storage_format
+from ..values import decode
+from .accumulator import block_low, dyadic_overflows
+from .catalogue import class_names
+from .output_rounding import NO_LOW, dyadic_rounding_flags
+from .rounding import decision_flags
+
+__all__ = ["NO_LOW", "OutputRoundings", "block_dot_rows", "with_rounding_classes"]
+
+_SAFE_EXPONENT = 1000  # |exponents| below this keep every binary64 quantity of the rule normal and exact
+_EXACT_BITS = 53  # significands binary64 holds exactly
+_SPAN = 50  # bits between the ulp and the lowest bit that binary64 sums hold exactly (with margin)
+
+
+@dataclass(frozen=True)
+class OutputRoundings:
+    """P roundings (arrays of length P): ``finite`` (the exact value is finite), ``negative``,
+    ``magnitude`` n >= 0 (int64, or Python ints in an object array) and ``exponent`` x (int64) of
+    the exact value n * 2^x, ``low`` (int64 exponent of the datapath's lowest bit, :data:`NO_LOW`
+    for none) and ``code`` (int64, the output code in the accumulator's storage format)."""
+
+    finite: np.ndarray
+    negative: np.ndarray
+    magnitude: np.ndarray
+    exponent: np.ndarray
+    low: np.ndarray
+    code: np.ndarray
+
+    @classmethod
+    def from_rows(cls, rows) -> "OutputRoundings":
+        """From (finite, negative, n, x, low or None, code) tuples (the reference's integers)."""
+        rows = list(rows)
+        columns = list(zip(*rows)) if rows else [()] * 6
+        magnitudes = columns[2]
+        wide = any(m >= 1 << 62 for m in magnitudes)
+        return cls(
+            np.array(columns[0], dtype=bool),
+            np.array(columns[1], dtype=bool),
+            np.array(magnitudes, dtype=object if wide else np.int64),
+            np.array(columns[3], dtype=np.int64),
+            np.array([NO_LOW if low is None else low for low in columns[4]], dtype=np.int64),
+            np.array(columns[5], dtype=np.int64),
+        )
+
+    @classmethod
+    def from_block_dots(cls, r, low: np.ndarray, finite_code: int) -> "OutputRoundings":
+        """From the fast path's :class:`mxsim.fast.dot.BlockDots` ``r`` (flattened), the lowest-bit
+        exponents ``low`` and the ``special`` value that marks a finite exact value."""
+        significand = r.significand
+        negative = significand < 0
+        magnitude = np.where(negative, -significand, significand)
+        return cls(r.special == finite_code, negative, magnitude, r.exponent.astype(np.int64),
+                   np.asarray(low, dtype=np.int64), r.codes.astype(np.int64))
+
+    def flags(self, accumulator) -> np.ndarray:
+        """The decision classes of every rounding as an int64 flags word (see the module docstring)."""
+        count = len(self.code)
+        flags = np.zeros(count, dtype=np.int64)
+        if accumulator.mode == "fp32_sequential" or not count:
+            return flags
+        out, storage = output_format(accumulator), storage_format(accumulator)
+        result, result_finite = _magnitudes(self.code, storage)
+        nonzero = self.magnitude != 0
+        candidate = self.finite & nonzero & result_finite
+        in_binary64 = candidate & _fits_binary64(self.magnitude, self.exponent, self.low, out)
+        rows = np.flatnonzero(in_binary64)
+        if rows.size:
+            flags[rows] = _binary64_flags(self.magnitude[rows].astype(np.int64), self.exponent[rows],
+                                          self.negative[rows], self.low[rows], result[rows], out)
+        for i in np.flatnonzero(candidate & ~in_binary64).tolist():
+            flags[i] = _integer_flags(int(self.magnitude[i]), int(self.exponent[i]), bool(self.negative[i]),
+                                      int(self.low[i]), int(self.code[i]), accumulator)
+        return flags
+
+
+def block_dot_rows(dots, fmt_a, fmt_b, tensor_scales: bool) -> list[tuple]:
+    """The :meth:`OutputRoundings.from_rows` rows of the reference's separate block Dots ``dots``
+    ((a, b, r): the blocks and their :class:`mxsim.ref.dot.BlockDot`): the exact value n * 2^x
+    before rounding, the datapath's lowest bit (:func:`.accumulator.block_low`) and the output
+    code. ValueError for a value that is not dyadic (none is: every scale is a power of two or an
+    fp32 value)."""
+    rows = []
+    for a, b, r in dots:
+        exact = r.exact
+        if not exact.is_finite or not exact.magnitude:
+            rows.append((False, False, 0, 0, None, r.code))
+            continue
+        denominator = exact.magnitude.denominator
+        if denominator & (denominator - 1):
+            raise ValueError(f"a block Dot's exact value {exact.magnitude} is not dyadic; expected n * 2^x")
+        low = block_low(r.lsb_exponent, a.scale, b.scale, fmt_a, fmt_b, tensor_scales)
+        rows.append((True, bool(exact.sign), exact.magnitude.numerator, 1 - denominator.bit_length(), low, r.code))
+    return rows
+
+
+def with_rounding_classes(vectors, accumulator) -> list[tuple[dict, set]]:
+    """(outputs, classes) of vectors given as (outputs, classes but the roundings', their record
+    rows): every row of every vector classed at once, each vector's classes ORed in."""
+    rows = [row for _, _, roundings in vectors for row in roundings]
+    words = iter(OutputRoundings.from_rows(rows).flags(accumulator).tolist())
+    results = []
+    for out, classes, roundings in vectors:
+        word = 0
+        for _ in roundings:
+            word |= next(words)
+        results.append((out, classes | set(class_names(word)) if word else classes))
+    return results
+
+
+def _fits_binary64(magnitude: np.ndarray, exponent: np.ndarray, low: np.ndarray, out) -> np.ndarray:
+    """Rows whose rule is exact in binary64: n < 2^53; |x| and |low| below 2^1000's exponent;
+    n * 2^x below 2^emax of the output (no overflow to decide); and the lowest bit within
+    :data:`_SPAN` bits of the ulp either way, so that u + 2r and u - 2r are binary64 values (every
+    other quantity of the rule is: t = x - lo holds x's bits below the ulp, the rest are x, the
+    result, powers of two and their small multiples)."""
+    if magnitude.dtype == object:
+        small = np.array([m < 1 << _EXACT_BITS for m in magnitude.tolist()], dtype=bool)
+        n = np.where(small, magnitude, 0).astype(np.int64)
+    else:
+        small = magnitude < 1 << _EXACT_BITS
+        n = np.where(small, magnitude, 0)
+    top = np.frexp(n.astype(np.float64))[1] - 1 + exponent  # floor(log2(n * 2^x)) for n > 0
+    ulp = np.maximum(top, out.emin) - out.mantissa_bits
+    low = np.where(low == NO_LOW, exponent + _lowest_set_bit(n) - 1, low)
+    return (small & (np.abs(exponent) < _SAFE_EXPONENT) & (np.abs(low) < _SAFE_EXPONENT) & (top < out.emax)
+            & (np.abs(ulp - low) <= _SPAN))
+
+
+def _lowest_set_bit(n: np.ndarray) -> np.ndarray:
+    """The exponent of the lowest set bit of int64 n > 0 (0 for n = 0)."""
+    return np.frexp((n & -n).astype(np.float64))[1] - 1
+
+
+def _binary64_flags(n, x, negative, low, result, out) -> np.ndarray:
+    """:func:`.output_rounding.dyadic_rounding_flags` of many roundings in binary64 (every quantity
+    exact: see :func:`_fits_binary64`)."""
+    value = np.ldexp(n.astype(np.float64), x.astype(np.int32))
+    floor_log2 = np.frexp(value)[1] - 1
+    ulp = np.ldexp(1.0, np.maximum(floor_log2, out.emin) - out.mantissa_bits)
+    lo = np.floor(value / ulp) * ulp
+    low = np.where(low == NO_LOW, _lowest_set_bit(n) + x - 1, low)  # no fixed lowest bit: half x's lowest set bit
+    resolution = np.ldexp(1.0, low.astype(np.int32))
+    return decision_flags(value, lo, lo + ulp, resolution, result, negative, np.ldexp(1.0, out.emin))
+
+
+def _integer_flags(n: int, x: int, negative: bool, low: int, code: int, accumulator) -> int:
+    """One rounding with Python integers (a wide significand, an extreme exponent, a value near the
+    output's top: :func:`.accumulator.dyadic_overflows` decides the overflow)."""
+    if dyadic_overflows(-n if negative else n, x, accumulator):
+        return 0
+    result = decode(code, storage_format(accumulator))
+    return dyadic_rounding_flags(n, x, negative, None if low == NO_LOW else low, output_format(accumulator),
+                                 result.magnitude)
+
+
+def _magnitudes(codes: np.ndarray, fmt) -> tuple[np.ndarray, np.ndarray]:
+    """(binary64 magnitudes, finite mask) of IEEE-style output codes (fp32, bf16, fp16; subnormals
+    kept): exact, read from the bit fields. A format without subnormals is decoded code by code."""
+    codes = codes.astype(np.int64)
+    if not (fmt.kind == "float" and fmt.subnormals):
+        values = [decode(int(c), fmt) for c in codes.tolist()]
+        return (np.array([float(v.magnitude) if v.is_finite else 0.0 for v in values]),
+                np.array([v.is_finite for v in values], dtype=bool))
+    magnitude = codes & ~fmt.sign_mask
+    field, fraction = magnitude >> fmt.mantissa_bits, magnitude & ((1 << fmt.mantissa_bits) - 1)
+    normal = np.ldexp((fraction | (1 << fmt.mantissa_bits)).astype(np.float64),
+                      (field - fmt.bias - fmt.mantissa_bits).astype(np.int32))
+    subnormal = np.ldexp(fraction.astype(np.float64), fmt.emin - fmt.mantissa_bits)
+    finite = magnitude < fmt.inf_code()
+    return np.where(field == 0, subnormal, np.where(finite, normal, 0.0)), finite

@@ -1,0 +1,141 @@
+"""The record of many output roundings (``mxsim.golden.coverage.rounding_record.OutputRoundings``)
+and its classes computed for all of them at once (issue 33 item 3): hand-worked roundings
+(docs/numerics.md section 3.3: the decision classes of an output rounding), the rows it must
+leave unclassed, and agreement with the one-by-one classes of ``block_rounding_classes`` on
+seeded random values, both routes of the record (binary64 arrays; Python integers for wide
+significands, extreme exponents and values near the output's top) included."""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from mxsim.golden.coverage.accumulator import block_rounding_classes
+from mxsim.golden.coverage.catalogue import class_names
+from mxsim.golden.coverage.output_rounding import NO_LOW
+from mxsim.golden.coverage.rounding_record import OutputRoundings
+from mxsim.options import Accumulator
+from mxsim.ref.exact import Exact
+from mxsim.ref.output import round_output
+
+FP32 = Accumulator()  # exact accumulation, fp32 output, rne
+FP16 = Accumulator(output="fp16")
+
+
+def _classes(rows, accumulator) -> list[set]:
+    return [set(class_names(int(word))) for word in OutputRoundings.from_rows(rows).flags(accumulator)]
+
+
+# (finite, negative, n, x, low, code): value (-1)^negative * n * 2^x rounded to code
+HAND_WORKED = [
+    # 1 + 2^-24 to fp32 (ulp 2^-23 at 1): an exact tie, rne keeps 1.0; no sticky bit below the guard (r = 2^-24)
+    ((True, False, (1 << 24) + 1, -24, -24, 0x3F800000), FP32, {"tie", "truncate"}),
+    ((True, True, (1 << 24) + 1, -24, -24, 0xBF800000), FP32, {"tie", "truncate"}),
+    # 1 + 2^-24 + 2^-30, lowest bit 2^-30: guard and the bottom sticky bit set -> near_tie_bottom, rounds up
+    ((True, False, (1 << 30) + (1 << 6) + 1, -30, -30, 0x3F800001), FP32,
+     {"above_half", "near_tie_bottom", "near_tie_bottom_normal", "increment"}),
+    # the tie 1 + 2^-24 with the lowest bit 2^-90, 67 bits below the ulp: guard set, sticky bits all clear
+    # (u + 2r and u - 2r are not binary64 values: no near-tie may be read from rounded sums)
+    ((True, False, (1 << 24) + 1, -24, -90, 0x3F800000), FP32, {"tie", "truncate"}),
+    # the same value with no fixed lowest bit: r below its lowest set bit, so no near-tie
+    ((True, False, (1 << 30) + (1 << 6) + 1, -30, None, 0x3F800001), FP32, {"above_half", "increment"}),
+    # 1 + 2^-70 (a 71-bit significand): below half, truncated
+    ((True, False, (1 << 70) + 1, -70, -70, 0x3F800000), FP32, {"below_half", "truncate"}),
+    # fp32 max + 2^102 (above the largest finite, rounds down to it: no overflow); ulp 2^104, lowest bit
+    # 2^102: guard clear and the one sticky bit (2^102) set -> near_tie_below
+    ((True, False, (1 << 26) - 3, 102, 102, 0x7F7FFFFF), FP32, {"below_half", "truncate", "near_tie_below"}),
+    # fp32 max + 2^103: a tie onto 2^128, rne rounds up: an overflow (Inf code) has no class
+    ((True, False, (1 << 25) - 1, 103, 103, 0x7F800000), FP32, set()),
+    # fp16: 1.5 * 2^-24 (its smallest subnormal 2^-24) with lowest bit 2^-27: a tie in band sub1, rne rounds
+    # up to 2^-23 (code 2), a power of two: carry
+    ((True, False, 3, -25, -27, 0x0002), FP16, {"tie", "increment", "carry"}),
+    # not a rounding: a non-finite value, a zero, a NaN output
+    ((False, False, 0, 0, None, 0x7F800000), FP32, set()),
+    ((True, True, 0, 0, None, 0x80000000), FP32, set()),
+    ((True, False, 3, -2, None, 0x7FC00000), FP32, set()),
+]
+
+
+@pytest.mark.parametrize("row, accumulator, expected", HAND_WORKED)
+def test_hand_worked_roundings(row, accumulator, expected):
+    assert _classes([row], accumulator) == [expected]
+
+
+def test_a_chunk_is_classed_row_by_row_as_alone():
+    rows = [row for row, accumulator, _ in HAND_WORKED if accumulator is FP32]
+    expected = [e for _, accumulator, e in HAND_WORKED if accumulator is FP32]
+    assert _classes(rows, FP32) == expected
+
+
+def test_fp32_sequential_rounds_at_every_addition_so_has_no_classes():
+    row = (True, False, (1 << 24) + 1, -24, -24, 0x3F800000)
+    assert _classes([row], Accumulator(mode="fp32_sequential")) == [set()]
+
+
+def test_an_empty_record_has_no_flags():
+    assert OutputRoundings.from_rows([]).flags(FP32).tolist() == []
+
+
+def _random_rows(rng: random.Random, accumulator, count: int):
+    """Dyadic values of 1 .. 80 significant bits at exponents that reach the output's subnormals,
+    its top (overflows included) and beyond binary64's range; lowest bits fixed or not; each
+    rounded to its code by the reference's output rounding."""
+    rows = []
+    for _ in range(count):
+        bits = rng.choice([1, 3, 8, 24, 30, 52, 53, 54, 80])
+        n = rng.getrandbits(bits) | 1 << (bits - 1)
+        n = n & ~((1 << rng.randint(0, bits - 1)) - 1) if rng.random() < 0.3 else n  # low zero bits
+        top = rng.choice([rng.randint(-160, 140), rng.randint(-30, 30), rng.randint(125, 129), rng.randint(1001, 1100),
+                          -rng.randint(1001, 1100)])
+        x = top - (n.bit_length() - 1)
+        negative = rng.random() < 0.5
+        low = None if rng.random() < 0.3 else x - rng.choice([rng.randint(0, 4), rng.randint(40, 90)])
+        value = Exact(int(negative), Fraction(n) * Fraction(2) ** x)
+        rows.append((True, negative, n, x, low, round_output(value, accumulator)))
+    return rows
+
+
+@pytest.mark.parametrize("accumulator", [FP32, FP16, Accumulator(output="bf16", output_rounding="rtz"),
+                                         Accumulator(output_rounding="rup"), Accumulator(output="fp16", ftz=True)],
+                         ids=["fp32", "fp16", "bf16-rtz", "fp32-rup", "fp16-ftz"])
+def test_the_record_gives_the_one_by_one_classes(accumulator):
+    rng = random.Random(f"test_rounding_record:{accumulator}")
+    rows = _random_rows(rng, accumulator, 1500)
+    got = _classes(rows, accumulator)
+    for row, classes in zip(rows, got):
+        _, negative, n, x, low, code = row
+        exact = Exact(int(negative), Fraction(n) * Fraction(2) ** x)
+        assert classes == block_rounding_classes(exact, code, low, accumulator), row
+    assert sum(map(bool, got)) > 400  # many rows are roundings with classes (fp16 overflows most)
+
+
+def test_wide_significands_travel_as_python_integers():
+    record = OutputRoundings.from_rows([(True, False, 1 << 70, -70, None, 0x3F800000)])
+    assert record.magnitude.dtype == object and record.low.tolist() == [NO_LOW]
+    assert _classes([(True, False, 1 << 70, -70, None, 0x3F800000)], FP32) == [{"exact"}]
+
+
+def test_block_dot_rows_and_their_classes_per_vector():
+    """The reference's block Dots become record rows (a finite dyadic value with the lowest bit of
+    its register times the E8M0 scales; a zero or non-finite one an unclassed row), and each
+    vector gets the OR of its own rows' classes; a value that is not dyadic is refused."""
+    from types import SimpleNamespace
+
+    from mxsim.formats import get_format
+    from mxsim.golden.coverage.rounding_record import block_dot_rows, with_rounding_classes
+
+    fmt = get_format("mxfp8_e4m3")
+    a = b = SimpleNamespace(scale=127)  # 2^0 each
+    tie = SimpleNamespace(exact=Exact(0, Fraction((1 << 24) + 1, 1 << 24)), lsb_exponent=-24, code=0x3F800000)
+    zero = SimpleNamespace(exact=Exact(1), lsb_exponent=-24, code=0x80000000)
+    rows = block_dot_rows([(a, b, tie), (a, b, zero)], fmt, fmt, False)
+    assert rows == [(True, False, (1 << 24) + 1, -24, -24, 0x3F800000), (False, False, 0, 0, None, 0x80000000)]
+    vectors = [({"v": 1}, {"zero"}, rows[1:]), ({"v": 2}, {"max"}, rows), ({"v": 3}, set(), [])]
+    assert with_rounding_classes(vectors, FP32) == [
+        ({"v": 1}, {"zero"}), ({"v": 2}, {"max", "tie", "truncate"}), ({"v": 3}, set())]
+    third = SimpleNamespace(exact=Exact(0, Fraction(1, 3)), lsb_exponent=-24, code=0x3EAAAAAB)
+    with pytest.raises(ValueError, match="is not dyadic"):
+        block_dot_rows([(a, b, third)], fmt, fmt, False)
