@@ -150,6 +150,13 @@ CANONICAL_SUITES: list[tuple[str, dict]] = (
         ("dot", {"block_a": "mxfp8_e5m2", "block_b": "mxfp4_e2m1", "preset": "rtx_blackwell_f8f6f4",
                  "unit_scales": True}),
         ("dot", {"block_a": "mxfp8_e5m2", "preset": "rtx_blackwell_f8f6f4_f16", "unit_scales": True}),
+        # Hopper's other FP8 paths measured on an H200 (docs/numerics.md section 6.1): mma.sync (fp16 reading of the
+        # elements, interleaved HMMA steps, C added after them; the mixed pair is where the fp16 reading shows) with
+        # fp32 and fp16 D, and cuBLASLt's default promotion every 128 products over K = 256
+        ("dot", {"block_a": "mxfp8_e4m3", "block_b": "mxfp8_e5m2", "preset": "hopper_fp8_mma", "unit_scales": True,
+                 "steps": True}),
+        ("dot", {"block_a": "mxfp8_e5m2", "preset": "hopper_fp8_mma_f16", "unit_scales": True}),
+        ("dotgeneral", {"block_a": "mxfp8_e4m3", "preset": "hopper_fp8_cublas", "n_blocks": 8, "unit_scales": True}),
         # AMD CDNA3 FP8 MFMA on its FNUZ elements (fp8 x bf8): two steps of 16 per vector
         ("dot", {"block_a": _MX_E4M3FNUZ, "block_b": _MX_E5M2FNUZ, "preset": "cdna3_fp8_mfma", "unit_scales": True,
                  "steps": True}),
