@@ -35,7 +35,7 @@ from mxsim.fast.chunks import BLOCK_CHUNK
 from mxsim.fast.dot import Operand, dot_blocks, dot_general_blocks
 from mxsim.formats import FORMATS, get_format
 from mxsim.ref import dot as ref_dot
-from mxsim.ref.block import QuantizedBlock
+from mxsim.ref.stored_block import QuantizedBlock
 
 _OVERRIDE = os.environ.get("MXSIM_DOT_EXAMPLES")
 

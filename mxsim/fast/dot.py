@@ -35,7 +35,7 @@ import numpy as np
 
 from ..options import Accumulator
 from ..ref import dot as ref_dot
-from ..ref.block import QuantizedBlock, check_tensor_scale
+from ..ref.stored_block import QuantizedBlock, check_tensor_scale
 from ..ref.round import CUT_ROUNDING
 from .chunks import BLOCK_CHUNK, map_chunks
 from .output import FINITE, NAN, NEG_INF, POS_INF, output_values, round_output

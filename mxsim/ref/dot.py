@@ -35,7 +35,7 @@ from typing import Sequence
 
 from ..options import Accumulator
 from ..formats import get_format
-from .block import QuantizedBlock, check_block
+from .stored_block import QuantizedBlock, check_block
 from .decode import decode
 from .exact import Exact, Number, dyadic
 from .fused import check_tensor_scales, fused_result, fused_steps

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...options import QuantizeOptions
 from ...options.dequantize import OUTPUTS, DequantizeOptions, output_name
-from ...ref.block import QuantizedBlock, dequantize_block
+from ...ref.stored_block import QuantizedBlock, dequantize_block
 from ...ref.decode import finite_magnitudes
 from ...ref.dequant import is_subnormal_word, output_format, round_to_output
 from ...ref.encode import encode
@@ -67,7 +67,7 @@ class DequantizeSuite(BlockProfileBundles, Suite):
     reads, mxsim.ref.scale_code). ``profile``: a profile name (:mod:`mxsim.options.profiles`):
     its DequantizeOptions for ``output`` with ``options`` on top, and its ``scale_encoding`` where
     it sets one (and this one is left at e8m0). Expected words:
-    :func:`mxsim.ref.dequant.round_to_output` of :func:`mxsim.ref.block.dequantize_block`."""
+    :func:`mxsim.ref.dequant.round_to_output` of :func:`mxsim.ref.stored_block.dequantize_block`."""
 
     block: str
     output: str = "float32"
