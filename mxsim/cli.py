@@ -59,7 +59,7 @@ from .reading import loads_json, shorten
 from .ref.sources import SOURCE_TYPES
 from .formats import ALIASES, FORMATS, format_names, get_format
 from .options import PRESETS, Accumulator
-from .options.accumulate import presets_text
+from .options.presets import presets_text
 from .golden import canonical as golden_canonical
 from .golden import generate_suites, suite_from_spec
 from .golden.compute.crosscheck import ReferenceDisagreement
