@@ -66,10 +66,10 @@ from ..options import Accumulator
 from ..ref import dot as ref_dot
 from ..ref.output import fp32_bits
 from .chunks import map_chunks
-from .dot import Operand, _check_operands, _rows_of, float32_parts
+from .dot import Operand, _check_operands, _rows_of
 from .fused_kernel import FusedKernel
 from .promote import group_blocks, promoted_steps
-from .output import round_output
+from .output import float32_parts, round_output
 
 __all__ = ["check_fused_operands", "dot_general_steps"]
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..options import Accumulator
 from ..ref.round import CUT_ROUNDING
-from .dot import FLOAT_CUTS
+from .dot_tables import FLOAT_CUTS
 from .fused_tables import _grid_integers, _sum
 from .fused_wide import LIMB, WIDE_BITS, _LOW, _C, _bit_length, _combine, _narrow, _normalize, _shift_left
 from .output import FINITE, FLOAT32_ROUNDINGS, fp32_round, round_output

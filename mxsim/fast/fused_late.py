@@ -15,7 +15,7 @@ import functools
 
 import numpy as np
 
-from .dot import FLOAT_CUTS
+from .dot_tables import FLOAT_CUTS
 from .fused_tables import COUNTS, FLOAT_EXACT, NO_ANCHOR, _counts
 from .fused_wide import _C, _combine
 from .output import round_output

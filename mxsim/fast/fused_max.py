@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dot import FLOAT_CUTS
+from .dot_tables import FLOAT_CUTS
 from .fused_wide import _C, _combine
 from .output import round_output
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..options.accumulate import output_float_format
 from ..ref import dot as ref_dot
-from .dot import _terms
+from .dot_tables import _terms
 from .fused_wide import _bit_length
 
 FLOAT_EXACT = 1 << 53  # every integer below this is a float64
@@ -69,7 +69,7 @@ class _Element:
 @cache
 def _element(element) -> _Element:
     t = _terms(element)
-    f = ref_dot._frac_bits(element)
+    f = ref_dot.frac_bits(element)
     value = np.ldexp(t.significand.astype(np.float64), (t.exponent - f).astype(np.int32))
     value = np.where(t.negative, -value, value)
     counts = t.significand != 0  # Inf and NaN have significand 0
@@ -112,7 +112,7 @@ class _Scale:
 @cache
 def _scale(scale_fmt) -> _Scale:
     t = _terms(scale_fmt)
-    f = ref_dot._frac_bits(scale_fmt)
+    f = ref_dot.frac_bits(scale_fmt)
     value = np.ldexp(t.significand.astype(np.float64), (t.exponent - f).astype(np.int32))
     return _Scale(value, t.exponent.astype(np.int32), t.nan, int(t.significand.max()).bit_length())
 

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..options import Accumulator
-from .dot import float32_parts
 from .encode import floor_log2_int64
-from .output import FINITE, NAN, NEG_INF, POS_INF
+from .output import FINITE, NAN, NEG_INF, POS_INF, float32_parts
 
 LIMB = 40  # bits of the low limb of a wide integer H * 2^LIMB + L
 WIDE_BITS = 60 + LIMB  # |H| < 2^60 keeps sums of two wide values inside int64

@@ -61,9 +61,6 @@ __all__ = [
     "dot_general",
 ]
 
-# Former private names, kept for the fast path (mxsim.fast.dot reads them).
-_frac_bits, _min_exponent = frac_bits, min_exponent
-
 TWO = Fraction(2)
 FP32_ULP_SHIFT = 23  # fp32 significand bits below the leading one
 FP32_MIN_EXPONENT = -126
