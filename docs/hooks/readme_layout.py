@@ -40,7 +40,7 @@ def summary(path: Path) -> str:
     doc = ast.get_docstring(ast.parse((ROOT / path).read_text())) or ""
     text = " ".join(doc.split("\n\n")[0].split())
     text = re.sub(r":[a-z]+:`~?\.?([^`]+)`", r"`\1`", text).replace("``", "`")
-    text = text.replace("conventions.md", "contract")  # the contract is docs/numerics.md
+    text = text.replace("docs/numerics.md", "contract").replace("conventions.md", "contract")  # the contract page
     sentence = re.match(r"(.+?)(?<!e\.g)(?<!i\.e)\.(\s|$)", text)
     text = sentence.group(1) if sentence else text
     if len(text) > LONGEST:

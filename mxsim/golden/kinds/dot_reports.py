@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...options.accumulate import PRESETS
 from ...ref.output import storage_format
-from .layout import Layout, block_layouts, code_layout, fp32_layout, plain_layout
+from .layout import Layout, block_layouts, code_layout, plain_layout
 
 __all__ = ["DotReports"]
 

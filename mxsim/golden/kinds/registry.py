@@ -1,6 +1,8 @@
-"""The registry of golden suite kinds (one module per kind: ``decode_suite``, ``encode_suite``,
-``quantize_suite``, ``pack_suite``, ``dot_suite``, ``dotgeneral_suite``, ``dequantize_suite``; shared parts in
-``suite``).
+"""The registry of golden suite kinds: :data:`KINDS`, each kind's name -> its suite class.
+
+A folder per kind (``decode/``, ``encode/``, ``pack/``, ``dequantize/``; ``quantize``, ``dot`` and
+``dotgeneral`` are still one module each); shared parts in ``suite``, ``fields``, ``layout``,
+``params`` and ``format_spec``.
 
 Each suite is generic in the TestFloat sense: it knows a format and the contract's options, not
 the device under test. Stimulus = exhaustive enumerations where the space is small, a directed
@@ -24,10 +26,13 @@ significant bits; fp32 inputs of a block likewise at [32*i, 32*i + 32)):
 
 Every suite ends with ``flags``: the corner classes of :mod:`mxsim.golden.coverage.catalogue`.
 
-A new kind is a :class:`.suite.Suite` subclass entered in :data:`KINDS`; what the generic machinery
-asks of it is listed in the base class's docstring (``field_layouts`` and ``example_params`` at
-least), and tests/test_kind_matrix.py then runs its ``example_params`` through generate, stream,
-verify, check, check --explain, merge and Dask.
+A new kind is one folder and one entry: ``mxsim/golden/kinds/<kind>/`` (``__init__.py`` exporting
+the suite class; ``description.py``, the :class:`.suite.Suite` subclass: fields, params, layouts,
+explain hooks, ``example_params``; as the kind needs them ``stimulus.py``, ``expected.py`` and
+``classes.py``, mixins the description's class inherits) and its class entered in :data:`KINDS`
+below. What the generic machinery asks of it is listed in the base class's docstring
+(``field_layouts`` and ``example_params`` at least), and tests/test_kind_matrix.py then runs its
+``example_params`` through generate, stream, verify, check, check --explain, merge and Dask.
 """
 
 from .decode import DecodeSuite

@@ -18,7 +18,12 @@ ORIGINS = ("exhaustive", "directed", "random")
 
 class Suite:
     """Base of every suite kind: ``inputs`` and ``outputs`` fields (``flags`` last), ``params``
-    for the manifest, and
+    for the manifest, and the methods below. A kind lives in its own folder,
+    ``mxsim/golden/kinds/<kind>/``: ``description.py`` holds the subclass (fields, params, layouts,
+    explain hooks, ``example_params``), which inherits its stimulus, expected values and classes
+    from mixins in ``stimulus.py``, ``expected.py`` and ``classes.py``; the folder's
+    ``__init__.py`` exports the class and one entry in :data:`.registry.KINDS` registers it
+    (nothing else names the kind). Every kind defines
 
     * ``stimulus(rng, level)``: a generator of ``(inputs, origin)``, the catalogue in its fixed
       order (exhaustive enumerations, directed corners, then the level's random vectors), every

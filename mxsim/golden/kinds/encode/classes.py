@@ -1,0 +1,80 @@
+"""The corner classes of ``encode`` vectors: each code's classes, the rounding-decision classes of
+an fp32 input rounded to the element (one value or arrays of them), and which classes a suite's
+configuration can reach (docs/numerics.md section 3.3)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from ....ref.decode import finite_magnitudes
+from ...coverage.reach import MIN_CLASS_VECTORS
+from ...coverage.rounding import band_class, decision_flags, format_bands, fp32_resolution, grid_interval, magnitude_grid
+from ...values import decode, is_subnormal_code
+
+
+class EncodeClasses:
+    """The classes of an encode suite (needs ``self.fmt`` and ``self.rounding``)."""
+
+    def _code_classes(self, code: int) -> tuple[bool, set, float | None]:
+        """(whether the code holds +-max_normal, its classes ``max``, ``subnormal_output``, ``zero`` /
+        ``negative_zero``, the magnitude of its value as a float (None unless finite)) of a code of a
+        finite nonzero input, from the decoded value; kept per code (a code recurs)."""
+        known = self._codes_seen.get(code)
+        if known is None:
+            y = decode(code, self.fmt)
+            is_max = y.is_finite and y.magnitude == self.fmt.max_normal
+            classes = {"max"} if is_max else set()
+            if is_subnormal_code(code, self.fmt):
+                classes.add("subnormal_output")
+            if y.is_zero:
+                classes.add("negative_zero" if y.sign else "zero")
+            known = self._codes_seen[code] = (is_max, frozenset(classes), float(y.magnitude) if y.is_finite else None)
+        return known
+
+    @cached_property
+    def _codes_seen(self) -> dict:
+        return {}
+
+    def _decision_flags(self, x, y, negative: bool):
+        """The rounding-decision classes (:mod:`...coverage.rounding`) of fp32 inputs of magnitude x
+        (within the format's range; x is an fp32 value, so a float holds it exactly) and sign
+        ``negative`` rounded to codes of magnitude y: floats (a flags word) or arrays of them (one
+        word each), the same steps either way."""
+        lo, hi, _ = grid_interval(x, 1.0, magnitude_grid(self.fmt, negative))
+        signs = np.full(len(x), negative) if isinstance(x, np.ndarray) else negative
+        return decision_flags(x, lo, hi, fp32_resolution(x), y, signs, self._min_normal)
+
+    @cached_property
+    def _min_normal(self) -> float:
+        """The smallest normal magnitude where the format has subnormals, else 0 (no subnormal band)."""
+        return float(self.fmt.min_normal) if self.fmt.kind == "float" and self.fmt.subnormals else 0.0
+
+    def reachable_classes(self) -> frozenset[str]:
+        """The rounding-decision classes of fp32 inputs rounded to the element (docs/numerics.md section 3.3):
+        every case and both near-ties (fp32 has at least two bits more than any enumerable
+        element); ``subnormal_near_tie`` where the element has subnormals and a mantissa bit; ``increment`` and
+        ``carry`` except under rtz; ``zero_result_sign`` except under rdn (a negative value rounds
+        away from zero, to the smallest subnormal). A format with fewer than MIN_CLASS_VECTORS / 2
+        intervals has too few distinct inputs of the one-per-interval cases: those are not required."""
+        reachable = {"exact", "below_half", "tie", "above_half", "near_tie_top", "near_tie_bottom", "near_tie_below",
+                     "truncate", "increment", "carry", "zero_result_sign"}
+        if self._min_normal and self.fmt.mantissa_bits >= 1:
+            # without mantissa bits (binary8p1) the band below the smallest normal is the one interval
+            # [0, 2^emin], whose near-ties give 6 distinct inputs (top, bottom, below; both signs)
+            reachable.add("subnormal_near_tie")
+        for band in format_bands(self.fmt):
+            intervals = 1 if band == "zero_band" else 1 << (int(band[3:]) - 1) if band != "normal" else None
+            if intervals is None or 2 * intervals >= MIN_CLASS_VECTORS:
+                reachable |= {band_class("top", band), band_class("bottom", band)}
+        if self.rounding == "rtz":
+            reachable -= {"increment", "carry"}
+        if self.rounding == "rdn":
+            reachable.discard("zero_result_sign")
+        if 2 * (len(finite_magnitudes(self.fmt)) - 1) < MIN_CLASS_VECTORS:
+            # too few values for MIN_CLASS_VECTORS distinct inputs of a case that one interval reaches
+            # once per sign (int3_sm: 3 intervals)
+            reachable -= {"exact", "tie", "near_tie_top", "near_tie_bottom", "near_tie_below", "subnormal_near_tie"}
+            reachable = {name for name in reachable if not name.startswith(("near_tie_top_", "near_tie_bottom_"))}
+        return frozenset(reachable)
