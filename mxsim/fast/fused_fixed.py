@@ -5,6 +5,7 @@ integers and V = C + P * 2^g formed exactly in int64 limbs (:meth:`FixedAnchorRo
 or, in the usual case, P * 2^g as an exact float64 with C added by TwoSum and rounded to odd
 (:class:`_FloatLanes`), the integer step taking the lanes it leaves (bypassed C, specials,
 results from 2^127).
+
 A mixin of :class:`mxsim.fast.fused_kernel.FusedKernel`: its methods read the kernel's ``acc``,
 ``layout``, element and scale tables and call its per-product and per-chunk methods
 (``_per_product``, ``_pair_index``, ``_terms``, ``_scales``, ``_specials``, ``_pass_c``).

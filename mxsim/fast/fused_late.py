@@ -4,6 +4,7 @@ Steps 1 and 2 of :func:`mxsim.ref.fused._late_join` (each partial sum's anchor, 
 to it, the partial sums cut to the largest) do not depend on C and run for every step of a tile
 at once; step 3 (:meth:`LateJoinRoute._late_step`) adds C per step. Exact in float64 under
 :meth:`LateJoinRoute._late_bound` (docs/numerics.md section 4.1).
+
 A mixin of :class:`mxsim.fast.fused_kernel.FusedKernel`: its methods read the kernel's ``acc``,
 ``layout``, element and scale tables and call its per-product and per-chunk methods
 (``_per_product``, ``_pair_index``, ``_terms``, ``_scales``, ``_specials``, ``_pass_c``).

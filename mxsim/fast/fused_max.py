@@ -3,6 +3,7 @@
 Per step and row, A = max(term anchors, e_C); each term times 2^(F - A) is an exact float64 that
 ``shift_rounding`` cuts to the grid, and the step sum is exact while the kernel's bound holds
 (see :mod:`mxsim.fast.fused`, docs/numerics.md section 4.1).
+
 A mixin of :class:`mxsim.fast.fused_kernel.FusedKernel`: its methods read the kernel's ``acc``,
 ``layout``, element and scale tables and call its per-product and per-chunk methods
 (``_per_product``, ``_pair_index``, ``_terms``, ``_scales``, ``_specials``, ``_pass_c``).
