@@ -27,7 +27,8 @@ from .fast.dequant import dequantize_blocks_bits
 from .fast.sources import read_source
 from .formats import get_format
 from .packing import normalize_axis
-from .ref.block import check_tensor_scale, nvfp4_tensor_scale
+from .ref.block import nvfp4_tensor_scale
+from .ref.stored_block import check_tensor_scale
 
 from .ref.sources import check_source_options, inf_stand_in
 
@@ -170,7 +171,7 @@ class MXTensor:
 
         Codes, scales and sub-scales: integer arrays of any integer dtype and byte order, each
         value within its field's width. ``tensor_scale`` (NVFP4 only): a finite positive value
-        exactly representable in fp32 (see :func:`mxsim.ref.block.check_tensor_scale`).
+        exactly representable in fp32 (see :func:`mxsim.ref.stored_block.check_tensor_scale`).
         ValueError for anything else."""
         fmt = get_format(fmt, kind="block")
         profile, opts = cls._options(fmt, profile, options)

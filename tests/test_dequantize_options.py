@@ -29,7 +29,7 @@ import mxsim
 from mxsim import DequantizeOptions
 from mxsim.options.dequantize import IDMA_DEQUANTIZE, OUTPUTS, options_for, output_name, per_output
 from mxsim.fast.dequant import WORD_DTYPES, dequantize_blocks_bits
-from mxsim.ref.block import QuantizedBlock, dequantize_block
+from mxsim.ref.stored_block import QuantizedBlock, dequantize_block
 from mxsim.ref.dequant import dequantize_block_bits
 from mxsim.ref.scale_code import decode_scale, scale_code_exponent
 from mxsim.tensor_pack import dequantize_packed, pack

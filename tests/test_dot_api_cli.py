@@ -19,7 +19,7 @@ from mxsim import Accumulator, MXTensor
 from mxsim.options.accumulate import PRESETS
 from mxsim.cli import main
 from mxsim.ref import dot as ref_dot
-from mxsim.ref.block import QuantizedBlock
+from mxsim.ref.stored_block import QuantizedBlock
 
 OUTPUT_DTYPES = {"fp32": (np.float32, np.uint32), "bf16": (np.float32, np.uint16), "fp16": (np.float16, np.uint16),
                  "fp32_e8m13": (np.float32, np.uint32)}

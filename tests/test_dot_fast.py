@@ -31,11 +31,13 @@ import mxsim
 from mxsim import ref
 from mxsim.options.accumulate import PRESETS, Accumulator
 from mxsim.fast import dot as fast_dot
+from mxsim.fast import dot_kernel
+from mxsim.fast import output as fast_output
 from mxsim.fast.chunks import BLOCK_CHUNK
 from mxsim.fast.dot import Operand, dot_blocks, dot_general_blocks
 from mxsim.formats import FORMATS, get_format
 from mxsim.ref import dot as ref_dot
-from mxsim.ref.block import QuantizedBlock
+from mxsim.ref.stored_block import QuantizedBlock
 
 _OVERRIDE = os.environ.get("MXSIM_DOT_EXAMPLES")
 
@@ -153,11 +155,11 @@ def assert_block_equal(fast: fast_dot.BlockDots, pos, want: ref_dot.BlockDot, co
     assert got == expected, f"(code, accumulator, lsb_exponent, anchor) {got} != reference {expected}: {context}"
     special = int(fast.special[pos])
     if want.exact.is_nan:
-        assert special == fast_dot.NAN, context
+        assert special == fast_output.NAN, context
     elif want.exact.is_inf:
-        assert special == (fast_dot.NEG_INF if want.exact.sign else fast_dot.POS_INF), context
+        assert special == (fast_output.NEG_INF if want.exact.sign else fast_output.POS_INF), context
     else:
-        assert special == fast_dot.FINITE, context
+        assert special == fast_output.FINITE, context
         value = Fraction(int(fast.significand[pos])) * Fraction(2) ** int(fast.exponent[pos])
         assert value == want.exact.value, f"block value {value} != reference {want.exact}: {context}"
 
@@ -192,7 +194,7 @@ def check_blocks(a: Operand, b: Operand, acc: Accumulator, indices) -> fast_dot.
 
 
 def kernel(fmt_a, fmt_b, acc):
-    return fast_dot._DotKernel(get_format(fmt_a, kind="block"), get_format(fmt_b, kind="block"), acc)
+    return dot_kernel._DotKernel(get_format(fmt_a, kind="block"), get_format(fmt_b, kind="block"), acc)
 
 
 def route_name(fmt_a, fmt_b, acc) -> str:

@@ -31,7 +31,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mxsim.options.accumulate import Accumulator
-from mxsim.ref.block import QuantizedBlock, quantize_block
+from mxsim.ref.block import quantize_block
+from mxsim.ref.stored_block import QuantizedBlock
 from mxsim.ref.dot import dot, dot_general, product_lsb
 
 TWO = Fraction(2)

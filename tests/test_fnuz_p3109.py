@@ -172,7 +172,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from mxsim import BlockFormat  # noqa: E402
-from mxsim.ref.block import QuantizedBlock  # noqa: E402
+from mxsim.ref.stored_block import QuantizedBlock  # noqa: E402
 from mxsim.strategies import block_values  # noqa: E402
 
 _E8M0 = mxsim.get_format("e8m0")

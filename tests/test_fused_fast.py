@@ -27,7 +27,7 @@ import mxsim
 from mxsim import Accumulator, MXTensor
 from mxsim.options.accumulate import PRESETS
 from mxsim.cli import main
-from mxsim.fast import fused
+from mxsim.fast import fused, fused_kernel
 from mxsim.fast.dot import Operand
 from mxsim.fast.output import FINITE, NAN, NEG_INF, POS_INF, round_output
 from mxsim.fileformat import save
@@ -810,7 +810,7 @@ def test_float_steps_equal_the_reference(case):
     """The float64 steps of anchor='fixed' (and the integer step for the lanes they leave) give
     the reference's every step and result."""
     a, b, acc, c = case
-    kernel = fused._FusedKernel(a.fmt, b.fmt, acc, a.codes.shape[1] // a.fmt.block_size)
+    kernel = fused_kernel.FusedKernel(a.fmt, b.fmt, acc, a.codes.shape[1] // a.fmt.block_size)
     assert kernel.grid_integers is not None  # the route under test
     check_against_reference(a, b, acc, c)
 
@@ -834,7 +834,7 @@ def test_float_steps_round_the_exact_sum_once(rounding, c_word, second, expected
     lies below the float64 precision of the sum: its sign must still decide the rounding."""
     a = b = e4m3_tensor([16.0, second] + [0.0] * 30, [108])
     acc = Accumulator.preset("mxdotp_fp8", output_rounding=rounding)
-    assert fused._FusedKernel(a.fmt, b.fmt, acc, 1).grid_integers is not None
+    assert fused_kernel.FusedKernel(a.fmt, b.fmt, acc, 1).grid_integers is not None
     assert result_word(a, b, acc, c_word) == expected
 
 
@@ -869,7 +869,7 @@ def test_chunk_and_tile_edges(monkeypatch, route):
     c = random_c(rng, 14, 0.3)
     whole = fast_steps(a, b, acc, c)
     monkeypatch.setattr(fused, "ROW_CHUNK", 3)
-    monkeypatch.setattr(fused, "CHUNK_PRODUCTS", 3 * 64)
+    monkeypatch.setattr(fused_kernel, "CHUNK_PRODUCTS", 3 * 64)
     monkeypatch.setattr(mxsim.fast.chunks, "_THREADS", 2)
     pieces = fast_steps(a, b, acc, c)
     assert all(np.array_equal(x, y) for x, y in zip(whole, pieces))

@@ -33,7 +33,8 @@ from hypothesis import strategies as st
 from mxsim.options import Accumulator
 from mxsim.options import QuantizeOptions
 from mxsim.formats import BlockFormat, get_format
-from mxsim.ref.block import QuantizedBlock, quantize_block
+from mxsim.ref.block import quantize_block
+from mxsim.ref.stored_block import QuantizedBlock
 from mxsim.ref.dot import GeneralDot, dot, dot_general, fp32_bits
 
 TWO = Fraction(2)

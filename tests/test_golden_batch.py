@@ -20,7 +20,7 @@ from mxsim.golden.coverage.catalogue import class_names, flag_bits
 from mxsim.golden.values import fp32_bits, pack_word, unpack_word
 from mxsim.golden.kinds.registry import suite_from_spec
 from mxsim.ref import dot as ref_dot
-from mxsim.ref.block import QuantizedBlock
+from mxsim.ref.stored_block import QuantizedBlock
 from mxsim.ref.exact import Exact
 
 ALIGNED = {"mode": "aligned", "shift_rounding": "truncate", "overflow": "saturate"}

@@ -31,7 +31,7 @@ import pytest
 from mxsim.golden.compute import pipeline
 from mxsim.golden.coverage.rounding import decision_flags, ieee_interval
 from mxsim.golden.kinds.registry import suite_from_spec
-from mxsim.ref.block import QuantizedBlock, dequantize_block
+from mxsim.ref.stored_block import QuantizedBlock, dequantize_block
 from mxsim.ref.decode import decode
 from mxsim.ref.dequant import is_subnormal_word, round_to_output
 from mxsim.ref.encode import encode

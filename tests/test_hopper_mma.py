@@ -18,7 +18,7 @@ import pytest
 
 import mxsim
 from mxsim.options import Accumulator
-from mxsim.ref.block import QuantizedBlock
+from mxsim.ref.stored_block import QuantizedBlock
 from mxsim.ref.dot import dot_general
 from mxsim.ref.output import fp32_bits
 from mxsim.tensor import MXTensor

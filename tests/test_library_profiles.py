@@ -42,7 +42,8 @@ from mxsim.fast.decode import value_table
 from mxsim.formats import get_format
 from mxsim.options.profiles import get_profile
 from mxsim import DequantizeOptions, QuantizeOptions
-from mxsim.ref.block import QuantizedBlock, quantize_block
+from mxsim.ref.block import quantize_block
+from mxsim.ref.stored_block import QuantizedBlock
 from mxsim.ref.dequant import dequantize_block_bits
 
 import library_oracles

@@ -29,7 +29,7 @@ import pytest
 import mxsim
 from mxsim import Accumulator, MXTensor
 from mxsim.formats import get_format
-from mxsim.ref.block import QuantizedBlock
+from mxsim.ref.stored_block import QuantizedBlock
 from mxsim.ref.dot import dot_general
 from mxsim.ref.output import fp32_bits
 

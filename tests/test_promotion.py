@@ -23,7 +23,8 @@ from test_fused_fast import (
 import mxsim
 from mxsim import Accumulator, MXTensor
 from mxsim.golden import generate, suite_from_spec, verify
-from mxsim.options.accumulate import PRESET_SOURCES, PRESETS
+from mxsim.options.accumulate import PRESETS
+from mxsim.options.presets import PRESET_SOURCES
 
 FP32 = Accumulator()  # the register's rounding: fp32 nearest-even (round_word reads output and rounding)
 

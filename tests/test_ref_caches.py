@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mxsim.formats import get_format
-from mxsim.ref.block import to_fp32
+from mxsim.ref.stored_block import to_fp32
 from mxsim.ref.decode import decode
 from mxsim.ref.exact import Exact
 from mxsim.ref.output import fp32_add, fp32_add_dyadic

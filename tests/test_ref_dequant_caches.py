@@ -13,7 +13,7 @@ from fractions import Fraction
 import pytest
 
 from mxsim.formats import get_format
-from mxsim.ref.block import QuantizedBlock, dequantize_block
+from mxsim.ref.stored_block import QuantizedBlock, dequantize_block
 from mxsim.ref.decode import decode
 from mxsim.ref.exact import Exact
 

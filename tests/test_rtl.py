@@ -47,7 +47,8 @@ from mxsim.formats import BlockFormat, get_format
 from mxsim.golden.kinds.format_spec import block_format
 from mxsim.options.accumulate import Accumulator
 from mxsim.options import DequantizeOptions, QuantizeOptions
-from mxsim.ref.block import QuantizedBlock, quantize_block
+from mxsim.ref.block import quantize_block
+from mxsim.ref.stored_block import QuantizedBlock
 from mxsim.ref.dequant import dequantize_block_bits
 from mxsim.ref.dot import dot, dot_general
 from mxsim.ref.encode import encode

@@ -20,7 +20,7 @@ import pytest
 import mxsim
 from mxsim import Accumulator, MXTensor
 from mxsim.ref import dot as ref_dot
-from mxsim.ref.block import QuantizedBlock
+from mxsim.ref.stored_block import QuantizedBlock
 from mxsim.ref.output import fp32_bits
 
 ROOT = Path(__file__).resolve().parents[1]

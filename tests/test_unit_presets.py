@@ -24,7 +24,8 @@ from mxsim.cli import build_parser, main
 from mxsim.fileformat import save
 from mxsim.formats import BlockFormat, FORMATS, get_format
 from mxsim.golden import suite_from_spec
-from mxsim.options.accumulate import PRESET_SOURCES, PRESETS
+from mxsim.options.accumulate import PRESETS
+from mxsim.options.presets import PRESET_SOURCES
 
 TWO = Fraction(2)
 ROUNDINGS = ("rne", "rtz", "rup", "rdn", "rna")

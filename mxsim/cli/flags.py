@@ -10,7 +10,7 @@ import argparse
 import re
 import textwrap
 
-from ..options.accumulate import presets_text
+from ..options.presets import presets_text
 from ..options.spec import Choice, Flag, NameOrPattern, options_of
 
 

@@ -21,7 +21,7 @@ from ..options.encode import overflow_code
 from .encode import encode_dyadic, floor_log2_int64
 
 __all__ = [
-    "FINITE", "NAN", "NEG_INF", "POS_INF", "FLOAT32_ROUNDINGS", "fp32_round", "fp32_words", "output_format",
+    "FINITE", "NAN", "NEG_INF", "POS_INF", "FLOAT32_ROUNDINGS", "float32_parts", "fp32_round", "fp32_words", "output_format",
     "output_values", "round_output",
 ]
 
@@ -182,3 +182,16 @@ def fp32_words(codes: np.ndarray, acc: Accumulator) -> np.ndarray:
         with np.errstate(invalid="ignore"):
             return output_values(codes, acc).astype(np.float32).view(np.uint32).astype(np.int64)
     return output_values(codes, acc).view(np.uint32).astype(np.int64)
+
+
+def float32_parts(x: np.ndarray):
+    """A float32 array as (negative, significand int64, exponent int64, special): finite values
+    are (-1)^negative * significand * 2^exponent (exponent = the value's own ulp)."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.int64)
+    negative = (bits >> 31).astype(bool)
+    field = (bits >> 23) & 0xFF
+    fraction = bits & 0x7FFFFF
+    significand = np.where(field == 0, fraction, fraction | (1 << 23))
+    exponent = np.maximum(field, 1) - 150
+    special = np.where(field == 0xFF, np.where(fraction != 0, NAN, np.where(negative, NEG_INF, POS_INF)), FINITE)
+    return negative, np.where(field == 0xFF, 0, significand), exponent, special.astype(np.int8)

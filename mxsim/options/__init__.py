@@ -6,8 +6,9 @@ values, one-line description, contract section; see :mod:`.spec`), one module pe
 * :mod:`.quantize`: block quantization, :class:`QuantizeOptions` (sections 2, 2.1, 2.2);
 * :mod:`.dequantize`: dequantization per output type, :class:`DequantizeOptions` (section 3.1);
 * :mod:`.layout`: packed bit layouts, :class:`LayoutOptions` (section 3);
-* :mod:`.accumulate`: the dot-product datapath, :class:`Accumulator` and its named presets
-  (sections 4, 4.1, 6.1);
+* :mod:`.accumulate`: the dot-product datapath, :class:`Accumulator` (sections 4, 4.1), with
+  :mod:`.accumulate_formats` (the block formats it takes) and :mod:`.presets` (its named presets,
+  section 6.1);
 * :mod:`.profiles`: named bundles of the options above that reproduce a real design or library,
   :class:`Profile` and :data:`PROFILES` (section 6).
 

@@ -5,7 +5,8 @@ carried on the hot paths as integer ratios (sign, n, d) (:func:`mxsim.ref.exact.
 """
 
 from . import dot
-from .block import QuantizedBlock, dequantize_block, nvfp4_tensor_scale, quantize_block
+from .block import nvfp4_tensor_scale, quantize_block
+from .stored_block import QuantizedBlock, dequantize_block
 from .dequant import dequantize_block_bits, round_to_output
 from .decode import decode
 from .encode import encode

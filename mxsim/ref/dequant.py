@@ -1,6 +1,6 @@
 """Reference dequantization to an output float type (docs/numerics.md section 3.1), bit for bit.
 
-A block's exact values (:func:`mxsim.ref.block.dequantize_block`) are each rounded once, nearest
+A block's exact values (:func:`mxsim.ref.stored_block.dequantize_block`) are each rounded once, nearest
 even, to the output format by the reference encoder, then :class:`mxsim.DequantizeOptions`
 decide overflow, subnormal results and NaN. Integers and Fractions only.
 
@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from ..options.dequantize import OUTPUTS, DequantizeOptions, output_name
 from ..formats import get_format
-from .block import QuantizedBlock, check_block, dequantize_block, to_fp32
+from .stored_block import QuantizedBlock, check_block, dequantize_block, to_fp32
 from .decode import decode
 from .encode import encode_ratio
 from .exact import Exact

@@ -35,7 +35,7 @@ from typing import Sequence
 
 from ..options import Accumulator
 from ..formats import get_format
-from .block import QuantizedBlock, check_block
+from .stored_block import QuantizedBlock, check_block
 from .decode import decode
 from .exact import Exact, Number, dyadic
 from .fused import check_tensor_scales, fused_result, fused_steps
@@ -60,9 +60,6 @@ __all__ = [
     "dot",
     "dot_general",
 ]
-
-# Former private names, kept for the fast path (mxsim.fast.dot reads them).
-_frac_bits, _min_exponent = frac_bits, min_exponent
 
 TWO = Fraction(2)
 FP32_ULP_SHIFT = 23  # fp32 significand bits below the leading one

@@ -51,7 +51,7 @@ from functools import lru_cache
 from itertools import chain
 
 from ..options.accumulate import Accumulator, output_float_format
-from .block import QuantizedBlock
+from .stored_block import QuantizedBlock
 from .decode import decode
 from .exact import Exact, floor_log2, to_exact
 from .output import output_value, round_finite_output, round_output

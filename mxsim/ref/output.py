@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..options import Accumulator
 from ..options.accumulate import output_float_format
-from .block import fp32_of_ratio, to_fp32
+from .stored_block import fp32_of_ratio, to_fp32
 from .decode import decode
 from .encode import encode_ratio
 from .exact import Exact, Number, dyadic, to_exact

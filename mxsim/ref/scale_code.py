@@ -7,7 +7,7 @@ Scale encodings of the E8M0 scale byte (``scale_encoding``):
   [-128, 127]; no NaN (0xFF is 2^-1, 0x80 is 2^-128, 0x00 is 2^0).
 
 The UE4M3 scale of NVFP4 has only the ``e8m0`` reading (its own E4M3 decoding; 0x7F is NaN).
-Both dequantizers (:func:`mxsim.ref.block.dequantize_block` and the NumPy tables of
+Both dequantizers (:func:`mxsim.ref.stored_block.dequantize_block` and the NumPy tables of
 :mod:`mxsim.fast.dequant`) get scale values from :func:`decode_scale` and nowhere else, so a new
 encoding is added here once. (The quantizers' inverse, exponent -> byte, lives with them.)
 """

@@ -38,7 +38,8 @@ from ..options.spec import check_choice
 from ..ref import QuantizedBlock, to_exact
 from ..ref import decode as ref_decode
 from ..ref import encode as ref_encode
-from ..ref.block import check_tensor_scale, quantize_block
+from ..ref.block import quantize_block
+from ..ref.stored_block import check_tensor_scale
 from ..ref.dot import dot as ref_dot
 from ._carriers import get_carrier
 from .blocks import block_codes, block_format, block_values
@@ -327,7 +328,7 @@ def check_block_quantizer(
     :func:`mxsim.strategies.block_values` (``kinds``). ``options`` are the
     :class:`mxsim.QuantizeOptions` fields (scale_rule, rounding, inf_policy, ...; stochastic
     rounding is not checked here); ``tensor_scale`` is NVFP4's s_t (default 1; a finite positive
-    fp32 value, see :func:`mxsim.ref.block.check_tensor_scale`).
+    fp32 value, see :func:`mxsim.ref.stored_block.check_tensor_scale`).
     """
     block_fmt = block_format(fmt)
     opts = QuantizeOptions.from_kwargs(**options)

@@ -37,7 +37,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ...fast.dot import FINITE, NAN, NEG_INF, POS_INF, Operand, float32_parts
+from ...fast.dot import Operand
+from ...fast.output import FINITE, NAN, NEG_INF, POS_INF, float32_parts
 from ...fast.encode import floor_log2_int64
 from ...fast.fused import dot_general_steps
 from ...fast.output import fp32_words
@@ -103,7 +104,7 @@ def _scale_table(scale) -> _ScaleTable:
 
 def output_parts(codes: np.ndarray, acc):
     """Output codes (the accumulator's storage format) as (negative, significand, exponent,
-    special) of :func:`mxsim.fast.dot.float32_parts`: a finite value is exactly (-1)^negative *
+    special) of :func:`mxsim.fast.output.float32_parts`: a finite value is exactly (-1)^negative *
     significand * 2^exponent (every output value is an fp32 value, :func:`mxsim.fast.output.fp32_words`)."""
     return float32_parts(fp32_words(np.asarray(codes), acc).astype(np.uint32).view(np.float32))
 

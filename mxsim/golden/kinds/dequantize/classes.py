@@ -9,7 +9,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ....ref.block import QuantizedBlock
+from ....ref.stored_block import QuantizedBlock
 from ....ref.dequant import is_subnormal_word
 from ....ref.encode import encode
 from ....ref.exact import Exact, floor_log2

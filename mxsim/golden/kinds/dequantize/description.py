@@ -34,7 +34,7 @@ class DequantizeSuite(DequantizeStimulus, DequantizeExpected, DequantizeClasses,
     reads, mxsim.ref.scale_code). ``profile``: a profile name (:mod:`mxsim.options.profiles`):
     its DequantizeOptions for ``output`` with ``options`` on top, and its ``scale_encoding`` where
     it sets one (and this one is left at e8m0). Expected words:
-    :func:`mxsim.ref.dequant.round_to_output` of :func:`mxsim.ref.block.dequantize_block`."""
+    :func:`mxsim.ref.dequant.round_to_output` of :func:`mxsim.ref.stored_block.dequantize_block`."""
 
     block: str
     output: str = "float32"

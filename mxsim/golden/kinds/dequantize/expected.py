@@ -1,10 +1,10 @@
 """The expected output words of ``dequantize`` vectors, from the reference dequantizer
-(:func:`mxsim.ref.dequant.round_to_output` of :func:`mxsim.ref.block.dequantize_block`), with each
+(:func:`mxsim.ref.dequant.round_to_output` of :func:`mxsim.ref.stored_block.dequantize_block`), with each
 vector's classes (the decision classes of many vectors at once: :mod:`.classes`)."""
 
 from __future__ import annotations
 
-from ....ref.block import QuantizedBlock, dequantize_block
+from ....ref.stored_block import QuantizedBlock, dequantize_block
 from ....ref.dequant import round_to_output
 from ...coverage.catalogue import class_names
 from ...values import fp32_value, pack_word, unpack_word
