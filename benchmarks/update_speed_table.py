@@ -11,7 +11,7 @@ alone on N vectors of each), then replaces everything between :data:`BEGIN` and 
 the page with the table, the per-minute comparison derived from it, the date, the machine (CPU
 model, cores, load average) and the command. CPU seconds are counted from after the imports, by
 the child process; wall seconds likewise; peak memory is the child's maximum resident set.
-``tests/test_doc_examples.py`` checks the section is there and well formed (not its figures).
+``tests/docs/test_doc_examples.py`` checks the section is there and well formed (not its figures).
 """
 
 from __future__ import annotations

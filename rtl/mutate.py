@@ -7,7 +7,7 @@ an inverted sign or NaN condition, a wrong tie rule, ...). Each mutant is applie
 ``rtl/``, compiled (Icarus Verilog by default: a build takes a fraction of a second, Verilator's
 C++ build a few seconds, and a run of a suite is well under a second on either) and run against
 
-* the model's **canonical suites** (``golden/``, the configurations ``tests/test_rtl.py`` proves
+* the model's **canonical suites** (``golden/``, the configurations ``tests/rtl/test_rtl_reproduces_golden.py`` proves
   the model on), and
 * **uniform random suites** of the same size: every input field of every vector uniform random
   bits (seeded), the expected outputs from mxsim's reference model (``suite.compute``), the same

@@ -1,6 +1,6 @@
 """Build and run the golden-suite testbenches of ``rtl/`` under Icarus Verilog or Verilator.
 
-Used by ``tests/test_rtl.py`` and ``rtl/mutate.py``. A testbench is built once per configuration
+Used by ``tests/rtl/test_rtl_reproduces_golden.py`` and ``rtl/mutate.py``. A testbench is built once per configuration
 (top module, sources, parameters, defines, source text) and cached for the life of the
 :class:`Simulator`; running it on a suite returns ``(passed, failed, output)`` from its summary
 line ``N passed, N failed``.

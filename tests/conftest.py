@@ -15,3 +15,16 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile("mxsim")
+
+# The tests live in folders that mirror the package (tests/formats, ref, fast, golden, cli, ...); their
+# shared helpers (forged_suites, library_oracles, library_stimulus, oracle_formats, doc_examples) stay here,
+# importable from every folder.
+import sys
+from pathlib import Path
+
+# A few test files share checks with another (the fused oracle, the dot checks): every test folder is on
+# sys.path too, so ``from test_fused_steps_fast import ...`` works whichever file pytest collects first.
+_HERE = Path(__file__).resolve().parent
+for _folder in [_HERE, *sorted(p for p in _HERE.iterdir() if p.is_dir() and list(p.glob("test_*.py")))]:
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))

@@ -1,5 +1,5 @@
 """The software quantizers of docs/numerics.md section 6.2, run as oracles: each returns the library's own
-(scale bytes, element codes, float32 output) of float32 blocks (tests/test_library_profiles.py).
+(scale bytes, element codes, float32 output) of float32 blocks (tests/options/test_library_profiles.py).
 
 The libraries output fake-quantized float32 tensors; the scale is the library's own shared
 exponent (its internal function, run here), and the element codes are the library's output

@@ -1,4 +1,4 @@
-"""Blocks of every corner class for the software-quantizer oracles (tests/test_library_profiles.py).
+"""Blocks of every corner class for the software-quantizer oracles (tests/options/test_library_profiles.py).
 
 Each class is drawn with a fixed seed, as float32 (n, k) arrays; the classes are those of issue
 21 / docs/numerics.md section 6.2: Gaussian, wide range, zeros and -0, fp32 subnormals, ties and near-ties,

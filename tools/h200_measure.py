@@ -2,12 +2,12 @@
 
 Usage: ``python tools/h200_measure.py --out h200.npz [--seed N]``. Then
 ``python tools/make_silicon_corpus.py h200.npz tests/data/h200_corpus.npz`` makes a corpus from it,
-and ``pytest tests/test_silicon_h200.py`` compares mxsim with it (docs/silicon.md).
+and ``pytest tests/silicon/test_h200_corpus.py`` compares mxsim with it (docs/silicon.md).
 
 **This script cannot run in CI**: it needs a CUDA GPU (Hopper, sm_90, for the wgmma paths; the
 ``mma.sync`` kernel runs on sm_89 and later) with torch (``torch._scaled_mm``, ``float8`` dtypes),
 Triton (``tl.dot`` on FP8 with ``max_num_imprecise_acc`` and ``out_dtype``) and CuPy (NVRTC, for the
-``mma.sync`` kernel). CI only imports it (tests/test_silicon_h200.py): every GPU import is inside
+``mma.sync`` kernel). CI only imports it (tests/silicon/test_h200_corpus.py): every GPU import is inside
 the functions that use it, and :func:`main` refuses to start without CUDA.
 
 What it writes (the layout of ../shared/silicon/h200/README.md; FP8 codes as uint8, D as the

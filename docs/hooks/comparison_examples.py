@@ -2,7 +2,7 @@
 
 Each :class:`Example` holds the documented outputs (strings, shown on ``docs/comparison.md`` by the
 ``format_tables`` hook) and a ``run`` function that recomputes them with the installed libraries
-and mxsim; ``tests/test_docs.py`` asserts that ``run()`` returns exactly the documented strings.
+and mxsim; ``tests/docs/test_docs_site.py`` asserts that ``run()`` returns exactly the documented strings.
 The page also shows the source of every ``run`` function, so what is displayed is what is run.
 
 microxcaling is not installable here (no release on the package index): its outputs come from

@@ -18,7 +18,7 @@ rendered (and which GitHub's markdown view simply hides):
   allowed values, its contract section and its meaning, read from its definition in
   :mod:`mxsim.options` (the one place each option lives).
 * ``<!-- mxsim:comparison LIBRARY -->``: the rows of ``comparison_examples.py`` for one library
-  (the same examples ``tests/test_docs.py`` runs).
+  (the same examples ``tests/docs/test_docs_site.py`` runs).
 * ``<!-- mxsim:cli-reference -->``: every command's ``--help``, from the argument parser
   (``cli_reference.py``).
 * ``<!-- mxsim:profile NAME -->``: a profile of :mod:`mxsim.options.profiles`: its source and

@@ -3,9 +3,9 @@
 Each :class:`ProfileExample` is one profile's worked block (or casts): the inputs, and the
 outputs of mxsim with its defaults and with the profile, as the pages show them. The
 ``format_tables`` hook computes the outputs with mxsim when the site is built and refuses to build
-(so ``mkdocs build --strict`` and ``tests/test_docs.py`` fail) if they differ from the strings
-recorded here; ``tests/test_profiles.py`` runs them too. That the profile's output is the peer's
-is what ``tests/test_profiles.py`` proves against the peer itself.
+(so ``mkdocs build --strict`` and ``tests/docs/test_docs_site.py`` fail) if they differ from the strings
+recorded here; ``tests/options/test_profiles_against_peers.py`` runs them too. That the profile's output is the peer's
+is what ``tests/options/test_profiles_against_peers.py`` proves against the peer itself.
 """
 
 from __future__ import annotations

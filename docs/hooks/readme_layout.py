@@ -4,7 +4,7 @@ the first sentence of its docstring, then the repository's other directories.
     python docs/hooks/readme_layout.py            # print the table
     python docs/hooks/readme_layout.py --write    # replace the table in README.md
 
-``tests/test_readme.py`` checks that the README's table names every module (and nothing that is
+``tests/docs/test_readme.py`` checks that the README's table names every module (and nothing that is
 gone), so a new module fails the test, naming it, until the table is regenerated.
 """
 

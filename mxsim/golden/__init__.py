@@ -6,7 +6,7 @@ format, every contract option, the field layout, seed, level, mxsim version, vec
 coverage per corner class and the SHA-256 of every file.
 
 The subpackages are layers in the order the data flows; each imports only from those before it
-(tests/test_layers.py checks it):
+(tests/project/test_package_layers.py checks it):
 
 1. :mod:`.values`: what every layer shares: the memoized reference decoder, fp32 bits, the codes
    of a format by what they hold, block words;

@@ -33,7 +33,7 @@ def _canonical_profiles() -> list[tuple[str, str]]:
     only profiles that encode every block: a profile that refuses blocks without an MX encoding
     (``QuantizeOptions.refuses_blocks``: Brevitas below 2^-33, compressed-tensors' NaN blocks) generates
     with those catalogue blocks left out and counted (:mod:`.stimulus.refused`), but is not added here,
-    so that golden/ keeps its bytes; its library tests cover it (tests/test_library_profiles.py)."""
+    so that golden/ keeps its bytes; its library tests cover it (tests/options/test_library_profiles.py)."""
     chosen, seen = [], set()
     for profile in PROFILES.values():
         if profile.kind != "block":

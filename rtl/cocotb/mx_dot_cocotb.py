@@ -5,7 +5,7 @@ Random blocks (any code, saturating runs, subnormals, cancellation, zeros; scale
 result) is compared with ``mxsim.ref.dot.dot`` under the same Accumulator.
 
 The configuration comes from environment variables set by the runner (``run.py`` or
-tests/test_rtl.py): MXDOT_FORMAT (mxfp8_e4m3 | mxfp4_e2m1), MXDOT_K, MXDOT_F, MXDOT_W,
+tests/rtl/test_rtl_reproduces_golden.py): MXDOT_FORMAT (mxfp8_e4m3 | mxfp4_e2m1), MXDOT_K, MXDOT_F, MXDOT_W,
 MXDOT_ROUNDING (truncate | rne), MXDOT_OVERFLOW (saturate | wrap), MXDOT_COUNT, MXDOT_SEED.
 They must match the HDL parameters the design was built with.
 """

@@ -2,7 +2,7 @@
 
     python rtl/cocotb/run.py [--format mxfp4_e2m1 --f 4 --w 10 --rounding rne --overflow wrap ...]
 
-Also driven from tests/test_rtl.py (skipped when cocotb is not installed). Needs cocotb >= 2.0.
+Also driven from tests/rtl/test_rtl_reproduces_golden.py (skipped when cocotb is not installed). Needs cocotb >= 2.0.
 """
 
 from __future__ import annotations

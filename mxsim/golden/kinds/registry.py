@@ -31,7 +31,7 @@ the suite class; ``description.py``, the :class:`.suite.Suite` subclass: fields,
 explain hooks, ``example_params``; as the kind needs them ``stimulus.py``, ``expected.py`` and
 ``classes.py``, mixins the description's class inherits) and its class entered in :data:`KINDS`
 below. What the generic machinery asks of it is listed in the base class's docstring
-(``field_layouts`` and ``example_params`` at least), and tests/test_kind_matrix.py then runs its
+(``field_layouts`` and ``example_params`` at least), and tests/golden/test_kind_matrix.py then runs its
 ``example_params`` through generate, stream, verify, check, check --explain, merge and Dask.
 """
 

@@ -41,7 +41,7 @@ class Suite:
     What the reports ask of a kind (the generic machinery never switches on the kind's name):
 
     * ``example_params``: small params of the kind; every registered kind must have them
-      (tests/test_kind_matrix.py runs every path on them);
+      (tests/golden/test_kind_matrix.py runs every path on them);
     * ``field_layouts()``: what every field packs (:class:`.layout.Layout` by field name), for
       ``golden check``'s decomposition of a vector; every kind must define it;
     * ``explain_bundles(params)`` and ``with_bundle(params, key, name)``: the named bundles

@@ -22,7 +22,7 @@ Every generator knows from the configuration alone which of its vectors it can b
 exact arithmetic on bit positions), so :func:`structured_count` and :func:`reachable_classes`
 need no draws; a suite reaches each class of :func:`reachable_classes` at least
 :data:`~..coverage.reach.MIN_CLASS_VECTORS` times by construction (generation checks it,
-:func:`..coverage.reach.check_reachable_coverage`; tests/test_golden_dot_stimulus.py checks the canonical
+:func:`..coverage.reach.check_reachable_coverage`; tests/golden/test_dot_stimulus_and_classes.py checks the canonical
 suites). Expected values still come only from the suite's ``compute``.
 """
 
