@@ -67,7 +67,7 @@ def _cmd_golden_generate(args) -> str:
         interrupted(str(interrupt))
     except KeyboardInterrupt:  # before the first suite was begun
         interrupted(f"no suite was written (only {args.out}/{INDEX} may have been updated)")
-    vectors = sum(golden_files._read_json(d / "manifest.json")["count"] for d in directories)
+    vectors = sum(golden_files.read_json(d / "manifest.json")["count"] for d in directories)
     return f"{escape_controls(str(args.out))}: {len(directories)} suite(s), {vectors} vectors"
 
 
@@ -103,7 +103,7 @@ def _cmd_golden_merge(args) -> str:
         interrupted(f"merge stopped; the suite being merged was not written (a complete suite of that name already "
                      f"in {args.out} was kept as it was; {args.out}/{INDEX} marks the other suites not merged as "
                      "unfinished)")
-    vectors = sum(golden_files._read_json(d / "manifest.json")["count"] for d in directories)
+    vectors = sum(golden_files.read_json(d / "manifest.json")["count"] for d in directories)
     return f"{escape_controls(str(args.out))}: {len(directories)} suite(s) merged, {vectors} vectors"
 
 

@@ -90,7 +90,7 @@ def _check_operands(a: Operand, b: Operand, paired: bool = True):
     """The formats of ``a`` and ``b``, after checking their arrays (and, if ``paired``, that they
     hold the same number of blocks)."""
     length_b = b.codes.shape[0] if paired else a.codes.shape[0]
-    fmt_a, fmt_b = ref_dot._check_pair(a.fmt, b.fmt, a.codes.shape[0], length_b)
+    fmt_a, fmt_b = ref_dot.check_pair(a.fmt, b.fmt, a.codes.shape[0], length_b)
     for name, op, fmt in (("a", a, fmt_a), ("b", b, fmt_b)):
         if op.codes.shape != (op.codes.shape[0], fmt.block_size) or op.scales.shape != op.codes.shape[:1]:
             raise ValueError(f"operand {name}: codes {op.codes.shape} and scales {op.scales.shape} do not describe {fmt.name!r} blocks")

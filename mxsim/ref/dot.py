@@ -45,6 +45,7 @@ from .terms import Term, block_products, block_terms, element_term, frac_bits, m
 
 __all__ = [
     "Term",
+    "check_pair",
     "element_term",
     "block_terms",
     "block_products",
@@ -231,7 +232,9 @@ def _register(prods, fmt_a, fmt_b, accumulator: Accumulator) -> tuple[int, int, 
     return value, lsb, anchor, chain
 
 
-def _check_pair(fmt_a, fmt_b, length_a: int, length_b: int):
+def check_pair(fmt_a, fmt_b, length_a: int, length_b: int):
+    """The two block formats of a Dot or DotGeneral, looked up; ValueError unless they share a block
+    size and both operands hold the same number of blocks (``length_a``, ``length_b``)."""
     fmt_a, fmt_b = get_format(fmt_a, kind="block"), get_format(fmt_b, kind="block")
     if fmt_a.block_size != fmt_b.block_size:
         raise ValueError(
@@ -267,7 +270,7 @@ def dot(
     if c is not None or accumulator.accumulate == "fused":
         scales = {"tensor_scale_a": tensor_scale_a, "tensor_scale_b": tensor_scale_b}
         return dot_general([a], [b], fmt_a, fmt_b, accumulator, **scales, c=c)
-    fmt_a, fmt_b = _check_pair(fmt_a, fmt_a if fmt_b is None else fmt_b, 1, 1)
+    fmt_a, fmt_b = check_pair(fmt_a, fmt_a if fmt_b is None else fmt_b, 1, 1)
     a = check_block(a, fmt_a, tensor_scale_a, "block a")
     b = check_block(b, fmt_b, tensor_scale_b, "block b")
     prods = block_products(a.codes, a.subscales, fmt_a, b.codes, b.subscales, fmt_b)
@@ -321,7 +324,7 @@ def dot_general(
       register that adds the partial sums (:mod:`mxsim.ref.promote`), whose word is the result.
       No blocks give C rounded to the output. NVFP4 tensor scales other than None or 1 are refused.
     """
-    fmt_a, fmt_b = _check_pair(fmt_a, fmt_a if fmt_b is None else fmt_b, len(blocks_a), len(blocks_b))
+    fmt_a, fmt_b = check_pair(fmt_a, fmt_a if fmt_b is None else fmt_b, len(blocks_a), len(blocks_b))
     c = fp32_input(c)
     if accumulator.accumulate == "fused":
         return _fused_general(blocks_a, blocks_b, fmt_a, fmt_b, accumulator, tensor_scale_a, tensor_scale_b, c)

@@ -180,7 +180,27 @@ def _private_imports_across_subpackages(modules: dict[str, Path]) -> list[str]:
                 continue
             found += [f"{name}: {target}.{alias.name}" for alias in node.names
                       if alias.name.startswith("_") and not alias.name.startswith("__")]
+        found += _private_attributes_of_imported_modules(name, path, modules)
     return found
+
+
+def _private_attributes_of_imported_modules(name: str, path: Path, modules: dict[str, Path]) -> list[str]:
+    """``module: target._name`` for every ``alias._name`` read where ``alias`` is a module of another
+    subpackage bound by ``from pkg import module [as alias]`` or ``import pkg.module as alias``."""
+    tree = ast.parse(path.read_text(), str(path))
+    bound = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = _resolve(name, path.name == "__init__.py", node)
+            for alias in node.names:
+                if f"{base}.{alias.name}" in modules:
+                    bound[alias.asname or alias.name] = f"{base}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            bound.update({alias.asname: alias.name for alias in node.names if alias.asname and alias.name in modules})
+    return [f"{name}: {bound[node.value.id]}.{node.attr}" for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound
+            and node.attr.startswith("_") and not node.attr.startswith("__")
+            and _subpackage(bound[node.value.id]) != _subpackage(name)]
 
 
 def test_no_private_name_crosses_a_subpackage():
@@ -193,9 +213,11 @@ def test_the_private_import_rule_sees_a_planted_import(tmp_path):
     (package / "ref").mkdir(parents=True)
     (package / "golden").mkdir()
     (package / "ref" / "block.py").write_text("def _helper():\n    pass\n")
-    (package / "golden" / "kinds.py").write_text("from ..ref.block import _helper\nfrom .kinds import _same\n")
+    (package / "golden" / "kinds.py").write_text(
+        "from ..ref.block import _helper\nfrom .kinds import _same\nfrom ..ref import block as b\nb._other()\n")
     modules = {"mxsim.ref.block": package / "ref" / "block.py", "mxsim.golden.kinds": package / "golden" / "kinds.py"}
-    assert _private_imports_across_subpackages(modules) == ["mxsim.golden.kinds: mxsim.ref.block._helper"]
+    assert _private_imports_across_subpackages(modules) == [
+        "mxsim.golden.kinds: mxsim.ref.block._helper", "mxsim.golden.kinds: mxsim.ref.block._other"]
 
 
 def test_the_formats_import_nothing_from_the_options():

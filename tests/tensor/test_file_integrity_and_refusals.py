@@ -80,7 +80,7 @@ def test_item2_a_manifest_with_a_repeated_key_is_refused(tmp_path):
     path = tmp_path / "manifest.json"
     path.write_text('{"count": 10, "count": 3}')
     with pytest.raises(ValueError, match="duplicate key 'count'"):
-        golden_files._read_json(path)
+        golden_files.read_json(path)
 
 
 # =================================================================================================
@@ -95,7 +95,7 @@ def test_item6_a_manifest_on_dev_zero_is_read_with_a_cap(tmp_path):
     link.symlink_to("/dev/zero")
     with pytest.raises(ValueError, match=f"more than the {golden_files.MAX_JSON_BYTES} bytes this file may have "
                                          r"\(not a regular file\)"):
-        golden_files._read_json(link)
+        golden_files.read_json(link)
 
 
 def test_item6_a_fifo_without_writer_does_not_block(tmp_path):
@@ -103,7 +103,7 @@ def test_item6_a_fifo_without_writer_does_not_block(tmp_path):
     os.mkfifo(fifo)
     assert reading.read_capped(fifo, 100) == b""  # no writer: no bytes, at once
     with pytest.raises(ValueError, match="not valid JSON"):
-        golden_files._read_json(fifo)
+        golden_files.read_json(fifo)
 
 
 # =================================================================================================

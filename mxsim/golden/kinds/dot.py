@@ -113,7 +113,7 @@ class DotSuite(DotReports, Suite):
     def __post_init__(self):
         self.fa = block_format(self.block_a, "block_a")
         self.fb = self.fa if self.block_b is None else block_format(self.block_b, "block_b")
-        ref_dot._check_pair(self.fa, self.fb, 1, 1)
+        ref_dot.check_pair(self.fa, self.fb, 1, 1)
         for name in ("c_input", "steps", "unit_scales", "exhaustive_pairs"):
             _check_flag(name, getattr(self, name))
         self.acc = Accumulator.resolve(self.preset, **self.accumulator)

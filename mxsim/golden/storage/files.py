@@ -52,7 +52,7 @@ from ..kinds.registry import Suite
 from .staging import STAGING_SUFFIX_BYTES, parent_locked, remove_stale
 from .writer import MANIFEST, NPZ, SuiteWriter
 
-__all__ = ["generate", "generate_suites", "GenerationInterrupted", "check_seed", "check_suite_names", "suite_dir",
+__all__ = ["generate", "generate_suites", "GenerationInterrupted", "check_seed", "check_suite_names", "suite_dir", "read_json",
            "manifest_dict", "manifest_bytes", "prepare_generation", "write_suite", "writing_error", "shard_lines",
            "shard_name", "INDEX", "MANIFEST", "NPZ"]
 
@@ -75,7 +75,7 @@ def _is_temporary(name: str) -> bool:
     return name.startswith(".") and name.endswith(".tmp")
 
 
-def _read_json(path: Path):
+def read_json(path: Path):
     """A JSON file's value; ValueError with a one-line reason (without the path) otherwise: more
     than MAX_JSON_BYTES (whatever the file type), not UTF-8, not JSON, a key repeated in an object."""
     data = read_capped(path, MAX_JSON_BYTES)  # a device or a FIFO too: never more than the cap
@@ -133,7 +133,7 @@ def _locked(root: Path):
 
 def _read_index(path: Path) -> dict:
     """The index at ``path``; ValueError (without the path) if it is not one mxsim wrote."""
-    index = _read_json(path)
+    index = read_json(path)
     if not (isinstance(index, dict) and index.get("index") == INDEX_MARK):
         raise ValueError(f"not an mxsim golden index (no \"index\": \"{INDEX_MARK}\")")
     suites = index.get("suites")

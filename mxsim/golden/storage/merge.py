@@ -44,7 +44,7 @@ from ..compute import pipeline
 from ..coverage.catalogue import CLASSES
 from ..compute.crosscheck import merge_descriptions
 from ..kinds.fields import Field
-from .files import _read_json, _update_index, manifest_bytes, shard_lines, suite_dir, writing_error
+from .files import read_json, _update_index, manifest_bytes, shard_lines, suite_dir, writing_error
 from ..coverage.reach import check_reachable_coverage
 from .columns import NotRegularFile, open_regular
 from .npz import npz_problem, npz_sha256
@@ -93,7 +93,7 @@ def _shard(directory: Path) -> Shard | None:
     ``shard-<i>-of-<n>`` directory, not readable JSON); ShardError for a shard that cannot be read."""
     path = directory / MANIFEST
     try:
-        entry = _read_json(path).get("shard")
+        entry = read_json(path).get("shard")
     except (OSError, ValueError, AttributeError) as error:
         if not _SHARD_NAME.fullmatch(directory.name):
             return None

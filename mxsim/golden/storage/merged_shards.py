@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from .columns import open_regular
-from .files import MANIFEST, _read_json
+from .files import MANIFEST, read_json
 
 __all__ = ["merged_suite", "compare_with_merged"]
 
@@ -29,7 +29,7 @@ def merged_suite(directory: Path) -> Path | None:
     if not _SHARD_NAME.fullmatch(directory.name):
         return None
     try:
-        shard, whole = _read_json(directory / MANIFEST), _read_json(directory.parent / MANIFEST)
+        shard, whole = read_json(directory / MANIFEST), read_json(directory.parent / MANIFEST)
     except (OSError, ValueError):
         return None
     if not (isinstance(shard, dict) and isinstance(whole, dict)) or whole.get("shard") is not None:

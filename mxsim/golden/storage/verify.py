@@ -50,7 +50,7 @@ from ..compute.crosscheck import CrossCheck, ReferenceDisagreement
 from .columns import NotRegularFile, RecordError, RecordReader, field_values, open_regular
 from .merged_shards import compare_with_merged, merged_suite
 from .suite_files import check_files
-from .files import INDEX, MANIFEST, MANIFEST_KEYS, MAX_JSON_BYTES, NPZ, _is_temporary, _read_index, _read_json, _sha256
+from .files import INDEX, MANIFEST, MANIFEST_KEYS, MAX_JSON_BYTES, NPZ, _is_temporary, _read_index, read_json, _sha256
 from .files import shard_lines as files_shard_lines
 from ..kinds.registry import suite_from_spec
 
@@ -293,7 +293,7 @@ def load_suite(directory) -> tuple[dict, object]:
     directory = Path(directory)
     manifest_path = directory / MANIFEST
     try:
-        manifest = _read_json(manifest_path)
+        manifest = read_json(manifest_path)
     except (OSError, ValueError) as error:
         raise ValueError(f"{manifest_path}: {getattr(error, 'strerror', None) or error}") from None
     problem = _manifest_problem(manifest)
