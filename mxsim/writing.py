@@ -26,7 +26,7 @@ import os
 import stat
 import tempfile
 
-__all__ = ["atomic_write", "destination_kind", "directory_mode", "file_mode", "naming_file"]
+__all__ = ["atomic_write", "destination_kind", "directory_mode", "file_mode", "naming_file", "sync_directory"]
 
 # read once, while the import is single-threaded: os.umask can only be read by setting it
 _UMASK = os.umask(0)
@@ -125,7 +125,13 @@ def atomic_write(path, data: bytes, streams: bool = True) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    with contextlib.suppress(OSError):  # make the rename durable; not every platform allows this
+    sync_directory(directory)
+
+
+def sync_directory(directory) -> None:
+    """fsync a directory, so that the renames into it are durable; a platform that does not allow it
+    (opening a directory, or fsync on it) is passed over."""
+    with contextlib.suppress(OSError):
         dir_fd = os.open(directory, os.O_RDONLY)
         try:
             os.fsync(dir_fd)

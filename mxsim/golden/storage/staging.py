@@ -33,7 +33,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from ...writing import directory_mode
+from ...writing import directory_mode, sync_directory
 
 __all__ = ["Staging", "parent_locked", "remove_stale", "remove_temporary_files", "signals_deferred", "suite_files",
            "swap_in", "STAGING_SUFFIX_BYTES", "SHARDS_PREFIX"]
@@ -175,8 +175,8 @@ def swap_in(staging: Staging, marker: str, publish=None) -> None:
             except BaseException:
                 _put_back(backup, target, marker)
                 raise
-        _sync(target.parent)
-        _sync(target)
+        sync_directory(target.parent)
+        sync_directory(target)
         try:
             if publish is not None:
                 publish()
@@ -195,15 +195,6 @@ def _put_back(backup: Path, target: Path, marker: str) -> None:
     for name in reversed(suite_files(backup, marker)):  # the marker last
         os.replace(backup / name, target / name)
     shutil.rmtree(backup)
-
-
-def _sync(directory: Path) -> None:
-    with contextlib.suppress(OSError):  # make the renames durable; not every platform allows this
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def remove_stale(parent: Path, marker: str) -> list[Path]:
