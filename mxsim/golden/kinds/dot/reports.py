@@ -3,9 +3,9 @@ what each field packs (:mod:`.layout`) and the accumulator presets ``check --exp
 
 from __future__ import annotations
 
-from ...options.accumulate import PRESETS
-from ...ref.output import storage_format
-from .layout import Layout, block_layouts, code_layout, plain_layout
+from ....options.accumulate import PRESETS
+from ....ref.output import storage_format
+from ..layout import Layout, block_layouts, code_layout, plain_layout
 
 __all__ = ["DotReports"]
 
