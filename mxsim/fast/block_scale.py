@@ -1,5 +1,5 @@
-"""The shared scale exponents E of many E8M0-scaled blocks at once, bit-identical to
-:mod:`mxsim.ref.scale` and the reference's block exponent (docs/numerics.md section 2).
+"""The shared scale exponents E of many E8M0-scaled blocks at once, bit-identical to the reference's.
+As :mod:`mxsim.ref.scale` and the reference's block exponent (docs/numerics.md section 2).
 
 Units: E is an int64 per block, the scale being 2^E. A block maximum (``amax``, float64)
 gives the scale rule's E exactly (frexp reads the exponent; the fp32 rules decide with the

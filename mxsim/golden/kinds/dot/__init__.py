@@ -1,6 +1,6 @@
-"""The ``dot`` suite kind: two blocks -> the datapath register, its LSB, the anchor and the result; with
-an accumulator input (``c``) or fused multiply-accumulate steps (docs/numerics.md section 4.1) -> the
-result and, if asked, every step's D (``steps``).
+"""The ``dot`` suite kind: two blocks -> the datapath register, its LSB, the anchor and the result.
+With an accumulator input (``c``) or fused multiply-accumulate steps (docs/numerics.md section 4.1)
+-> the result and, if asked, every step's D (``steps``).
 
 :class:`DotSuite` is in :mod:`.description` (its report hooks in :mod:`.reports`); stimulus in
 :mod:`.stimulus` (one vector at a time) and :mod:`.random_run` (a run of random vectors drawn with

@@ -1,5 +1,5 @@
-"""The corner classes of ``dot`` vectors: of one block Dot from the reference, of a chunk of them from
-the fast path's values (flag words), and which classes a suite's configuration must reach
+"""The corner classes of ``dot`` vectors, and which classes a suite must reach.
+Of one block Dot from the reference, of a chunk of them from the fast path's values (flag words)
 (docs/numerics.md section 3.3)."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""What a ``dot`` suite is: two block formats, an accumulator (preset and overrides), the accumulator
-input, fused steps and unit scales; its fields (both operands' blocks, C -> the register, its LSB,
-the anchor, the result, the steps), name and parameters."""
+"""What a ``dot`` suite is: two block formats, an accumulator and its options, fields, name and parameters.
+The accumulator is a preset with overrides; the options are the accumulator input, fused steps and
+unit scales; the fields are both operands' blocks and C -> the register, its LSB, the anchor, the
+result and the steps."""
 
 from __future__ import annotations
 

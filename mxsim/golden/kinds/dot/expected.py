@@ -1,6 +1,6 @@
-"""The expected outputs of ``dot`` vectors from the reference: the block Dot (register, LSB, anchor,
-result, with C), or the fused steps and result, with each vector's classes (the output roundings'
-classes of many vectors at once: :mod:`...coverage.rounding_record`)."""
+"""The expected outputs of ``dot`` vectors from the reference, with each vector's classes.
+The block Dot (register, LSB, anchor, result, with C), or the fused steps and result; the output
+roundings' classes of many vectors at once (:mod:`...coverage.rounding_record`)."""
 
 from __future__ import annotations
 

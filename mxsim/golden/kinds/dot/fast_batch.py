@@ -1,6 +1,7 @@
-"""The expected outputs of many ``dot`` vectors at once from the NumPy fast path (:mod:`...kinds.batch`):
-the block Dots of separate accumulation, NVFP4 vectors grouped by their pair of tensor scales, and
-fused suites through :mod:`..fused_batch`; what the fast path does not model goes to the reference."""
+"""The expected outputs of a chunk of ``dot`` vectors from the NumPy fast path.
+The block Dots of separate accumulation (NVFP4 vectors grouped by their pair of tensor scales), and
+fused suites through :mod:`..fused_batch`; what the fast path does not model goes to the reference
+(:mod:`..batch`)."""
 
 from __future__ import annotations
 

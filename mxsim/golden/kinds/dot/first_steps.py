@@ -1,5 +1,5 @@
-"""The first fused step's D (with C = +0) of many ``dot`` vectors at once, from the fast path, for
-aiming the accumulator input C at it (:mod:`...stimulus.accumulator`)."""
+"""The first fused step's D (with C = +0) of many ``dot`` vectors at once, for aiming C at it.
+From the fast path, for :mod:`...stimulus.accumulator`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Random ``dot`` vectors beyond the catalogue drawn a run at a time with NumPy, from the distribution
-of the one-at-a-time draws of :mod:`.stimulus` (the same code sets, scales and odds)."""
+"""Random ``dot`` vectors beyond the catalogue, a run at a time drawn with NumPy.
+From the distribution of the one-at-a-time draws of :mod:`.stimulus` (the same code sets, scales
+and odds)."""
 
 from __future__ import annotations
 

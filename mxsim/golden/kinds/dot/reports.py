@@ -1,5 +1,6 @@
-"""What a ``dot`` or ``dotgeneral`` suite tells the reports (the hooks of :class:`.suite.Suite`):
-what each field packs (:mod:`.layout`) and the accumulator presets ``check --explain`` tries."""
+"""What a ``dot`` or ``dotgeneral`` suite tells the reports: its field layouts and explain presets.
+The hooks of :class:`..suite.Suite`: what each field packs (:mod:`..layout`) and the accumulator
+presets ``check --explain`` tries."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The inputs of a ``dot`` suite, one vector at a time: the structured and mutation vectors of
-:mod:`...stimulus`, then every element code pair (FP4, FP6, FP8), directed corner blocks,
-cancelling blocks and weighted random blocks; with an accumulator input each with a C."""
+"""The inputs of a ``dot`` suite, one vector at a time: structured, exhaustive, directed and random.
+The structured and mutation vectors of :mod:`...stimulus`, then every element code pair (FP4, FP6,
+FP8), directed corner blocks, cancelling blocks and weighted random blocks; with an accumulator
+input each with a C."""
 
 from __future__ import annotations
 

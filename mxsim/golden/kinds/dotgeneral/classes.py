@@ -1,6 +1,6 @@
-"""The corner classes of a chunk of ``dotgeneral`` vectors from the fast path's values (flag words):
-of the DotGeneral result, of every block's Dot and its output rounding, and an Inf element per
-operand (docs/numerics.md section 3.3)."""
+"""The corner classes of a chunk of ``dotgeneral`` vectors from the fast path's values.
+As flag words: of the DotGeneral result, of every block's Dot and its output rounding, and an Inf
+element per operand (docs/numerics.md section 3.3)."""
 
 from __future__ import annotations
 

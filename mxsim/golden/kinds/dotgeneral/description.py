@@ -1,6 +1,6 @@
-"""What a ``dotgeneral`` suite is: a ``dot`` suite (:class:`..dot.DotSuite`) with ``n_blocks`` blocks
-per vector; its fields (each operand field n blocks wide, C -> the result, every block's Dot, the
-fused steps), name and parameters."""
+"""What a ``dotgeneral`` suite is: a ``dot`` suite with ``n_blocks`` blocks per vector; fields, name, parameters.
+Over :class:`..dot.DotSuite`: each operand field n blocks wide, C -> the result, every block's Dot
+and the fused steps."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The expected outputs of ``dotgeneral`` vectors: from the reference vector by vector (the DotGeneral,
-every block's Dot and the classes of both, the output roundings' classes of many vectors at once:
-:mod:`...coverage.rounding_record`), or from the fast path for a chunk (NVFP4 vectors grouped by
-their pair of tensor scales)."""
+"""The expected outputs of ``dotgeneral`` vectors, from the reference or for a chunk from the fast path.
+The reference goes vector by vector (the DotGeneral, every block's Dot and the classes of both; the
+output roundings' classes of many vectors at once: :mod:`...coverage.rounding_record`); the fast
+path takes a chunk (NVFP4 vectors grouped by their pair of tensor scales)."""
 
 from __future__ import annotations
 

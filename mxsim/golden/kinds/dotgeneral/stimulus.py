@@ -1,5 +1,6 @@
-"""The inputs of a ``dotgeneral`` suite: the dot kind's corner and random blocks (:mod:`..dot.stimulus`)
-n to a vector, then vectors whose second block cancels the first."""
+"""The inputs of a ``dotgeneral`` suite: the dot kind's blocks n to a vector, then cancelling vectors.
+The dot kind's corner and random blocks (:mod:`..dot.stimulus`), then vectors whose second block
+cancels the first."""
 
 from __future__ import annotations
 

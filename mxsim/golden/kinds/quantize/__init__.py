@@ -1,5 +1,6 @@
-"""The ``quantize`` suite kind: a block of fp32 inputs (NVFP4: and its tensor scale) -> the scale, its
-exponent, sub-scales and element codes, under one set of QuantizeOptions (docs/numerics.md section 2).
+"""The ``quantize`` suite kind: k fp32 inputs -> a block's scale, its exponent, sub-scales and element codes.
+NVFP4 blocks also take their tensor scale; one set of QuantizeOptions per suite (docs/numerics.md
+section 2).
 
 :class:`QuantizeSuite` is in :mod:`.description`; stimulus in :mod:`.stimulus` (directed and random
 blocks) and :mod:`.structured` (blocks aimed at every rounding case and at the clamped scale);

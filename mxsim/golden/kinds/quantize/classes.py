@@ -1,5 +1,5 @@
-"""The corner classes of ``quantize`` vectors computed for a chunk at once from the fp32 bit fields,
-the scale and the codes, and which classes a suite's configuration must reach (docs/numerics.md
+"""The corner classes of a chunk of ``quantize`` vectors, and which classes a suite must reach.
+From the fp32 bit fields of the inputs, the scale and the codes, as flag words (docs/numerics.md
 section 3.3)."""
 
 from __future__ import annotations

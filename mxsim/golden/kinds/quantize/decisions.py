@@ -1,6 +1,6 @@
-"""The rounding-decision classes of ``quantize`` vectors (docs/numerics.md section 3.3;
-:mod:`...coverage.rounding`): every finite nonzero element as the quantizer reads it against the
-divisor it uses (2^E, 2^(E - tau), NVFP4's s_t * scale or its fp32 factor), one vector or a chunk."""
+"""The rounding-decision classes of ``quantize`` elements, of one vector or a chunk (docs/numerics.md section 3.3).
+Every finite nonzero element as the quantizer reads it, against the divisor it uses (2^E,
+2^(E - tau), NVFP4's s_t * scale or its fp32 factor), through :mod:`...coverage.rounding`."""
 
 from __future__ import annotations
 

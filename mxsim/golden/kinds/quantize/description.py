@@ -1,6 +1,6 @@
-"""What a ``quantize`` suite is: one block format, QuantizeOptions and profile, its fields (k fp32
-inputs, NVFP4 tensor scale -> scale, scale exponent, sub-scales, codes), parameters, layouts and the
-fast path's outputs that ``check --explain`` tries."""
+"""What a ``quantize`` suite is: its block format, QuantizeOptions and profile, fields, parameters and layouts.
+Fields: k fp32 inputs (NVFP4: and the tensor scale) -> scale, scale exponent, sub-scales, codes; and
+the fast path's outputs that ``check --explain`` tries."""
 
 from __future__ import annotations
 

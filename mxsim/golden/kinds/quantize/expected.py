@@ -1,7 +1,7 @@
-"""The expected outputs of ``quantize`` vectors: from the reference quantizer vector by vector (with
-the classes of the inputs, the scale and the codes), or from the NumPy fast path for a whole chunk
-at once (NVFP4 vectors, each with its own tensor scale, in one call); the rounding-decision classes
-of either from :mod:`.decisions`."""
+"""The expected outputs of ``quantize`` vectors, from the reference or for a chunk from the fast path.
+The reference quantizer goes vector by vector (with the classes of the inputs, the scale and the
+codes); the NumPy fast path takes a whole chunk at once (NVFP4 vectors, each with its own tensor
+scale, in one call); the rounding-decision classes of either come from :mod:`.decisions`."""
 
 from __future__ import annotations
 

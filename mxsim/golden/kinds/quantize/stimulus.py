@@ -1,7 +1,7 @@
-"""The inputs of a ``quantize`` suite: directed blocks (all zero, an outlier, NaN, Inf, tiny, huge,
-values on and between the element grid), the structured blocks of :mod:`.structured`, then random
-blocks of varied dynamic range (one at a time, or a run of them drawn with NumPy); NVFP4 blocks
-carry the tensor scale of their maximum."""
+"""The inputs of a ``quantize`` suite: directed blocks, the structured blocks, then random blocks.
+Directed: all zero, an outlier, NaN, Inf, tiny, huge, values on and between the element grid; the
+structured blocks come from :mod:`.structured`; random blocks of varied dynamic range one at a time
+or a run of them drawn with NumPy. NVFP4 blocks carry the tensor scale of their maximum."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The structured blocks of a ``quantize`` suite (docs/numerics.md section 3.3): blocks that reach
-every rounding case of every band of the element grid against the divisor the quantizer actually
-uses, and E8M0 blocks whose scale clamps at ``scale_min``."""
+"""The structured blocks of a ``quantize`` suite: every rounding case of every band, and clamped scales.
+Blocks that reach every rounding case of every band of the element grid against the divisor the
+quantizer actually uses, and E8M0 blocks whose scale clamps at ``scale_min`` (docs/numerics.md
+section 3.3)."""
 
 from __future__ import annotations
 
