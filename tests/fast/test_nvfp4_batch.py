@@ -126,7 +126,7 @@ def test_the_golden_quantize_kind_quantizes_a_chunk_in_one_fast_call(monkeypatch
         calls.append(len(args[0]))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr("mxsim.golden.kinds.quantize.quantize_blocks", counted)
+    monkeypatch.setattr("mxsim.golden.kinds.quantize.expected.quantize_blocks", counted)
     columns = {f.name: [row[f.name] for row in rows] for f in suite.inputs}
     outputs, flags = suite.compute_batch(columns)
     assert calls == [len(rows)]

@@ -1,8 +1,8 @@
 """A suite kind is one folder plus its registration (issue 33 item 1): every folder under
 mxsim/golden/kinds/ that holds a ``description.py`` is a kind whose ``__init__`` exports the class
 that :data:`mxsim.golden.kinds.registry.KINDS` registers under the folder's name, and that class is
-defined in that ``description.py``; a registered kind lives in its folder (or, until it is split,
-in a module of its name). Expected values: the folder names, read from the file system here."""
+defined in that ``description.py``; every registered kind lives in its folder (no kind is a single
+module). Expected values: the folder names, read from the file system here."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ KINDS_DIR = Path(__file__).resolve().parents[2] / "mxsim" / "golden" / "kinds"
 FOLDERS = sorted(p.parent.name for p in KINDS_DIR.glob("*/description.py"))
 
 
-def test_the_four_split_kinds_have_folders():
-    assert {"decode", "encode", "pack", "dequantize"} <= set(FOLDERS)
+def test_every_registered_kind_has_a_folder():
+    assert set(FOLDERS) == set(KINDS)
+    assert not [p.name for p in KINDS_DIR.glob("*.py") if p.stem in KINDS], "a kind is still a single module"
 
 
 @pytest.mark.parametrize("folder", FOLDERS)
@@ -34,4 +35,10 @@ def test_every_kind_folder_is_registered_and_exports_its_class(folder):
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_every_registered_kind_lives_under_its_name(kind):
     module = KINDS[kind].__module__
-    assert module in (f"mxsim.golden.kinds.{kind}.description", f"mxsim.golden.kinds.{kind}"), module
+    assert module == f"mxsim.golden.kinds.{kind}.description", module
+
+
+def test_no_module_of_the_kinds_is_over_600_lines():
+    long = {str(p.relative_to(KINDS_DIR)): n for p in KINDS_DIR.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 600}
+    assert not long, f"split these along a seam (issue 33 item 5): {long}"

@@ -1,8 +1,9 @@
 """The registry of golden suite kinds: :data:`KINDS`, each kind's name -> its suite class.
 
-A folder per kind (``decode/``, ``encode/``, ``pack/``, ``dequantize/``; ``quantize``, ``dot`` and
-``dotgeneral`` are still one module each); shared parts in ``suite``, ``fields``, ``layout``,
-``params`` and ``format_spec``.
+A folder per kind (``decode/``, ``encode/``, ``quantize/``, ``pack/``, ``dot/``, ``dotgeneral/``,
+``dequantize/``); shared parts, used by several kinds, in ``suite``, ``fields``, ``layout``,
+``params``, ``format_spec``, ``batch`` (the fast path's helpers) and ``fused_batch`` (fused dot and
+dotgeneral suites on the fast path).
 
 Each suite is generic in the TestFloat sense: it knows a format and the contract's options, not
 the device under test. Stimulus = exhaustive enumerations where the space is small, a directed

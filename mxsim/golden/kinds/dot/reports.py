@@ -1,11 +1,12 @@
-"""What a ``dot`` or ``dotgeneral`` suite tells the reports (the hooks of :class:`.suite.Suite`):
-what each field packs (:mod:`.layout`) and the accumulator presets ``check --explain`` tries."""
+"""What a ``dot`` or ``dotgeneral`` suite tells the reports: its field layouts and explain presets.
+The hooks of :class:`..suite.Suite`: what each field packs (:mod:`..layout`) and the accumulator
+presets ``check --explain`` tries."""
 
 from __future__ import annotations
 
-from ...options.accumulate import PRESETS
-from ...ref.output import storage_format
-from .layout import Layout, block_layouts, code_layout, plain_layout
+from ....options.accumulate import PRESETS
+from ....ref.output import storage_format
+from ..layout import Layout, block_layouts, code_layout, plain_layout
 
 __all__ = ["DotReports"]
 

@@ -1,0 +1,87 @@
+"""The expected outputs of ``dot`` vectors from the reference, with each vector's classes.
+The block Dot (register, LSB, anchor, result, with C), or the fused steps and result; the output
+roundings' classes of many vectors at once (:mod:`...coverage.rounding_record`)."""
+
+from __future__ import annotations
+
+from ....ref import dot as ref_dot
+from ....ref.block import QuantizedBlock
+from ....ref.exact import Exact
+from ....ref.fused import fused_result, fused_step_details
+from ....ref.output import storage_format
+from ...coverage.accumulator import c_classes, element_classes, fused_classes
+from ...coverage.rounding_record import block_dot_rows, with_rounding_classes
+from ...values import float_value, fp32_value, pack_word, unpack_word
+
+
+class DotExpected:
+    """``compute``, ``compute_many`` and ``reference_codes`` of a dot suite (needs ``self.fa``,
+    ``self.fb``, ``self.acc``, ``self.fused``, ``self.has_c``, ``self.c_format``, ``self.steps``
+    and ``self._classes``: :class:`.classes.DotClasses`)."""
+
+    def _blocks(self, inputs: dict):
+        blocks, scales = [], []
+        for side, fmt in (("a", self.fa), ("b", self.fb)):
+            codes = unpack_word(inputs[f"{side}_elems"], fmt.element.width, fmt.block_size)
+            subs = tuple(unpack_word(inputs[f"{side}_sub"], fmt.subscale_bits, fmt.subblocks)) if fmt.subblocks else ()
+            blocks.append(QuantizedBlock(inputs[f"{side}_scale"], subs, tuple(codes)))
+            ts = inputs.get(f"{side}_tensor_scale")
+            scales.append(None if ts is None else fp32_value(ts).magnitude)
+        return blocks, scales
+
+    def _vector_blocks(self, inputs: dict):
+        """(blocks_a, blocks_b, tensor_scale_a, tensor_scale_b) of a vector."""
+        (a, b), (ta, tb) = self._blocks(inputs)
+        return [a], [b], ta, tb
+
+    def reference_codes(self, inputs: dict, c: Exact, first_steps: int | None = None) -> tuple[int, ...]:
+        """The reference's output codes of a vector's blocks with accumulator input ``c``: every
+        fused step's D (``first_steps``: only the first that many; the reference's steps, as
+        :meth:`compute` takes them), or the one result of separate accumulation (for aiming stimulus)."""
+        blocks_a, blocks_b, ta, tb = self._vector_blocks(inputs)
+        if self.fused:
+            details = fused_step_details(blocks_a, blocks_b, self.fa, self.fb, self.acc, c, first_steps)
+            return tuple(step.code for step in details)
+        g = ref_dot.dot_general(blocks_a, blocks_b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb,
+                                c=c)
+        return g.steps or (g.code,)
+
+    def compute(self, inputs: dict):
+        return self.compute_many([inputs])[0]
+
+    def compute_many(self, rows: list[dict]) -> list[tuple[dict, set]]:
+        """``compute`` of every vector of ``rows``: the reference vector by vector, then the output
+        roundings' classes of all at once (the record the fast path fills too, :mod:`..coverage.rounding_record`)."""
+        if self.fused:
+            return [self._fused_vector(inputs) for inputs in rows]
+        return with_rounding_classes([self._reference_vector(inputs) for inputs in rows], self.acc)
+
+    def _fused_vector(self, inputs: dict):
+        (a, b), _ = self._blocks(inputs)
+        return self._fused([a], [b], float_value(inputs["c"], self.c_format))
+
+    def _reference_vector(self, inputs: dict):
+        """(outputs, the classes but the output rounding's, [the rounding's record row]) of one
+        vector of separate accumulation."""
+        (a, b), (ta, tb) = self._blocks(inputs)
+        r = ref_dot.dot(a, b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb)
+        out = {"acc": r.accumulator, "lsb": r.lsb_exponent, "anchor": r.anchor, "result": r.code}
+        classes = self._classes(a, b, r)
+        roundings = block_dot_rows([(a, b, r)], self.fa, self.fb, ta is not None or tb is not None)
+        if self.has_c:
+            c = float_value(inputs["c"], self.c_format)
+            with_c = ref_dot.dot(a, b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb, c=c)
+            out["result"] = with_c.code
+            classes |= c_classes(c, r.exact)
+        return out, classes, roundings
+
+    def _fused(self, blocks_a, blocks_b, c: Exact):
+        """Outputs and classes of a fused vector (the reference's steps; no tensor scales)."""
+        details = fused_step_details(blocks_a, blocks_b, self.fa, self.fb, self.acc, c)
+        out = {"result": fused_result([step.code for step in details], c, self.acc, self.fa.block_size, len(blocks_a))}
+        if self.steps:
+            out["steps"] = pack_word([step.code for step in details], storage_format(self.acc).width)
+        classes = fused_classes(details, self.acc, c, out["result"])
+        for a, b in zip(blocks_a, blocks_b):
+            classes |= element_classes(a, b, self.fa, self.fb)
+        return out, classes
