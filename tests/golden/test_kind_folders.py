@@ -37,9 +37,3 @@ def test_every_registered_kind_lives_under_its_name(kind):
     module = KINDS[kind].__module__
     assert module == f"mxsim.golden.kinds.{kind}.description", module
 
-
-def test_no_module_of_the_package_is_over_600_lines():
-    package = KINDS_DIR.parents[1]
-    long = {str(p.relative_to(package)): n for p in package.rglob("*.py")
-            if (n := len(p.read_text().splitlines())) > 600}
-    assert not long, f"split these along a seam (issue 33 item 5): {long}"

@@ -225,3 +225,10 @@ def test_the_formats_import_nothing_from_the_options():
     upward = sorted(f"{m} -> {t}" for m, targets in GRAPH.items() if _subpackage(m) == "mxsim.formats"
                     for t in targets if t.startswith("mxsim.") and _subpackage(t) not in ("mxsim.formats",))
     assert not upward, f"mxsim.formats imports from above it: {upward}"
+
+
+def test_no_module_of_the_package_is_over_600_lines():
+    """Rooms by seam (issue 33 item 5): a module past 600 lines is split along a seam."""
+    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 600}
+    assert not long, f"split these along a seam: {long}"
