@@ -35,7 +35,7 @@ from ..ref.block import (
     reciprocal_special_error,
 )
 from ..ref.scale import E8M0_MAX, E8M0_MIN, scale_byte
-from ..ref.sources import check_source_options, inf_stand_in
+from ..ref.sources import check_source_options, inf_stand_in, scale_inf_stand_in
 from .block_scale import computed_exponents, floor_log2, given_exponents, rule_exponents
 from .chunks import BLOCK_CHUNK, map_chunks
 from .decode import scale_table, value_table
@@ -81,7 +81,10 @@ def _read(blocks: np.ndarray, options: QuantizeOptions, source: str):
         raise inf_block_error(f"block {int(np.flatnonzero(inf.any(axis=1))[0])}")
     if options.specials == "block":
         nan_blocks = nan.any(axis=1) | (inf.any(axis=1) if options.inf_policy == "nan" else False)
-        stand_in = 2.0**128 if options.inf_policy == "exponent_field" else float(inf_stand_in(source))
+        if options.inf_policy == "exponent_field":
+            stand_in = 2.0**128
+        else:  # looked up only where an Inf is: fp64's largest value refuses fp32 arithmetic
+            stand_in = float(scale_inf_stand_in(source, options)) if inf.any() else 0.0
         magnitude = np.where(inf, stand_in, np.abs(x))
         nan_elements = None
     else:

@@ -36,7 +36,7 @@ from .exact import Exact, Number, float_ratio, floor_log2_ratio, ratio
 from .fp32_steps import fp32_log2_element_ratio, fp32_log2_floor_ratio, fp32_round, is_fp32_ratio
 from .scale import E8M0_MAX, E8M0_MIN, E8M0_NAN, byte_exponent, given_scale_error, scale_byte, scale_exponent
 from .refusals import NoMXEncoding, inf_block_error, nan_block_error, reciprocal_special_error, scale_underflow_error
-from .sources import check_source_options, inf_stand_in, read_subnormal
+from .sources import check_source_options, read_subnormal, scale_inf_stand_in
 from .stored_block import (
     FP32_MAX,
     FP32_MIN_NORMAL,
@@ -160,13 +160,15 @@ def _amax(xs: list[Ratio], options: QuantizeOptions, source: str) -> tuple[int, 
     elif options.inf_policy == "exponent_field":
         stand_in = (1 << 128, 1)
     else:
-        value = inf_stand_in(source)
-        stand_in = (value.numerator, value.denominator)
+        stand_in = None  # the source's largest finite value, looked up at the first Inf
     best_n, best_d = 0, 1  # magnitudes compared as n * d' > n' * d on their integers
     for _, n, d in xs:
         if not d:  # Inf (n = 1) counts as its stand-in, NaN (n = 0) not at all
             if not n:
                 continue
+            if stand_in is None:
+                value = scale_inf_stand_in(source, options)
+                stand_in = (value.numerator, value.denominator)
             n, d = stand_in
         if n * best_d > best_n * d:
             best_n, best_d = n, d

@@ -47,10 +47,31 @@ def inf_stand_in(source: str) -> Fraction:
     return get_format(source_name(source)).max_normal
 
 
+def scale_inf_stand_in(source: str, options) -> Fraction:
+    """:func:`inf_stand_in` for the scale of a block with an Inf, under ``options``: options that
+    reproduce float32 arithmetic (``options.fp32_arithmetic``: scale_rule='floor_fp32',
+    element_arith='fp32_log2', ...) take float32 values only, and float64's largest finite value
+    (about 1.8e308) is not one, so an Inf in fp64 input under inf_policy='saturate' or 'max_scale'
+    is a ValueError there (both layers; an fp64 input without Inf is read as before)."""
+    value = inf_stand_in(source)
+    if options.fp32_arithmetic and value > _FP32_MAX:
+        raise ValueError(
+            f"an Inf of {source_name(source)} input counts as its largest finite value ({float(value):.6g}) under "
+            f"inf_policy={options.inf_policy!r}, which float32 cannot hold; scale_rule='floor_fp32', "
+            "element_arith='fp32_log2', scale_value_min and nvfp4_arith='fp32_reciprocal' reproduce float32 "
+            "arithmetic (give float32 input, or inf_policy 'nan', 'exponent_field' or 'error')"
+        )
+    return value
+
+
+_FP32_MAX = get_format("fp32").max_normal
+
+
 def check_source_options(source: str, options) -> None:
     """Refuse option combinations a source type cannot take: subnormal_inputs='as_normal' reads
-    fp32 exponent fields, which fp64 values do not have."""
-    if options.subnormal_inputs == "as_normal" and source_name(source) == "fp64":
+    fp32 exponent fields, which fp64 values do not have. An unknown source type is refused too."""
+    name = source_name(source)
+    if options.subnormal_inputs == "as_normal" and name == "fp64":
         raise ValueError(
             "subnormal_inputs='as_normal' reads fp32 exponent fields; float64 (fp64) input is not allowed with it "
             "(convert to float32, or use subnormal_inputs='exact' or 'flush')"

@@ -767,10 +767,20 @@ def test_fast_matches_reference(name, data):
     rand = rand_words(data, n, options.get("rand_width", 32)) if options["rounding"] == "stochastic" else None
     with np.errstate(invalid="ignore"):  # signalling NaN bit patterns quieten when widened
         wide = x.astype(dtype)
-    t = mxsim.quantize(wide, name, rand_bits=rand, **options)
     opts = mxsim.QuantizeOptions(**options)
     padded = np.concatenate([x, np.zeros(-n % k, np.float32)])
     rand_padded = None if rand is None else np.concatenate([rand, np.zeros(-n % k, np.uint64)])
+    try:
+        t = mxsim.quantize(wide, name, rand_bits=rand, **options)
+    except ValueError as refused:  # the reference must refuse the same input (one of its blocks)
+        with pytest.raises(ValueError):
+            for b in range(len(padded) // k):
+                part = slice(b * k, (b + 1) * k)
+                ref.quantize_block([float(v) for v in padded[part]], fmt, opts,
+                                   rand_bits=None if rand is None else [int(r) for r in rand_padded[part]],
+                                   source="fp64" if dtype is np.float64 else "fp32")
+        assert str(refused)
+        return
     values = np.concatenate([t.dequantize(np.float64), np.zeros(-n % k)])
     for b in range(len(padded) // k):
         part = slice(b * k, (b + 1) * k)
@@ -793,3 +803,25 @@ def test_fast_matches_reference(name, data):
                 assert np.isnan(got)
             else:
                 assert v.is_finite and Fraction(float(got)) == v.value and np.signbit(got) == bool(v.sign)
+
+
+# floor_fp32: float32's log2(2^128 - 2^104) = 128 - 8.6e-8 rounds to 128.0 (its ulp there is 2^-16), so E = 128 - 2
+# and the byte is 127 + 126 = 253; the exact floor rule (fp32_log2 changes only the element step) gives 127 - 2: 252
+@pytest.mark.parametrize("options, inf_scale", [({"scale_rule": "floor_fp32"}, 253), ({"element_arith": "fp32_log2"}, 252)])
+def test_fp64_inf_under_saturate_is_refused_by_float32_arithmetic(options, inf_scale):
+    """An Inf under inf_policy='saturate' counts as its source type's largest finite value; float64's
+    (2^1024 - 2^971) is not a float32 value, so the options that reproduce float32 arithmetic refuse
+    it in both layers (the fast path gave scale 254 where the reference raised deep inside its fp32
+    steps). float32 input (its Inf counts as 2^128 - 2^104, a float32 value) and fp64 input without an
+    Inf are read as before."""
+    opts = {"inf_policy": "saturate", **options}
+    block = [float("inf")] + [0.5] * 31
+    with pytest.raises(ValueError, match=r"an Inf of fp64 input .*inf_policy='saturate'.*float32"):
+        mxsim.quantize(np.array(block, np.float64), "mxfp4_e2m1", **opts)
+    with pytest.raises(ValueError, match=r"an Inf of fp64 input .*inf_policy='saturate'.*float32"):
+        ref.quantize_block(block, mxsim.get_format("mxfp4_e2m1"), mxsim.QuantizeOptions(**opts), source="fp64")
+    from_fp32 = mxsim.quantize(np.array(block, np.float32), "mxfp4_e2m1", **opts)
+    expected = ref.quantize_block(block, mxsim.get_format("mxfp4_e2m1"), mxsim.QuantizeOptions(**opts))
+    assert int(from_fp32.scales[0]) == expected.scale == inf_scale
+    finite = mxsim.quantize(np.array([6.0] + [0.5] * 31, np.float64), "mxfp4_e2m1", **opts)
+    assert int(finite.scales[0]) == 127  # floor(log2 6) = 2 = emax: scale 2^0
