@@ -1,60 +1,35 @@
 """The corner classes of ``dot`` vectors, and which classes a suite must reach.
-Of one block Dot from the reference, of a chunk of them from the fast path's values (flag words)
-(docs/numerics.md section 3.3)."""
+A chunk at once, as flag words, from the block Dots' record (:class:`mxsim.fast.dot.BlockDots`,
+filled by the fast path or by the reference: :mod:`.reference_record`) (docs/numerics.md section 3.3)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ....fast.dot import FINITE, BlockDots
-from ....ref import dot as ref_dot
-from ...coverage.accumulator import block_lows, element_classes
+from ...coverage.accumulator import block_lows
 from ...coverage.rounding_record import OutputRoundings
 from ...stimulus import dot as dot_stimulus
-from ...values import is_subnormal_code
 from ..batch import FloatBits, add_operand_classes, bit, code_table, dyadic_differ
 
 
 class DotClasses:
-    """``reachable_classes``, ``_classes`` and ``_batch_flags`` of a dot suite (needs ``self.fa``,
-    ``self.fb``, ``self.acc``, ``self.out_format``, ``self.unbounded_acc`` and ``self.exact_acc``
-    (aligned accumulators) and ``self._block_dots``: :class:`.fast_batch.DotFastBatch`)."""
+    """``reachable_classes`` and ``_batch_flags`` of a dot suite (needs ``self.fa``, ``self.fb``,
+    ``self.acc`` and ``self.out_format``)."""
 
     def reachable_classes(self) -> frozenset[str]:
         """The classes this suite's configuration reaches at least MIN_CLASS_VECTORS times: those
         its structured stimulus builds (:func:`.dot_stimulus.reachable_classes`)."""
         return dot_stimulus.reachable_classes(self)
 
-    def _classes(self, a, b, r) -> set:
-        """The classes of one block Dot ``r`` but its output rounding's (:meth:`rounding_rows`)."""
-        out = self.out_format
-        prods = ref_dot.block_products(a.codes, a.subscales, self.fa, b.codes, b.subscales, self.fb)
-        classes = element_classes(a, b, self.fa, self.fb, prods)
-        finite_products = any(kind == "finite" and magnitude for _, magnitude, _, kind in prods)
-        if r.value.is_nan:
-            classes.add("nan")
-        if r.value.is_inf:
-            classes.add("inf")
-        if r.value.is_zero:
-            classes.add("negative_zero" if r.value.sign else "zero")
-            if finite_products and r.exact.is_zero:
-                classes.add("cancellation")
-        if r.value.is_finite and is_subnormal_code(r.code, out):
-            classes.add("subnormal_output")
-        if r.value.is_inf and r.exact.is_finite:
-            classes.add("overflow")
-        if self.acc.mode == "aligned" and finite_products:
-            unbounded, unbounded_lsb, _ = ref_dot.block_register(prods, self.fa, self.fb, self.unbounded_acc)
-            if unbounded != r.accumulator:
-                classes.add("acc_overflow")
-            exact, exact_lsb, _ = ref_dot.block_register(prods, self.fa, self.fb, self.exact_acc)
-            low = min(unbounded_lsb, exact_lsb)  # the two values on a common grid 2^low
-            if unbounded << (unbounded_lsb - low) != exact << (exact_lsb - low):
-                classes.add("shift_inexact")
-        return classes
-
-    def _batch_flags(self, sides, groups, r: BlockDots) -> np.ndarray:
-        """The classes of :meth:`_classes`, vector by vector, as flag words."""
+    def _batch_flags(self, sides, r: BlockDots, registers=None) -> np.ndarray:
+        """The classes of block Dots as flag words, from the record ``r`` (either path's: the fast
+        path's arrays or :func:`.reference_record.reference_block_dots`) and the operands ``sides``
+        ((scales, sub-scales, codes) of a and b): NaN/Inf/zero/subnormal elements and results,
+        overflow, cancellation, mixed signs, operand edges, the output rounding's classes; for an
+        aligned accumulator ``registers`` ((accumulator, lsb) of the unbounded register, of the exact
+        one: :data:`.reference_record.Registers`) give ``acc_overflow`` (the width lost bits) and
+        ``shift_inexact`` (the frac_bits grid cut bits) (docs/numerics.md section 3.3)."""
         (scales_a, _, ca), (scales_b, _, cb) = sides
         ta, tb = code_table(self.fa.element), code_table(self.fb.element)
         value = FloatBits.of(r.codes, self.out_format)
@@ -82,11 +57,9 @@ class DotClasses:
         add("inf_b", tb.inf[cb].any(axis=1))
         flags |= rounding_flags(self, scales_a, scales_b, r)
         if self.acc.mode == "aligned":
-            unbounded = self._block_dots(sides, groups, self.unbounded_acc)
-            exact = self._block_dots(sides, groups, self.exact_acc)
-            add("acc_overflow", any_finite_product & (unbounded.accumulator != r.accumulator))
-            differ = dyadic_differ(unbounded.accumulator, unbounded.lsb_exponent, exact.accumulator, exact.lsb_exponent)
-            add("shift_inexact", any_finite_product & differ)
+            (unbounded, unbounded_lsb), (exact, exact_lsb) = registers
+            add("acc_overflow", any_finite_product & (unbounded != r.accumulator))
+            add("shift_inexact", any_finite_product & dyadic_differ(unbounded, unbounded_lsb, exact, exact_lsb))
         return flags
 
 

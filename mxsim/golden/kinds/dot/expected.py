@@ -1,6 +1,7 @@
 """The expected outputs of ``dot`` vectors from the reference, with each vector's classes.
-The block Dot (register, LSB, anchor, result, with C), or the fused steps and result; the output
-roundings' classes of many vectors at once (:mod:`...coverage.rounding_record`)."""
+The block Dot (register, LSB, anchor, result, with C), or the fused steps and result; the classes
+of a chunk of separate block Dots at once, from the reference's values as the fast path's record
+(:mod:`.reference_record`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from ....ref.exact import Exact
 from ....ref.fused import fused_result, fused_step_details
 from ....ref.output import storage_format
 from ...coverage.accumulator import c_classes, element_classes, fused_classes
-from ...coverage.rounding_record import block_dot_rows, with_rounding_classes
+from ...coverage.catalogue import class_names
+from .reference_record import pair_registers, reference_block_dots, stacked_registers
 from ...values import float_value, fp32_value, pack_word, unpack_word
 
 
@@ -50,30 +52,45 @@ class DotExpected:
         return self.compute_many([inputs])[0]
 
     def compute_many(self, rows: list[dict]) -> list[tuple[dict, set]]:
-        """``compute`` of every vector of ``rows``: the reference vector by vector, then the output
-        roundings' classes of all at once (the record the fast path fills too, :mod:`..coverage.rounding_record`)."""
+        """``compute`` of every vector of ``rows``: the reference vector by vector; for separate
+        accumulation the classes of all of them at once, from the reference's block Dots as the
+        record the fast path fills (:mod:`.reference_record`, :meth:`.classes.DotClasses._batch_flags`)."""
         if self.fused:
             return [self._fused_vector(inputs) for inputs in rows]
-        return with_rounding_classes([self._reference_vector(inputs) for inputs in rows], self.acc)
+        return self._reference_chunk(rows) if rows else []
 
-    def _fused_vector(self, inputs: dict):
-        (a, b), _ = self._blocks(inputs)
-        return self._fused([a], [b], float_value(inputs["c"], self.c_format))
+    def _reference_chunk(self, rows: list[dict]) -> list[tuple[dict, set]]:
+        """(outputs, classes) of vectors of separate accumulation from the reference."""
+        computed = [self._reference_vector(inputs) for inputs in rows]
+        columns = {f.name: [inputs[f.name] for inputs in rows] for f in self.block_fields}
+        sides = [self._operand_arrays(columns, side, fmt, 1) for side, fmt in (("a", self.fa), ("b", self.fb))]
+        registers = stacked_registers(list(zip(*(pair for *_, pair in computed)))) if self.acc.mode == "aligned" else None
+        record = reference_block_dots([r for r, _, _, _ in computed])
+        words = self._batch_flags(sides, record, registers).tolist()
+        return [(out, set(class_names(word)) | c_set) for (_, out, c_set, _), word in zip(computed, words)]
 
     def _reference_vector(self, inputs: dict):
-        """(outputs, the classes but the output rounding's, [the rounding's record row]) of one
-        vector of separate accumulation."""
+        """(the reference's :class:`~mxsim.ref.dot.BlockDot`, the outputs, the classes of C against the
+        blocks' exact value, :func:`.reference_record.pair_registers` for an aligned accumulator) of
+        one vector of separate accumulation. With C, ``result`` is the Dot + C and the other fields
+        the Dot's (docs/numerics.md section 4.1)."""
         (a, b), (ta, tb) = self._blocks(inputs)
         r = ref_dot.dot(a, b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb)
         out = {"acc": r.accumulator, "lsb": r.lsb_exponent, "anchor": r.anchor, "result": r.code}
-        classes = self._classes(a, b, r)
-        roundings = block_dot_rows([(a, b, r)], self.fa, self.fb, ta is not None or tb is not None)
+        c_set = set()
         if self.has_c:
             c = float_value(inputs["c"], self.c_format)
             with_c = ref_dot.dot(a, b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb, c=c)
             out["result"] = with_c.code
-            classes |= c_classes(c, r.exact)
-        return out, classes, roundings
+            c_set = c_classes(c, r.exact)
+        pair = None  # the registers of acc_overflow and shift_inexact (aligned), while the pair's products are kept
+        if self.acc.mode == "aligned":
+            pair = pair_registers(a, b, self.fa, self.fb, self.unbounded_acc, self.exact_acc)
+        return r, out, c_set, pair
+
+    def _fused_vector(self, inputs: dict):
+        (a, b), _ = self._blocks(inputs)
+        return self._fused([a], [b], float_value(inputs["c"], self.c_format))
 
     def _fused(self, blocks_a, blocks_b, c: Exact):
         """Outputs and classes of a fused vector (the reference's steps; no tensor scales)."""

@@ -16,7 +16,8 @@ from ..fused_batch import compute_fused_batch
 
 class DotFastBatch:
     """``fast_path_applies``, ``compute_batch`` and the fast path's operands of a dot suite (needs
-    ``self.fa``, ``self.fb``, ``self.acc``, ``self.fused``, ``self.has_c`` and ``self._batch_flags``:
+    ``self.fa``, ``self.fb``, ``self.acc``, ``self.unbounded_acc`` and ``self.exact_acc`` (aligned), ``self.fused``,
+    ``self.has_c`` and ``self._batch_flags``:
     :class:`.classes.DotClasses`)."""
 
     @property
@@ -99,8 +100,17 @@ class DotFastBatch:
         r = self._block_dots(sides, groups, self.acc)
         out = {"acc": r.accumulator.tolist(), "lsb": r.lsb_exponent.tolist(), "anchor": r.anchor.tolist(),
                "result": r.codes.tolist()}
-        flags = self._batch_flags(sides, groups, r)
+        flags = self._batch_flags(sides, r, self._fast_registers(sides, groups))
         return out, flags.tolist()
+
+    def _fast_registers(self, sides, groups, blocks: int = 1):
+        """The fast path's :data:`.reference_record.Registers` of an aligned accumulator (None for
+        another mode): the registers without a width and exact, of every block."""
+        if self.acc.mode != "aligned":
+            return None
+        unbounded = self._block_dots(sides, groups, self.unbounded_acc, blocks)
+        exact = self._block_dots(sides, groups, self.exact_acc, blocks)
+        return (unbounded.accumulator, unbounded.lsb_exponent), (exact.accumulator, exact.lsb_exponent)
 
 
 def merged_block_dots(parts, count: int, n: int) -> BlockDots:

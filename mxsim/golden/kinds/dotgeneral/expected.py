@@ -1,7 +1,7 @@
 """The expected outputs of ``dotgeneral`` vectors, from the reference or for a chunk from the fast path.
-The reference goes vector by vector (the DotGeneral, every block's Dot and the classes of both; the
-output roundings' classes of many vectors at once: :mod:`...coverage.rounding_record`); the fast
-path takes a chunk (NVFP4 vectors grouped by their pair of tensor scales)."""
+The reference goes vector by vector (the DotGeneral and every block's Dot), its classes a chunk at
+once from the same record the fast path fills (:mod:`..dot.reference_record`); the fast path takes a
+chunk (NVFP4 vectors grouped by their pair of tensor scales)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from ....ref import dot as ref_dot
 from ....ref.exact import Exact
 from ....ref.output import storage_format
 from ...coverage.accumulator import c_classes
-from ...coverage.rounding_record import block_dot_rows
-from ...values import code_sets, float_value, is_subnormal_code, pack_word, unpack_word
+from ...coverage.catalogue import class_names
+from ...values import float_value, pack_word, unpack_word
 from ..batch import pack_items
 from ..dot.fast_batch import merged_block_dots
+from ..dot.reference_record import reference_block_dots
 
 
 class DotGeneralExpected:
@@ -39,37 +40,34 @@ class DotGeneralExpected:
         blocks_a, blocks_b, _, _ = self._vector_blocks(inputs)
         return self._fused(blocks_a, blocks_b, float_value(inputs["c"], self.c_format) if self.has_c else None)
 
+    def _reference_chunk(self, rows: list[dict]) -> list[tuple[dict, set]]:
+        """(outputs, classes) of vectors from the reference: each vector's DotGeneral, then the
+        classes of all of them at once from the reference's values as the fast path's record
+        (:func:`..dot.reference_record.reference_block_dots`, :meth:`.classes.DotGeneralClasses._general_flags`)."""
+        count, n = len(rows), self.n_blocks
+        computed = [self._reference_vector(inputs) for inputs in rows]
+        columns = {f.name: [inputs[f.name] for inputs in rows] for f in self.block_fields}
+        sides = [self._operand_arrays(columns, side, fmt, n) for side, fmt in (("a", self.fa), ("b", self.fb))]
+        blocks = reference_block_dots([block for g, _ in computed for block in g.blocks]).reshape((count, n))
+        result = np.array([g.code for g, _ in computed], dtype=np.int64)
+        words = self._general_flags(result, blocks.codes, sides, blocks, count).tolist()
+        width = storage_format(self.acc).width
+        return [({"result": g.code, "block_results": pack_word([b.code for b in g.blocks], width)},
+                 set(class_names(word)) | c_set) for (g, c_set), word in zip(computed, words)]
+
     def _reference_vector(self, inputs: dict):
-        """(outputs, the classes but the blocks' output roundings', the roundings' record rows)."""
+        """(the reference's :class:`~mxsim.ref.dot.GeneralDot`, the classes of C against the blocks'
+        exact sum) of one vector."""
         blocks_a, blocks_b, ta, tb = self._vector_blocks(inputs)
         c = float_value(inputs["c"], self.c_format) if self.has_c else None
-        scales = {"tensor_scale_a": ta, "tensor_scale_b": tb}
-        g = ref_dot.dot_general(blocks_a, blocks_b, self.fa, self.fb, self.acc, **scales, c=c)
-        out = storage_format(self.acc)
-        classes = set()
-        if g.value.is_nan:
-            classes.add("nan")
-        elif g.value.is_inf:
-            classes.add("inf")
-            if all(b.value.is_finite for b in g.blocks):
-                classes.add("overflow")
-        elif g.value.is_zero:
-            classes.add("negative_zero" if g.value.sign else "zero")
-            if any(not b.value.is_zero for b in g.blocks):
-                classes.add("cancellation")
-        elif is_subnormal_code(g.code, out):
-            classes.add("subnormal_output")
-        if len({b.value.sign for b in g.blocks if b.value.is_finite and not b.value.is_zero}) == 2:
-            classes.add("mixed_signs")
-        roundings = block_dot_rows(zip(blocks_a, blocks_b, g.blocks), self.fa, self.fb, ta is not None or tb is not None)
-        for side, fmt, blocks in (("a", self.fa, blocks_a), ("b", self.fb, blocks_b)):
-            if any(not code_sets(fmt.element)["inf"].isdisjoint(block.codes) for block in blocks):
-                classes.add(f"inf_{side}")  # element Inf per operand (contract 3.3 (5))
+        g = ref_dot.dot_general(blocks_a, blocks_b, self.fa, self.fb, self.acc, tensor_scale_a=ta, tensor_scale_b=tb,
+                                c=c)
+        c_set = set()
         if c is not None:
             finite = all(b.exact.is_finite for b in g.blocks)
             exact = sum((b.exact.value for b in g.blocks), Fraction(0)) if finite else None
-            classes |= c_classes(c, None if exact is None else Exact(int(exact < 0), abs(exact)))
-        return {"result": g.code, "block_results": pack_word([b.code for b in g.blocks], out.width)}, classes, roundings
+            c_set = c_classes(c, None if exact is None else Exact(int(exact < 0), abs(exact)))
+        return g, c_set
 
     def _batch(self, inputs: dict):
         n, count = self.n_blocks, len(inputs["a_scale"])
