@@ -43,8 +43,8 @@ from ..coverage.catalogue import flag_bits
 from .crosscheck import CrossCheck, fast_path, reference_expected
 from ..kinds.suite import Suite
 
-__all__ = ["CHUNK", "Plan", "plan", "vectors", "expected", "reference_expected", "computed_chunks", "suite_rng",
-           "run_rng", "RUN"]
+__all__ = ["CHUNK", "Plan", "plan", "vectors", "vector_columns", "expected", "reference_expected", "computed_chunks",
+           "suite_rng", "run_rng", "RUN"]
 
 CHUNK = 4096  # vectors per chunk; any value gives the same bytes (tests set a small one)
 RUN = 256  # random vectors beyond the catalogue per generator: fixed, part of what the vectors are
@@ -161,6 +161,38 @@ def expected(suite: Suite, inputs: dict[str, list[int]]) -> tuple[dict[str, list
     return reference_expected(suite, inputs)
 
 
+def vector_columns(suite: Suite, seed: int, level: int, plan: Plan, first: int = 0, last: int | None = None
+                   ) -> Iterator[tuple[dict[str, list[int]], list[str]]]:
+    """The vectors of :func:`vectors` (the same, in the same order) as pieces of columns: (one list
+    per input field, the origins). A kind with ``random_columns`` hands a random run over as
+    columns, with no dict per vector (the columns :meth:`random_run`'s rows hold)."""
+    names = [f.name for f in suite.inputs]
+    end = plan.total if last is None else last
+    drawn_as_columns = getattr(suite, "random_columns", None)
+    if drawn_as_columns is None or (end is not None and end <= plan.catalogue):
+        for piece in _batched(vectors(suite, seed, level, plan, first, last), RUN):
+            yield {name: [row[name] for row, _ in piece] for name in names}, [origin for _, origin in piece]
+        return
+    catalogue = plan.catalogue
+    if first < catalogue:
+        for piece in _batched(vectors(suite, seed, level, plan, first, catalogue), RUN):
+            yield {name: [row[name] for row, _ in piece] for name in names}, [origin for _, origin in piece]
+    index = max(first, catalogue)
+    run = (index - catalogue) // RUN
+    while end is None or index < end:
+        base = catalogue + run * RUN
+        stop = base + RUN if end is None else min(base + RUN, end)
+        columns = drawn_as_columns(run_generator(seed, suite, run), base, RUN)
+        yield {name: columns[name][index - base : stop - base] for name in names}, ["random"] * (stop - index)
+        index, run = base + RUN, run + 1
+
+
+def _batched(iterable, size: int):
+    iterator = iter(iterable)
+    while piece := list(itertools.islice(iterator, size)):
+        yield piece
+
+
 def computed_chunks(suite: Suite, seed: int, level: int, plan: Plan, first: int = 0, last: int | None = None,
                     size: int | None = None, check: CrossCheck | None = None) -> Iterator[dict[str, list[int]]]:
     """Every field (inputs, outputs, ``flags`` with the origin bit) of vectors ``first`` ..
@@ -171,14 +203,23 @@ def computed_chunks(suite: Suite, seed: int, level: int, plan: Plan, first: int 
     size = size or CHUNK
     check = check or CrossCheck(suite, seed, plan)
     start = first
-    stream = vectors(suite, seed, level, plan, first, last)
     names = [f.name for f in suite.inputs]
+    held: dict[str, list[int]] = {name: [] for name in names}
+    held_origins: list[str] = []
+    pieces = vector_columns(suite, seed, level, plan, first, last)
     while True:
-        rows = list(itertools.islice(stream, size))
-        if not rows:
+        for columns, origins in pieces:  # gather at least one chunk's vectors
+            for name in names:
+                held[name] += columns[name]
+            held_origins += origins
+            if len(held_origins) >= size:
+                break
+        if not held_origins:
             return
-        inputs = {name: [row[name] for row, _ in rows] for name in names}
+        inputs = {name: column[:size] for name, column in held.items()}
+        origins = held_origins[:size]
+        held = {name: column[size:] for name, column in held.items()}
+        held_origins = held_origins[size:]
         outputs, flags = check.expected(inputs, start)
-        start += len(rows)
-        origins = [_ORIGIN_FLAGS[origin] for _, origin in rows]
-        yield {**inputs, **outputs, "flags": [f | o for f, o in zip(flags, origins)]}
+        start += len(origins)
+        yield {**inputs, **outputs, "flags": [f | _ORIGIN_FLAGS[o] for f, o in zip(flags, origins)]}

@@ -29,7 +29,7 @@ def _np_code_sets(e) -> dict[str, np.ndarray]:
 
 
 class DotRandomRun:
-    """``random_run`` of a dot suite (needs what :class:`.stimulus.DotStimulus` needs)."""
+    """``random_run`` and ``random_columns`` of a dot suite (needs what :class:`.stimulus.DotStimulus` needs)."""
 
     def random_run(self, rng: np.random.Generator, first: int, n: int) -> list[dict]:
         """``n`` random vectors beyond the catalogue drawn at once with NumPy (see
@@ -43,15 +43,26 @@ class DotRandomRun:
         ``rng``), aimed at the first step's D with C = +0 of the whole run computed in one
         :meth:`first_step_values` call (the reference vector by vector where that gives None:
         separate accumulation)."""
-        count = n * self.vector_blocks
-        a = self._np_side(self.fa, rng, n, rng.choice(["normal"] * 6 + ["max", "small", "special"], size=count))
-        b = self._np_side(self.fb, rng, n, rng.choice(["normal", "max", "small"], size=count))
-        columns = {**{f"a_{k}": v for k, v in a.items()}, **{f"b_{k}": v for k, v in b.items()}}
-        names = list(columns)
-        rows = [dict(zip(names, values)) for values in zip(*columns.values())]
+        columns = self._block_columns(rng, n)
+        rows = _rows(columns)
         if not self.has_c:
             return rows
         return accumulator_input.add_c_each(self, rows, random.Random(int(rng.integers(0, 1 << 63))))
+
+    def random_columns(self, rng: np.random.Generator, first: int, n: int) -> dict[str, list[int]]:
+        """:meth:`random_run` as columns (one list per input field): the same vectors, drawn the
+        same way, without a dict per vector where there is no C to aim."""
+        if self.has_c:
+            rows = self.random_run(rng, first, n)
+            return {f.name: [row[f.name] for row in rows] for f in self.inputs}
+        return self._block_columns(rng, n)
+
+    def _block_columns(self, rng: np.random.Generator, n: int) -> dict[str, list[int]]:
+        """The block fields of ``n`` vectors (a's then b's), drawn by :meth:`_np_side`."""
+        count = n * self.vector_blocks
+        a = self._np_side(self.fa, rng, n, rng.choice(["normal"] * 6 + ["max", "small", "special"], size=count))
+        b = self._np_side(self.fb, rng, n, rng.choice(["normal", "max", "small"], size=count))
+        return {**{f"a_{k}": v for k, v in a.items()}, **{f"b_{k}": v for k, v in b.items()}}
 
     def _np_side(self, fmt, rng: np.random.Generator, n: int, kinds: np.ndarray) -> dict:
         """One operand's fields of ``n`` vectors of ``vector_blocks`` blocks each: block i (of
@@ -93,3 +104,9 @@ class DotRandomRun:
             finite = _np_codes(tuple(finite_codes(s)))
             return finite[rng.integers(0, len(finite), size=count)]
         return 127 + rng.integers(-8, 9, size=count)
+
+
+def _rows(columns: dict[str, list[int]]) -> list[dict]:
+    """Columns of equal length -> one dict per vector (the keys in the columns' order)."""
+    names = list(columns)
+    return [dict(zip(names, values)) for values in zip(*columns.values())]
