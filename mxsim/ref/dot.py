@@ -122,7 +122,9 @@ def _scale_factor(scale_code: int, fmt, tensor_scale) -> Exact:
 class BlockDot:
     """One block's Dot: the output ``code`` and its ``value``; ``exact``, the block's value before
     the output rounding; and the register (``accumulator``, ``lsb_exponent``, ``anchor``; see the
-    module docstring)."""
+    module docstring). ``unbounded`` (aligned mode only, else None): the same cut products summed
+    with no width, on the same grid 2^lsb_exponent; it differs from ``accumulator`` exactly where
+    the W-bit register's overflow rule changed the sum (docs/numerics.md section 3.3, acc_overflow)."""
 
     code: int
     value: Exact
@@ -130,6 +132,7 @@ class BlockDot:
     accumulator: int
     lsb_exponent: int
     anchor: int
+    unbounded: int | None = None
 
 
 @dataclass(frozen=True)
@@ -158,27 +161,30 @@ def _exact_register(products, frac: int, lsb: int) -> int:
     return total
 
 
-def _aligned_register(products, frac: int, anchor: int, accumulator: Accumulator) -> int:
+def _aligned_register(products, frac: int, anchor: int, accumulator: Accumulator) -> tuple[int, int]:
     """The W-bit register: each product placed on the grid 2^(anchor - F) by ``shift_rounding``,
-    added in index order, with ``overflow`` applied after each addition."""
+    added in index order, with ``overflow`` applied after each addition; and the same cut products'
+    sum with no width (equal to the register without a ``width``)."""
     lsb = anchor - accumulator.frac_bits
     rounding = CUT_ROUNDING[accumulator.shift_rounding]
     bound = accumulator.register_bound
     saturate = accumulator.overflow == "saturate"
-    total, base = 0, lsb + frac
+    total, unbounded, base = 0, 0, lsb + frac
     for sign, magnitude, e, kind in products:
         if not magnitude or kind != "finite":
             continue
         # product = magnitude * 2^(e - frac) = magnitude * 2^(e - frac - lsb) LSBs (sign: 0 or 1,
         # read as the bool ``negative``)
         q = round_shift(magnitude, base - e, rounding, sign)
-        total += -q if sign else q
+        q = -q if sign else q
+        total += q
+        unbounded += q
         if bound is not None and not -bound <= total < bound:  # outside [-2^(W-1), 2^(W-1) - 1]
             if saturate:
                 total = bound - 1 if total > 0 else -bound
             else:
                 total = (total + bound) % (2 * bound) - bound
-    return total
+    return total, unbounded
 
 
 def _fp32_register(products, frac: int) -> tuple[Exact, int, int]:
@@ -219,17 +225,19 @@ def block_register(prods, fmt_a, fmt_b, accumulator: Accumulator) -> tuple[int, 
     return _register(prods, fmt_a, fmt_b, accumulator)[:3]
 
 
-def _register(prods, fmt_a, fmt_b, accumulator: Accumulator) -> tuple[int, int, int, Exact | None]:
-    """(register, lsb_exponent, anchor, the fp32 chain's value for fp32_sequential else None)."""
+def _register(prods, fmt_a, fmt_b, accumulator: Accumulator) -> tuple[int, int, int, Exact | None, int | None]:
+    """(register, lsb_exponent, anchor, the fp32 chain's value for fp32_sequential else None, the
+    aligned register's sum with no width else None)."""
     frac = frac_bits(fmt_a.element) + frac_bits(fmt_b.element)
     anchor = _anchor(prods)
     if accumulator.mode == "exact":
         lsb = product_lsb(fmt_a, fmt_b)
-        return _exact_register(prods, frac, lsb), lsb, anchor, None
+        return _exact_register(prods, frac, lsb), lsb, anchor, None, None
     if accumulator.mode == "aligned":
-        return _aligned_register(prods, frac, anchor, accumulator), anchor - accumulator.frac_bits, anchor, None
+        register, unbounded = _aligned_register(prods, frac, anchor, accumulator)
+        return register, anchor - accumulator.frac_bits, anchor, None, unbounded
     chain, value, lsb = _fp32_register(prods, frac)
-    return value, lsb, anchor, chain
+    return value, lsb, anchor, chain, None
 
 
 def check_pair(fmt_a, fmt_b, length_a: int, length_b: int):
@@ -279,7 +287,7 @@ def dot(
     # (finite terms never change the special outcome: only the others are passed)
     non_finite = [(sign, kind) for sign, _, _, kind in prods if kind != "finite"]
     outcome = special(non_finite, factor_a.is_nan or factor_b.is_nan)
-    register, lsb, anchor, chain = _register(prods, fmt_a, fmt_b, accumulator)
+    register, lsb, anchor, chain, unbounded = _register(prods, fmt_a, fmt_b, accumulator)
     if chain is not None and not chain.is_finite:  # fp32_sequential: the IEEE chain decides the specials
         outcome = chain if not (factor_a.is_nan or factor_b.is_nan) else Exact.nan()
     if outcome is not None:
@@ -292,7 +300,7 @@ def dot(
         magnitude = Fraction(numerator << lsb, denominator) if lsb >= 0 else Fraction(numerator, denominator << -lsb)
         exact = Exact.trusted(int(register < 0 and magnitude != 0), magnitude)  # an exact zero (a zero scale) is +0
     code = round_output(exact, accumulator)
-    return BlockDot(code, output_value(code, accumulator), exact, register, lsb, anchor)
+    return BlockDot(code, output_value(code, accumulator), exact, register, lsb, anchor, unbounded)
 
 
 def dot_general(

@@ -1463,3 +1463,23 @@ def test_dot_rejects_a_tensor_scale_for_formats_without_one():
     e4m3 = QuantizedBlock(127, (), (0x38,) * 32)
     with pytest.raises(ValueError, match="no tensor scale"):
         dot(e4m3, e4m3, "mxfp8_e4m3", tensor_scale_b=Fraction(2))
+
+
+# --- the aligned register's sum with no width (BlockDot.unbounded) -----------------------------------
+@pytest.mark.parametrize("overflow,register", [("wrap", -2), ("saturate", 1)])
+def test_unbounded_is_the_cut_products_sum_with_no_width_hand_worked(overflow, register):
+    """Two products 4.0 * 1.0 (E4M3 0x48, 0x38) on the grid 2^(anchor - F) = 2^2 with F = 0: q = 1 each.
+    A 2-bit register holds -2 .. 1: 1, then 2 wraps to -2 (or saturates at 1); the sum with no width is 2."""
+    codes_a, codes_b = (0x48, 0x48) + (0,) * 30, (0x38, 0x38) + (0,) * 30
+    acc = Accumulator(mode="aligned", frac_bits=0, width=2, overflow=overflow)
+    r = dot(QuantizedBlock(127, (), codes_a), QuantizedBlock(127, (), codes_b), "mxfp8_e4m3", accumulator=acc)
+    assert (r.accumulator, r.unbounded, r.lsb_exponent) == (register, 2, 2)
+    unbounded = dot(QuantizedBlock(127, (), codes_a), QuantizedBlock(127, (), codes_b), "mxfp8_e4m3",
+                    accumulator=Accumulator(mode="aligned", frac_bits=0))
+    assert unbounded.accumulator == unbounded.unbounded == 2
+
+
+def test_unbounded_is_only_reported_in_aligned_mode():
+    block = QuantizedBlock(127, (), (0x38,) * 32)
+    for acc in (Accumulator(), Accumulator(mode="fp32_sequential")):
+        assert dot(block, block, "mxfp8_e4m3", accumulator=acc).unbounded is None

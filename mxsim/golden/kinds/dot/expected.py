@@ -85,7 +85,7 @@ class DotExpected:
             c_set = c_classes(c, r.exact)
         pair = None  # the registers of acc_overflow and shift_inexact (aligned), while the pair's products are kept
         if self.acc.mode == "aligned":
-            pair = pair_registers(a, b, self.fa, self.fb, self.unbounded_acc, self.exact_acc)
+            pair = pair_registers(a, b, r, self.fa, self.fb, self.exact_acc)
         return r, out, c_set, pair
 
     def _fused_vector(self, inputs: dict):

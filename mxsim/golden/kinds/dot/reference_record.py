@@ -5,7 +5,7 @@ LSB exponent, anchor) and the exact value before the output rounding (``special`
 ``significand`` * 2^``exponent``). Here the same arrays are filled from the reference's own
 :class:`mxsim.ref.dot.BlockDot` integers (nothing is taken from the fast path), and the registers
 of the ``acc_overflow`` / ``shift_inexact`` classes (docs/numerics.md section 3.3) from
-:func:`mxsim.ref.dot.block_register` (:func:`pair_registers`); :meth:`.classes.DotClasses._batch_flags` classes a whole
+the reference's Dot and :func:`mxsim.ref.dot.block_register` (:func:`pair_registers`); :meth:`.classes.DotClasses._batch_flags` classes a whole
 chunk from it, whichever path filled it.
 """
 
@@ -58,15 +58,16 @@ def reference_block_dots(dots) -> BlockDots:
 Registers = tuple  # ((accumulator, lsb_exponent) of the unbounded register, (accumulator, lsb_exponent) of the exact one)
 
 
-def pair_registers(a, b, fmt_a, fmt_b, unbounded_acc, exact_acc) -> tuple[int, int, int, int]:
-    """(unbounded register, its LSB exponent, exact register, its LSB exponent) of one block pair; a
+def pair_registers(a, b, r, fmt_a, fmt_b, exact_acc) -> tuple[int, int, int, int]:
+    """(unbounded register, its LSB exponent, exact register, its LSB exponent) of one block pair
+    and its aligned Dot ``r``: the unbounded one is the reference's own (``r.unbounded``, on
+    ``r.lsb_exponent``), the exact one :func:`mxsim.ref.dot.block_register` with ``exact_acc``. A
     pair without a product of two finite nonzero elements gets zeros: no class reads them."""
     prods = ref_dot.block_products(a.codes, a.subscales, fmt_a, b.codes, b.subscales, fmt_b)
     if not any(kind == "finite" and magnitude for _, magnitude, _, kind in prods):
         return 0, 0, 0, 0
-    unbounded, unbounded_lsb, _ = ref_dot.block_register(prods, fmt_a, fmt_b, unbounded_acc)
     exact, exact_lsb, _ = ref_dot.block_register(prods, fmt_a, fmt_b, exact_acc)
-    return unbounded, unbounded_lsb, exact, exact_lsb
+    return r.unbounded, r.lsb_exponent, exact, exact_lsb
 
 
 def stacked_registers(columns) -> Registers:
