@@ -63,8 +63,7 @@ class _DotKernel:
             self.register_dtype = object
             return self._by_reference
         self.register_dtype = np.int64
-        limit = self.acc.register_bound
-        self.clamp = limit is not None and bound >= limit
+        self.clamp = ref_dot.register_may_overflow(self.fmt_a, self.fmt_b, self.acc)
         if self.product_bound < 1 << 53 and bound < 1 << 53:
             self.ones = np.ones(self.k)
             return self._aligned_floats

@@ -53,6 +53,7 @@ __all__ = [
     "product_lsb",
     "largest_grid_value",
     "register_limit",
+    "register_may_overflow",
     "round_output",
     "fp32_add",
     "fp32_bits",
@@ -103,6 +104,14 @@ def register_limit(fmt_a, fmt_b, accumulator: Accumulator) -> int:
         frac_bits(fmt_a.element) + frac_bits(fmt_b.element)
     )
     return k * ((largest + 1) << accumulator.frac_bits) + k
+
+
+def register_may_overflow(fmt_a, fmt_b, accumulator: Accumulator) -> bool:
+    """Whether an aligned W-bit register can leave [-2^(W-1), 2^(W-1) - 1] on some block pair (its
+    ``overflow`` rule then acts): False when :func:`register_limit` lies below 2^(W-1), so that the
+    register always equals the cut products' sum with no width (``BlockDot.unbounded``)."""
+    bound = accumulator.register_bound
+    return bound is not None and register_limit(fmt_a, fmt_b, accumulator) >= bound
 
 
 @lru_cache(maxsize=None)

@@ -1483,3 +1483,18 @@ def test_unbounded_is_only_reported_in_aligned_mode():
     block = QuantizedBlock(127, (), (0x38,) * 32)
     for acc in (Accumulator(), Accumulator(mode="fp32_sequential")):
         assert dot(block, block, "mxfp8_e4m3", accumulator=acc).unbounded is None
+
+
+@pytest.mark.parametrize("width", [20, 21, 22, 24])
+def test_register_may_overflow_is_never_false_where_a_block_overflows(width):
+    """MXFP8 E4M3, F = 13: 32 products 448 * 448 = 3.0625 * 2^16 on the grid 2^(16 - 13) are q = 25,088
+    each, 802,816 in all: a 20-bit register (to 2^19 - 1) overflows; the bound register_limit =
+    32 * ((floor(15 * 15 / 2^6) + 1) * 2^13) + 32 = 1,048,608 says it may up to W = 21 and not from 22."""
+    from mxsim.ref.dot import register_may_overflow
+
+    acc = Accumulator(mode="aligned", frac_bits=13, width=width)
+    largest = QuantizedBlock(127, (), (0x7E,) * 32)  # 448
+    r = dot(largest, largest, "mxfp8_e4m3", accumulator=acc)
+    assert r.unbounded == 32 * 25_088
+    assert register_may_overflow("mxfp8_e4m3", "mxfp8_e4m3", acc) == (width <= 21)
+    assert (r.accumulator != r.unbounded) == (width == 20)

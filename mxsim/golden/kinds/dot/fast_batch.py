@@ -9,6 +9,7 @@ import numpy as np
 
 from ....fast.dot import BlockDots, Operand, dot_blocks
 from ....options import Accumulator
+from ....ref import dot as ref_dot
 from ...values import fp32_value
 from ..batch import compute_each, fast_dot_models, unpack_items
 from ..fused_batch import compute_fused_batch
@@ -100,17 +101,23 @@ class DotFastBatch:
         r = self._block_dots(sides, groups, self.acc)
         out = {"acc": r.accumulator.tolist(), "lsb": r.lsb_exponent.tolist(), "anchor": r.anchor.tolist(),
                "result": r.codes.tolist()}
-        flags = self._batch_flags(sides, r, self._fast_registers(sides, groups))
+        flags = self._batch_flags(sides, r, self._fast_registers(sides, groups, r))
         return out, flags.tolist()
 
-    def _fast_registers(self, sides, groups, blocks: int = 1):
+    def _fast_registers(self, sides, groups, r: BlockDots, blocks: int = 1):
         """The fast path's :data:`.reference_record.Registers` of an aligned accumulator (None for
-        another mode): the registers without a width and exact, of every block."""
+        another mode): the registers without a width and exact, of every block. A register that
+        cannot overflow (:func:`mxsim.ref.dot.register_may_overflow`) is its own sum without a
+        width: ``r``'s."""
         if self.acc.mode != "aligned":
             return None
-        unbounded = self._block_dots(sides, groups, self.unbounded_acc, blocks)
+        if ref_dot.register_may_overflow(self.fa, self.fb, self.acc):
+            unbounded = self._block_dots(sides, groups, self.unbounded_acc, blocks)
+            unbounded_register = (unbounded.accumulator, unbounded.lsb_exponent)
+        else:
+            unbounded_register = (r.accumulator, r.lsb_exponent)
         exact = self._block_dots(sides, groups, self.exact_acc, blocks)
-        return (unbounded.accumulator, unbounded.lsb_exponent), (exact.accumulator, exact.lsb_exponent)
+        return unbounded_register, (exact.accumulator, exact.lsb_exponent)
 
 
 def merged_block_dots(parts, count: int, n: int) -> BlockDots:
