@@ -42,6 +42,7 @@ import numpy as np
 from ..coverage.catalogue import flag_bits
 from .crosscheck import CrossCheck, fast_path, reference_expected
 from ..kinds.suite import Suite
+from ..kinds.word_column import concatenated
 
 __all__ = ["CHUNK", "Plan", "plan", "vectors", "vector_columns", "expected", "reference_expected", "computed_chunks",
            "suite_rng", "run_rng", "RUN"]
@@ -204,22 +205,36 @@ def computed_chunks(suite: Suite, seed: int, level: int, plan: Plan, first: int 
     check = check or CrossCheck(suite, seed, plan)
     start = first
     names = [f.name for f in suite.inputs]
-    held: dict[str, list[int]] = {name: [] for name in names}
-    held_origins: list[str] = []
+    held: list[tuple[dict, list[str]]] = []  # pieces of vector_columns not handed on yet
     pieces = vector_columns(suite, seed, level, plan, first, last)
     while True:
-        for columns, origins in pieces:  # gather at least one chunk's vectors
-            for name in names:
-                held[name] += columns[name]
-            held_origins += origins
-            if len(held_origins) >= size:
+        count = sum(len(origins) for _, origins in held)
+        for piece in pieces:  # gather at least one chunk's vectors
+            held.append(piece)
+            count += len(piece[1])
+            if count >= size:
                 break
-        if not held_origins:
+        if not held:
             return
-        inputs = {name: column[:size] for name, column in held.items()}
-        origins = held_origins[:size]
-        held = {name: column[size:] for name, column in held.items()}
-        held_origins = held_origins[size:]
+        inputs, origins, held = _first_vectors(held, names, size)
         outputs, flags = check.expected(inputs, start)
         start += len(origins)
         yield {**inputs, **outputs, "flags": [f | _ORIGIN_FLAGS[o] for f, o in zip(flags, origins)]}
+
+
+def _first_vectors(pieces: list, names: list[str], size: int):
+    """(the columns and origins of the first ``size`` vectors of ``pieces``, the pieces left):
+    a column joined from its pieces by :func:`..kinds.word_column.concatenated`."""
+    taken, left, count = [], [], 0
+    for columns, origins in pieces:
+        if count >= size:
+            left.append((columns, origins))
+            continue
+        keep = size - count
+        if len(origins) > keep:
+            left.append(({name: columns[name][keep:] for name in names}, origins[keep:]))
+            columns, origins = {name: columns[name][:keep] for name in names}, origins[:keep]
+        taken.append((columns, origins))
+        count += len(origins)
+    inputs = {name: concatenated([columns[name] for columns, _ in taken]) for name in names}
+    return inputs, [origin for _, origins in taken for origin in origins], left

@@ -21,8 +21,9 @@ import numpy as np
 
 from ..coverage.catalogue import flag_bits
 from ..values import code_sets
+from .word_column import WordColumn
 
-__all__ = ["unpack_items", "pack_items", "CodeTable", "code_table", "FloatBits", "bit", "compute_each", "fast_dot_models",
+__all__ = ["unpack_items", "pack_items", "pack_words", "CodeTable", "code_table", "FloatBits", "bit", "compute_each", "fast_dot_models",
            "dyadic_differ", "add_operand_classes"]
 
 
@@ -56,8 +57,23 @@ def compute_each(suite, inputs: dict) -> tuple[dict, list]:
 
 def _words_as_bytes(values, nbytes: int) -> np.ndarray:
     """(N, nbytes) uint8: each value's little-endian bytes."""
+    if isinstance(values, WordColumn):
+        raw = values.raw
+        if raw.shape[1] >= nbytes:
+            if raw.shape[1] > nbytes and raw[:, nbytes:].any():
+                raise ValueError(f"a field word has bits above its {8 * nbytes} bits")
+            return raw[:, :nbytes]
+        return np.pad(raw, ((0, 0), (0, nbytes - raw.shape[1])))
+    if nbytes <= 8 and not isinstance(values, np.ndarray):
+        try:  # words of at most 64 bits: one conversion in C (a negative or wider value goes the long way)
+            values = np.array(values, dtype=np.uint64)
+        except (OverflowError, TypeError, ValueError):
+            pass
     if isinstance(values, np.ndarray) and values.dtype.kind in "ui" and nbytes <= 8:
-        return np.ascontiguousarray(values.astype("<u8")).view(np.uint8).reshape(-1, 8)[:, :nbytes]
+        if values.dtype.kind == "u" or not values.size or values.min() >= 0:
+            words = np.ascontiguousarray(values.astype("<u8")).view(np.uint8).reshape(-1, 8)
+            if nbytes == 8 or not words[:, nbytes:].any():
+                return words[:, :nbytes]
     data = b"".join(int(v).to_bytes(nbytes, "little") for v in values)
     return np.frombuffer(data, dtype=np.uint8).reshape(-1, nbytes)
 
@@ -79,23 +95,34 @@ def unpack_items(values, width: int, count: int) -> np.ndarray:
     return (bits.astype(np.uint64) * weights).sum(axis=2, dtype=np.uint64).astype(_UINT[item_bytes])
 
 
-def pack_items(items: np.ndarray, width: int) -> list[int]:
-    """An (N, count) array of ``width``-bit items -> N field words (Python ints)."""
+def _packed_bytes(items: np.ndarray, width: int) -> np.ndarray:
+    """An (N, count) array of ``width``-bit items -> the (N, ceil(count * width / 8)) uint8
+    little-endian bytes of their field words."""
     items = np.asarray(items)
     n, count = items.shape
     if width % 8 == 0 and width // 8 in _UINT:
-        raw = np.ascontiguousarray(items.astype(_UINT[width // 8])).view(np.uint8).reshape(n, -1)
-    else:
-        shifts = np.arange(width, dtype=np.uint64)
-        bits = ((items.astype(np.uint64)[:, :, None] >> shifts) & np.uint64(1)).astype(np.uint8).reshape(n, count * width)
-        raw = np.packbits(bits, axis=1, bitorder="little")
+        return np.ascontiguousarray(items.astype(_UINT[width // 8])).view(np.uint8).reshape(n, -1)
+    shifts = np.arange(width, dtype=np.uint64)
+    bits = ((items.astype(np.uint64)[:, :, None] >> shifts) & np.uint64(1)).astype(np.uint8).reshape(n, count * width)
+    return np.packbits(bits, axis=1, bitorder="little")
+
+
+def pack_items(items: np.ndarray, width: int) -> list[int]:
+    """An (N, count) array of ``width``-bit items -> N field words (Python ints)."""
+    packed = pack_words(items, width)
+    return packed.tolist() if isinstance(packed, WordColumn) else packed
+
+
+def pack_words(items: np.ndarray, width: int):
+    """:func:`pack_items` as a column: a list of ints for words of at most 64 bits, else a
+    :class:`.word_column.WordColumn` of their bytes (no Python int made until one is read)."""
+    raw = _packed_bytes(items, width)
+    n, count = np.shape(items)
     if count * width <= 64:
         padded = np.zeros((n, 8), np.uint8)
         padded[:, : raw.shape[1]] = raw
         return padded.view("<u8").reshape(n).tolist()
-    data = raw.tobytes()
-    size = raw.shape[1]
-    return [int.from_bytes(data[i * size : (i + 1) * size], "little") for i in range(n)]
+    return WordColumn(raw)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ...reading import shorten
+from .word_column import WordColumn
 
 __all__ = ["Field", "c_field"]
 
@@ -43,6 +46,8 @@ class Field:
         """``to_hex`` of each value, one line each (every line ends in a newline)."""
         if not values:
             return ""
+        if isinstance(values, WordColumn) and not self.signed:
+            return self._word_hex_lines(values.raw)
         low, high = (-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1) if self.signed else (0, (1 << self.bits) - 1)
         if min(values) < low or max(values) > high:
             self.to_hex(next(v for v in values if not low <= v <= high))  # raises, naming the value
@@ -50,6 +55,25 @@ class Field:
             modulus = 1 << self.bits
             values = [v % modulus for v in values]
         return (f"%0{self.hex_digits}x\n" * len(values)) % tuple(values)  # one formatting call: several times faster
+
+    def _word_hex_lines(self, raw: np.ndarray) -> str:
+        """:meth:`to_hex_lines` of unsigned words given as (N, nbytes) little-endian bytes: the
+        bytes' hex, most significant first, the top digit dropped when ``bits`` takes an odd
+        number of them. A word with a bit at or above ``bits`` raises, as :meth:`to_hex` does."""
+        n, size = raw.shape
+        needed = -(-self.bits // 8)
+        top = raw[:, needed - 1] >> (self.bits - 8 * (needed - 1)) if size >= needed else np.zeros(n, np.uint8)
+        too_wide = (top != 0) | (raw[:, needed:].any(axis=1) if size > needed else False)
+        if np.any(too_wide):
+            self.to_hex(int.from_bytes(raw[int(np.argmax(too_wide))].tobytes(), "little"))  # raises, naming it
+        if size < needed:
+            raw = np.pad(raw, ((0, 0), (0, needed - size)))
+        digits = np.frombuffer(np.ascontiguousarray(raw[:, needed - 1 :: -1]).tobytes().hex().encode("ascii"),
+                               dtype=np.uint8).reshape(n, 2 * needed)
+        lines = np.empty((n, self.hex_digits + 1), dtype=np.uint8)
+        lines[:, :-1] = digits[:, 2 * needed - self.hex_digits :]
+        lines[:, -1] = ord("\n")
+        return lines.tobytes().decode("ascii")
 
     def from_hex(self, text: str) -> int:
         shown = shorten(repr(text), 40)  # a line may be megabytes long: the error shows its start

@@ -11,7 +11,7 @@ import numpy as np
 
 from ....ref.encode import encode
 from ...stimulus import accumulator as accumulator_input
-from ..batch import pack_items
+from ..batch import pack_words
 from .stimulus import DotStimulus, finite_codes
 
 
@@ -84,11 +84,11 @@ class DotRandomRun:
             specials = sets["special"][rng.integers(0, len(sets["special"]), size=len(rows))]  # drawn first
             codes[rows, rng.integers(0, k, size=len(rows))] = specials
         scales = self._np_scales(fmt, rng, count).reshape(n, blocks)
-        side = {"scale": pack_items(scales, fmt.scale_storage_bits),
-                "elems": pack_items(codes.reshape(n, blocks * k), e.width)}
+        side = {"scale": pack_words(scales, fmt.scale_storage_bits),
+                "elems": pack_words(codes.reshape(n, blocks * k), e.width)}
         if fmt.subblocks:
             subs = rng.integers(0, 1 << fmt.subscale_bits, size=(n, blocks * fmt.subblocks))
-            side["sub"] = pack_items(subs, fmt.subscale_bits)
+            side["sub"] = pack_words(subs, fmt.subscale_bits)
         if fmt.tensor_scale is not None and self.tensor_scales:  # m / 2^s, m a 24-bit significand, s in 20 .. 40
             m, shift = rng.integers(1 << 23, 1 << 24, size=n), rng.integers(20, 41, size=n)  # fp32 exponent 23 - s
             side["tensor_scale"] = ((150 - shift) << 23 | (m & 0x7FFFFF)).tolist()
