@@ -28,9 +28,10 @@ from ..values import decode
 from .catalogue import flag_bits
 from .rounding import decision_flags, fp32_resolution, grid_interval, magnitude_grid
 
-__all__ = ["ElementRoundings"]
+__all__ = ["ElementRoundings", "SLICE_ELEMENTS"]
 
 _SATURATION = flag_bits(["saturation"])
+SLICE_ELEMENTS = 1 << 14  # elements classed at once
 
 
 @dataclass(frozen=True)
@@ -38,21 +39,22 @@ class ElementRoundings:
     """N blocks of k elements: (N, k) arrays (``divisor`` may be (N, 1), one per block).
     ``rounds`` (bool): the element's code comes from a rounding; ``negative`` (bool): the input's
     sign; ``value`` (float64 >= 0): x, the magnitude rounded (0 where it does not round);
-    ``divisor`` (float64 > 0): D; ``resolution`` (float64): the weight of x's last bit; ``code``
-    (int64): the element code."""
+    ``divisor`` (float64 > 0): D; ``last_bit_floor`` (an int, or (N, 1) int32): the resolution
+    of x, the weight of its last bit, is 2^(max(floor(log2 x), last_bit_floor) - 23)
+    (:func:`.rounding.fp32_resolution`); ``code`` (int64): the element code."""
 
     rounds: np.ndarray
     negative: np.ndarray
     value: np.ndarray
     divisor: np.ndarray
-    resolution: np.ndarray
+    last_bit_floor: int | np.ndarray
     code: np.ndarray
 
     @classmethod
     def from_fast(cls, record, codes: np.ndarray) -> "ElementRoundings":
         """From the fast path's :class:`mxsim.fast.block_roundings.RoundingInputs` and its codes."""
-        return cls(record.rounds, record.negative, record.value, record.divisor,
-                   fp32_resolution(record.value, record.last_bit_floor), np.asarray(codes, dtype=np.int64))
+        return cls(record.rounds, record.negative, record.value, record.divisor, record.last_bit_floor,
+                   np.asarray(codes, dtype=np.int64))
 
     @classmethod
     def from_reference(cls, blocks, codes, k: int) -> "ElementRoundings":
@@ -61,28 +63,37 @@ class ElementRoundings:
         and divisor of a quantization is dyadic with at most 28 significant bits (Python's int / int
         is correctly rounded)."""
         n = len(blocks)
-        rounds, negative = np.zeros((n, k), dtype=bool), np.zeros((n, k), dtype=bool)
-        value, divisor = np.zeros((n, k)), np.ones((n, k))
-        floor = np.full((n, 1), -126, dtype=np.int32)
-        for i, block in enumerate(blocks):
-            if block is None:
-                continue
-            floor[i] = block.last_bit_floor
-            row = [(sign, num / den) if num and den else (sign, 0.0) for sign, num, den in block.values]
-            negative[i] = [sign == 1 for sign, _ in row]
-            value[i] = [v for _, v in row]
-            divisor[i] = [num / den for num, den in block.divisors]
-        rounds = value > 0
-        return cls(rounds, negative, value, divisor, fp32_resolution(value, floor), np.asarray(codes, dtype=np.int64))
+        absent = ((0, 0, 0),) * k  # a NaN block: no element rounds
+        values = [value for block in blocks for value in (absent if block is None else block.values)]
+        divisors = [d for block in blocks for d in (((1, 1),) * k if block is None else block.divisors)]
+        negative = np.array([sign == 1 for sign, _, _ in values], dtype=bool).reshape(n, k)
+        value = np.array([num / den if num and den else 0.0 for _, num, den in values]).reshape(n, k)
+        divisor = np.array([num / den for num, den in divisors]).reshape(n, k)
+        floor = np.array([-126 if block is None else block.last_bit_floor for block in blocks],
+                         dtype=np.int32).reshape(n, 1)
+        return cls(value > 0, negative, value, divisor, floor, np.asarray(codes, dtype=np.int64))
 
     def flags(self, element, int8_allow_neg2: bool = False) -> np.ndarray:
         """The decision classes of every block: an (N,) int64 flags word, the OR over its rounding
         elements (``saturation`` alone for an x above the grid's largest magnitude times D). Where
         every divisor is a power of two the rule runs on x / D and r / D (exact: the rule's
-        comparisons and band tests are unchanged by an exact power-of-two scaling), else on x."""
-        x, d, r = self.value, self.divisor, self.resolution
-        if not x.size:
-            return np.zeros(len(x), dtype=np.int64)
+        comparisons and band tests are unchanged by an exact power-of-two scaling), else on x.
+        Blocks go :data:`SLICE_ELEMENTS` elements at a time (arrays that stay in cache: about 3x
+        faster than a whole chunk at once)."""
+        n, k = self.value.shape
+        if not n * k:
+            return np.zeros(n, dtype=np.int64)
+        step = max(1, SLICE_ELEMENTS // k)
+        floor = self.last_bit_floor
+        fields = (self.rounds, self.negative, self.value, self.divisor)
+        return np.concatenate([
+            ElementRoundings(*(a[i:i + step] for a in fields), floor if np.ndim(floor) == 0 else floor[i:i + step],
+                             self.code[i:i + step])._slice_flags(element, int8_allow_neg2)
+            for i in range(0, n, step)])
+
+    def _slice_flags(self, element, int8_allow_neg2: bool) -> np.ndarray:
+        x, d = self.value, self.divisor
+        r = fp32_resolution(x, self.last_bit_floor)
         in_element_units = bool((np.frexp(d)[0] == 0.5).all())
         if in_element_units:  # x / D and r / D are exact: the rule in the element's units
             x, r, d = x / d, r / d, 1.0

@@ -14,7 +14,7 @@ from ....fast.block import quantize_blocks_traced
 from ....ref.block import quantize_block_roundings
 from ....ref.scale import byte_exponent
 from ...coverage.catalogue import class_names
-from ...coverage.element_roundings import ElementRoundings
+from ...coverage.element_roundings import SLICE_ELEMENTS, ElementRoundings
 from ...values import fp32_value
 from ..batch import code_table, compute_each, pack_items, unpack_items
 
@@ -49,8 +49,8 @@ class QuantizeExpected:
         subscales = np.array([block.subscales for block in blocks], dtype=np.int64).reshape(len(rows), fmt.subblocks)
         out, flags = self._expected(bits, np.array([block.scale for block in blocks], dtype=np.int64), subscales,
                                     codes, ElementRoundings.from_reference(roundings, codes, k))
-        return [({name: column[i] for name, column in out.items()}, set(class_names(word)))
-                for i, word in enumerate(flags)]
+        names = {word: frozenset(class_names(word)) for word in set(flags)}  # few distinct words
+        return [({name: column[i] for name, column in out.items()}, set(names[word])) for i, word in enumerate(flags)]
 
     def _expected(self, bits: np.ndarray, scales: np.ndarray, subscales: np.ndarray, codes: np.ndarray,
                   roundings: ElementRoundings) -> tuple[dict, list[int]]:
@@ -67,7 +67,10 @@ class QuantizeExpected:
             out["scale_exp"] = np.where(scale_nan, -128, exponent).tolist()
         if fmt.subblocks:
             out["subscales"] = pack_items(subscales, fmt.subscale_bits)
-        flags = self._batch_flags(bits, exponent, scale_nan, codes, subscales)
+        step = max(1, SLICE_ELEMENTS // fmt.block_size)  # blocks at a time: arrays that stay in cache
+        flags = np.concatenate([self._batch_flags(bits[i:i + step], exponent[i:i + step], scale_nan[i:i + step],
+                                                  codes[i:i + step], subscales[i:i + step])
+                                for i in range(0, len(bits), step)])
         flags |= roundings.flags(fmt.element, self.opts.int8_allow_neg2)
         return out, flags.tolist()
 
