@@ -94,34 +94,33 @@ class ElementRoundings:
     def _slice_flags(self, element, int8_allow_neg2: bool) -> np.ndarray:
         x, d = self.value, self.divisor
         r = fp32_resolution(x, self.last_bit_floor)
-        in_element_units = bool((np.frexp(d)[0] == 0.5).all())
-        if in_element_units:  # x / D and r / D are exact: the rule in the element's units
-            x, r, d = x / d, r / d, 1.0
+        if (np.frexp(d)[0] == 0.5).all():  # x / D and r / D are exact: the rule in the element's units
+            inverse = 1.0 / d  # exact: a power of two
+            x, r, d = x * inverse, r * inverse, None
+        in_x = (lambda a: a) if d is None else (lambda a: a * d)  # element units -> x's domain
         grids = _Grids.of(element, int8_allow_neg2)
         negative = self.negative
         sign = 0 if grids.symmetric else negative.astype(np.int64)  # which grid: the input's sign
-        lo_at = grids.position[self.code] + (grids.negative_offset * sign if not grids.symmetric else 0)
-        lo_at -= grids.points[lo_at] * d > x  # the result above x: it is hi, lo the point below
-        lo, hi = grids.points[lo_at], grids.points[lo_at + 1]
-        held = (lo * d <= x) & ((x < hi * d) | (lo_at == grids.top[sign]))
+        lo_at = np.take(grids.position, self.code)
+        if not grids.symmetric:
+            lo_at += grids.negative_offset * sign
+        lo_at -= in_x(np.take(grids.points, lo_at)) > x  # the result above x: it is hi, lo the point below
+        lo, hi = np.take(grids.points, lo_at), np.take(grids.points, lo_at + 1)
+        held = (in_x(lo) <= x) & ((x < in_x(hi)) | (lo_at == grids.top[sign]))
         missed = self.rounds & ~held
         if missed.any():  # a result that is no end of x's interval: the grid's own interval
             rows, cols = np.nonzero(missed)
             lo, hi = lo.copy(), hi.copy()
-            d_full = np.broadcast_to(d, x.shape)
+            d_full = np.broadcast_to(1.0 if d is None else d, x.shape)
             for flag in (False, True):
                 pick = negative[rows, cols] == flag
                 i, j = rows[pick], cols[pick]
                 lo[i, j], hi[i, j], _ = grid_interval(x[i, j], d_full[i, j], grids.grid[flag])
-        saturated = x > grids.largest[sign] * d
-        result = grids.magnitude[self.code]
-        if in_element_units:
-            lo_x, hi_x, min_normal = lo, hi, grids.min_normal
-        else:
-            lo_x, hi_x, result, min_normal = lo * d, hi * d, result * d, grids.min_normal * d
-        words = decision_flags(x, lo_x, hi_x, r, result, negative, min_normal, hi_unit=hi)
-        words[saturated] = _SATURATION
-        words &= -self.rounds.astype(np.int64)  # 0 where the element does not round
+        saturated = x > in_x(grids.largest[sign])
+        result = np.take(grids.magnitude, self.code)
+        words = decision_flags(x, in_x(lo), in_x(hi), r, in_x(result), negative, in_x(grids.min_normal), hi_unit=hi)
+        np.copyto(words, _SATURATION, where=saturated)
+        np.copyto(words, 0, where=~self.rounds)  # no class where the element does not round
         return np.bitwise_or.reduce(words, axis=1)
 
 
