@@ -226,12 +226,13 @@ class BlockRoundings:
     3.3), as the quantizer computed it: element i rounds the ratio ``values[i]`` = (sign, n, d)
     divided by ``divisors[i]`` = (n, d) > 0 onto its element grid (with the options' rounding,
     saturating); an element with n = 0 (a zero) or d = 0 (NaN, Inf) does not round. The values are
-    the inputs as read (``subnormal_inputs``, ``flush_subnormal_blocks``), NVFP4 ``fp32_steps``'
-    fp32(x * factor) (``factor``: that fp32 factor, an :class:`Exact`; else None) or
-    ``fp32_reciprocal``'s fp32 quotients, each divided by 1; under ``element_arith='fp32_log2'``
-    x / 2^E goes through that arithmetic's float32 steps. ``last_bit_floor``: an input value v's
-    last bit weighs 2^(max(floor(log2 v), last_bit_floor) - 23) (-127 for fp32 subnormals read
-    ``as_normal``, else -126)."""
+    the inputs as read (``subnormal_inputs``, ``flush_subnormal_blocks``), or NVFP4's fp32(x * factor)
+    divided by 1: ``fp32_steps``' fp32 factor fp32(fp32(1 / s_t) / scale), ``fp32_reciprocal``'s 1 /
+    fp32(scale / gs) (``factor``, an :class:`Exact` (Inf: every element saturates); None for the
+    other quantizers); under ``element_arith='fp32_log2'`` x / 2^E goes through that arithmetic's
+    float32 steps. ``last_bit_floor``: an input value v's last bit weighs
+    2^(max(floor(log2 v), last_bit_floor) - 23) (-127 for fp32 subnormals read ``as_normal``, else
+    -126)."""
 
     values: tuple
     divisors: tuple
@@ -545,7 +546,7 @@ def _quantize_nvfp4_reciprocal(xs, fmt, options, global_scale: Fraction, rand_bi
         q = to_fp32(Fraction(n, d) / step)
         quotients.append((sign, 1, 0) if q.is_inf else (sign, q.magnitude.numerator, q.magnitude.denominator))
     if trace is not None:  # each element rounds its fp32 quotient, divided by 1
-        trace.append(BlockRoundings(tuple(quotients), ((1, 1),) * len(quotients), -126))
+        trace.append(BlockRoundings(tuple(quotients), ((1, 1),) * len(quotients), -126, Exact(0, 1 / step)))
     return QuantizedBlock(scale_code, (), _element_codes(quotients, repeat((1, 1)), fmt.element, options, rand_bits))
 
 

@@ -8,6 +8,7 @@ grid's own interval; a block flushed by ``flush_subnormal_blocks`` rounds nothin
 
 from __future__ import annotations
 
+import math
 import random
 import struct
 from fractions import Fraction
@@ -22,6 +23,7 @@ from mxsim.golden.coverage.element_roundings import ElementRoundings
 from mxsim.golden.kinds.registry import suite_from_spec
 from mxsim.options import QuantizeOptions
 from mxsim.ref.block import quantize_block_roundings
+from mxsim.ref.refusals import NoMXEncoding
 from mxsim.ref.stored_block import to_fp32
 
 
@@ -111,6 +113,7 @@ SPECS = [
     {"block": "mx9"},
     {"block": "nvfp4"},
     {"block": "nvfp4", "options": {"nvfp4_arith": "fp32_steps"}},
+    {"block": "nvfp4", "options": {"nvfp4_arith": "fp32_reciprocal"}},
 ]
 
 
@@ -138,14 +141,17 @@ def test_reference_and_fast_records_agree_element_by_element(spec):
     for i in range(300):
         words = _words(rng, k, i % 4 == 0)
         values = list(struct.unpack(f"<{k}f", struct.pack(f"<{k}I", *words)))
+        if suite.opts.nvfp4_arith == "fp32_reciprocal" and not all(math.isfinite(v) for v in values):
+            continue  # the fast path refuses NaN and Inf there; the reference gives a NaN block
         s_t = None
         if fmt.tensor_scale is not None:
             s_t = to_fp32(Fraction(rng.randint(1 << 23, (1 << 24) - 1), 1 << (23 + rng.randint(-10, 10)))).value
-            tensor.append(float(s_t))
         try:
             block, record = quantize_block_roundings(values, fmt, suite.opts, tensor_scale=s_t)
-        except ValueError:  # options that refuse a block (NaN under nan_blocks='error', ...)
+        except (ValueError, NoMXEncoding):  # options that refuse a block (NaN under nan_blocks='error', ...)
             continue
+        if s_t is not None:
+            tensor.append(float(s_t))
         blocks.append((words, block))
         records.append(record)
         rows.append(values)
@@ -219,3 +225,25 @@ def test_a_block_flushed_by_flush_subnormal_blocks_rounds_nothing():
     assert not classes & decision
     _, flags = suite.compute_batch({"x": [word]})
     assert set(class_names(flags[0])) == classes
+
+
+def test_nvfp4_reciprocal_elements_round_their_fp32_quotient(tmp_path):
+    """nvfp4_arith='fp32_reciprocal' (compressed-tensors): gs = fp32(fp32(1 / 3) * 2688) for amax 3, block
+    scale UE4M3(fp32(gs * fp32(3 / 6))) = 448, step fp32(448 / gs); each element rounds the fp32 quotient
+    fp32(x / step) against 1 (its factor 1 / step). Its suite's catalogue reaches every class it requires
+    (ties only by chance under an amax global scale: not required)."""
+    from mxsim.golden import generate
+    from mxsim.ref.block import nvfp4_tensor_scale
+
+    options = QuantizeOptions(nvfp4_arith="fp32_reciprocal")
+    gs = nvfp4_tensor_scale(Fraction(3), options)
+    assert gs == to_fp32(to_fp32(Fraction(1, 3)).value * 2688).value
+    values = _f32([3.0, 1.1] + [0.0] * 14)
+    block, record = quantize_block_roundings(values, "nvfp4", options, tensor_scale=gs)
+    step = to_fp32(Fraction(448) / gs).value
+    assert record.factor.value == 1 / step
+    assert _ratio_value(record.values[1]) == to_fp32(Fraction(1.1) / step).value
+    assert record.divisors[1] == (1, 1)
+    suite = suite_from_spec("quantize", block="nvfp4", options={"nvfp4_arith": "fp32_reciprocal"})
+    assert "tie" not in suite.reachable_classes()
+    generate(suite, tmp_path / "g")

@@ -66,8 +66,9 @@ class QuantizeClasses:
         shared-exponent element may round to 2^m) and for NVFP4 (its UE4M3 scale may round below
         amax / 6 / s_t).
         NVFP4 with ``nvfp4_arith='fp32_steps'`` and an amax tensor scale rounds fp32(x * factor),
-        whose factor fp32(2^-j / 448) is inexact, so the ties and near-ties are met only by chance:
-        not required there. Per band (:func:`...coverage.rounding.format_bands`): both near-ties in the
+        whose factor fp32(2^-j / 448) is inexact, and with ``'fp32_reciprocal'`` and an amax global
+        scale gs the fp32 quotient x / fp32(scale / gs) (an inexact step), so the ties and near-ties
+        are met only by chance: not required there. Per band (:func:`...coverage.rounding.format_bands`): both near-ties in the
         normal range, the zero band and every subnormal band of the element.
         """
         reachable = {"negative_zero", "exact", "below_half", "tie", "above_half", "near_tie_top", "near_tie_bottom",
@@ -82,7 +83,8 @@ class QuantizeClasses:
             reachable.discard("zero_result_sign")
         if opts.scale_rule == "floor" or self.fmt.scale.name != "e8m0":
             reachable.add("saturation")
-        if self.fmt.scale.name != "e8m0" and opts.nvfp4_arith == "fp32_steps" and opts.nvfp4_tensor_scale == "amax":
+        if (self.fmt.scale.name != "e8m0" and opts.nvfp4_arith in ("fp32_steps", "fp32_reciprocal")
+                and opts.nvfp4_tensor_scale == "amax"):
             reachable -= {"exact", "tie", "near_tie_top", "near_tie_bottom", "near_tie_below", "subnormal_near_tie"}
             reachable = {name for name in reachable if not name.startswith(("near_tie_top_", "near_tie_bottom_"))}
         return frozenset(reachable)

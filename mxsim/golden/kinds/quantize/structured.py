@@ -36,14 +36,15 @@ class QuantizeStructuredStimulus:
 
     def _divisor_of(self, values: list[Exact]) -> list[Fraction]:
         """The element divisors D (exact) of the block ``values`` as the reference quantizes it (its
-        :class:`mxsim.ref.block.BlockRoundings`); NVFP4 ``fp32_steps`` rounds fp32(x * factor) against 1,
-        so a point of x / D is aimed at with D = 1 / factor (0 for a factor that is zero or Inf)."""
+        :class:`mxsim.ref.block.BlockRoundings`); NVFP4 ``fp32_steps`` and ``fp32_reciprocal`` round
+        fp32(x * factor) against 1, so a point of x / D is aimed at with D = 1 / factor (0 for a factor
+        that is zero or Inf)."""
         inputs = self._inputs(values)
         xs = [float(v.magnitude) * (-1) ** v.sign for v in values]
         tensor_scale = fp32_value(inputs["tensor_scale"]).magnitude if "tensor_scale" in inputs else None
         _, roundings = quantize_block_roundings(xs, self.fmt, self.opts, tensor_scale=tensor_scale)
         factor = roundings.factor
-        if factor is not None:  # fp32_steps: x * factor is rounded to fp32 first; aim at x = point / factor
+        if factor is not None:  # x * factor is rounded to fp32 first; aim at x = point / factor
             aim = 1 / factor.value if factor.is_finite and factor.value else Fraction(0)
             return [aim] * self.fmt.block_size
         return [Fraction(n, d) for n, d in roundings.divisors]
