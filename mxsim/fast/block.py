@@ -36,6 +36,7 @@ from ..ref.block import (
 )
 from ..ref.scale import E8M0_MAX, E8M0_MIN, scale_byte
 from ..ref.sources import check_source_options, inf_stand_in, scale_inf_stand_in
+from .block_roundings import FP32_LAST_BIT_FLOOR, RoundingInputs, last_bit_floor
 from .block_scale import computed_exponents, floor_log2, given_exponents, rule_exponents
 from .chunks import BLOCK_CHUNK, map_chunks
 from .decode import scale_table, value_table
@@ -43,7 +44,7 @@ from .encode import _Binary, _IntKernel, encode, fp32_rne_table, fp32_table_inde
 from .fp32_steps import fp32_log2_elements, fp32_log2_floor
 from .nvfp4 import nvfp4_by_reference, tensor_scales
 
-__all__ = ["quantize_blocks", "dequantize_blocks", "dequantize_blocks_float32", "floor_log2"]
+__all__ = ["quantize_blocks", "quantize_blocks_traced", "dequantize_blocks", "dequantize_blocks_float32", "floor_log2"]
 
 TINY = 2.0**-1000
 
@@ -296,18 +297,33 @@ def quantize_blocks(
     (NVFP4's s_t, docs/numerics.md section 2.2): None (1), one value for every block, or a
     (n_blocks,) array of one per block (blocks of different tensors quantized in one call; each
     block's outputs equal a call with its own scalar s_t); see :func:`.nvfp4.tensor_scales`."""
+    return _quantize(blocks, fmt, options, tensor_scale, rand_bits, source, scales, False)[:3]
+
+
+def quantize_blocks_traced(blocks: np.ndarray, fmt, options: QuantizeOptions, tensor_scale=None):
+    """:func:`quantize_blocks` of float32 blocks (deterministic rounding) and what every element's
+    rounding decided on: (scales, subscales, codes, :class:`.block_roundings.RoundingInputs`), the
+    record taken from this quantizer's own arrays. ValueError where the record is not kept: stochastic
+    rounding, or NVFP4 inputs that go block by block through the reference."""
+    if options.rounding == "stochastic" or blocks.dtype != np.float32:
+        raise ValueError("rounding records are kept for float32 blocks under a deterministic rounding only")
+    return _quantize(blocks, fmt, options, tensor_scale, None, None, None, True)
+
+
+def _quantize(blocks, fmt, options: QuantizeOptions, tensor_scale, rand_bits, source, scales, trace: bool):
+    """(scales, subscales, codes, the :class:`RoundingInputs` if ``trace`` else None)."""
     source = source or ("fp32" if blocks.dtype == np.float32 else "fp64")
     check_source_options(source, options)
     if fmt.scale.name == "ue4m3":
         if scales is not None:
             raise given_scales_format_error(fmt)
-        return _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits, source)
+        return _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits, source, trace)
     if _ChunkedE8M0Quantizer.applies(blocks, fmt, options, source, scales):
         out_scales = np.empty(len(blocks), dtype=np.uint8)
         codes = np.empty(blocks.shape, dtype=np.uint8)
         kernel = _ChunkedE8M0Quantizer(fmt, options, source)
         map_chunks(kernel, len(blocks), blocks, out_scales, codes, chunk=max(1, BLOCK_CHUNK // fmt.block_size))
-        return out_scales, None, codes
+        return out_scales, None, codes, (_chunked_trace(blocks, out_scales) if trace else None)
     given = None if scales is None else given_exponents(scales, options).reshape(-1)
     if given is not None and given.size != len(blocks):
         raise ValueError(f"scales hold {given.size} scale bytes; expected one per block ({len(blocks)})")
@@ -347,7 +363,30 @@ def quantize_blocks(
     codes = _plus_zeros(codes, fmt.element, options)
     out_scales = scale_byte(exponent, options.scale_encoding).astype(np.uint8)
     _set_nan_codes(fmt, options, codes, out_scales, nan_blocks, nan_elements, np.signbit(x))
-    return out_scales, subscales, codes
+    record = None
+    if trace:  # the element rounds x / 2^shift (element_arith='fp32_log2': through its float32 steps)
+        record = _trace(blocks, x, np.ldexp(1.0, shift), last_bit_floor(options.subnormal_inputs), nan_blocks)
+    return out_scales, subscales, codes, record
+
+
+def _trace(blocks: np.ndarray, value: np.ndarray, divisor: np.ndarray, floor: int, nan_blocks=None) -> RoundingInputs:
+    """The :class:`RoundingInputs` of elements that round the signed float64 ``value`` / ``divisor``
+    (NaN blocks and zero, NaN and Inf values do not round); the sign is the input's."""
+    with np.errstate(invalid="ignore"):
+        magnitude = np.abs(value)
+        rounds = (magnitude > 0) & (magnitude < np.inf)
+    if nan_blocks is not None:
+        rounds &= ~nan_blocks[:, None]
+    return RoundingInputs(rounds, np.signbit(blocks), np.where(rounds, magnitude, 0.0), divisor, floor)
+
+
+def _chunked_trace(blocks: np.ndarray, out_scales: np.ndarray) -> RoundingInputs:
+    """The record of :class:`_ChunkedE8M0Quantizer`'s blocks: each element x (read exactly) divided by
+    2^E of its block's scale byte E + 127 (0xFF: a NaN block, whose elements do not round)."""
+    exponent = out_scales.astype(np.int32) - 127
+    with np.errstate(invalid="ignore"):  # signalling NaNs quieten when widened (they do not round)
+        values = blocks.astype(np.float64)
+    return _trace(blocks, values, np.ldexp(1.0, exponent)[:, None], FP32_LAST_BIT_FLOOR, out_scales == 0xFF)
 
 
 def _fp32_exact(x: np.ndarray) -> bool:
@@ -356,15 +395,21 @@ def _fp32_exact(x: np.ndarray) -> bool:
     return bool(np.all((narrowed == x) | np.isnan(x)))
 
 
-def _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits, source: str):
+def _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits, source: str, trace: bool = False):
     """NVFP4 blocks, each divided by its own tensor scale (:func:`.nvfp4.tensor_scales`; every step below
-    is elementwise, so a block's result does not depend on the other blocks of the call)."""
+    is elementwise, so a block's result does not depend on the other blocks of the call). With
+    ``trace``, the :class:`RoundingInputs` as a fourth item (else None)."""
     given = tensor_scales(fmt, tensor_scale, len(blocks))
     if options.rounding == "stochastic" or not _fp32_exact(blocks):
-        return nvfp4_by_reference(blocks, fmt, options, given, rand_bits, source)
+        if trace:
+            raise ValueError("NVFP4 blocks that go through the reference keep no fast rounding record")
+        return (*nvfp4_by_reference(blocks, fmt, options, given, rand_bits, source), None)
     s_t = np.ones(len(blocks)) if given is None else given
     if options.nvfp4_arith == "fp32_reciprocal":
-        return _quantize_nvfp4_reciprocal(blocks, fmt, options, s_t, rand_bits)
+        scale_codes, _, codes, scaled = _quantize_nvfp4_reciprocal(blocks, fmt, options, s_t, rand_bits)
+        # each element rounds its fp32 quotient x / fp32(scale / gs), divided by 1
+        record = _trace(blocks, scaled, np.ones((len(blocks), 1)), FP32_LAST_BIT_FLOOR) if trace else None
+        return scale_codes, None, codes, record
     x, magnitude, nan_blocks, _ = _read(blocks, options, source)
     amax = magnitude.max(axis=1, initial=0.0)
     lowest = float(options.nvfp4_scale_lowest)
@@ -386,7 +431,12 @@ def _quantize_nvfp4(blocks, fmt, options, tensor_scale, rand_bits, source: str):
         scaled = x / (s_t * scale)[:, None]
     codes = _nvfp4_element_codes(scaled, fmt, options, rand_bits)
     _set_nan_codes(fmt, options, codes, scale_codes, nan_blocks, None, None)
-    return scale_codes, None, codes
+    record = None
+    if trace and options.nvfp4_arith == "fp32_steps":  # each element rounds fp32(x * factor), divided by 1
+        record = _trace(blocks, scaled, np.ones((len(x), 1)), FP32_LAST_BIT_FLOOR, nan_blocks)
+    elif trace:  # each element rounds x / (s_t * scale) (exact in binary64: 24 times 4 bits)
+        record = _trace(blocks, x, (s_t * scale)[:, None], last_bit_floor(options.subnormal_inputs), nan_blocks)
+    return scale_codes, None, codes, record
 
 
 def _nvfp4_element_codes(scaled: np.ndarray, fmt, options: QuantizeOptions, rand_bits) -> np.ndarray:
@@ -408,7 +458,8 @@ def _quantize_nvfp4_reciprocal(blocks, fmt, options, global_scale: np.ndarray, r
     """nvfp4_arith='fp32_reciprocal' (compressed-tensors 0.20, contract 6.2) in numpy float32
     (IEEE, nearest-even at every step), as :func:`mxsim.ref.block._quantize_nvfp4_reciprocal`, on the
     inputs as ``subnormal_inputs`` reads them ('as_normal' refuses fp32 subnormals, as the reference);
-    ``global_scale``: one per block, (n_blocks,)."""
+    ``global_scale``: one per block, (n_blocks,). Returns (scale codes, None, codes, the float64 fp32
+    quotients the elements round)."""
     _check_fp32_inputs(blocks, options)
     x = _read_subnormals(blocks.astype(np.float64), options.subnormal_inputs).astype(np.float32)
     if not np.isfinite(x).all():
@@ -423,7 +474,7 @@ def _quantize_nvfp4_reciprocal(blocks, fmt, options, global_scale: np.ndarray, r
     step = value_table(fmt.scale)[scale_codes].astype(np.float32) / gs
     with np.errstate(over="ignore"):
         scaled = (x / step[:, None]).astype(np.float64)
-    return scale_codes, None, _nvfp4_element_codes(scaled, fmt, options, rand_bits)
+    return scale_codes, None, _nvfp4_element_codes(scaled, fmt, options, rand_bits), scaled
 
 
 def dequantize_blocks(scales, subscales, codes, fmt, tensor_scale=None, scale_encoding: str = "e8m0") -> np.ndarray:

@@ -23,6 +23,7 @@ through ``float.as_integer_ratio`` and no Fraction is built per element on the E
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from itertools import repeat
 from typing import Iterable, Sequence
@@ -51,7 +52,9 @@ from .stored_block import (
 
 __all__ = [
     "QuantizedBlock",
+    "BlockRoundings",
     "quantize_block",
+    "quantize_block_roundings",
     "dequantize_block",
     "nvfp4_tensor_scale",
     "element_divisor",
@@ -214,6 +217,47 @@ def quantize_block(
     no NaN code), sub-scales 0, element codes the element's NaN code (``options.nan_code``) where
     it has one, else 0. specials='per_element': see :class:`mxsim.QuantizeOptions`.
     """
+    return _quantize(values, fmt, options, tensor_scale, rand_bits, source, scale, None)
+
+
+@dataclass(frozen=True)
+class BlockRoundings:
+    """What the element roundings of one quantized block decide on (docs/numerics.md sections 2 and
+    3.3), as the quantizer computed it: element i rounds the ratio ``values[i]`` = (sign, n, d)
+    divided by ``divisors[i]`` = (n, d) > 0 onto its element grid (with the options' rounding,
+    saturating); an element with n = 0 (a zero) or d = 0 (NaN, Inf) does not round. The values are
+    the inputs as read (``subnormal_inputs``, ``flush_subnormal_blocks``), or NVFP4's fp32(x * factor)
+    divided by 1: ``fp32_steps``' fp32 factor fp32(fp32(1 / s_t) / scale), ``fp32_reciprocal``'s 1 /
+    fp32(scale / gs) (``factor``, an :class:`Exact` (Inf: every element saturates); None for the
+    other quantizers); under ``element_arith='fp32_log2'`` x / 2^E goes through that arithmetic's
+    float32 steps. ``last_bit_floor``: an input value v's last bit weighs
+    2^(max(floor(log2 v), last_bit_floor) - 23) (-127 for fp32 subnormals read ``as_normal``, else
+    -126)."""
+
+    values: tuple
+    divisors: tuple
+    last_bit_floor: int
+    factor: Exact | None = None
+
+
+def quantize_block_roundings(
+    values: Sequence[Number],
+    fmt,
+    options: QuantizeOptions = QuantizeOptions(),
+    *,
+    tensor_scale: Fraction | None = None,
+    source: str = "fp32",
+) -> tuple[QuantizedBlock, BlockRoundings | None]:
+    """:func:`quantize_block` (deterministic rounding) and its :class:`BlockRoundings` (None for a NaN
+    block, whose elements do not round)."""
+    trace = []
+    block = _quantize(values, fmt, options, tensor_scale, None, source, None, trace)
+    return block, (trace[0] if trace else None)
+
+
+def _quantize(values, fmt, options, tensor_scale, rand_bits, source, scale, trace: list | None) -> QuantizedBlock:
+    """:func:`quantize_block`; ``trace``: a list that gets the block's :class:`BlockRoundings` (none for a NaN
+    block)."""
     fmt = get_format(fmt, kind="block")
     _check_format_options(options, fmt)
     check_source_options(source, options)
@@ -225,9 +269,14 @@ def quantize_block(
         if scale is not None:
             raise given_scales_format_error(fmt)
         s_t = Fraction(1) if tensor_scale is None else tensor_scale
-        return _quantize_nvfp4(xs, fmt, options, s_t, rand_bits, source)
+        return _quantize_nvfp4(xs, fmt, options, s_t, rand_bits, source, trace)
     exponent = None if scale is None else given_scale_exponent(scale, options)
-    return _quantize_e8m0(xs, fmt, options, rand_bits, source, exponent)
+    return _quantize_e8m0(xs, fmt, options, rand_bits, source, exponent, trace)
+
+
+def _last_bit_floor(options: QuantizeOptions) -> int:
+    """:attr:`BlockRoundings.last_bit_floor` of fp32 inputs read under the options."""
+    return -127 if options.subnormal_inputs == "as_normal" else -126
 
 
 def _check_format_options(options: QuantizeOptions, fmt) -> None:
@@ -416,7 +465,7 @@ def _flush_subnormal_block(xs: list[Ratio], options: QuantizeOptions, source: st
     return xs
 
 
-def _quantize_e8m0(xs, fmt, options, rand_bits, source: str, exponent: int | None) -> QuantizedBlock:
+def _quantize_e8m0(xs, fmt, options, rand_bits, source: str, exponent: int | None, trace=None) -> QuantizedBlock:
     if options.nan_blocks == "error" and any(not d and not n for _, n, d in xs):
         raise nan_block_error()
     if _is_nan_block(xs, options):
@@ -429,6 +478,8 @@ def _quantize_e8m0(xs, fmt, options, rand_bits, source: str, exponent: int | Non
         xs = _flush_subnormal_block(xs, options, source)
     if options.element_arith == "fp32_log2":
         codes = _fp32_step_codes(xs, exponent, fmt.element, options)
+        if trace is not None:
+            trace.append(BlockRoundings(tuple(xs), (_power_of_two(exponent),) * len(xs), _last_bit_floor(options)))
         return QuantizedBlock(scale_byte(exponent, options.scale_encoding), (), codes)
     if fmt.subblocks:  # 2^(E - tau_j) for the elements of sub-block j
         taus = _microexponents(xs, fmt, exponent, options, source)
@@ -436,15 +487,18 @@ def _quantize_e8m0(xs, fmt, options, rand_bits, source: str, exponent: int | Non
     else:  # 2^E, or min_scale_divisor's divisor at E = -127, for every element
         taus = []
         divisors = repeat(element_divisor(exponent, options))
+    if trace is not None:
+        divisors = tuple(divisors) if fmt.subblocks else (element_divisor(exponent, options),) * len(xs)
+        trace.append(BlockRoundings(tuple(xs), divisors, _last_bit_floor(options)))
     codes = _element_codes(xs, divisors, fmt.element, options, rand_bits)
     return QuantizedBlock(scale_byte(exponent, options.scale_encoding), tuple(taus), codes)
 
 
-def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits, source: str) -> QuantizedBlock:
+def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits, source: str, trace=None) -> QuantizedBlock:
     if _is_nan_block(xs, options):
         return _nan_block(fmt, options)
     if options.nvfp4_arith == "fp32_reciprocal":
-        return _quantize_nvfp4_reciprocal(xs, fmt, options, tensor_scale, rand_bits)
+        return _quantize_nvfp4_reciprocal(xs, fmt, options, tensor_scale, rand_bits, trace)
     lowest = options.nvfp4_scale_lowest
     amax = Fraction(*_amax(xs, options, source))
     fp32_steps = options.nvfp4_arith == "fp32_steps"
@@ -464,11 +518,14 @@ def _quantize_nvfp4(xs, fmt, options, tensor_scale: Fraction, rand_bits, source:
     if fp32_steps:  # each finite nonzero x becomes fp32(x * factor), divided by 1
         xs, divisors = zip(*(_fp32_scaled(x, factor, divisor) for x in xs))
     else:
-        divisors = repeat(divisor)
+        divisors = (divisor,) * len(xs)
+    if trace is not None:
+        trace.append(BlockRoundings(tuple(xs), tuple(divisors), -126 if fp32_steps else _last_bit_floor(options),
+                                    factor if fp32_steps else None))
     return QuantizedBlock(scale_code, (), _element_codes(xs, divisors, fmt.element, options, rand_bits))
 
 
-def _quantize_nvfp4_reciprocal(xs, fmt, options, global_scale: Fraction, rand_bits) -> QuantizedBlock:
+def _quantize_nvfp4_reciprocal(xs, fmt, options, global_scale: Fraction, rand_bits, trace=None) -> QuantizedBlock:
     """compressed-tensors 0.20 NVFP4 (contract 6.2), every step rounded to fp32 (IEEE, nearest-even):
     scale = UE4M3(min(fp32(gs * fp32(amax / 6)), 448)) (no lower clamp; E4M3 subnormals kept), a
     zero scale becomes 0.125 (code 0x20); each element is fp32(x / fp32(scale / gs)), then rounded
@@ -488,6 +545,8 @@ def _quantize_nvfp4_reciprocal(xs, fmt, options, global_scale: Fraction, rand_bi
     for sign, n, d in xs:  # an fp32 quotient that overflows is +-Inf, which saturates
         q = to_fp32(Fraction(n, d) / step)
         quotients.append((sign, 1, 0) if q.is_inf else (sign, q.magnitude.numerator, q.magnitude.denominator))
+    if trace is not None:  # each element rounds its fp32 quotient, divided by 1
+        trace.append(BlockRoundings(tuple(quotients), ((1, 1),) * len(quotients), -126, Exact(0, 1 / step)))
     return QuantizedBlock(scale_code, (), _element_codes(quotients, repeat((1, 1)), fmt.element, options, rand_bits))
 
 

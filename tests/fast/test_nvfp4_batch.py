@@ -120,13 +120,13 @@ def test_the_golden_quantize_kind_quantizes_a_chunk_in_one_fast_call(monkeypatch
     rows += [row for row, _ in suite.stimulus(random.Random("test_fast_nvfp4_batch"), 1)]
     assert len({row["tensor_scale"] for row in rows}) > 150
     calls = []
-    real = fast_block.quantize_blocks
+    real = fast_block.quantize_blocks_traced
 
     def counted(*args, **kwargs):
         calls.append(len(args[0]))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr("mxsim.golden.kinds.quantize.expected.quantize_blocks", counted)
+    monkeypatch.setattr("mxsim.golden.kinds.quantize.expected.quantize_blocks_traced", counted)
     columns = {f.name: [row[f.name] for row in rows] for f in suite.inputs}
     outputs, flags = suite.compute_batch(columns)
     assert calls == [len(rows)]

@@ -129,52 +129,98 @@ def ieee_interval(x: np.ndarray, mantissa_bits: int, emin: int, max_finite: floa
 
 def decision_flags(x, lo, hi, resolution, result, negative, min_normal, hi_unit=None):
     """The flags word (int64) of each rounding, from arrays of one shape (or floats and a bool: an
-    int), the same operations either way: magnitudes x > 0, their
+    int), the same classes either way: magnitudes x > 0, their
     interval [lo, hi) and the result's magnitude in x's domain, the input ``resolution`` r at x,
     ``negative`` (bool), ``min_normal`` (the output's smallest normal magnitude in x's domain, an
     array or scalar; 0: no subnormal band). ``hi_unit``: hi in the output's own units (for
     ``carry``; default hi). ``saturation`` is the caller's (see :func:`grid_interval`)."""
+    hi_unit = hi if hi_unit is None else hi_unit
+    if isinstance(x, np.ndarray):
+        return _array_flags(x, lo, hi, resolution, result, negative, min_normal, hi_unit)
     t, u, r = x - lo, hi - lo, resolution
     sticky = 4 * r <= u
-    top = sticky & (4 * t == 3 * u)
-    bottom = sticky & (2 * t == u + 2 * r)
-    below = sticky & (2 * t == u - 2 * r)
-    hi_unit = hi if hi_unit is None else hi_unit
-    if isinstance(hi_unit, np.ndarray):
-        power_of_two = np.frexp(hi_unit)[0] == 0.5
-    elif isinstance(hi_unit, int):  # Python integers (a dyadic value on a common grid): of any size
+    top = sticky and 4 * t == 3 * u
+    bottom = sticky and 2 * t == u + 2 * r
+    below = sticky and 2 * t == u - 2 * r
+    if isinstance(hi_unit, int):  # Python integers (a dyadic value on a common grid): of any size
         power_of_two = hi_unit > 0 and not hi_unit & (hi_unit - 1)
     else:
         power_of_two = math.frexp(hi_unit)[0] == 0.5
     increment = result > x
-    near = top | bottom | below
     cases = [
         ("exact", t == 0),
-        ("below_half", (t > 0) & (2 * t < u)),
+        ("below_half", t > 0 and 2 * t < u),
         ("tie", 2 * t == u),
         ("above_half", 2 * t > u),
         ("near_tie_top", top),
         ("near_tie_bottom", bottom),
         ("near_tie_below", below),
-        ("subnormal_near_tie", near & (hi <= min_normal)),
+        ("subnormal_near_tie", (top or bottom or below) and hi <= min_normal),
         ("increment", increment),
         ("truncate", result < x),
-        ("carry", increment & (result == hi) & power_of_two),
+        ("carry", increment and result == hi and power_of_two),
+        ("zero_result_sign", negative and result == 0),
+    ]
+    word = sum(_BIT[name] for name, hit in cases if hit)
+    if top or bottom:  # the per-band class of a near-tie at the top or bottom
+        word |= _band_flags(lo, hi, u, min_normal, top, bottom)
+    return word
+
+
+def _array_flags(x, lo, hi, r, result, negative, min_normal, hi_unit) -> np.ndarray:
+    """:func:`decision_flags` of arrays: each class ORed in where it holds (the per-band classes
+    computed only at the near-ties at the top or bottom, which alone have one)."""
+    t, u = x - lo, hi - lo
+    twice_t = 2 * t
+    sticky = 4 * r <= u
+    top = sticky & (2 * twice_t == 3 * u)  # 4t = 3u (2 * 2t is 4t exactly)
+    bottom = sticky & (twice_t == u + 2 * r)
+    below = sticky & (twice_t == u - 2 * r)
+    increment = result > x
+    flags = np.zeros(np.shape(x), dtype=np.int64)
+    cases = [
+        ("exact", t == 0),
+        ("below_half", (t > 0) & (twice_t < u)),
+        ("tie", twice_t == u),
+        ("above_half", twice_t > u),
+        ("near_tie_top", top),
+        ("near_tie_bottom", bottom),
+        ("near_tie_below", below),
+        ("increment", increment),
+        ("truncate", result < x),
+        ("carry", increment & (result == hi) & (np.frexp(hi_unit)[0] == 0.5)),
         ("zero_result_sign", negative & (result == 0)),
     ]
-    array = isinstance(x, np.ndarray)
-    if array or top or bottom:  # a scalar without a near-tie at the top or bottom has no band class
-        subnormal = (hi <= min_normal) & (lo >= 0)
-        band = (np.frexp(lo / u) if array else math.frexp(lo / u))[1]  # j: lo / u has j bits
-        where = [("normal", (hi > min_normal) & (lo > 0)), ("zero_band", subnormal & (lo == 0))]
-        where += [(f"sub{j}", subnormal & (band == j)) for j in (1, 2, 3)]
-        for name, in_band in where:
-            cases += [(f"near_tie_top_{name}", top & in_band), (f"near_tie_bottom_{name}", bottom & in_band)]
+    near = top | bottom | below
+    if near.any():
+        cases.append(("subnormal_near_tie", near & (hi <= min_normal)))
+    for name, hit in cases:
+        np.bitwise_or(flags, _BIT[name], out=flags, where=hit)
+    banded = top | bottom
+    if banded.any():
+        at = np.nonzero(banded)
+        lo_b, hi_b, u_b = (np.broadcast_to(a, flags.shape)[at] for a in (lo, hi, u))
+        flags[at] |= _band_flags(lo_b, hi_b, u_b, np.broadcast_to(min_normal, flags.shape)[at], top[at], bottom[at])
+    return flags
+
+
+def _band_flags(lo, hi, u, min_normal, top, bottom):
+    """The per-band near-tie classes (``near_tie_top_<band>``, ``near_tie_bottom_<band>``) of
+    roundings with a near-tie at the top (``top``) or bottom (``bottom``): arrays, or floats and
+    bools (an int)."""
+    array = isinstance(lo, np.ndarray)
+    subnormal = (hi <= min_normal) & (lo >= 0)
+    band = (np.frexp(lo / u) if array else math.frexp(lo / u))[1]  # j: lo / u has j bits
+    where = [("normal", (hi > min_normal) & (lo > 0)), ("zero_band", subnormal & (lo == 0))]
+    where += [(f"sub{j}", subnormal & (band == j)) for j in (1, 2, 3)]
+    cases = []
+    for name, in_band in where:
+        cases += [(f"near_tie_top_{name}", top & in_band), (f"near_tie_bottom_{name}", bottom & in_band)]
     if not array:
         return sum(_BIT[name] for name, hit in cases if hit)
-    flags = np.zeros(np.shape(x), dtype=np.int64)
+    flags = np.zeros(np.shape(lo), dtype=np.int64)
     for name, hit in cases:
-        flags |= hit * _BIT[name]
+        np.bitwise_or(flags, _BIT[name], out=flags, where=hit)
     return flags
 
 

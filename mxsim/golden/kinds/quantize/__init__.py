@@ -4,8 +4,8 @@ section 2).
 
 :class:`QuantizeSuite` is in :mod:`.description`; stimulus in :mod:`.stimulus` (directed and random
 blocks) and :mod:`.structured` (blocks aimed at every rounding case and at the clamped scale);
-expected values in :mod:`.expected`; classes in :mod:`.classes` and :mod:`.decisions` (the rounding
-decisions of the elements)."""
+expected values in :mod:`.expected`; classes in :mod:`.classes` and, for the rounding decisions of the
+elements, the record both paths fill (:mod:`...coverage.element_roundings`)."""
 
 from .description import QuantizeSuite
 

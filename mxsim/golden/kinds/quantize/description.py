@@ -12,14 +12,12 @@ import numpy as np
 from ....fast.block import quantize_blocks
 from ....options import QuantizeOptions
 from ....ref.scale import byte_exponent
-from ...coverage.rounding import magnitude_grid
 from ...values import pack_word
 from ..fields import Field
 from ..format_spec import block_format, format_param
 from ..layout import block_layouts, fp32_layout, plain_layout
 from ..suite import BlockProfileBundles, Suite, jsonable, profile_options
 from .classes import QuantizeClasses
-from .decisions import QuantizeDecisions
 from .expected import QuantizeExpected
 from .stimulus import QuantizeStimulus
 from .structured import QuantizeStructuredStimulus
@@ -27,7 +25,7 @@ from .structured import QuantizeStructuredStimulus
 
 @dataclass
 class QuantizeSuite(QuantizeStimulus, QuantizeStructuredStimulus, QuantizeExpected, QuantizeClasses,
-                    QuantizeDecisions, BlockProfileBundles, Suite):
+                    BlockProfileBundles, Suite):
     """k fp32 inputs -> a block's scale (code and unbiased exponent), sub-scales and codes."""
 
     block: str
@@ -49,7 +47,6 @@ class QuantizeSuite(QuantizeStimulus, QuantizeStructuredStimulus, QuantizeExpect
                 "blocks, which an int8 exponent cannot mark"
             )
         self._refused_layouts = Counter()  # decision layouts whose maximum has no MX encoding (stimulus.refused)
-        self._grids = tuple(magnitude_grid(self.fmt.element, negative, self.opts.int8_allow_neg2) for negative in (False, True))
         baseline = QuantizeOptions() if self.profile_def is None else self.profile_def.quantize_options(self.fmt)
         changed = {k: v for k, v in self.opts.as_dict().items() if v != getattr(baseline, k)}
         tag = [] if self.profile_def is None else [f"profile={self.profile_def.name}"]

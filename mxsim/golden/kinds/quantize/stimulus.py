@@ -22,7 +22,7 @@ from ..batch import pack_items
 
 
 class QuantizeStimulus:
-    """``stimulus``, ``catalogue_size``, ``left_out``, ``random_inputs`` and ``random_run`` of a
+    """``stimulus``, ``catalogue_size``, ``left_out``, ``random_inputs``, ``random_run`` and ``random_columns`` of a
     quantize suite (needs ``self.fmt``, ``self.opts``, ``self._refused_layouts`` and the blocks of
     :class:`.structured.QuantizeStructuredStimulus`). A vector: ``x``, k fp32 words, element i at
     bits [32i, 32i + 32); NVFP4 also ``tensor_scale``, the fp32 bits of s_t."""
@@ -110,18 +110,24 @@ class QuantizeStimulus:
         (vector ``first + j`` is "wide" for odd indices): a spread s in 0 .. 40 per block, each
         element a random sign and 24-bit significand at exponent randint(-s, s) // 4 (+ randint(-30,
         30) when wide) + randint(-3, 0) + randint(-3, 1), always a normal fp32 value."""
+        columns = self.random_columns(rng, first, n)
+        names = list(columns)
+        return [dict(zip(names, values)) for values in zip(*columns.values())]
+
+    def random_columns(self, rng: np.random.Generator, first: int, n: int) -> dict[str, list[int]]:
+        """:meth:`random_run` as columns (one list per input field: ``x``, and NVFP4's
+        ``tensor_scale``): the same vectors, drawn the same way, without a dict per vector."""
         k = self.fmt.block_size
         wide = (np.arange(first, first + n) % 2 == 1)[:, None]
         spread = rng.integers(0, 41, size=(n, 1))
         centre = np.floor_divide(rng.integers(-spread, spread + 1, size=(n, k)), 4)
         exponent = centre + wide * rng.integers(-30, 31, size=(n, k)) + rng.integers(-3, 1, size=(n, k)) + rng.integers(-3, 2, size=(n, k))
         words = rng.integers(0, 2, size=(n, k)) << 31 | (exponent + 127) << 23 | rng.integers(0, 1 << 23, size=(n, k))
-        rows = [{"x": x} for x in pack_items(words, 32)]
+        columns = {"x": pack_items(words, 32)}
         if self.fmt.tensor_scale is not None:  # every value is finite: the bits order like the values
             largest = (words & 0x7FFFFFFF).max(axis=1).astype(np.uint32).view(np.float32)
-            for row, word in zip(rows, nvfp4_tensor_scales(largest, self.opts).view(np.uint32).tolist()):
-                row["tensor_scale"] = word
-        return rows
+            columns["tensor_scale"] = nvfp4_tensor_scales(largest, self.opts).view(np.uint32).tolist()
+        return columns
 
     def _inputs(self, xs: list[Exact]) -> dict:
         bits = [fp32_bits(x) for x in xs]

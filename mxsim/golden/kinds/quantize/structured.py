@@ -8,13 +8,10 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import cached_property
 
-import numpy as np
-
-from ....ref.block import quantize_block
+from ....ref.block import quantize_block_roundings
 from ....ref.decode import finite_magnitudes
 from ....ref.exact import Exact, floor_log2
 from ....ref.refusals import NoMXEncoding
-from ....ref.scale import byte_exponent
 from ...coverage.reach import MIN_CLASS_VECTORS
 from ...stimulus.patterns import CASES, both_signs, grid_intervals, rounding_cases
 from ...values import fp32_bits, fp32_value
@@ -24,8 +21,7 @@ LOW_BAND_COPIES = -(-MIN_CLASS_VECTORS // 2)  # blocks per point of the zero or 
 
 class QuantizeStructuredStimulus:
     """``_decision_blocks`` and ``_low_scale_blocks`` of a quantize suite (needs ``self.fmt``,
-    ``self.opts``, ``self._refused_layouts``, ``self._inputs`` (:class:`.stimulus.QuantizeStimulus`)
-    and ``self._divisors`` (:class:`.decisions.QuantizeDecisions`))."""
+    ``self.opts``, ``self._refused_layouts`` and ``self._inputs`` (:class:`.stimulus.QuantizeStimulus`))."""
 
     def _anchors(self) -> list[Exact]:
         """Block maxima that fix the scale: the largest fp32 value below the binade above the
@@ -39,21 +35,19 @@ class QuantizeStructuredStimulus:
         return [Exact(0, top * Fraction(2) ** s) for s in (0, self.opts.scale_min)]
 
     def _divisor_of(self, values: list[Exact]) -> list[Fraction]:
-        """The element divisors D (exact) of the block ``values`` as this suite quantizes it."""
+        """The element divisors D (exact) of the block ``values`` as the reference quantizes it (its
+        :class:`mxsim.ref.block.BlockRoundings`); NVFP4 ``fp32_steps`` and ``fp32_reciprocal`` round
+        fp32(x * factor) against 1, so a point of x / D is aimed at with D = 1 / factor (0 for a factor
+        that is zero or Inf)."""
         inputs = self._inputs(values)
-        k, fmt = self.fmt.block_size, self.fmt
         xs = [float(v.magnitude) * (-1) ** v.sign for v in values]
         tensor_scale = fp32_value(inputs["tensor_scale"]).magnitude if "tensor_scale" in inputs else None
-        block = quantize_block(xs, fmt, self.opts, tensor_scale=tensor_scale)
-        encoding = self.opts.scale_encoding
-        exponent = byte_exponent(block.scale, encoding) if fmt.scale.name == "e8m0" else 0
-        subscales = np.array([block.subscales], dtype=np.int64).reshape(1, fmt.subblocks)
-        tensor_words = np.array([inputs["tensor_scale"]]) if "tensor_scale" in inputs else None
-        divisor, factor = self._divisors(np.array([block.scale]), np.array([exponent]), subscales, tensor_words, (1, k))
-        if factor is not None:  # fp32_steps: x * factor is rounded to fp32 first; aim at x = point / factor
-            finite = 0 < factor[0] < float("inf")
-            return [1 / Fraction(float(factor[0])) if finite else Fraction(0)] * k
-        return [Fraction(float(d)) for d in divisor[0]]
+        _, roundings = quantize_block_roundings(xs, self.fmt, self.opts, tensor_scale=tensor_scale)
+        factor = roundings.factor
+        if factor is not None:  # x * factor is rounded to fp32 first; aim at x = point / factor
+            aim = 1 / factor.value if factor.is_finite and factor.value else Fraction(0)
+            return [aim] * self.fmt.block_size
+        return [Fraction(n, d) for n, d in roundings.divisors]
 
     @cached_property
     def _decision_blocks(self) -> list[list[Exact]]:
