@@ -16,7 +16,7 @@ from ....ref.scale import byte_exponent
 from ...coverage.catalogue import class_names
 from ...coverage.element_roundings import SLICE_ELEMENTS, ElementRoundings
 from ...values import fp32_value
-from ..batch import code_table, compute_each, pack_items, unpack_items
+from ..batch import code_table, compute_each, pack_words, unpack_items
 
 
 class QuantizeExpected:
@@ -62,11 +62,11 @@ class QuantizeExpected:
         # int8_exponent has no NaN scale (its 0xFF is 2^-1)
         scale_nan = code_table(fmt.scale).nan[scales] & (self.opts.scale_encoding == "e8m0")
         exponent = byte_exponent(scales, self.opts.scale_encoding)
-        out = {"scale": scales.tolist(), "codes": pack_items(codes, fmt.element.width)}
+        out = {"scale": scales.tolist(), "codes": pack_words(codes, fmt.element.width)}
         if fmt.scale.name == "e8m0":
             out["scale_exp"] = np.where(scale_nan, -128, exponent).tolist()
         if fmt.subblocks:
-            out["subscales"] = pack_items(subscales, fmt.subscale_bits)
+            out["subscales"] = pack_words(subscales, fmt.subscale_bits)
         step = max(1, SLICE_ELEMENTS // fmt.block_size)  # blocks at a time: arrays that stay in cache
         flags = np.concatenate([self._batch_flags(bits[i:i + step], exponent[i:i + step], scale_nan[i:i + step],
                                                   codes[i:i + step], subscales[i:i + step])

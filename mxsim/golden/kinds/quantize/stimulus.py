@@ -18,7 +18,7 @@ from ....ref.decode import finite_magnitudes
 from ....ref.exact import Exact, dyadic
 from ...stimulus.refused import accepted, left_out_record
 from ...values import fp32_bits, fp32_value, pack_word
-from ..batch import pack_items
+from ..batch import pack_words
 
 
 class QuantizeStimulus:
@@ -123,7 +123,7 @@ class QuantizeStimulus:
         centre = np.floor_divide(rng.integers(-spread, spread + 1, size=(n, k)), 4)
         exponent = centre + wide * rng.integers(-30, 31, size=(n, k)) + rng.integers(-3, 1, size=(n, k)) + rng.integers(-3, 2, size=(n, k))
         words = rng.integers(0, 2, size=(n, k)) << 31 | (exponent + 127) << 23 | rng.integers(0, 1 << 23, size=(n, k))
-        columns = {"x": pack_items(words, 32)}
+        columns = {"x": pack_words(words, 32)}
         if self.fmt.tensor_scale is not None:  # every value is finite: the bits order like the values
             largest = (words & 0x7FFFFFFF).max(axis=1).astype(np.uint32).view(np.float32)
             columns["tensor_scale"] = nvfp4_tensor_scales(largest, self.opts).view(np.uint32).tolist()
