@@ -58,3 +58,15 @@ def test_a_word_wider_than_its_field_is_refused_by_name():
 def test_a_word_column_holds_bytes_only():
     with pytest.raises(ValueError, match="uint8"):
         WordColumn(np.zeros((2, 4), dtype=np.int64))
+
+
+def test_a_word_is_replaced_as_in_a_list():
+    items = np.arange(64).reshape(2, 32)
+    column, words = pack_words(items, 8), pack_items(items, 8)
+    column[1] ^= 1 << 200
+    words[1] ^= 1 << 200
+    assert column == words
+    with pytest.raises(ValueError, match="does not fit a word of 32 bytes"):
+        column[0] = 1 << 256
+    with pytest.raises(ValueError, match="does not fit"):
+        column[0] = -1

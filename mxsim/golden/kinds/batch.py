@@ -5,7 +5,7 @@ words, and the per-vector fallback.
 with the NumPy fast path (:mod:`mxsim.fast`, proven bit-identical to the reference by its own
 tests and, for the suites, by ``tests/golden/test_fast_batches_equal_reference.py``): ``inputs`` maps each input field to
 a sequence of N ints (a list, or a NumPy integer array for fields of at most 64 bits); ``outputs``
-maps each output field to a list of N ints, and ``flags`` is the list of N flag words, each
+maps each output field to a list of N ints (a wide one may be a :class:`.word_column.WordColumn`, read as one), and ``flags`` is the list of N flag words, each
 exactly ``flag_bits(compute(vector)[1])`` (no origin bits: the pipeline adds those).
 
 Field words hold item i of ``width`` bits at bits [i*width, (i+1)*width) (see

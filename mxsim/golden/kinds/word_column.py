@@ -5,7 +5,7 @@ A field word (:func:`mxsim.golden.values.pack_word`: item i of ``width`` bits at
 ints and back into bytes for the fast path costs more than computing them. :class:`WordColumn`
 holds N words as an (N, nbytes) array of little-endian bytes (word j = ``int.from_bytes(raw[j],
 "little")``) and behaves as the sequence of those ints wherever a column of ints is read (indexing,
-iteration, equality); :func:`mxsim.golden.kinds.batch.unpack_items` and
+iteration, equality, replacing one word); :func:`mxsim.golden.kinds.batch.unpack_items` and
 :meth:`mxsim.golden.kinds.fields.Field.to_hex_lines` read its bytes directly.
 """
 
@@ -37,6 +37,16 @@ class WordColumn(Sequence):
         if isinstance(index, slice):
             return WordColumn(self.raw[index])
         return int.from_bytes(self.raw[index].tobytes(), "little")
+
+    def __setitem__(self, index: int, value: int) -> None:
+        """Replace word ``index`` (a list's item assignment; no slices): ValueError for a value that
+        is negative or does not fit the column's bytes."""
+        size = self.raw.shape[1]
+        if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+            raise TypeError(f"a WordColumn's words are replaced one at a time, not by {type(index).__name__}")
+        if not 0 <= value < 1 << (8 * size):
+            raise ValueError(f"{value} does not fit a word of {size} bytes")
+        self.raw[index] = np.frombuffer(int(value).to_bytes(size, "little"), dtype=np.uint8)
 
     def __iter__(self):
         data, size = self.raw.tobytes(), self.raw.shape[1]
