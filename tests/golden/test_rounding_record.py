@@ -139,3 +139,38 @@ def test_block_dot_rows_and_their_classes_per_vector():
     third = SimpleNamespace(exact=Exact(0, Fraction(1, 3)), lsb_exponent=-24, code=0x3EAAAAAB)
     with pytest.raises(ValueError, match="is not dyadic"):
         block_dot_rows([(a, b, third)], fmt, fmt, False)
+
+
+# (negative, n, x, accumulator, overflows): fp32's largest finite value is (2^24 - 1) * 2^104 and the
+# next binade starts at 2^128 (docs/numerics.md sections 3.3 and 4: an overflow is a rounding with
+# unbounded exponent past the largest finite value), worked by hand
+HAND_WORKED_OVERFLOWS = [
+    (False, (1 << 24) - 1, 104, FP32, False),  # the largest finite value itself
+    (True, (1 << 24) - 1, 104, FP32, False),
+    (False, (1 << 25) - 1, 103, FP32, True),  # max + half an ulp: the tie goes to the even 2^128 under rne
+    (True, (1 << 25) - 1, 103, FP32, True),
+    (False, (1 << 25) - 1, 103, Accumulator(output_rounding="rtz"), False),  # toward zero: max
+    (True, (1 << 25) - 1, 103, Accumulator(output_rounding="rup"), False),  # a negative rounds up toward zero
+    (False, (1 << 26) - 3, 102, FP32, False),  # max + a quarter ulp: below half, rounds down to max
+    (False, 1, 128, Accumulator(output_rounding="rtz"), True),  # 2^128: past max whatever the rounding
+    (False, (1 << 70) - 1, 58, FP32, True),  # 71 bits (Python integers): just below 2^128, rounds up
+    (False, ((1 << 24) - 1) << 46, 58, FP32, False),  # max with 46 zero bits below (Python integers)
+    (False, 1, 127, FP32, False),  # 2^127: inside the top binade
+    (False, (1 << 16) - 1, 0, FP16, True),  # fp16: 65535 rounds to 65536 > 65504
+    (False, 65519, 0, FP16, False),  # fp16: below the halfway 65520, rounds to 65504
+]
+
+
+@pytest.mark.parametrize("negative, n, x, accumulator, expected", HAND_WORKED_OVERFLOWS)
+def test_hand_worked_overflows(negative, n, x, accumulator, expected):
+    row = (True, negative, n, x, None, 0)
+    assert OutputRoundings.from_rows([row]).overflows(accumulator).tolist() == [expected]
+    many = OutputRoundings.from_rows([(True, False, 3, -2, None, 0), row, (True, True, 1 << 70, -70, None, 0)])
+    assert many.overflows(accumulator).tolist() == [False, expected, False]  # row by row, in a chunk
+
+
+def test_zero_and_non_finite_values_do_not_overflow():
+    rows = [(False, False, 0, 0, None, 0x7F800000), (True, True, 0, 200, None, 0x80000000),
+            (False, True, (1 << 24) - 1, 200, None, 0xFF800000)]
+    assert OutputRoundings.from_rows(rows).overflows(FP32).tolist() == [False, False, False]
+    assert OutputRoundings.from_rows([]).overflows(FP32).tolist() == []

@@ -31,7 +31,7 @@ from .catalogue import class_names
 from .output_rounding import NO_LOW, dyadic_rounding_flags
 from .rounding import decision_flags
 
-__all__ = ["NO_LOW", "OutputRoundings", "block_dot_rows", "with_rounding_classes"]
+__all__ = ["NO_LOW", "OutputCodes", "OutputRoundings", "block_dot_rows", "with_rounding_classes"]
 
 _SAFE_EXPONENT = 1000  # |exponents| below this keep every binary64 quantity of the rule normal and exact
 _EXACT_BITS = 53  # significands binary64 holds exactly
@@ -77,6 +77,26 @@ class OutputRoundings:
         magnitude = np.where(negative, -significand, significand)
         return cls(r.special == finite_code, negative, magnitude, r.exponent.astype(np.int64),
                    np.asarray(low, dtype=np.int64), r.codes.astype(np.int64))
+
+    def overflows(self, accumulator) -> np.ndarray:
+        """Whether rounding each exact value to the output with unbounded exponent passes the
+        output's largest finite value (:func:`.accumulator.dyadic_overflows`, docs/numerics.md
+        sections 3.3 and 4), as a bool array; False for a value that is not finite or is zero. Below
+        2^emax of the output no rounding can overflow: decided from the top bit's exponent (from
+        binary64, which can only round it up: a safe bound), the rest one by one with Python integers."""
+        out = output_format(accumulator)
+        result = np.zeros(len(self.code), dtype=bool)
+        if not len(result):
+            return result
+        if self.magnitude.dtype == object:
+            bits = np.array([int(m).bit_length() for m in self.magnitude.tolist()], dtype=np.int64)
+        else:
+            bits = np.frexp(self.magnitude.astype(np.float64))[1].astype(np.int64)  # bits of n, or one more
+        maybe = self.finite & (bits > 0) & (bits - 1 + self.exponent >= out.emax)
+        for i in np.flatnonzero(maybe).tolist():
+            n = int(self.magnitude[i])
+            result[i] = dyadic_overflows(-n if self.negative[i] else n, int(self.exponent[i]), accumulator)
+        return result
 
     def flags(self, accumulator) -> np.ndarray:
         """The decision classes of every rounding as an int64 flags word (see the module docstring)."""
@@ -177,6 +197,33 @@ def _integer_flags(n: int, x: int, negative: bool, low: int, code: int, accumula
     result = decode(code, storage_format(accumulator))
     return dyadic_rounding_flags(n, x, negative, None if low == NO_LOW else low, output_format(accumulator),
                                  result.magnitude)
+
+
+@dataclass(frozen=True)
+class OutputCodes:
+    """What output codes of an IEEE-style storage format (fp32, bf16, fp16: every accumulator's
+    storage, :func:`mxsim.ref.output.storage_format`) hold, from their bit fields (bool arrays):
+    ``nan`` (exponent field all ones, fraction nonzero), ``inf`` (all ones, fraction 0), ``zero``
+    (magnitude bits 0, either sign), ``negative`` (the sign bit) and ``subnormal`` (field 0,
+    fraction nonzero)."""
+
+    nan: np.ndarray
+    inf: np.ndarray
+    zero: np.ndarray
+    negative: np.ndarray
+    subnormal: np.ndarray
+
+    @classmethod
+    def of(cls, codes: np.ndarray, fmt) -> "OutputCodes":
+        codes = np.asarray(codes).astype(np.int64)
+        magnitude = codes & ~fmt.sign_mask
+        inf_code = fmt.inf_code()
+        return cls(magnitude > inf_code, magnitude == inf_code, magnitude == 0, (codes & fmt.sign_mask) != 0,
+                   (magnitude > 0) & (magnitude < (1 << fmt.mantissa_bits)))
+
+    @property
+    def finite(self) -> np.ndarray:
+        return ~(self.nan | self.inf)
 
 
 def _magnitudes(codes: np.ndarray, fmt) -> tuple[np.ndarray, np.ndarray]:

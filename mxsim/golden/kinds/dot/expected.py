@@ -4,14 +4,19 @@ roundings' classes of many vectors at once (:mod:`...coverage.rounding_record`).
 
 from __future__ import annotations
 
+import numpy as np
+
 from ....ref import dot as ref_dot
 from ....ref.block import QuantizedBlock
 from ....ref.exact import Exact
 from ....ref.fused import fused_result, fused_step_details
 from ....ref.output import storage_format
-from ...coverage.accumulator import c_classes, element_classes, fused_classes
+from ...coverage.accumulator import c_classes
+from ...coverage.catalogue import class_names
+from ...coverage.fused_record import fused_flag_words
 from ...coverage.rounding_record import block_dot_rows, with_rounding_classes
 from ...values import float_value, fp32_value, pack_word, unpack_word
+from ..fused_batch import element_flags
 
 
 class DotExpected:
@@ -53,7 +58,7 @@ class DotExpected:
         """``compute`` of every vector of ``rows``: the reference vector by vector, then the output
         roundings' classes of all at once (the record the fast path fills too, :mod:`..coverage.rounding_record`)."""
         if self.fused:
-            return [self._fused_vector(inputs) for inputs in rows]
+            return self._with_fused_classes([self._fused_vector(inputs) for inputs in rows])
         return with_rounding_classes([self._reference_vector(inputs) for inputs in rows], self.acc)
 
     def _fused_vector(self, inputs: dict):
@@ -76,12 +81,30 @@ class DotExpected:
         return out, classes, roundings
 
     def _fused(self, blocks_a, blocks_b, c: Exact):
-        """Outputs and classes of a fused vector (the reference's steps; no tensor scales)."""
+        """(outputs, the block pairs, (the steps, c, the result)) of a fused vector (the
+        reference's steps; no tensor scales): its classes come for many vectors at once
+        (:meth:`_with_fused_classes`)."""
         details = fused_step_details(blocks_a, blocks_b, self.fa, self.fb, self.acc, c)
-        out = {"result": fused_result([step.code for step in details], c, self.acc, self.fa.block_size, len(blocks_a))}
+        codes = [step.code for step in details]
+        out = {"result": fused_result(codes, c, self.acc, self.fa.block_size, len(blocks_a))}
         if self.steps:
-            out["steps"] = pack_word([step.code for step in details], storage_format(self.acc).width)
-        classes = fused_classes(details, self.acc, c, out["result"])
-        for a, b in zip(blocks_a, blocks_b):
-            classes |= element_classes(a, b, self.fa, self.fb)
-        return out, classes
+            out["steps"] = pack_word(codes, storage_format(self.acc).width)
+        return out, list(zip(blocks_a, blocks_b)), (details, c, out["result"])
+
+    def _with_fused_classes(self, vectors) -> list[tuple[dict, set]]:
+        """(outputs, classes) of the vectors of :meth:`_fused`: every step of every vector classed
+        at once (:func:`...coverage.fused_record.fused_flag_words`), and every block pair's element
+        classes (:func:`..fused_batch.element_flags`), ORed into each vector's classes."""
+        words = np.array(fused_flag_words((steps for _, _, steps in vectors), self.acc), dtype=np.int64)
+        pairs = [pair for _, vector_pairs, _ in vectors for pair in vector_pairs]
+        if pairs:
+            owner = np.repeat(np.arange(len(vectors)), [len(vector_pairs) for _, vector_pairs, _ in vectors])
+            side_a = [a for a, _ in pairs]
+            side_b = [b for _, b in pairs]
+            pair_words = element_flags(self.fa, self.fb,
+                                       np.array([a.scale for a in side_a], dtype=np.int64),
+                                       np.array([a.codes for a in side_a], dtype=np.int64).reshape(len(pairs), -1),
+                                       np.array([b.scale for b in side_b], dtype=np.int64),
+                                       np.array([b.codes for b in side_b], dtype=np.int64).reshape(len(pairs), -1))
+            np.bitwise_or.at(words, owner, pair_words)
+        return [(out, set(class_names(word))) for (out, _, _), word in zip(vectors, words.tolist())]

@@ -1,0 +1,52 @@
+"""The fused steps' classes of many vectors at once (``mxsim.golden.coverage.fused_record``, issue 33 item 3):
+hand-built steps of four vectors in one record, each class worked out from its definition
+(docs/numerics.md section 4.1; the module docstring lists them), each vector's own steps only."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from mxsim.golden.coverage.catalogue import class_names
+from mxsim.golden.coverage.fused_record import fused_flag_words
+from mxsim.options import Accumulator
+from mxsim.ref.exact import Exact
+from mxsim.ref.fused import FusedStep
+
+ACC = Accumulator(mode="aligned", frac_bits=20, accumulate="fused")  # fp32 output, rne
+ONE, PLUS_ZERO = Exact(0, Fraction(1)), Exact(0)
+
+VECTORS = [
+    # C = 1 and P = -1: C + P = 0 is within 2^-8 |C| (c_cancellation); that step's D = +0 is not the last D;
+    # the next step adds 1 exactly to +0 (an exact rounding)
+    ((FusedStep(0x00000000, ONE, nonzero=True, products=(-1, 0), cut_products=(-1, 0), grid=-20, total=(0, -20)),
+      FusedStep(0x3F800000, PLUS_ZERO, nonzero=True, products=(1, 0), cut_products=(1, 0), c_exponent=-126,
+                grid=-20, total=(1, 0))),
+     {"c_cancellation", "exact"}),
+    # a NaN C: a special step, classed by its D alone
+    ((FusedStep(0x7FC00000, Exact.nan(), special=True),), {"c_nan", "nan"}),
+    # C = 1 bypasses products 3 * 2^-30 cut to 0 on the grid 2^-20: D = C, no total to round
+    ((FusedStep(0x3F800000, ONE, nonzero=True, products=(3, -30), cut_products=(0, -20), grid=-20, bypass=True),),
+     {"shift_inexact", "c_bypass"}),
+    # fp32 max + half an ulp from a zero C, rounded to a finite D (saturation): overflow, no rounding class
+    ((FusedStep(0x7F7FFFFF, PLUS_ZERO, nonzero=True, products=((1 << 25) - 1, 103),
+                cut_products=((1 << 25) - 1, 103), c_exponent=-126, grid=103, total=((1 << 25) - 1, 103)),),
+     {"overflow", "saturation"}),
+    # products -2^-40 cut to 0 on the grid 2^-20 pass C = -0 on (no total): the last D is -0
+    ((FusedStep(0x80000000, Exact(1), nonzero=True, products=(-1, -40), cut_products=(0, -20), c_exponent=-126,
+                grid=-20),),
+     {"negative_zero", "shift_inexact"}),
+]
+
+
+def test_each_vector_gets_its_own_steps_classes():
+    words = fused_flag_words([(steps, steps[0].c, steps[-1].code) for steps, _ in VECTORS], ACC)
+    assert [set(class_names(word)) for word in words] == [expected for _, expected in VECTORS]
+
+
+def test_one_vector_alone_gets_the_same_classes():
+    for steps, expected in VECTORS:
+        assert set(class_names(fused_flag_words([(steps, steps[0].c, steps[-1].code)], ACC)[0])) == expected
+
+
+def test_no_vectors_no_words():
+    assert fused_flag_words([], ACC) == []
