@@ -50,3 +50,32 @@ def test_one_vector_alone_gets_the_same_classes():
 
 def test_no_vectors_no_words():
     assert fused_flag_words([], ACC) == []
+
+
+def test_the_fast_paths_record_holds_wide_totals_as_python_integers(monkeypatch):
+    """A fixed anchor without a bypass joins C exactly: a C far above the grid makes totals int64 cannot
+    hold; the fast path's record carries them as Python integers and classes them as the reference does."""
+    import random
+
+    from mxsim.golden.compute import pipeline
+    from mxsim.golden.compute.crosscheck import reference_expected
+    from mxsim.golden.kinds import fused_batch
+    from mxsim.golden.kinds.registry import suite_from_spec
+
+    suite = suite_from_spec("dot", block_a="mxfp8_e4m3", steps=True, accumulator={
+        "accumulate": "fused", "mode": "aligned", "frac_bits": 20, "step": 8, "anchor": "fixed"})
+    assert fused_batch.models(suite.acc) and suite.acc.bypass is None
+    rows = [row for row, _ in pipeline.vectors(suite, 0, 1, pipeline.plan(suite, 1))][:300]
+    rng = random.Random("test_fused_record:wide totals")
+    for row in rows[::2]:  # |C| in [2^23, 2^128): 40 to 150 bits above the grid of unit scales
+        row["c"] = rng.getrandbits(1) << 31 | rng.randint(150, 254) << 23 | rng.getrandbits(23)
+    inputs = {f.name: [row[f.name] for row in rows] for f in suite.inputs}
+    kinds = []
+    original = fused_batch._StepClasses._totals
+    monkeypatch.setattr(fused_batch._StepClasses, "_totals",
+                        lambda self, *a: kinds.append(original(self, *a).magnitude.dtype) or original(self, *a))
+    fast_outputs, fast_flags = suite.compute_batch(inputs)
+    ref_outputs, ref_flags = reference_expected(suite, inputs)
+    assert object in kinds
+    assert [int(f) for f in fast_flags] == ref_flags
+    assert [int(r) for r in fast_outputs["result"]] == ref_outputs["result"]

@@ -82,16 +82,17 @@ class FusedStepRecord:
         """From the reference: ``vectors`` holds each vector's tuple of
         :class:`~mxsim.ref.fused.FusedStep` (Python integers throughout; comparisons exact)."""
         rows, totals = [], []
+        add_row, add_total = rows.append, totals.append
         for v, details in enumerate(vectors):
             last = len(details) - 1
             for i, step in enumerate(details):
-                rows.append((v, i == 0, i == last, step.code, *_step_row(step)))
+                add_row((v, i == 0, i == last, step.code, *_step_row(step)))
                 total = step.total
                 if total is None:
-                    totals.append((False, False, 0, 0, None, step.code))
+                    add_total((False, False, 0, 0, None, step.code))
                 else:
                     n, x = total
-                    totals.append((True, n < 0, -n if n < 0 else n, x, step_low(step), step.code))
+                    add_total((True, n < 0, -n if n < 0 else n, x, step_low(step), step.code))
         columns = list(zip(*rows)) if rows else [()] * len(_COLUMNS)
         arrays = {name: np.array(column, dtype=np.int64 if name in ("vector", "code") else bool)
                   for name, column in zip(_COLUMNS, columns)}
