@@ -336,9 +336,9 @@ def _terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> list[tupl
     for start in range(first, last, size):
         scale, scale_exponent, shift = ops.block_scales[start // ops.k]
         group = ops.products[start : min(start + size, last)]
-        base = min(e for _, _, e, _ in group)  # the group's sum on the grid 2^(base - frac)
-        total = sum((-m if s else m) << (e - base) for s, m, e, _ in group)
-        terms.append((total * scale, base + shift, scale_exponent, any(m for _, m, _, _ in group)))
+        base = min([e for _, _, e, _ in group])  # the group's sum on the grid 2^(base - frac)
+        total = sum([(-m if s else m) << (e - base) for s, m, e, _ in group if m])  # a zero product adds 0
+        terms.append((total * scale, base + shift, scale_exponent, any([m for _, m, _, _ in group])))
     return terms
 
 

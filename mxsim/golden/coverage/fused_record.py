@@ -150,7 +150,7 @@ def _step_row(step) -> tuple[bool, ...]:
     c_cancels = c_below = False
     if magnitude:
         c_num, c_den = magnitude.numerator, magnitude.denominator
-        if n:
+        if n and (n < 0) != bool(c.sign):  # of one sign |C + P| > |C|: no cancellation
             c_cancels = cancels(-c_num if c.sign else c_num, c_den, *((n << x, 1) if x >= 0 else (n, 1 << -x)))
         c_below = step.grid is not None and floor_log2_ratio(c_num, c_den) < step.grid
     c_lost = step.bypass or (step.anchor == step.c_exponent and inexact)
