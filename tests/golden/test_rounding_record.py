@@ -156,6 +156,10 @@ HAND_WORKED_OVERFLOWS = [
     (False, (1 << 70) - 1, 58, FP32, True),  # 71 bits (Python integers): just below 2^128, rounds up
     (False, ((1 << 24) - 1) << 46, 58, FP32, False),  # max with 46 zero bits below (Python integers)
     (False, 1, 127, FP32, False),  # 2^127: inside the top binade
+    # 2^128 - 2^68: just below 2^128 (binary64 would round n up to 2^60): toward zero max, nearest-even 2^128
+    (False, (1 << 60) - 1, 68, Accumulator(output_rounding="rtz"), False),
+    (False, (1 << 60) - 1, 68, FP32, True),
+    (True, (1 << 40) + 1, 90, Accumulator(output_rounding="rtz"), True),  # above 2^130: past max whatever the rounding
     (False, (1 << 16) - 1, 0, FP16, True),  # fp16: 65535 rounds to 65536 > 65504
     (False, 65519, 0, FP16, False),  # fp16: below the halfway 65520, rounds to 65504
 ]

@@ -82,18 +82,24 @@ class OutputRoundings:
         """Whether rounding each exact value to the output with unbounded exponent passes the
         output's largest finite value (:func:`.accumulator.dyadic_overflows`, docs/numerics.md
         sections 3.3 and 4), as a bool array; False for a value that is not finite or is zero. Below
-        2^emax of the output no rounding can overflow: decided from the top bit's exponent (from
-        binary64, which can only round it up: a safe bound), the rest one by one with Python integers."""
+        2^emax of the output no rounding can overflow, and from 2^(emax + 1) on every rounding does
+        (the output's finite values lie below it): decided from the top bit's exponent (from binary64:
+        exact below 2^53, else possibly one too high, so only a bound); the rest one by one with Python
+        integers."""
         out = output_format(accumulator)
         result = np.zeros(len(self.code), dtype=bool)
         if not len(result):
             return result
         if self.magnitude.dtype == object:
             bits = np.array([int(m).bit_length() for m in self.magnitude.tolist()], dtype=np.int64)
+            exact = np.ones(len(bits), dtype=bool)
         else:
             bits = np.frexp(self.magnitude.astype(np.float64))[1].astype(np.int64)  # bits of n, or one more
-        maybe = self.finite & (bits > 0) & (bits - 1 + self.exponent >= out.emax)
-        for i in np.flatnonzero(maybe).tolist():
+            exact = self.magnitude < 1 << _EXACT_BITS
+        top = bits - 1 + self.exponent
+        maybe = self.finite & (bits > 0) & (top >= out.emax)
+        result[maybe & exact & (top > out.emax)] = True
+        for i in np.flatnonzero(maybe & ~(exact & (top > out.emax))).tolist():
             n = int(self.magnitude[i])
             result[i] = dyadic_overflows(-n if self.negative[i] else n, int(self.exponent[i]), accumulator)
         return result
