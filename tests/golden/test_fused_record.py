@@ -1,4 +1,4 @@
-"""The fused steps' classes of many vectors at once (``mxsim.golden.coverage.fused_record``, issue 33 item 3):
+"""The fused steps' classes of many vectors at once (``mxsim.golden.coverage.rounding_record``, issue 33 item 3):
 hand-built steps of four vectors in one record, each class worked out from its definition
 (docs/numerics.md section 4.1; the module docstring lists them), each vector's own steps only."""
 
@@ -9,7 +9,7 @@ from fractions import Fraction
 import pytest
 
 from mxsim.golden.coverage.catalogue import class_names
-from mxsim.golden.coverage.fused_record import fused_flag_words
+from mxsim.golden.coverage.rounding_record import fused_flag_words
 from mxsim.options import Accumulator
 from mxsim.ref.exact import Exact
 from mxsim.ref.fused import FusedStep

@@ -1,6 +1,6 @@
 """Corner classes of dot suites with an accumulator input C or fused steps (docs/numerics.md section
 4.1), computed from each vector's content; the fused steps' classes, many vectors at once, are
-:mod:`.fused_record`'s; the catalogue is :mod:`mxsim.golden.coverage.catalogue`."""
+:mod:`.rounding_record`'s; the catalogue is :mod:`mxsim.golden.coverage.catalogue`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``compute_batch`` of fused dot and dotgeneral suites (``accumulate="fused"``; docs/numerics.md
 section 4.1): the output codes from the fast path (:func:`mxsim.fast.fused.dot_general_steps`,
-every step's D kept); the classes from one :class:`..coverage.fused_record.FusedStepRecord` of every
+every step's D kept); the classes from one :class:`..coverage.rounding_record.FusedStepRecord` of every
 step, classed by the same classifier as the reference's steps, and the block pairs' element
 classes (:func:`element_flags`) with NumPy.
 
@@ -46,8 +46,7 @@ from ...ref.fused import scale_parts
 from ...ref.output import storage_format
 from ...ref.terms import element_term, frac_bits
 from ..coverage.accumulator import C_FRACTION_BITS, cancels
-from ..coverage.fused_record import FusedStepRecord
-from ..coverage.rounding_record import OutputRoundings
+from ..coverage.rounding_record import FusedStepRecord, OutputRoundings
 from .batch import FloatBits, add_operand_classes, bit, code_table, compute_each, dyadic_differ, pack_items
 
 __all__ = ["compute_fused_batch", "element_flags", "exact_outputs", "models"]
@@ -228,7 +227,7 @@ def _fused_batch(suite, inputs: dict):
 
 
 class _StepClasses:
-    """The fused steps' classes of N vectors (:mod:`..coverage.fused_record`; see the module
+    """The fused steps' classes of N vectors (:mod:`..coverage.rounding_record`; see the module
     docstring), from the inputs and every step's D."""
 
     def __init__(self, suite, sides, c_words, steps):
@@ -297,11 +296,11 @@ class _StepClasses:
 
     def flags(self):
         """(flag words (rows,), rows the reference must recompute (bool)): the steps' values as one
-        :class:`..coverage.fused_record.FusedStepRecord`, classed by its one classifier."""
+        :class:`..coverage.rounding_record.FusedStepRecord`, classed by its one classifier."""
         return self.record().flags(self.acc, self.rows), self.refer
 
     def record(self) -> FusedStepRecord:
-        """Every step of every row as a :class:`..coverage.fused_record.FusedStepRecord` row
+        """Every step of every row as a :class:`..coverage.rounding_record.FusedStepRecord` row
         (rows the reference recomputes carry no total: their classes are the reference's)."""
         acc = self.acc
         negative, significand, lsb, _ = float32_parts(self.c.astype(np.uint32).view(np.float32))

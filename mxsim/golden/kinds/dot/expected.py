@@ -13,8 +13,7 @@ from ....ref.fused import fused_result, fused_step_details
 from ....ref.output import storage_format
 from ...coverage.accumulator import c_classes
 from ...coverage.catalogue import class_names
-from ...coverage.fused_record import fused_flag_words
-from ...coverage.rounding_record import block_dot_rows, with_rounding_classes
+from ...coverage.rounding_record import block_dot_rows, fused_flag_words, with_rounding_classes
 from ...values import float_value, fp32_value, pack_word, unpack_word
 from ..fused_batch import element_flags
 
@@ -93,7 +92,7 @@ class DotExpected:
 
     def _with_fused_classes(self, vectors) -> list[tuple[dict, set]]:
         """(outputs, classes) of the vectors of :meth:`_fused`: every step of every vector classed
-        at once (:func:`...coverage.fused_record.fused_flag_words`), and every block pair's element
+        at once (:func:`...coverage.rounding_record.fused_flag_words`), and every block pair's element
         classes (:func:`..fused_batch.element_flags`), ORed into each vector's classes."""
         words = np.array(fused_flag_words((steps for _, _, steps in vectors), self.acc), dtype=np.int64)
         pairs = [pair for _, vector_pairs, _ in vectors for pair in vector_pairs]
