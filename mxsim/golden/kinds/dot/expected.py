@@ -61,8 +61,21 @@ class DotExpected:
         return with_rounding_classes([self._reference_vector(inputs) for inputs in rows], self.acc)
 
     def _fused_vector(self, inputs: dict):
-        (a, b), _ = self._blocks(inputs)
-        return self._fused([a], [b], float_value(inputs["c"], self.c_format))
+        """:meth:`_fused` of a vector's ``vector_blocks`` block pairs (fused accumulation takes no
+        tensor scale)."""
+        blocks_a, blocks_b = (self._fused_blocks(inputs, side, fmt) for side, fmt in (("a", self.fa), ("b", self.fb)))
+        return self._fused(blocks_a, blocks_b, float_value(inputs["c"], self.c_format) if self.has_c else None)
+
+    def _fused_blocks(self, inputs: dict, side: str, fmt) -> list[QuantizedBlock]:
+        """One operand's ``vector_blocks`` blocks, read with one unpacking per word: a field of n
+        blocks holds the block fields side by side (block j's items at [j * count, (j + 1) * count)
+        of the word's items), as the blocks of :meth:`_blocks` of each block's fields."""
+        n, k, per = self.vector_blocks, fmt.block_size, fmt.subblocks
+        scales = unpack_word(inputs[f"{side}_scale"], fmt.scale_storage_bits, n) if n > 1 else [inputs[f"{side}_scale"]]
+        codes = unpack_word(inputs[f"{side}_elems"], fmt.element.width, n * k)
+        subs = unpack_word(inputs[f"{side}_sub"], fmt.subscale_bits, n * per) if per else ()
+        return [QuantizedBlock(scales[j], tuple(subs[j * per:(j + 1) * per]), tuple(codes[j * k:(j + 1) * k]))
+                for j in range(n)]
 
     def _reference_vector(self, inputs: dict):
         """(outputs, the classes but the output rounding's, [the rounding's record row]) of one

@@ -11,7 +11,6 @@ import numpy as np
 
 from ....fast.dot import dot_general_blocks
 from ....ref import dot as ref_dot
-from ....ref.block import QuantizedBlock
 from ....ref.exact import Exact
 from ....ref.output import storage_format
 from ...coverage.accumulator import c_classes
@@ -35,22 +34,6 @@ class DotGeneralExpected:
         pairs = [self._blocks(row) for row in per_block]
         (ta, tb) = pairs[0][1]
         return [p[0][0] for p in pairs], [p[0][1] for p in pairs], ta, tb
-
-    def _fused_vector(self, inputs: dict):
-        """:meth:`_fused` of a vector's blocks (fused accumulation takes no tensor scale): each operand's
-        n blocks read straight from its n-block words, block j's items at [j * count, (j + 1) * count)
-        of the word's items (the fields are the block fields side by side: the blocks of
-        :meth:`_vector_blocks`, with one unpacking per word)."""
-        n = self.n_blocks
-        sides = []
-        for side, fmt in (("a", self.fa), ("b", self.fb)):
-            k, per = fmt.block_size, fmt.subblocks
-            scales = unpack_word(inputs[f"{side}_scale"], fmt.scale_storage_bits, n)
-            codes = unpack_word(inputs[f"{side}_elems"], fmt.element.width, n * k)
-            subs = unpack_word(inputs[f"{side}_sub"], fmt.subscale_bits, n * per) if per else ()
-            sides.append([QuantizedBlock(scales[j], tuple(subs[j * per:(j + 1) * per]), tuple(codes[j * k:(j + 1) * k]))
-                          for j in range(n)])
-        return self._fused(sides[0], sides[1], float_value(inputs["c"], self.c_format) if self.has_c else None)
 
     def _reference_vector(self, inputs: dict):
         """(outputs, the classes but the blocks' output roundings', the roundings' record rows)."""
