@@ -205,9 +205,22 @@ def _fits_binary64(magnitude: np.ndarray, exponent: np.ndarray, low: np.ndarray,
         n = np.where(small, magnitude, 0)
     top = np.frexp(n.astype(np.float64))[1] - 1 + exponent  # floor(log2(n * 2^x)) for n > 0
     ulp = np.maximum(top, out.emin) - out.mantissa_bits
-    low = np.where(low == NO_LOW, exponent + _lowest_set_bit(n) - 1, low)
+    low = _decisive_low(n, exponent, low, out)
     return (small & (np.abs(exponent) < _SAFE_EXPONENT) & (np.abs(low) < _SAFE_EXPONENT) & (top < out.emax)
             & (np.abs(ulp - low) <= _SPAN))
+
+
+def _decisive_low(n: np.ndarray, x: np.ndarray, low: np.ndarray, out) -> np.ndarray:
+    """The lowest-bit exponent the rule is evaluated with for n * 2^x (int64 n > 0 below 2^53): for
+    :data:`NO_LOW` half x's lowest set bit; a fixed ``low`` below both x's lowest set bit and the ulp
+    is raised to min(x's lowest set bit - 1, ulp exponent - 2), which gives the same classes. The
+    resolution r = 2^low enters the rule (:func:`.rounding.decision_flags`) only through 4r <= u,
+    true for both, and t = u/2 +- r, false for both: t (x's bits below the ulp) has no set bit below
+    x's lowest one, while u/2 +- r has its lowest set bit at ``low``. So a lowest bit far below x
+    (a fused step's C far below its products) stays within binary64's reach."""
+    lowest = x + _lowest_set_bit(n)
+    ulp = np.maximum(np.frexp(n.astype(np.float64))[1] - 1 + x, out.emin) - out.mantissa_bits
+    return np.where(low == NO_LOW, lowest - 1, np.maximum(low, np.minimum(lowest - 1, ulp - 2)))
 
 
 def _lowest_set_bit(n: np.ndarray) -> np.ndarray:
@@ -222,8 +235,7 @@ def _binary64_flags(n, x, negative, low, result, out) -> np.ndarray:
     floor_log2 = np.frexp(value)[1] - 1
     ulp = np.ldexp(1.0, np.maximum(floor_log2, out.emin) - out.mantissa_bits)
     lo = np.floor(value / ulp) * ulp
-    low = np.where(low == NO_LOW, _lowest_set_bit(n) + x - 1, low)  # no fixed lowest bit: half x's lowest set bit
-    resolution = np.ldexp(1.0, low.astype(np.int32))
+    resolution = np.ldexp(1.0, _decisive_low(n, x, low, out).astype(np.int32))
     return decision_flags(value, lo, lo + ulp, resolution, result, negative, np.ldexp(1.0, out.emin))
 
 
