@@ -53,8 +53,8 @@ from itertools import chain
 from ..options.accumulate import Accumulator, output_float_format
 from .stored_block import QuantizedBlock
 from .decode import decode
-from .exact import Exact, floor_log2, to_exact
-from .output import output_value, round_finite_output, round_output
+from .exact import Exact, floor_log2, floor_log2_ratio, to_exact
+from .output import round_finite_output, round_output
 from .promote import group_starts, result_code
 from .round import CUT_ROUNDING, round_magnitude
 from .terms import block_products, block_terms, frac_bits, special
@@ -196,11 +196,12 @@ def fused_step_details(
     )
     details = []
     ranges = accumulator.step_ranges(k, len(blocks_a))[:first_steps]
+    storage = output_float_format(accumulator.output_storage)  # D is read back as the next step's C
     for (first, last), restart in zip(ranges, group_starts(ranges, accumulator)):
         if restart:  # promotion (docs/numerics.md section 4.1): the chain restarts from +0; C is the register's
             c = PLUS_ZERO
         details.append(_step(ops, first, last, c, accumulator))
-        c = output_value(details[-1].code, accumulator)
+        c = decode(details[-1].code, storage)
     return tuple(details)
 
 
@@ -241,7 +242,8 @@ class _Operands:
     ``frac`` = fa + fb (a product's value is (-1)^sign * magnitude * 2^(exponent - frac)) and, with
     ``zero_exponent`` set, every product's anchor exponent (``anchors``; else None). Derived once
     (:func:`_operands`): ``specials``, the indices of the products that are not finite (NaN or
-    Inf), ascending; ``block_scales``, :func:`_block_scale` of every block pair."""
+    Inf), ascending; ``block_scales``, :func:`_block_scale` of every block pair; ``nan_scales``,
+    whether a block pair has a NaN scale."""
 
     products: list[tuple[int, int, int, str]]
     scales_a: list[ScaleParts]
@@ -251,24 +253,25 @@ class _Operands:
     anchors: list[int] | None
     specials: list[int]
     block_scales: list[tuple[int, int, int]]
+    nan_scales: list[bool]
 
 
 def _operands(products, scales_a, scales_b, k: int, frac: int, anchors) -> _Operands:
     """:class:`_Operands` with its derived lists."""
     specials = [i for i, (_, _, _, kind) in enumerate(products) if kind != "finite"]
     block_scales = [_block_scale(sa, sb, frac) for sa, sb in zip(scales_a, scales_b)]
-    return _Operands(products, scales_a, scales_b, k, frac, anchors, specials, block_scales)
+    nan_scales = [sa.nan or sb.nan for sa, sb in zip(scales_a, scales_b)]
+    return _Operands(products, scales_a, scales_b, k, frac, anchors, specials, block_scales, nan_scales)
 
 
 def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> FusedStep:
     """The step over products [first, last) with accumulator input ``c``. Terms and cuts are exact
     dyadic integers (n, x) = n * 2^x (:func:`_terms`, :func:`_cut_sum`), and so are the step's
     sums; the exact total is rounded from its integers (:func:`_round_sum`)."""
-    blocks = range(first // ops.k, (last - 1) // ops.k + 1)
-    nan_scale = any(ops.scales_a[i].nan or ops.scales_b[i].nan for i in blocks)
+    nan_scale = True in ops.nan_scales[first // ops.k : (last - 1) // ops.k + 1]  # a NaN scale of the step's blocks
     # a product that is not finite in [first, last)
     specials = ops.specials and bisect_left(ops.specials, first) < bisect_left(ops.specials, last)
-    if nan_scale or not c.is_finite or specials:
+    if nan_scale or c.kind != "finite" or specials:
         kinds = chain(((sign, kind) for sign, _, _, kind in ops.products[first:last]), [(c.sign, c.kind)])
         outcome = special(kinds, nan_scale)  # (finite terms and a finite C have no special outcome)
         if outcome is not None:
@@ -296,7 +299,7 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
             cut = (cut_units, grid)
         if acc.zero_product_sum == "pass_c" and not cut_units:  # D = C, its sign included
             return _fused_step(round_output(c, acc), anchor=anchor, grid=grid, **found)
-        total = (_cut_sum([_dyadic(c.value)], grid, acc.shift_rounding) + cut_units, grid)
+        total = (_cut_sum([_signed_dyadic(c)], grid, acc.shift_rounding) + cut_units, grid)
         found.update(anchor=anchor)
     else:
         block = first // ops.k
@@ -307,7 +310,7 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
             return _fused_step(round_output(c, acc), grid=grid, cut_products=cut, bypass=True, **found)
         if not cut[0] and acc.zero_sum_passes_c((e_c - FP32_FRACTION_BITS) - grid):  # D = C, its sign included
             return _fused_step(round_output(c, acc), grid=grid, **found)
-        total = dyadic_sum(_dyadic(c.value), cut)
+        total = dyadic_sum(_signed_dyadic(c), cut)
     return _fused_step(_round_sum(total, acc), grid=grid, cut_products=cut, total=total, **found)
 
 
@@ -333,9 +336,9 @@ def _terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> list[tupl
     for start in range(first, last, size):
         scale, scale_exponent, shift = ops.block_scales[start // ops.k]
         group = ops.products[start : min(start + size, last)]
-        base = min(e for _, _, e, _ in group)  # the group's sum on the grid 2^(base - frac)
-        total = sum((-m if s else m) << (e - base) for s, m, e, _ in group)
-        terms.append((total * scale, base + shift, scale_exponent, any(m for _, m, _, _ in group)))
+        base = min([e for _, _, e, _ in group])  # the group's sum on the grid 2^(base - frac)
+        total = sum([(-m if s else m) << (e - base) for s, m, e, _ in group if m])  # a zero product adds 0
+        terms.append((total * scale, base + shift, scale_exponent, any([m for _, m, _, _ in group])))
     return terms
 
 
@@ -372,7 +375,7 @@ def _late_join(terms, c: Exact, e_c: int, acc: Accumulator) -> tuple[int, int, t
     cut_units = _cut_sum([(units, base)], grid, acc.sum_rounding)
     dropped = acc.c_drop is not None and e_c < joint - acc.c_drop
     c_grid = joint - acc.c_frac_bits
-    c_units = 0 if dropped else _cut_sum([_dyadic(c.value)], c_grid, acc.sum_rounding)
+    c_units = 0 if dropped else _cut_sum([_signed_dyadic(c)], c_grid, acc.sum_rounding)
     return joint, grid, (units, base), (cut_units, grid), dyadic_sum((cut_units, grid), (c_units, c_grid))
 
 
@@ -411,12 +414,21 @@ def _dyadic(q: Fraction) -> tuple[int, int]:
     return q.numerator, 1 - q.denominator.bit_length()
 
 
+def _signed_dyadic(c: Exact) -> tuple[int, int]:
+    """(n, x) with C = n * 2^x exactly (n signed; -0 is (0, 0)), for a finite C (an fp32, bf16 or
+    fp16 value: its denominator is a power of two)."""
+    magnitude = c.magnitude
+    n = magnitude.numerator
+    return -n if c.sign else n, 1 - magnitude.denominator.bit_length()
+
+
 def _c_exponent(c: Exact, acc: Accumulator) -> int:
     """e_C of a finite C: max(floor(log2 |C|), ``c_min_exponent``) (None: fp32's -126; an fp16 C:
     fp16's -14), or ``effective_c_zero_exponent`` for +-0."""
-    if not c.magnitude:
+    magnitude = c.magnitude
+    if not magnitude:
         return acc.effective_c_zero_exponent
-    return max(floor_log2(c.magnitude), acc.effective_c_min_exponent)
+    return max(floor_log2_ratio(magnitude.numerator, magnitude.denominator), acc.effective_c_min_exponent)
 
 
 def _cut_sum(values: list[tuple[int, int]], grid: int, cut: str) -> int:

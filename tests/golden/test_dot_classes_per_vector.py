@@ -147,3 +147,24 @@ def test_a_chunk_is_classed_as_each_vector_alone():
     rows = _catalogue(suite)[::37]
     together = suite.compute_many(rows)
     assert together == [suite.compute_many([row])[0] for row in rows]
+
+
+def test_the_reference_record_of_block_dots_hand_worked():
+    """The reference's block Dots as the fast path's record: a finite value n * 2^x with n the signed
+    numerator of the reduced fraction, a zero as 0, NaN and -Inf as the fast path marks them; a value
+    that is not dyadic refused."""
+    from types import SimpleNamespace
+
+    from mxsim.fast.output import FINITE, NAN, NEG_INF
+    from mxsim.golden.kinds.dot.reference_record import reference_block_dots
+
+    def dot_of(exact, code):
+        return SimpleNamespace(exact=exact, code=code, accumulator=5, lsb_exponent=-3, anchor=2)
+
+    record = reference_block_dots([dot_of(Exact(1, Fraction(3, 8)), 0xBEC00000), dot_of(Exact(0), 0),
+                                   dot_of(Exact.nan(), 0x7FC00000), dot_of(Exact.inf(1), 0xFF800000)])
+    assert record.special.tolist() == [FINITE, FINITE, NAN, NEG_INF]
+    assert record.significand.tolist() == [-3, 0, 0, 0] and record.exponent.tolist() == [-3, 0, 0, 0]
+    assert record.codes.tolist() == [0xBEC00000, 0, 0x7FC00000, 0xFF800000]
+    with pytest.raises(ValueError, match="is not dyadic"):
+        reference_block_dots([dot_of(Exact(0, Fraction(1, 3)), 0x3EAAAAAB)])

@@ -118,24 +118,40 @@ def test_wide_significands_travel_as_python_integers():
     assert _classes([(True, False, 1 << 70, -70, None, 0x3F800000)], FP32) == [{"exact"}]
 
 
-def test_block_dot_rows_and_their_classes_per_vector():
-    """The reference's block Dots become record rows (a finite dyadic value with the lowest bit of
-    its register times the E8M0 scales; a zero or non-finite one an unclassed row), and each
-    vector gets the OR of its own rows' classes; a value that is not dyadic is refused."""
-    from types import SimpleNamespace
+# (negative, n, x, accumulator, overflows): fp32's largest finite value is (2^24 - 1) * 2^104 and the
+# next binade starts at 2^128 (docs/numerics.md sections 3.3 and 4: an overflow is a rounding with
+# unbounded exponent past the largest finite value), worked by hand
+HAND_WORKED_OVERFLOWS = [
+    (False, (1 << 24) - 1, 104, FP32, False),  # the largest finite value itself
+    (True, (1 << 24) - 1, 104, FP32, False),
+    (False, (1 << 25) - 1, 103, FP32, True),  # max + half an ulp: the tie goes to the even 2^128 under rne
+    (True, (1 << 25) - 1, 103, FP32, True),
+    (False, (1 << 25) - 1, 103, Accumulator(output_rounding="rtz"), False),  # toward zero: max
+    (True, (1 << 25) - 1, 103, Accumulator(output_rounding="rup"), False),  # a negative rounds up toward zero
+    (False, (1 << 26) - 3, 102, FP32, False),  # max + a quarter ulp: below half, rounds down to max
+    (False, 1, 128, Accumulator(output_rounding="rtz"), True),  # 2^128: past max whatever the rounding
+    (False, (1 << 70) - 1, 58, FP32, True),  # 71 bits (Python integers): just below 2^128, rounds up
+    (False, ((1 << 24) - 1) << 46, 58, FP32, False),  # max with 46 zero bits below (Python integers)
+    (False, 1, 127, FP32, False),  # 2^127: inside the top binade
+    # 2^128 - 2^68: just below 2^128 (binary64 would round n up to 2^60): toward zero max, nearest-even 2^128
+    (False, (1 << 60) - 1, 68, Accumulator(output_rounding="rtz"), False),
+    (False, (1 << 60) - 1, 68, FP32, True),
+    (True, (1 << 40) + 1, 90, Accumulator(output_rounding="rtz"), True),  # above 2^130: past max whatever the rounding
+    (False, (1 << 16) - 1, 0, FP16, True),  # fp16: 65535 rounds to 65536 > 65504
+    (False, 65519, 0, FP16, False),  # fp16: below the halfway 65520, rounds to 65504
+]
 
-    from mxsim.formats import get_format
-    from mxsim.golden.coverage.rounding_record import block_dot_rows, with_rounding_classes
 
-    fmt = get_format("mxfp8_e4m3")
-    a = b = SimpleNamespace(scale=127)  # 2^0 each
-    tie = SimpleNamespace(exact=Exact(0, Fraction((1 << 24) + 1, 1 << 24)), lsb_exponent=-24, code=0x3F800000)
-    zero = SimpleNamespace(exact=Exact(1), lsb_exponent=-24, code=0x80000000)
-    rows = block_dot_rows([(a, b, tie), (a, b, zero)], fmt, fmt, False)
-    assert rows == [(True, False, (1 << 24) + 1, -24, -24, 0x3F800000), (False, False, 0, 0, None, 0x80000000)]
-    vectors = [({"v": 1}, {"zero"}, rows[1:]), ({"v": 2}, {"max"}, rows), ({"v": 3}, set(), [])]
-    assert with_rounding_classes(vectors, FP32) == [
-        ({"v": 1}, {"zero"}), ({"v": 2}, {"max", "tie", "truncate"}), ({"v": 3}, set())]
-    third = SimpleNamespace(exact=Exact(0, Fraction(1, 3)), lsb_exponent=-24, code=0x3EAAAAAB)
-    with pytest.raises(ValueError, match="is not dyadic"):
-        block_dot_rows([(a, b, third)], fmt, fmt, False)
+@pytest.mark.parametrize("negative, n, x, accumulator, expected", HAND_WORKED_OVERFLOWS)
+def test_hand_worked_overflows(negative, n, x, accumulator, expected):
+    row = (True, negative, n, x, None, 0)
+    assert OutputRoundings.from_rows([row]).overflows(accumulator).tolist() == [expected]
+    many = OutputRoundings.from_rows([(True, False, 3, -2, None, 0), row, (True, True, 1 << 70, -70, None, 0)])
+    assert many.overflows(accumulator).tolist() == [False, expected, False]  # row by row, in a chunk
+
+
+def test_zero_and_non_finite_values_do_not_overflow():
+    rows = [(False, False, 0, 0, None, 0x7F800000), (True, True, 0, 200, None, 0x80000000),
+            (False, True, (1 << 24) - 1, 200, None, 0xFF800000)]
+    assert OutputRoundings.from_rows(rows).overflows(FP32).tolist() == [False, False, False]
+    assert OutputRoundings.from_rows([]).overflows(FP32).tolist() == []

@@ -1,10 +1,9 @@
-"""Corner classes of dot suites with an accumulator input C or fused steps (contract section 4.1),
-computed from each vector's content and the reference model's view of every step
-(:func:`mxsim.ref.fused.fused_step_details`); the catalogue is :mod:`mxsim.golden.coverage.catalogue`."""
+"""Corner classes of dot suites with an accumulator input C or fused steps (docs/numerics.md section
+4.1), computed from each vector's content; the fused steps' classes, many vectors at once, are
+:mod:`.rounding_record`'s; the catalogue is :mod:`mxsim.golden.coverage.catalogue`."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from fractions import Fraction
 from functools import lru_cache, reduce
 from operator import or_
@@ -17,13 +16,11 @@ from ...ref.exact import Exact, floor_log2_ratio
 from ...options.accumulate import output_float_format
 from ...ref.output import output_format, storage_format
 from ..values import code_sets, decode, is_subnormal_code
-from ...ref.fused import dyadic_equal
-from .catalogue import class_names
-from .output_rounding import NO_LOW, dyadic_rounding_flags, output_rounding_classes
+from .output_rounding import NO_LOW, output_rounding_classes
 
 __all__ = [
     "CANCELLATION_BITS", "c_classes", "cancels", "dyadic_overflows", "element_classes", "block_low", "block_lows",
-    "block_rounding_classes", "fused_classes", "register_classes", "step_low", "step_rounding_classes",
+    "block_rounding_classes", "register_classes", "step_low",
 ]
 
 CANCELLATION_BITS = 8  # c_cancellation: |C + products| <= 2^-8 |C|
@@ -152,20 +149,6 @@ def step_low(step) -> int | None:
     return step.grid
 
 
-def step_rounding_classes(step, d, accumulator, overflows: bool | None = None) -> set:
-    """The decision classes (:func:`.output_rounding.output_rounding_classes`) of one fused step's
-    output rounding: its exact sum ``step.total`` (a dyadic pair (n, x)) against the output format,
-    ``d`` the decoded D (a float value: dyadic). A bypassed or special step, an overflow and a zero
-    sum have none. ``overflows``: whether ``step.total`` overflows, if the caller knows already."""
-    if step.total is None or not step.total[0] or not d.is_finite:
-        return set()
-    n, x = step.total
-    if dyadic_overflows(n, x, accumulator) if overflows is None else overflows:
-        return set()
-    flags = dyadic_rounding_flags(-n if n < 0 else n, x, n < 0, step_low(step), output_format(accumulator), d.magnitude)
-    return set(class_names(flags))
-
-
 def block_low(lsb_exponent: int, scale_a: int, scale_b: int, fmt_a, fmt_b, tensor_scales: bool) -> int | None:
     """The exponent of the lowest bit of a separate block Dot's value (the ``low`` of
     :mod:`.output_rounding`): the register's LSB 2^lsb_exponent times the scales
@@ -196,58 +179,6 @@ def block_rounding_classes(exact: Exact, code: int, low: int | None, accumulator
     if not result.is_finite or _overflows(exact.value, accumulator):
         return set()
     return output_rounding_classes(exact.magnitude, bool(exact.sign), low, output_format(accumulator), result.magnitude)
-
-
-def fused_classes(details, accumulator, c: Exact | None = None, result: int | None = None) -> set:
-    """Classes of the fused steps of one vector (every step's :class:`~mxsim.ref.fused.FusedStep`):
-    C's classes, NaN/Inf/zero/subnormal results, overflow and saturation, cancellation, and the
-    bits the grid cut (shift_inexact). With ``promote_every`` (docs/numerics.md section 4.1) the
-    caller's ``c`` and the ``result`` word are the fp32 register's: their classes replace the chain's
-    C and last D (:func:`register_classes`)."""
-    if accumulator.promote_every is not None and result is not None:
-        chain = fused_classes(details, replace(accumulator, promote_every=None))
-        storage = output_float_format(accumulator.output_storage)  # the register: fp32, or fp16 for an fp16 D
-        return (chain - {"zero", "negative_zero"}) | c_classes(c, None) | register_classes(result, storage)
-    classes = c_classes(details[0].c, None) if details else set()
-    storage = storage_format(accumulator)
-    for step in details:
-        d = decode(step.code, storage)
-        if step.special:
-            classes.add("nan" if d.is_nan else "inf")
-            continue
-        if d.is_inf:
-            classes.add("inf")
-        c = step.c
-        n, x = step.products
-        if step.nonzero and _cancels(c, *((n << x, 1) if x >= 0 else (n, 1 << -x))):
-            classes.add("c_cancellation")
-        if step.nonzero and not step.products[0]:
-            classes.add("cancellation")
-        inexact = not dyadic_equal(step.cut_products, step.products)
-        if inexact:
-            classes.add("shift_inexact")
-        c_lost = step.bypass or (step.anchor == step.c_exponent and inexact)
-        if step.nonzero and c_lost:
-            if c.magnitude and (step.bypass or not step.cut_products[0]):
-                classes.add("c_bypass")
-            elif not c.magnitude:
-                classes.add("c_zero_tiny")
-        overflows = step.total is not None and dyadic_overflows(*step.total, accumulator)
-        if overflows:
-            classes.add("overflow")
-            if d.is_finite:
-                classes.add("saturation")
-        if d.is_finite and is_subnormal_code(step.code, storage):
-            classes.add("subnormal_output")
-        classes |= step_rounding_classes(step, d, accumulator, overflows)
-        if step.nonzero and c.is_finite and c.magnitude and step.grid is not None and (
-                floor_log2_ratio(c.magnitude.numerator, c.magnitude.denominator) < step.grid):  # |C| < 2^grid
-            classes.add("c_below_window")
-    if details:
-        last = decode(details[-1].code, storage)
-        if last.is_zero:
-            classes.add("negative_zero" if last.sign else "zero")
-    return classes
 
 
 _FP32_STORAGE = output_float_format("fp32")

@@ -9,29 +9,60 @@ a whole chunk, whichever path computed them: the fast path's arrays
 (:meth:`OutputRoundings.from_rows`). :meth:`OutputRoundings.flags` classes them all with the one
 decision rule (:func:`.rounding.decision_flags`): in binary64 arrays where every quantity is exact
 there (a significand below 2^53, exponents far from binary64's range, the lowest bit within 50 bits
-of the ulp, a value below 2^emax of the output so that no rounding overflows), else one by one with Python integers
-(:func:`.output_rounding.dyadic_rounding_flags` after the overflow test
+of the ulp, a value below 2^emax of the output so that no rounding overflows), else one by one with
+Python integers (:func:`.output_rounding.dyadic_rounding_flags` after the overflow test
 :func:`.accumulator.dyadic_overflows`), the same classes either way.
 
 No classes for: a value that is not finite or is zero, an output code that is NaN or Inf, a value
 whose rounding overflows the output, and ``fp32_sequential`` accumulation (it rounds at every
 addition, not once).
+
+Fused steps (docs/numerics.md section 4.1): every fused step of every vector of a chunk is one row
+of :class:`FusedStepRecord`: its output code D, what the adder decided (special, bypass), the comparisons the classes rest on (the exact product
+sum P against zero and against the cut sum on the step's grid, C against zero, against P for
+``c_cancellation`` and below the grid) and the exact total before the output rounding as an
+:class:`OutputRoundings` row. :meth:`FusedStepRecord.from_details` fills it from
+the reference's :class:`~mxsim.ref.fused.FusedStep` objects (integers: the comparisons are exact);
+:meth:`FusedStepRecord.flags` classes every row with arrays and ORs each vector's rows into its
+flags word. The classes (per step unless said):
+
+* ``c_nan``, ``inf``: the first step's C is NaN, Inf;
+* a special step (NaN or Inf decided outside the adder): ``nan`` or ``inf`` by D, nothing else;
+* ``inf``: D is Inf; ``subnormal_output``: D is subnormal;
+* ``cancellation``: a step with a counting product whose P is exactly 0;
+* ``c_cancellation``: |C + P| <= 2^-8 |C| (:func:`.accumulator.cancels`), C and P nonzero;
+* ``shift_inexact``: the cut sum differs from P;
+* ``c_bypass`` / ``c_zero_tiny``: C lost (the bypass; or with ``anchor="max"`` C set the anchor and
+  bits were cut) for a nonzero C whose step was bypassed or whose cut sum is 0 / for a zero C;
+* ``c_below_window``: a nonzero C below the step's grid, |C| < 2^grid;
+* ``overflow``: the exact total overflows the output (:meth:`OutputRoundings.overflows`),
+  and ``saturation`` too where D is nevertheless finite;
+* the output rounding's decision classes (:meth:`OutputRoundings.flags`: none for
+  an overflow, a zero total or a non-finite D); a bypassed or special step, or one whose D is C
+  passed on, has no total and so none of these;
+* ``zero`` / ``negative_zero``: the last step's D is +0 / -0.
+
+With ``promote_every`` (docs/numerics.md section 4.1) the chain's classes are taken with the
+caller's C and result word in place of the chain's C and last D (:func:`.accumulator.register_classes`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ...options.accumulate import output_float_format
+from ...ref.exact import floor_log2_ratio
+from ...ref.fused import dyadic_equal
 from ...ref.output import output_format, storage_format
 from ..values import decode
-from .accumulator import block_low, dyadic_overflows
-from .catalogue import class_names
+from .accumulator import c_classes, cancels, dyadic_overflows, register_classes, step_low
+from .catalogue import class_names, flag_bits
 from .output_rounding import NO_LOW, dyadic_rounding_flags
 from .rounding import decision_flags
 
-__all__ = ["NO_LOW", "OutputRoundings", "block_dot_rows", "with_rounding_classes"]
+__all__ = ["NO_LOW", "FusedStepRecord", "OutputCodes", "OutputRoundings", "fused_flag_words"]
 
 _SAFE_EXPONENT = 1000  # |exponents| below this keep every binary64 quantity of the rule normal and exact
 _EXACT_BITS = 53  # significands binary64 holds exactly
@@ -78,6 +109,32 @@ class OutputRoundings:
         return cls(r.special == finite_code, negative, magnitude, r.exponent.astype(np.int64),
                    np.asarray(low, dtype=np.int64), r.codes.astype(np.int64))
 
+    def overflows(self, accumulator) -> np.ndarray:
+        """Whether rounding each exact value to the output with unbounded exponent passes the
+        output's largest finite value (:func:`.accumulator.dyadic_overflows`, docs/numerics.md
+        sections 3.3 and 4), as a bool array; False for a value that is not finite or is zero. Below
+        2^emax of the output no rounding can overflow, and from 2^(emax + 1) on every rounding does
+        (the output's finite values lie below it): decided from the top bit's exponent (from binary64:
+        exact below 2^53, else possibly one too high, so only a bound); the rest one by one with Python
+        integers."""
+        out = output_format(accumulator)
+        result = np.zeros(len(self.code), dtype=bool)
+        if not len(result):
+            return result
+        if self.magnitude.dtype == object:
+            bits = np.array([int(m).bit_length() for m in self.magnitude.tolist()], dtype=np.int64)
+            exact = np.ones(len(bits), dtype=bool)
+        else:
+            bits = np.frexp(self.magnitude.astype(np.float64))[1].astype(np.int64)  # bits of n, or one more
+            exact = self.magnitude < 1 << _EXACT_BITS
+        top = bits - 1 + self.exponent
+        maybe = self.finite & (bits > 0) & (top >= out.emax)
+        result[maybe & exact & (top > out.emax)] = True
+        for i in np.flatnonzero(maybe & ~(exact & (top > out.emax))).tolist():
+            n = int(self.magnitude[i])
+            result[i] = dyadic_overflows(-n if self.negative[i] else n, int(self.exponent[i]), accumulator)
+        return result
+
     def flags(self, accumulator) -> np.ndarray:
         """The decision classes of every rounding as an int64 flags word (see the module docstring)."""
         count = len(self.code)
@@ -99,40 +156,6 @@ class OutputRoundings:
         return flags
 
 
-def block_dot_rows(dots, fmt_a, fmt_b, tensor_scales: bool) -> list[tuple]:
-    """The :meth:`OutputRoundings.from_rows` rows of the reference's separate block Dots ``dots``
-    ((a, b, r): the blocks and their :class:`mxsim.ref.dot.BlockDot`): the exact value n * 2^x
-    before rounding, the datapath's lowest bit (:func:`.accumulator.block_low`) and the output
-    code. ValueError for a value that is not dyadic (none is: every scale is a power of two or an
-    fp32 value)."""
-    rows = []
-    for a, b, r in dots:
-        exact = r.exact
-        if not exact.is_finite or not exact.magnitude:
-            rows.append((False, False, 0, 0, None, r.code))
-            continue
-        denominator = exact.magnitude.denominator
-        if denominator & (denominator - 1):
-            raise ValueError(f"a block Dot's exact value {exact.magnitude} is not dyadic; expected n * 2^x")
-        low = block_low(r.lsb_exponent, a.scale, b.scale, fmt_a, fmt_b, tensor_scales)
-        rows.append((True, bool(exact.sign), exact.magnitude.numerator, 1 - denominator.bit_length(), low, r.code))
-    return rows
-
-
-def with_rounding_classes(vectors, accumulator) -> list[tuple[dict, set]]:
-    """(outputs, classes) of vectors given as (outputs, classes but the roundings', their record
-    rows): every row of every vector classed at once, each vector's classes ORed in."""
-    rows = [row for _, _, roundings in vectors for row in roundings]
-    words = iter(OutputRoundings.from_rows(rows).flags(accumulator).tolist())
-    results = []
-    for out, classes, roundings in vectors:
-        word = 0
-        for _ in roundings:
-            word |= next(words)
-        results.append((out, classes | set(class_names(word)) if word else classes))
-    return results
-
-
 def _fits_binary64(magnitude: np.ndarray, exponent: np.ndarray, low: np.ndarray, out) -> np.ndarray:
     """Rows whose rule is exact in binary64: n < 2^53; |x| and |low| below 2^1000's exponent;
     n * 2^x below 2^emax of the output (no overflow to decide); and the lowest bit within
@@ -147,9 +170,22 @@ def _fits_binary64(magnitude: np.ndarray, exponent: np.ndarray, low: np.ndarray,
         n = np.where(small, magnitude, 0)
     top = np.frexp(n.astype(np.float64))[1] - 1 + exponent  # floor(log2(n * 2^x)) for n > 0
     ulp = np.maximum(top, out.emin) - out.mantissa_bits
-    low = np.where(low == NO_LOW, exponent + _lowest_set_bit(n) - 1, low)
+    low = _decisive_low(n, exponent, low, out)
     return (small & (np.abs(exponent) < _SAFE_EXPONENT) & (np.abs(low) < _SAFE_EXPONENT) & (top < out.emax)
             & (np.abs(ulp - low) <= _SPAN))
+
+
+def _decisive_low(n: np.ndarray, x: np.ndarray, low: np.ndarray, out) -> np.ndarray:
+    """The lowest-bit exponent the rule is evaluated with for n * 2^x (int64 n > 0 below 2^53): for
+    :data:`NO_LOW` half x's lowest set bit; a fixed ``low`` below both x's lowest set bit and the ulp
+    is raised to min(x's lowest set bit - 1, ulp exponent - 2), which gives the same classes. The
+    resolution r = 2^low enters the rule (:func:`.rounding.decision_flags`) only through 4r <= u,
+    true for both, and t = u/2 +- r, false for both: t (x's bits below the ulp) has no set bit below
+    x's lowest one, while u/2 +- r has its lowest set bit at ``low``. So a lowest bit far below x
+    (a fused step's C far below its products) stays within binary64's reach."""
+    lowest = x + _lowest_set_bit(n)
+    ulp = np.maximum(np.frexp(n.astype(np.float64))[1] - 1 + x, out.emin) - out.mantissa_bits
+    return np.where(low == NO_LOW, lowest - 1, np.maximum(low, np.minimum(lowest - 1, ulp - 2)))
 
 
 def _lowest_set_bit(n: np.ndarray) -> np.ndarray:
@@ -164,8 +200,7 @@ def _binary64_flags(n, x, negative, low, result, out) -> np.ndarray:
     floor_log2 = np.frexp(value)[1] - 1
     ulp = np.ldexp(1.0, np.maximum(floor_log2, out.emin) - out.mantissa_bits)
     lo = np.floor(value / ulp) * ulp
-    low = np.where(low == NO_LOW, _lowest_set_bit(n) + x - 1, low)  # no fixed lowest bit: half x's lowest set bit
-    resolution = np.ldexp(1.0, low.astype(np.int32))
+    resolution = np.ldexp(1.0, _decisive_low(n, x, low, out).astype(np.int32))
     return decision_flags(value, lo, lo + ulp, resolution, result, negative, np.ldexp(1.0, out.emin))
 
 
@@ -177,6 +212,33 @@ def _integer_flags(n: int, x: int, negative: bool, low: int, code: int, accumula
     result = decode(code, storage_format(accumulator))
     return dyadic_rounding_flags(n, x, negative, None if low == NO_LOW else low, output_format(accumulator),
                                  result.magnitude)
+
+
+@dataclass(frozen=True)
+class OutputCodes:
+    """What output codes of an IEEE-style storage format (fp32, bf16, fp16: every accumulator's
+    storage, :func:`mxsim.ref.output.storage_format`) hold, from their bit fields (bool arrays):
+    ``nan`` (exponent field all ones, fraction nonzero), ``inf`` (all ones, fraction 0), ``zero``
+    (magnitude bits 0, either sign), ``negative`` (the sign bit) and ``subnormal`` (field 0,
+    fraction nonzero)."""
+
+    nan: np.ndarray
+    inf: np.ndarray
+    zero: np.ndarray
+    negative: np.ndarray
+    subnormal: np.ndarray
+
+    @classmethod
+    def of(cls, codes: np.ndarray, fmt) -> "OutputCodes":
+        codes = np.asarray(codes).astype(np.int64)
+        magnitude = codes & ~fmt.sign_mask
+        inf_code = fmt.inf_code()
+        return cls(magnitude > inf_code, magnitude == inf_code, magnitude == 0, (codes & fmt.sign_mask) != 0,
+                   (magnitude > 0) & (magnitude < (1 << fmt.mantissa_bits)))
+
+    @property
+    def finite(self) -> np.ndarray:
+        return ~(self.nan | self.inf)
 
 
 def _magnitudes(codes: np.ndarray, fmt) -> tuple[np.ndarray, np.ndarray]:
@@ -194,3 +256,137 @@ def _magnitudes(codes: np.ndarray, fmt) -> tuple[np.ndarray, np.ndarray]:
     subnormal = np.ldexp(fraction.astype(np.float64), fmt.emin - fmt.mantissa_bits)
     finite = magnitude < fmt.inf_code()
     return np.where(field == 0, subnormal, np.where(finite, normal, 0.0)), finite
+
+
+_ZERO_BITS = flag_bits(["zero", "negative_zero"])
+
+
+@dataclass(frozen=True)
+class FusedStepRecord:
+    """S fused steps of V vectors (arrays of length S; see the module docstring): ``vector`` (int64,
+    the vector a step belongs to, ascending), ``first`` and ``last`` (its first, last step), ``code``
+    (D in the accumulator's storage format), ``special``, ``nonzero`` (a product with two nonzero
+    elements), ``products_zero`` (P = 0), ``inexact`` (the cut sum differs from P), ``bypass``,
+    ``cut_zero`` (the cut sum is 0), ``c_lost`` (bypassed, or ``anchor="max"`` set by C and
+    inexact), ``c_nan``, ``c_inf``, ``c_zero`` (C is +-0), ``c_cancels`` (C and P nonzero and
+    |C + P| <= 2^-8 |C|), ``c_below`` (C finite, nonzero and below 2^grid) and ``totals``: each
+    step's exact total before the output rounding (``finite`` False where there is none)."""
+
+    vector: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    code: np.ndarray
+    special: np.ndarray
+    nonzero: np.ndarray
+    products_zero: np.ndarray
+    inexact: np.ndarray
+    bypass: np.ndarray
+    cut_zero: np.ndarray
+    c_lost: np.ndarray
+    c_nan: np.ndarray
+    c_inf: np.ndarray
+    c_zero: np.ndarray
+    c_cancels: np.ndarray
+    c_below: np.ndarray
+    totals: OutputRoundings
+
+    @classmethod
+    def from_details(cls, vectors) -> "FusedStepRecord":
+        """From the reference: ``vectors`` holds each vector's tuple of
+        :class:`~mxsim.ref.fused.FusedStep` (Python integers throughout; comparisons exact)."""
+        rows, totals = [], []
+        add_row, add_total = rows.append, totals.append
+        for v, details in enumerate(vectors):
+            last = len(details) - 1
+            for i, step in enumerate(details):
+                add_row((v, i == 0, i == last, step.code, *_step_row(step)))
+                total = step.total
+                if total is None:
+                    add_total((False, False, 0, 0, None, step.code))
+                else:
+                    n, x = total
+                    add_total((True, n < 0, -n if n < 0 else n, x, step_low(step), step.code))
+        columns = list(zip(*rows)) if rows else [()] * len(_COLUMNS)
+        arrays = {name: np.array(column, dtype=np.int64 if name in ("vector", "code") else bool)
+                  for name, column in zip(_COLUMNS, columns)}
+        return cls(**arrays, totals=OutputRoundings.from_rows(totals))
+
+    def flags(self, accumulator, count: int) -> np.ndarray:
+        """The flags word of each of the ``count`` vectors (int64): its steps' classes ORed."""
+        d = OutputCodes.of(self.code, storage_format(accumulator))
+        live = ~self.special
+        steps = np.zeros(len(self.code), dtype=np.int64)
+
+        def add(name: str, mask) -> None:
+            steps[mask] |= flag_bits([name])
+
+        add("c_nan", self.first & self.c_nan)
+        add("inf", self.first & self.c_inf)
+        add("nan", self.special & d.nan)
+        add("inf", (self.special & ~d.nan) | d.inf)
+        add("subnormal_output", live & d.subnormal)
+        nonzero = live & self.nonzero
+        add("c_cancellation", nonzero & self.c_cancels)
+        add("cancellation", nonzero & self.products_zero)
+        add("shift_inexact", live & self.inexact)
+        add("c_bypass", nonzero & self.c_lost & ~self.c_zero & (self.bypass | self.cut_zero))
+        add("c_zero_tiny", nonzero & self.c_lost & self.c_zero)
+        add("c_below_window", nonzero & self.c_below)
+        overflows = live & self.totals.overflows(accumulator)
+        add("overflow", overflows)
+        add("saturation", overflows & d.finite)
+        add("zero", self.last & d.zero & ~d.negative)
+        add("negative_zero", self.last & d.zero & d.negative)
+        steps[live] |= self.totals.flags(accumulator)[live]
+        words = np.zeros(count, dtype=np.int64)
+        np.bitwise_or.at(words, self.vector, steps)
+        return words
+
+
+_STEP_COLUMNS = ("special", "nonzero", "products_zero", "inexact", "bypass", "cut_zero", "c_lost", "c_nan", "c_inf",
+                 "c_zero", "c_cancels", "c_below")
+
+
+_COLUMNS = ("vector", "first", "last", "code") + _STEP_COLUMNS
+
+
+def _step_row(step) -> tuple[bool, ...]:
+    """The :data:`_STEP_COLUMNS` of one reference step (exact integer comparisons)."""
+    c = step.c
+    c_nan, c_inf = c.kind == "nan", c.kind == "inf"
+    magnitude = c.magnitude if c.kind == "finite" else 0
+    c_zero = not magnitude
+    if step.special:
+        return True, False, False, False, False, False, False, c_nan, c_inf, c_zero, False, False
+    n, x = step.products
+    inexact = not dyadic_equal(step.cut_products, step.products)
+    c_cancels = c_below = False
+    if magnitude:
+        c_num, c_den = magnitude.numerator, magnitude.denominator
+        if n and (n < 0) != bool(c.sign):  # of one sign |C + P| > |C|: no cancellation
+            c_cancels = cancels(-c_num if c.sign else c_num, c_den, *((n << x, 1) if x >= 0 else (n, 1 << -x)))
+        c_below = step.grid is not None and floor_log2_ratio(c_num, c_den) < step.grid
+    c_lost = step.bypass or (step.anchor == step.c_exponent and inexact)
+    return (False, step.nonzero, not n, inexact, step.bypass, not step.cut_products[0], c_lost, c_nan, c_inf,
+            c_zero, c_cancels, c_below)
+
+
+def fused_flag_words(vectors, accumulator) -> list[int]:
+    """The fused classes of many vectors (see the module docstring) as flags words: ``vectors``
+    holds (every step's :class:`~mxsim.ref.fused.FusedStep`, the caller's C, the result word) per
+    vector. With ``promote_every`` the chain's zero classes give way to the caller's C and the
+    register's result classes (the register: fp32, or fp16 for an fp16 D)."""
+    vectors = list(vectors)
+    promoted = accumulator.promote_every is not None
+    chain = replace(accumulator, promote_every=None) if promoted else accumulator
+    record = FusedStepRecord.from_details(details for details, _, _ in vectors)
+    words = record.flags(chain, len(vectors)).tolist()
+    if not promoted:
+        return words
+    storage = output_float_format(accumulator.output_storage)
+    out = []
+    for word, (_, c, result) in zip(words, vectors):
+        if result is not None:
+            word = (word & ~_ZERO_BITS) | flag_bits(c_classes(c, None) | register_classes(result, storage))
+        out.append(word)
+    return out

@@ -1,26 +1,25 @@
 """``compute_batch`` of fused dot and dotgeneral suites (``accumulate="fused"``; docs/numerics.md
 section 4.1): the output codes from the fast path (:func:`mxsim.fast.fused.dot_general_steps`,
-every step's D kept), the corner classes of :func:`.accumulator_classes.fused_classes` and
-:func:`.accumulator_classes.element_classes` from the inputs and those codes with NumPy.
+every step's D kept); the classes from one :class:`..coverage.rounding_record.FusedStepRecord` of every
+step, classed by the same classifier as the reference's steps, and the block pairs' element
+classes (:func:`element_flags`) with NumPy.
 
-Per step the classes need what the reference's :class:`~mxsim.ref.fused.FusedStep` holds; here
+Per step the record needs what the reference's :class:`~mxsim.ref.fused.FusedStep` holds; here
 it is rebuilt exactly with int64 dyadic integers (value n * 2^x) from per-code tables of the
 reference's terms (:func:`mxsim.ref.terms.element_term`, :func:`mxsim.ref.fused.scale_parts`):
 
 * the step's C: step 0's is the input ``c``, step j's the fp32 word of step j-1's D;
-* special: a NaN or Inf element or a NaN scale in the step, or a non-finite C (then only the
-  ``nan``/``inf`` class of D, as the reference);
+* special: a NaN or Inf element or a NaN scale in the step, or a non-finite C;
 * P, the exact sum of the step's terms (product terms, or block terms of ``term_size`` products),
   on the grid of the smallest term exponent; the cut sum on the step's grid 2^g (``anchor="fixed"``:
   XA + XB - F of the step's first block; ``"max"``: max(e_C, counting term exponents) - F), each
-  term cut by ``shift_rounding``; ``shift_inexact`` where they differ, ``cancellation`` where P = 0,
-  ``c_bypass``/``c_zero_tiny`` from the bypass (or C as the anchor with bits cut);
-* ``c_cancellation`` (|C + P| <= 2^-8 |C|): decided from the top exponents where C and P are two or
-  more binades apart or of one sign, exactly with Python integers for the rest (few rows);
-* ``overflow``: D = +-Inf from a finite non-bypassed step; ``overflow`` and ``saturation``: a
-  finite D (at the output's largest magnitude) whose exact total (rebuilt with Python integers, as
-  for the rounding classes) overflows the output: rounding toward zero, or a saturating output. A
-  bypassed step or one whose D is C passed on has no total, so neither class (as the reference).
+  term cut by ``shift_rounding``; whether they differ, whether P is 0; the bypass (or C as the
+  anchor with bits cut);
+* whether |C + P| <= 2^-8 |C|: decided from the top exponents where C and P are two or more
+  binades apart or of one sign, exactly with Python integers for the rest (few rows);
+* the exact total before the output rounding (none for a special, bypassed or passed step): the
+  cut sums times 2^g, with C cut too (``"max"``) or joined exactly (``"fixed"``; Python integers
+  where int64 cannot hold the join).
 
 Rows the int64 arithmetic cannot take are recomputed by the reference (``compute``, vector by
 vector): a term or sum that would pass 2^62 (e.g. a step over blocks whose scales are far apart,
@@ -30,7 +29,6 @@ error is then the reference's).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -45,11 +43,10 @@ from ...fast.output import fp32_words
 from ...formats import get_format
 from ...ref.exact import Exact, dyadic
 from ...ref.fused import scale_parts
-from ...ref.output import output_format, storage_format
+from ...ref.output import storage_format
 from ...ref.terms import element_term, frac_bits
-from ..coverage.accumulator import C_FRACTION_BITS, cancels, dyadic_overflows
-from ..coverage.output_rounding import dyadic_rounding_flags
-from ..coverage.rounding import decision_flags, ieee_interval
+from ..coverage.accumulator import C_FRACTION_BITS, cancels
+from ..coverage.rounding_record import FusedStepRecord, OutputRoundings
 from .batch import FloatBits, add_operand_classes, bit, code_table, compute_each, dyadic_differ, pack_items
 
 __all__ = ["compute_fused_batch", "element_flags", "exact_outputs", "models"]
@@ -125,7 +122,7 @@ def exact_outputs(codes: np.ndarray, acc) -> list[Exact]:
 
 
 def element_flags(fmt_a, fmt_b, scales_a, codes_a, scales_b, codes_b) -> np.ndarray:
-    """The classes of :func:`.accumulator_classes.element_classes` of block pairs as flag words,
+    """The classes of :func:`..coverage.accumulator.element_classes` of block pairs as flag words,
     one per pair: ``scales_*`` (P,) scale codes, ``codes_*`` (P, k) element codes."""
     ta, tb = code_table(fmt_a.element), code_table(fmt_b.element)
     flags = np.zeros(len(codes_a), dtype=np.int64)
@@ -230,7 +227,7 @@ def _fused_batch(suite, inputs: dict):
 
 
 class _StepClasses:
-    """The classes of :func:`.accumulator_classes.fused_classes` of N vectors (see the module
+    """The fused steps' classes of N vectors (:mod:`..coverage.rounding_record`; see the module
     docstring), from the inputs and every step's D."""
 
     def __init__(self, suite, sides, c_words, steps):
@@ -298,129 +295,85 @@ class _StepClasses:
         self.refer |= rows
 
     def flags(self):
-        """(flag words (rows,), rows the reference must recompute (bool))."""
-        acc, storage = self.acc, self.storage
-        flags = np.zeros(self.rows, dtype=np.int64)
+        """(flag words (rows,), rows the reference must recompute (bool)): the steps' values as one
+        :class:`..coverage.rounding_record.FusedStepRecord`, classed by its one classifier."""
+        return self.record().flags(self.acc, self.rows), self.refer
 
-        def add(name: str, mask) -> None:
-            flags[mask.any(axis=1) if mask.ndim == 2 else mask] |= bit(name)
-
+    def record(self) -> FusedStepRecord:
+        """Every step of every row as a :class:`..coverage.rounding_record.FusedStepRecord` row
+        (rows the reference recomputes carry no total: their classes are the reference's)."""
+        acc = self.acc
         negative, significand, lsb, _ = float32_parts(self.c.astype(np.uint32).view(np.float32))
         c = FloatBits.of(self.c, _FP32)
-        add("c_nan", c.nan[:, 0])
-        add("inf", c.inf[:, 0])
-        d = FloatBits.of(self.steps, storage)
         special = self.special | c.nan | c.inf
-        add("nan", special & d.nan)
-        add("inf", (special & ~d.nan) | d.inf)
-        add("subnormal_output", ~special & d.subnormal)
-        last = FloatBits.of(self.steps[:, -1], storage)
-        add("zero", last.zero & ~last.negative)
-        add("negative_zero", last.zero & last.negative)
-
         field = (self.c >> 23) & 0xFF
         e_c = np.where(significand != 0, np.maximum(np.where(field > 0, field - 127, _FP32_EMIN),
                                                      acc.effective_c_min_exponent), acc.effective_c_zero_exponent)
         n, x, anchor_e, counts = self._terms()
-        nonzero = counts.any(axis=2) & ~special
         p_n, p_x = self._exact_sum(n, x)
         if acc.anchor == "max":
             anchor = np.maximum(np.where(counts, anchor_e, np.iinfo(np.int64).min).max(axis=2), e_c)
             grid = anchor - acc.frac_bits
-            bypass = np.zeros_like(nonzero)
+            bypass = np.zeros_like(special)
         else:
             grid = self.scale_e[:, :, 0] - acc.frac_bits
             bypass = ~special & (acc.bypass is not None) & ((e_c - 23) - grid > (acc.bypass or 0))
         cut = self._cut_sum(n, x, grid)
         inexact = _dyadic_differ(cut, grid, p_n, p_x)
-        add("shift_inexact", ~special & inexact)
-        add("cancellation", nonzero & (p_n == 0))
         c_lost = bypass | ((anchor == e_c) & inexact) if acc.anchor == "max" else bypass
         c_zero = significand == 0
-        add("c_bypass", nonzero & c_lost & ~c_zero & (bypass | (cut == 0)))
-        add("c_zero_tiny", nonzero & c_lost & c_zero)
-        passed = np.zeros_like(nonzero)
+        passed = np.zeros_like(special)
         if acc.zero_product_sum != "add":  # D = C when the cut sum is zero (ref.fused._step): no total
             passed = ~special & ~bypass & (cut == 0) & acc.zero_sum_passes_c((e_c - 23) - grid)
-        add("overflow", ~special & ~bypass & ~passed & d.inf)
-        add("c_cancellation", nonzero & ~c_zero & self._cancels(negative, significand, lsb, p_n, p_x, ~special))
-        top_c = lsb + _bits(significand) - 1  # |C| < 2^grid iff C's top bit lies below the grid
-        add("c_below_window", nonzero & ~c_zero & (top_c < grid))
         c_n = np.where(negative, -significand, significand).astype(np.int64)
         if acc.anchor == "max":  # C is cut to the grid too: the total is (C cut + products cut) * 2^grid
             units = cut + self._cut_sum(c_n[..., None], lsb[..., None], grid)
-        else:
+            low = grid
+        else:  # C joins exactly: its LSB 2^(e_C - 23) is the lowest bit where it is nonzero
             units = cut
-        # the steps the adder rounds (a special, bypassed or passed step has no total: no rounding
-        # class, no overflow) to a finite D
-        rounded = ~special & ~bypass & ~passed & ~d.nan & ~d.inf & ~self.refer[:, None]
-        flags |= self._rounding_flags(rounded, units, grid, c_n, lsb, e_c, anchor if acc.anchor == "max" else None)
-        return flags, self.refer
+            low = np.where(c_zero, grid, np.minimum(grid, e_c - C_FRACTION_BITS))
+        has_total = ~special & ~bypass & ~passed & ~self.refer[:, None]
+        top_c = lsb + _bits(significand) - 1  # |C| < 2^grid iff C's top bit lies below the grid
+        steps = np.arange(self.n_steps)
+        shape = (self.rows, self.n_steps)
+        columns = {
+            "vector": np.repeat(np.arange(self.rows, dtype=np.int64), self.n_steps),
+            "first": np.broadcast_to(steps == 0, shape), "last": np.broadcast_to(steps == self.n_steps - 1, shape),
+            "code": self.steps, "special": special, "nonzero": counts.any(axis=2), "products_zero": p_n == 0,
+            "inexact": inexact, "bypass": bypass, "cut_zero": cut == 0, "c_lost": c_lost, "c_nan": c.nan,
+            "c_inf": c.inf, "c_zero": c_zero,
+            "c_cancels": self._cancels(negative, significand, lsb, p_n, p_x, ~special),
+            "c_below": ~c_zero & (top_c < grid),
+        }
+        flat = {name: np.ascontiguousarray(column).reshape(-1) for name, column in columns.items()}
+        totals = self._totals(has_total, units, grid, None if acc.anchor == "max" else (c_n, lsb), low)
+        return FusedStepRecord(**flat, totals=totals)
 
-    def _rounding_flags(self, rows, units, grid, c_n, c_lsb, e_c, anchor) -> np.ndarray:
-        """The flags of :func:`.accumulator_classes.step_rounding_classes` of every step in ``rows``
-        (rows, steps): its exact total (``units`` * 2^grid, plus C = c_n * 2^c_lsb when the anchor
-        is fixed: C joins exactly) classified by the reference's own routine (a zero total has no
-        class, an overflowing one ``overflow`` and ``saturation`` alone: D is finite in ``rows``;
-        the lowest bit is the grid's, or C's LSB 2^(e_C - 23) below it when the anchor is fixed,
-        :func:`.accumulator_classes.step_low`). Steps whose total, D, ulp and lowest bit all lie
-        within 50 bits of one another below the output's top binade (float64 holds every quantity
-        and every sum the routine forms exactly) go through its array form at once
-        (:func:`..coverage.rounding.ieee_interval` and :func:`..coverage.rounding.decision_flags`, as
-        the dequantize kind's); the others one at a time with Python integers
-        (:func:`.output_rounding_classes.dyadic_rounding_flags`)."""
-        out = np.zeros(self.rows, dtype=np.int64)
-        acc, fmt = self.acc, output_format(self.acc)
-        _, d_significand, d_exponent, d_special = output_parts(self.steps, acc)  # each step's D, exactly
-        where = np.nonzero(rows)
-        columns = [a[where] for a in (units, grid, c_n, c_lsb, e_c, d_significand, d_exponent, d_special)]
-        at_once = self._float_rounding(out, where[0], fmt, anchor, *columns)
-        saturated = bit("overflow") | bit("saturation")
-        left = [where[0][~at_once].tolist()] + [a[~at_once].tolist() for a in columns]
-        for r, n, x, c, lsb, e, d_n, d_x, d_kind in zip(*left):
-            low = x
-            if anchor is None and c:  # C joins exactly: the total on the lower of the two grids
-                low = min(x, e - C_FRACTION_BITS)
-                common = min(x, lsb)
-                n, x = (n << (x - common)) + (c << (lsb - common)), common
-            if not n or d_kind != FINITE:
-                continue
-            if dyadic_overflows(n, x, acc):  # a finite D from an overflowing total: clamped
-                out[r] |= saturated
-                continue
-            out[r] |= dyadic_rounding_flags(abs(n), x, n < 0, low, fmt, dyadic(d_n, d_x))
-        return out
-
-    @staticmethod
-    def _float_rounding(out, row_of, fmt, anchor, n, x, c, c_lsb, e_c, d_n, d_x, d_kind) -> np.ndarray:
-        """The rounding flags of the steps (1-D arrays, step i of vector ``row_of[i]``) that float64
-        represents exactly, ORed into ``out``; which steps those were (bool)."""
-        low = x
-        fits = np.ones(len(n), dtype=bool)
-        if anchor is None:  # C joins exactly: the total on the lower of the two grids, in int64
-            joined = c != 0
-            low = np.where(joined, np.minimum(x, e_c - C_FRACTION_BITS), x)
-            common = np.where(joined, np.minimum(x, c_lsb), x)
-            shift_n, shift_c = x - common, c_lsb - common
-            fits = ~joined | ((_bits(n) + shift_n < 61) & (_bits(c) + shift_c < 61))
-            shift_n, shift_c = np.where(fits, shift_n, 0), np.where(fits & joined, shift_c, 0)
-            n = np.where(fits, (n << shift_n) + np.where(joined, c << shift_c, 0), 0)
-            x = np.where(fits, common, x)
-        magnitude = np.abs(n)
-        top = x + _bits(magnitude) - 1
-        ulp = np.maximum(top, fmt.emin) - fmt.mantissa_bits
-        d_bottom = np.where(d_n != 0, d_x + _trailing_zeros(d_n), ulp)  # D's lowest set bit
-        base = np.minimum(np.minimum(x + _trailing_zeros(magnitude), low), np.minimum(ulp, d_bottom))
-        exact = fits & (magnitude != 0) & (d_kind == FINITE) & (top < fmt.emax) & (top + 1 - base <= 50) & (
-            base >= -1000)  # no overflow below the top binade; normal float64 exponents
-        if exact.any():
-            value = np.ldexp(magnitude[exact].astype(np.float64), x[exact].astype(np.int32))
-            lo, hi, _ = ieee_interval(value, fmt.mantissa_bits, fmt.emin, float(fmt.max_normal))
-            result = np.ldexp(d_n[exact].astype(np.float64), d_x[exact].astype(np.int32))
-            resolution = np.ldexp(1.0, low[exact].astype(np.int32))
-            words = decision_flags(value, lo, hi, resolution, result, n[exact] < 0, math.ldexp(1.0, fmt.emin))
-            np.bitwise_or.at(out, row_of[exact], words)
-        return exact  # the rest (zero totals and non-finite D included: no class) to the caller's loop
+    def _totals(self, has_total, units, grid, c, low) -> OutputRoundings:
+        """Each step's exact total before the output rounding, flattened: ``units`` * 2^grid, plus
+        C = c_n * 2^c_lsb where ``c`` is given (``anchor="fixed"``: C joins exactly), on the lower
+        of the two grids; in int64 where it fits, else with Python integers (an object array)."""
+        n, x = np.where(has_total, units, 0), grid
+        if c is not None:
+            c_n, c_lsb = c
+            joined = has_total & (c_n != 0)
+            common = np.where(joined, np.minimum(grid, c_lsb), grid)
+            shift_n, shift_c = grid - common, c_lsb - common
+            fits = ~joined | ((_bits(n) + shift_n < 61) & (_bits(c_n) + shift_c < 61))
+            total = np.where(fits, (n << np.where(fits, shift_n, 0)) + np.where(joined & fits, c_n << np.where(
+                joined & fits, shift_c, 0), 0), 0)
+            if not fits.all():
+                total = total.astype(object)
+                for r, s in zip(*np.nonzero(~fits)):
+                    total[r, s] = (int(n[r, s]) << int(shift_n[r, s])) + (int(c_n[r, s]) << int(shift_c[r, s]))
+            n, x = total, common
+        n, x, has_total, low = (np.asarray(a).reshape(-1) for a in (n, x, has_total, low))
+        negative = n < 0
+        magnitude = np.where(negative, -n, n)
+        if magnitude.dtype == object and not any(int(m) >= 1 << 62 for m in magnitude.tolist()):
+            magnitude = magnitude.astype(np.int64)
+        return OutputRoundings(has_total, negative.astype(bool), magnitude, x.astype(np.int64), low.astype(np.int64),
+                               self.steps.reshape(-1).astype(np.int64))
 
     def _exact_sum(self, n, x):
         """(P_n, P_x): the exact sum of the terms (n, x) of each step as P_n * 2^P_x."""
@@ -462,11 +415,6 @@ class _StepClasses:
             p = int(p_n[r, s]) << (p_exp - low)
             out[r, s] = cancels(c, 1, p, 1)
         return out
-
-
-def _trailing_zeros(x: np.ndarray) -> np.ndarray:
-    """Trailing zero bits of x > 0 (int64 below 2^62); 0 for 0."""
-    return np.where(x > 0, _bits(x & -x) - 1, 0)
 
 
 def _bits(x: np.ndarray) -> np.ndarray:

@@ -5,15 +5,19 @@ of a chunk of separate block Dots at once, from the reference's values as the fa
 
 from __future__ import annotations
 
+import numpy as np
+
 from ....ref import dot as ref_dot
 from ....ref.block import QuantizedBlock
 from ....ref.exact import Exact
 from ....ref.fused import fused_result, fused_step_details
 from ....ref.output import storage_format
-from ...coverage.accumulator import c_classes, element_classes, fused_classes
+from ...coverage.accumulator import c_classes
 from ...coverage.catalogue import class_names
-from .reference_record import pair_registers, reference_block_dots, stacked_registers
+from ...coverage.rounding_record import fused_flag_words
 from ...values import float_value, fp32_value, pack_word, unpack_word
+from ..fused_batch import element_flags
+from .reference_record import pair_registers, reference_block_dots, stacked_registers
 
 
 class DotExpected:
@@ -56,7 +60,7 @@ class DotExpected:
         accumulation the classes of all of them at once, from the reference's block Dots as the
         record the fast path fills (:mod:`.reference_record`, :meth:`.classes.DotClasses._batch_flags`)."""
         if self.fused:
-            return [self._fused_vector(inputs) for inputs in rows]
+            return self._with_fused_classes([self._fused_vector(inputs) for inputs in rows])
         return self._reference_chunk(rows) if rows else []
 
     def _reference_chunk(self, rows: list[dict]) -> list[tuple[dict, set]]:
@@ -68,6 +72,23 @@ class DotExpected:
         record = reference_block_dots([r for r, _, _, _ in computed])
         words = self._batch_flags(sides, record, registers).tolist()
         return [(out, set(class_names(word)) | c_set) for (_, out, c_set, _), word in zip(computed, words)]
+
+    def _fused_vector(self, inputs: dict):
+        """:meth:`_fused` of a vector's ``vector_blocks`` block pairs (fused accumulation takes no
+        tensor scale)."""
+        blocks_a, blocks_b = (self._fused_blocks(inputs, side, fmt) for side, fmt in (("a", self.fa), ("b", self.fb)))
+        return self._fused(blocks_a, blocks_b, float_value(inputs["c"], self.c_format) if self.has_c else None)
+
+    def _fused_blocks(self, inputs: dict, side: str, fmt) -> list[QuantizedBlock]:
+        """One operand's ``vector_blocks`` blocks, read with one unpacking per word: a field of n
+        blocks holds the block fields side by side (block j's items at [j * count, (j + 1) * count)
+        of the word's items), as the blocks of :meth:`_blocks` of each block's fields."""
+        n, k, per = self.vector_blocks, fmt.block_size, fmt.subblocks
+        scales = unpack_word(inputs[f"{side}_scale"], fmt.scale_storage_bits, n) if n > 1 else [inputs[f"{side}_scale"]]
+        codes = unpack_word(inputs[f"{side}_elems"], fmt.element.width, n * k)
+        subs = unpack_word(inputs[f"{side}_sub"], fmt.subscale_bits, n * per) if per else ()
+        return [QuantizedBlock(scales[j], tuple(subs[j * per:(j + 1) * per]), tuple(codes[j * k:(j + 1) * k]))
+                for j in range(n)]
 
     def _reference_vector(self, inputs: dict):
         """(the reference's :class:`~mxsim.ref.dot.BlockDot`, the outputs, the classes of C against the
@@ -88,17 +109,31 @@ class DotExpected:
             pair = pair_registers(a, b, r, self.fa, self.fb, self.exact_acc)
         return r, out, c_set, pair
 
-    def _fused_vector(self, inputs: dict):
-        (a, b), _ = self._blocks(inputs)
-        return self._fused([a], [b], float_value(inputs["c"], self.c_format))
-
     def _fused(self, blocks_a, blocks_b, c: Exact):
-        """Outputs and classes of a fused vector (the reference's steps; no tensor scales)."""
+        """(outputs, the block pairs, (the steps, c, the result)) of a fused vector (the
+        reference's steps; no tensor scales): its classes come for many vectors at once
+        (:meth:`_with_fused_classes`)."""
         details = fused_step_details(blocks_a, blocks_b, self.fa, self.fb, self.acc, c)
-        out = {"result": fused_result([step.code for step in details], c, self.acc, self.fa.block_size, len(blocks_a))}
+        codes = [step.code for step in details]
+        out = {"result": fused_result(codes, c, self.acc, self.fa.block_size, len(blocks_a))}
         if self.steps:
-            out["steps"] = pack_word([step.code for step in details], storage_format(self.acc).width)
-        classes = fused_classes(details, self.acc, c, out["result"])
-        for a, b in zip(blocks_a, blocks_b):
-            classes |= element_classes(a, b, self.fa, self.fb)
-        return out, classes
+            out["steps"] = pack_word(codes, storage_format(self.acc).width)
+        return out, list(zip(blocks_a, blocks_b)), (details, c, out["result"])
+
+    def _with_fused_classes(self, vectors) -> list[tuple[dict, set]]:
+        """(outputs, classes) of the vectors of :meth:`_fused`: every step of every vector classed
+        at once (:func:`...coverage.rounding_record.fused_flag_words`), and every block pair's element
+        classes (:func:`..fused_batch.element_flags`), ORed into each vector's classes."""
+        words = np.array(fused_flag_words((steps for _, _, steps in vectors), self.acc), dtype=np.int64)
+        pairs = [pair for _, vector_pairs, _ in vectors for pair in vector_pairs]
+        if pairs:
+            owner = np.repeat(np.arange(len(vectors)), [len(vector_pairs) for _, vector_pairs, _ in vectors])
+            side_a = [a for a, _ in pairs]
+            side_b = [b for _, b in pairs]
+            pair_words = element_flags(self.fa, self.fb,
+                                       np.array([a.scale for a in side_a], dtype=np.int64),
+                                       np.array([a.codes for a in side_a], dtype=np.int64).reshape(len(pairs), -1),
+                                       np.array([b.scale for b in side_b], dtype=np.int64),
+                                       np.array([b.codes for b in side_b], dtype=np.int64).reshape(len(pairs), -1))
+            np.bitwise_or.at(words, owner, pair_words)
+        return [(out, set(class_names(word))) for (out, _, _), word in zip(vectors, words.tolist())]

@@ -36,10 +36,6 @@ class DotGeneralExpected:
         (ta, tb) = pairs[0][1]
         return [p[0][0] for p in pairs], [p[0][1] for p in pairs], ta, tb
 
-    def _fused_vector(self, inputs: dict):
-        blocks_a, blocks_b, _, _ = self._vector_blocks(inputs)
-        return self._fused(blocks_a, blocks_b, float_value(inputs["c"], self.c_format) if self.has_c else None)
-
     def _reference_chunk(self, rows: list[dict]) -> list[tuple[dict, set]]:
         """(outputs, classes) of vectors from the reference: each vector's DotGeneral, then the
         classes of all of them at once from the reference's values as the fast path's record
