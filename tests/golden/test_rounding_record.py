@@ -10,7 +10,6 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
-import numpy as np
 import pytest
 
 from mxsim.golden.coverage.accumulator import block_rounding_classes

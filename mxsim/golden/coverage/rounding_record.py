@@ -58,7 +58,7 @@ from ...ref.fused import dyadic_equal
 from ...ref.output import output_format, storage_format
 from ..values import decode
 from .accumulator import c_classes, cancels, dyadic_overflows, register_classes, step_low
-from .catalogue import class_names, flag_bits
+from .catalogue import flag_bits
 from .output_rounding import NO_LOW, dyadic_rounding_flags
 from .rounding import decision_flags
 
