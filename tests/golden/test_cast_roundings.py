@@ -8,7 +8,9 @@ the decision classes golden reads from it (:class:`mxsim.golden.coverage.cast_ro
 * both paths' records and codes agree element by element on seeded random fp32 values over many
   formats and roundings;
 * the classes from the record equal the per-value definition (the interval looked up on the
-  format's own grid of codes), and a few classes worked by hand.
+  format's own grid of codes), and a few classes worked by hand;
+* an encode suite's chunk from the fast encoder's record (``fast_expected``) equals the reference's
+  (``compute_many``), codes and flags words.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ import pytest
 from mxsim.fast.encode import encode_traced as fast_encode_traced
 from mxsim.formats import get_format
 from mxsim.golden.coverage.cast_roundings import CastRoundings
-from mxsim.golden.coverage.catalogue import class_names
+from mxsim.golden.coverage.catalogue import class_names, flag_bits
 from mxsim.golden.coverage.rounding import decision_flags, fp32_resolution, grid_interval, magnitude_grid
+from mxsim.golden.kinds.registry import suite_from_spec
 from mxsim.ref.decode import decode
 from mxsim.ref.encode import EncodeRounding, encode_traced
 
@@ -173,3 +176,22 @@ def test_classes_worked_by_hand():
     # [2^-9, 2^-8) rounding up onto 2^-8, a power of two: a carry
     assert _classes(e4m3, 2.0**-9 + 2.0**-10 + 2.0**-32) == {"above_half", "near_tie_bottom", "subnormal_near_tie",
                                                              "near_tie_bottom_sub1", "increment", "carry"}
+
+
+SUITES = [("fp8_e4m3", "rne", "saturate"), ("fp8_e5m2", "rup", "ieee"), ("fp4_e2m1", "rna", "saturate"),
+          ("fp8_e4m3fnuz", "rdn", "saturate"), ("binary8p1", "rtz", "ieee"), ("int8", "rne", "saturate"),
+          ("int3_sm", "rup", "saturate")]
+
+
+@pytest.mark.parametrize("element,rounding,overflow", SUITES)
+def test_fast_expected_is_compute_many(element, rounding, overflow):
+    """The suite's chunk from the fast encoder's record (``fast_expected``) gives what the reference's
+    (``compute_many``) gives: codes and flags words, over the catalogue and seeded random vectors."""
+    suite = suite_from_spec("encode", element=element, rounding=rounding, overflow=overflow)
+    rng = random.Random(f"fast:{element}")
+    rows = [inputs for inputs, _ in suite.stimulus(rng, 1)] + [suite.random_inputs(rng, i) for i in range(2000)]
+    expected = suite.compute_many(rows)
+    outputs, flags = suite.fast_expected({"x": [row["x"] for row in rows]})
+    assert outputs["code"] == [out["code"] for out, _ in expected]
+    assert flags == [flag_bits(classes) for _, classes in expected]
+    assert len({word for word in flags}) > 10

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from functools import cached_property
 
+import numpy as np
+
 from ....ref.decode import finite_magnitudes
 from ...coverage.reach import MIN_CLASS_VECTORS
 from ...coverage.rounding import band_class, format_bands
 from ...values import decode, is_subnormal_code
+from ..batch import bit, code_table
 
 
 class EncodeClasses:
@@ -30,6 +33,40 @@ class EncodeClasses:
                 classes.add("negative_zero" if y.sign else "zero")
             known = self._codes_seen[code] = (is_max, frozenset(classes))
         return known
+
+    def _batch_flags(self, bits: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """The classes of :meth:`.expected.EncodeExpected.compute_many` but the rounding decisions, of
+        N vectors from their fp32 input words (uint32; magnitude bits above 0x7F800000 NaN, equal
+        Inf, 0 zero, below 2^23 subnormal) and codes (int64): ``nan``, ``inf``, ``zero`` /
+        ``negative_zero`` of the input; of a finite nonzero input ``subnormal_input``, ``overflow``
+        (above the largest magnitude), the code's ``max`` (``saturation`` with ``overflow``),
+        ``subnormal_output`` and ``zero`` / ``negative_zero``; ``int8_neg2`` of the code."""
+        table = code_table(self.fmt)
+        magnitude = bits & np.uint32(0x7FFFFFFF)
+        negative = (bits >> np.uint32(31)).astype(bool)
+        flags = np.zeros(len(bits), dtype=np.int64)
+
+        def add(name, mask):
+            np.bitwise_or(flags, bit(name), out=flags, where=mask)
+
+        add("nan", magnitude > np.uint32(0x7F800000))
+        add("inf", magnitude == np.uint32(0x7F800000))
+        input_zero = magnitude == 0
+        add("zero", input_zero & ~negative)
+        add("negative_zero", input_zero & negative)
+        rounded = ~input_zero & (magnitude < np.uint32(0x7F800000))
+        add("subnormal_input", rounded & (magnitude < np.uint32(1 << 23)))
+        over = rounded & (np.abs(bits.view(np.float32).astype(np.float64)) > float(self.fmt.max_normal))
+        add("overflow", over)
+        is_max = rounded & table.max[codes]
+        add("max", is_max)
+        add("saturation", is_max & over)
+        add("subnormal_output", rounded & table.subnormal[codes])
+        code_zero = rounded & table.zero[codes]
+        add("zero", code_zero & ~table.negative[codes])
+        add("negative_zero", code_zero & table.negative[codes])
+        add("int8_neg2", table.neg2[codes])
+        return flags
 
     @cached_property
     def _codes_seen(self) -> dict:

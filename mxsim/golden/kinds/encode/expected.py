@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from functools import cached_property
 
+import numpy as np
+
+from ....fast.encode import encode_traced as fast_encode_traced
 from ....ref.encode import encode_traced
 from ...coverage.cast_roundings import CastRoundings
 from ...coverage.catalogue import class_names, kind_classes
@@ -13,8 +16,8 @@ from ...values import FP32_INF_BITS, fp32_float, fp32_value
 
 
 class EncodeExpected:
-    """``compute`` and ``compute_many`` of an encode suite (needs ``self.fmt``, ``self.rounding``,
-    ``self.overflow`` and the code classes of :class:`.classes.EncodeClasses`)."""
+    """``compute``, ``compute_many`` and ``fast_expected`` of an encode suite (needs ``self.fmt``,
+    ``self.rounding``, ``self.overflow`` and the classes of :class:`.classes.EncodeClasses`)."""
 
     def compute(self, inputs: dict):
         return self.compute_many([inputs])[0]
@@ -30,6 +33,19 @@ class EncodeExpected:
             if word not in named:
                 named[word] = frozenset(class_names(word))
         return [(out, classes | named[word]) for (out, classes, _), word in zip(done, words)]
+
+    def fast_expected(self, inputs: dict) -> tuple[dict, list[int]]:
+        """The ``compute_batch`` shape (:mod:`..batch`) of N vectors from the fast encoder
+        (:func:`mxsim.fast.encode.encode_traced` on the float32 inputs): (outputs, flags words), the
+        classes from the fp32 bit fields and the codes (:meth:`.classes.EncodeClasses._batch_flags`)
+        and the decision classes from the fast encoder's record, the same
+        :meth:`...coverage.cast_roundings.CastRoundings.flags` as :meth:`compute_many`'s. Not offered
+        as ``compute_batch``: the pipeline would then take the canonical encode suites' expected
+        values from it and their manifests would say so (``reference_check``), changing golden/."""
+        bits = np.asarray(inputs["x"], dtype=np.uint64).astype(np.uint32)
+        codes, record = fast_encode_traced(bits.view(np.float32), self.fmt, self.rounding, self.overflow)
+        flags = self._batch_flags(bits, codes.astype(np.int64)) | CastRoundings.from_fast(record).flags(self.fmt)
+        return {"code": codes.tolist()}, flags.tolist()
 
     def _reference_vector(self, inputs: dict):
         """(outputs, classes but the decision classes, the encoder's
