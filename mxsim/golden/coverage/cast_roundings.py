@@ -1,5 +1,5 @@
-"""The roundings of many fp32 values cast to an element format as one record, and their decision
-classes for all of them at once.
+"""The roundings of many values cast to a format as one record, and their decision classes for all of
+them at once: fp32 inputs encoded to an element, or dequantized values rounded to the output type.
 
 An encode rounds each finite nonzero input x (an fp32 value, read exactly) on the element's grid
 (docs/numerics.md sections 1 and 3.3): its step at x's binade is 2^grid (the last significand bit
@@ -8,7 +8,10 @@ there; the smallest normal binade's for subnormals; 2^-frac_bits for integers), 
 quotient * 2^grid, lo or hi. :class:`CastRoundings` holds those values for a whole chunk, whichever
 encoder computed them: the reference's integers value by value
 (:meth:`CastRoundings.from_reference`, :func:`mxsim.ref.encode.encode_traced`) or the fast path's
-arrays (:meth:`CastRoundings.from_fast`, :func:`mxsim.fast.encode.encode_traced`).
+arrays (:meth:`CastRoundings.from_fast`, :func:`mxsim.fast.encode.encode_traced`); a dequantize's
+output roundings come from the reference dequantizer (:meth:`CastRoundings.from_output_roundings`,
+:func:`mxsim.ref.dequant.dequantize_block_traced`), with each value's resolution (its element's last
+bit times the block's multiplier) in place of fp32's last bit.
 :meth:`CastRoundings.flags` classes them all with the one decision rule
 (:func:`.rounding.decision_flags`) in binary64 arrays, where every quantity is exact: x has at
 most 24 significant bits, 2^grid is a power of two within binary64's range, lo and hi are x cut
@@ -37,14 +40,16 @@ class CastRoundings:
     """N roundings (arrays of length N): ``rounds`` (bool: the value is finite and nonzero),
     ``negative`` (bool: its sign), ``value`` (float64 >= 0: x, exactly; 0 where it does not round),
     ``grid`` (int64: the exponent of the grid's step at x) and ``quotient`` (int64: the integer
-    the rounding chose, the result being quotient * 2^grid). The input is fp32: the weight of x's
-    last bit is 2^(max(floor(log2 x), -126) - 23) (:func:`.rounding.fp32_resolution`)."""
+    the rounding chose, the result being quotient * 2^grid); ``last_bit`` (float64 > 0: the weight
+    of x's last bit), or None for fp32 inputs: 2^(max(floor(log2 x), -126) - 23)
+    (:func:`.rounding.fp32_resolution`)."""
 
     rounds: np.ndarray
     negative: np.ndarray
     value: np.ndarray
     grid: np.ndarray
     quotient: np.ndarray
+    last_bit: np.ndarray | None = None
 
     @classmethod
     def from_reference(cls, records) -> "CastRoundings":
@@ -63,6 +68,38 @@ class CastRoundings:
             np.array(grid, dtype=np.int64),
             np.array([min(q, _QUOTIENT_CAP) for q in quotient], dtype=np.int64),
         )
+
+    @classmethod
+    def from_output_roundings(cls, records) -> "CastRoundings":
+        """From the reference dequantizer's :class:`mxsim.ref.dequant.OutputRounding` of N values (None
+        for a value that does not round), each with its resolution 2^e * multiplier (the multiplier a
+        dyadic value with at most 28 significant bits: exact in binary64, as are the values and the
+        resolutions, see :mod:`.rounding`; converted once per distinct multiplier object)."""
+        multipliers: dict = {}  # id -> float of the multipliers (alive in ``records`` throughout)
+        negative, value, grid, quotient, factor, exponent = [], [], [], [], [], []
+        for record in records:
+            if record is None:
+                negative.append(False)
+                value.append(0.0)
+                grid.append(0)
+                quotient.append(0)
+                factor.append(1.0)
+                exponent.append(0)
+                continue
+            rounding, m = record.rounding, record.multiplier
+            f = multipliers.get(id(m))
+            if f is None:
+                f = multipliers[id(m)] = m.numerator / m.denominator
+            negative.append(rounding.negative)
+            value.append(rounding.numerator / rounding.denominator)
+            grid.append(rounding.grid)
+            quotient.append(min(rounding.quotient, _QUOTIENT_CAP))
+            factor.append(f)
+            exponent.append(record.last_bit_exponent)
+        value = np.array(value, dtype=np.float64)
+        last_bit = np.ldexp(np.array(factor, dtype=np.float64), np.array(exponent, dtype=np.int64))
+        return cls(value > 0, np.array(negative, dtype=bool), value, np.array(grid, dtype=np.int64),
+                   np.array(quotient, dtype=np.int64), last_bit)
 
     @classmethod
     def from_fast(cls, record) -> "CastRoundings":
@@ -84,5 +121,6 @@ class CastRoundings:
         hi = lo + step
         result = self.quotient[classed] * step
         min_normal = float(element.min_normal) if element.kind == "float" and element.subnormals else 0.0
-        words[classed] = decision_flags(x, lo, hi, fp32_resolution(x), result, negative, min_normal)
+        resolution = fp32_resolution(x) if self.last_bit is None else self.last_bit[classed]
+        words[classed] = decision_flags(x, lo, hi, resolution, result, negative, min_normal)
         return words
