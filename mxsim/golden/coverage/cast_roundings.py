@@ -103,8 +103,10 @@ class CastRoundings:
 
     @classmethod
     def from_fast(cls, record) -> "CastRoundings":
-        """From the fast path's :class:`mxsim.fast.encode.EncodeRoundings`."""
-        return cls(record.rounds, record.negative, record.value, record.grid, record.quotient)
+        """From the fast path's :class:`mxsim.fast.encode.EncodeRoundings` (fp32 inputs) or
+        :class:`mxsim.fast.dequant.OutputRoundings` (with each value's ``last_bit``)."""
+        return cls(record.rounds, record.negative, record.value, record.grid, record.quotient,
+                   getattr(record, "last_bit", None))
 
     def flags(self, element) -> np.ndarray:
         """The decision classes of every rounding onto ``element``'s grid: an (N,) int64 flags word,
