@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from .block import dequantize_blocks, dequantize_blocks_float32
 from .decode import scale_table, value_table
 from .encode import encode
 
-__all__ = ["WORD_DTYPES", "dequantize_blocks_bits", "apply_options"]
+__all__ = ["WORD_DTYPES", "dequantize_blocks_bits", "apply_options", "dequantize_blocks_traced", "OutputRoundings"]
 
 WORD_DTYPES = {"float32": np.uint32, "float16": np.uint16, "bfloat16": np.uint16, "float64": np.uint64}
 
@@ -178,3 +179,71 @@ def dequantize_blocks_bits(
         return sign_table[flat_codes[lanes]] & ~nan_scale
 
     return apply_options(words, output, options, element_inf, nan_sign, maybe_nan)
+
+
+class OutputRoundings(NamedTuple):
+    """What the output roundings of :func:`dequantize_blocks_traced` decided on, flat arrays of
+    n_blocks * block_size values (docs/numerics.md sections 3.1 and 3.3): the fast path's half of the
+    record whose reference half is :class:`mxsim.ref.dequant.OutputRounding`. ``rounds`` (bool): the
+    value is finite and nonzero (not a NaN-scale block's); ``negative`` (bool): its sign; ``value``
+    (float64 >= 0, exact): its magnitude, 0 where it does not round; ``grid`` (int64): the exponent of
+    the output's step at it (2^(max(floor(log2 value), emin) - mantissa_bits)); ``quotient``
+    (int64): the step count of the value's nearest-even IEEE word (before ``dequant_overflow`` and
+    ``dequant_ftz``; 0 where that word is Inf); ``last_bit`` (float64 > 0): the value's resolution,
+    its element's last significand bit times the block's multiplier (1 where it does not round)."""
+
+    rounds: np.ndarray
+    negative: np.ndarray
+    value: np.ndarray
+    grid: np.ndarray
+    quotient: np.ndarray
+    last_bit: np.ndarray
+
+
+def _word_magnitudes(words: np.ndarray, output: str) -> np.ndarray:
+    """float64 magnitudes of IEEE words of ``output`` (Inf and NaN as such)."""
+    if output == "bfloat16":
+        as_float = (words.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    else:
+        as_float = words.view({"float32": np.float32, "float64": np.float64, "float16": np.float16}[output])
+    return np.abs(as_float.astype(np.float64))
+
+
+@lru_cache(maxsize=None)
+def _element_last_bits(element) -> np.ndarray:
+    """Per element code: the weight of its last significand bit (2^(max(floor(log2 |v|), emin) -
+    mantissa_bits) for floats, 2^-frac_bits for integers); 1 for zeros, NaN and Inf."""
+    values = np.abs(value_table(element))
+    usable = np.isfinite(values) & (values > 0)
+    if element.kind != "float":
+        return np.where(usable, 2.0 ** -element.frac_bits, 1.0)
+    exponent = np.frexp(np.where(usable, values, 1.0))[1] - 1
+    return np.where(usable, np.ldexp(1.0, np.maximum(exponent, element.emin) - element.mantissa_bits), 1.0)
+
+
+def dequantize_blocks_traced(scales, subscales, codes, fmt, output="float32", options: DequantizeOptions = DequantizeOptions(),
+                             tensor_scale=None, scale_encoding: str = "e8m0") -> tuple[np.ndarray, OutputRoundings]:
+    """(:func:`dequantize_blocks_bits` under nvfp4_arith 'exact', what each value's output rounding
+    decided on: :class:`OutputRoundings`), from the exact float64 values
+    (:func:`mxsim.fast.block.dequantize_blocks`) and the step-1 words (nearest-even, overflow to
+    +-Inf)."""
+    output = output_name(output)
+    fmt = get_format(fmt, kind="block")
+    words = dequantize_blocks_bits(scales, subscales, codes, fmt, output, options, tensor_scale, scale_encoding)
+    out_fmt = get_format(OUTPUTS[output], kind="float")
+    exact = dequantize_blocks(scales, subscales, codes, fmt, tensor_scale, scale_encoding).reshape(-1)
+    ieee, _ = _round_ieee(scales, subscales, codes, fmt, output, tensor_scale, scale_encoding)
+    result = _word_magnitudes(ieee.reshape(-1), output)
+    rounds = np.isfinite(exact) & (exact != 0)
+    value = np.where(rounds, np.abs(exact), 0.0)
+    grid = np.where(rounds, np.maximum(np.frexp(np.where(rounds, value, 1.0))[1] - 1, out_fmt.emin)
+                    - out_fmt.mantissa_bits, 0).astype(np.int64)
+    with np.errstate(invalid="ignore"):
+        steps = np.ldexp(result, -grid)
+    quotient = np.where(rounds & np.isfinite(steps), steps, 0).astype(np.int64)
+    factor = scale_table(fmt.scale, scale_encoding)[scales] * (1.0 if tensor_scale is None else float(tensor_scale))
+    factor = np.repeat(factor[:, None], fmt.block_size, axis=1)
+    if subscales is not None:
+        factor = np.ldexp(factor, -np.repeat(np.asarray(subscales).astype(np.int64), fmt.subblock_size, axis=1))
+    last_bit = np.where(rounds, _element_last_bits(fmt.element)[codes].reshape(-1) * factor.reshape(-1), 1.0)
+    return words, OutputRoundings(rounds, np.signbit(exact) & rounds, value, grid, quotient, last_bit)

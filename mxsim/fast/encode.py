@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from functools import cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,7 +27,8 @@ from .decode import check_fast_format, code_dtype
 from .round import round_shifted
 from .sources import read_source
 
-__all__ = ["encode", "encode_dyadic", "floor_log2_int64", "fp32_rne_table", "fp32_table_index"]
+__all__ = ["encode", "encode_traced", "EncodeRoundings", "encode_dyadic", "floor_log2_int64", "fp32_rne_table",
+           "fp32_table_index"]
 
 
 class _Binary:
@@ -270,14 +272,18 @@ def floor_log2_int64(n: np.ndarray) -> np.ndarray:
     return e - ((n >> np.minimum(np.maximum(e, 0), 62)) == 0)
 
 
-def encode_dyadic(significand, lsb_exponent, negative, fmt, rounding, rand=None, rand_width=32, allow_neg2=False):
+def encode_dyadic(significand, lsb_exponent, negative, fmt, rounding, rand=None, rand_width=32, allow_neg2=False,
+                  trace=None):
     """Round the finite values (-1)^negative * significand * 2^lsb_exponent into ``fmt`` codes.
 
     ``significand``: int64 in [0, 2^62); ``lsb_exponent``: int64; ``negative``: bool. Same
     rounding as :func:`mxsim.ref.encode` (``rand``: stochastic words). Returns ``(code,
     overflows)``: the code of the rounded value where it fits, and a mask of the values whose
     rounding exceeds the largest finite magnitude (their code is left to the caller's overflow
-    rule). ``allow_neg2``: two's-complement integers may take the most negative code.
+    rule). ``allow_neg2``: two's-complement integers may take the most negative code. ``trace``:
+    None, or a dict that gets the rounding's ``grid`` (int64: the exponent of the output grid's
+    last bit at each value) and ``rounded`` (int64: the integer it chose on that grid, before the
+    overflow rule; 0 for a value at or above 2^(emax + 2)), and ``floor_log2``.
     """
     is_zero = significand == 0
     floor_log2 = lsb_exponent + floor_log2_int64(significand)
@@ -290,6 +296,8 @@ def encode_dyadic(significand, lsb_exponent, negative, fmt, rounding, rand=None,
     else:
         grid = np.full_like(floor_log2, -fmt.frac_bits)
     rounded = round_shifted(significand, grid - lsb_exponent, rounding, negative, rand, rand_width)
+    if trace is not None:
+        trace.update(grid=grid, rounded=rounded, floor_log2=floor_log2)
     if fmt.kind == "float":
         code, overflows = _assemble_float(fmt, rounded, grid, negative, floor_log2, is_zero)
     else:
@@ -333,6 +341,12 @@ class _GenericKernel:
         self.allow_neg2 = int8_allow_neg2 and fmt.kind == "int" and fmt.encoding == "twos_complement"
 
     def __call__(self, start, stop, x, rand, out):
+        out[...] = self.encode(start, x, rand)
+
+    def encode(self, start, x, rand, trace=None):
+        """The codes of the flat array ``x`` (flat index ``start`` first, for errors); ``trace``:
+        None, or a dict that gets :func:`encode_dyadic`'s and ``negative``, ``rounds`` (finite
+        and nonzero) and ``value`` (float64 |x|, 0 where it does not round)."""
         fmt = self.fmt
         with np.errstate(invalid="ignore"):  # a signalling NaN quietens when widened; still NaN
             bits = x.astype(np.float64).view(np.uint64)
@@ -349,8 +363,11 @@ class _GenericKernel:
         significand[special] = 0  # Inf and NaN are decided below
         lsb_exponent = np.maximum(field, 1) - 1075
         code, overflows = encode_dyadic(
-            significand, lsb_exponent, negative, fmt, self.rounding, rand, self.rand_width, self.allow_neg2
+            significand, lsb_exponent, negative, fmt, self.rounding, rand, self.rand_width, self.allow_neg2, trace
         )
+        if trace is not None:
+            rounds = ~special & ~is_zero
+            trace.update(negative=negative, rounds=rounds, value=np.where(rounds, np.abs(x.astype(np.float64)), 0.0))
         if self.outcomes.error:
             if (overflows | is_inf).any():
                 _raise_at(OverflowError, f"value overflows format {fmt.name!r} under overflow='error'", start, overflows | is_inf, x)
@@ -360,7 +377,53 @@ class _GenericKernel:
             code = np.where(is_inf, self.outcomes.infinite[sign], code)
         if fmt.has_nan:
             code = np.where(is_nan, self.outcomes.nan[negative.astype(np.intp)], code)
-        out[...] = code
+        return code
+
+
+class EncodeRoundings(NamedTuple):
+    """What the roundings of :func:`encode_traced` decided on, as arrays of the input's flat length
+    (docs/numerics.md sections 1 and 3.3): the fast path's half of the record whose reference half
+    is :class:`mxsim.ref.encode.EncodeRounding`. ``rounds`` (bool): the value is finite and nonzero,
+    so its code comes from a rounding; ``negative`` (bool): its sign (False for unsigned formats);
+    ``value`` (float64 >= 0, exact): its magnitude, 0 where it does not round; ``grid`` (int64): the
+    exponent of the output grid's step at the value (the last significand bit at its binade, the
+    smallest normal binade's for subnormals, -frac_bits for integers), so that the value lies in
+    [lo, lo + 2^grid) with lo = floor(value / 2^grid) * 2^grid; ``quotient`` (int64): the integer
+    the rounding chose on that grid (the result is quotient * 2^grid, before the overflow rule;
+    0 for a value at or above 2^(emax + 2), an overflow whatever the rounding). A format without
+    subnormals holds nothing below 2^emin: there ``grid`` is emin and ``quotient`` 1 (the value
+    goes to the smallest normal). ``grid`` and ``quotient`` are 0 where nothing rounds."""
+
+    rounds: np.ndarray
+    negative: np.ndarray
+    value: np.ndarray
+    grid: np.ndarray
+    quotient: np.ndarray
+
+
+def encode_traced(x, fmt, rounding: str = "rne", overflow: str = "saturate") -> tuple[np.ndarray, EncodeRoundings]:
+    """(:func:`encode` of the float32 or float64 array ``x`` (flattened), what each rounding decided
+    on: :class:`EncodeRoundings`). Deterministic roundings only (rne, rna, rtz, rup, rdn); the codes
+    come from the exact significand and exponent of each value (the generic kernel, whatever the
+    format), errors as :func:`encode`'s."""
+    fmt = get_format(fmt, kind="element")
+    check_fast_format(fmt)
+    if rounding not in _IntKernel.ROUNDERS and rounding != "rna":
+        raise ValueError(f"rounding={rounding!r}: encode_traced takes rne|rna|rtz|rup|rdn")
+    check_encode_options(rounding, overflow, None, 32)
+    flat = np.ascontiguousarray(np.asarray(x)).reshape(-1)
+    if flat.dtype not in (np.float32, np.float64):
+        raise ValueError(f"x must be a float32 or float64 array, not {flat.dtype}")
+    trace: dict = {}
+    kernel = _GenericKernel(fmt, rounding, overflow, 32, False)
+    code = kernel.encode(0, flat, np.zeros(1, np.int64), trace)
+    rounds = trace["rounds"]
+    grid = np.where(rounds, trace["grid"], 0).astype(np.int64)
+    quotient = np.where(rounds, trace["rounded"], 0).astype(np.int64)
+    if fmt.kind == "float" and not fmt.subnormals:  # below 2^emin: [0, 2^emin), to the smallest normal
+        below = rounds & (trace["floor_log2"] < fmt.emin)
+        grid[below], quotient[below] = fmt.emin, 1
+    return code.astype(code_dtype(fmt)), EncodeRoundings(rounds, trace["negative"], trace["value"], grid, quotient)
 
 
 def encode(

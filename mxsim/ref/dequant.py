@@ -11,16 +11,19 @@ float64: 64), sign in the top bit.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
+from typing import NamedTuple
 
 from ..options.dequantize import OUTPUTS, DequantizeOptions, output_name
 from ..formats import get_format
-from .stored_block import QuantizedBlock, check_block, dequantize_block, to_fp32
+from .stored_block import QuantizedBlock, block_multipliers, check_block, dequantize_block, to_fp32
 from .decode import decode
-from .encode import encode_ratio
-from .exact import Exact
+from .encode import EncodeRounding, ratio_encoder
+from .exact import Exact, floor_log2
 from .scale_code import decode_scale
 
-__all__ = ["output_format", "round_to_output", "dequantize_block_bits", "fp32_reciprocal_values"]
+__all__ = ["output_format", "round_to_output", "dequantize_block_bits", "fp32_reciprocal_values", "OutputRounding",
+           "round_elements_traced", "dequantize_block_traced", "element_last_bit"]
 
 
 def output_format(output):
@@ -62,12 +65,101 @@ def round_to_output(x: Exact, output, options: DequantizeOptions = DequantizeOpt
         return out_fmt.nan_code(bool(x.sign) and options.dequant_nan == "keep_sign")
     if x.is_inf:
         return out_fmt.inf_code(bool(x.sign))
+    return _round_finite(x, out_fmt, options, None)
+
+
+def _round_finite(x: Exact, out_fmt, options: DequantizeOptions, trace) -> int:
+    """:func:`round_to_output` of a finite x; ``trace``: None, or a list that gets the
+    :class:`mxsim.ref.encode.EncodeRounding` of a nonzero x."""
     overflow = "saturate" if options.dequant_overflow == "saturate" else "ieee"
     magnitude = x.magnitude  # (the encoder's integer core: every float output is signed, "rne" is plain)
-    word = encode_ratio(magnitude.numerator, magnitude.denominator, x.sign == 1, out_fmt, "rne", overflow)
+    word = ratio_encoder(out_fmt)(magnitude.numerator, magnitude.denominator, x.sign == 1, out_fmt, "rne", overflow,
+                                  None, 32, False, trace)
     if options.dequant_ftz and is_subnormal_word(word, out_fmt):
         word &= out_fmt.sign_mask
     return word
+
+
+class OutputRounding(NamedTuple):
+    """What the output rounding of one finite nonzero dequantized value decides on (docs/numerics.md
+    sections 3.1 and 3.3): ``rounding``, the encoder's :class:`mxsim.ref.encode.EncodeRounding` of the
+    exact value x onto the output grid (before ``dequant_overflow`` and ``dequant_ftz``), and x's
+    resolution, the weight of its last bit, 2^``last_bit_exponent`` * ``multiplier``: the element's
+    last significand bit (:func:`element_last_bit`, a power of two) times the (sub-)block's
+    multiplier (> 0, the object the block's elements share)."""
+
+    rounding: EncodeRounding
+    last_bit_exponent: int
+    multiplier: Fraction
+
+
+def round_elements_traced(codes, element_fmt, multiplier: Fraction, output,
+                          options: DequantizeOptions = DequantizeOptions()) -> tuple[list[Exact], list[int], list]:
+    """(the exact values of the element codes times ``multiplier`` (> 0), their output words, each
+    one's :class:`OutputRounding`, None where the value is zero or not finite), as
+    :func:`mxsim.ref.stored_block.dequantize_block` and :func:`dequantize_block_bits` give them for
+    one (sub-)block of that multiplier."""
+    out_fmt = output_format(output)
+    values, words, records = [], [], []
+    done: dict = {}  # code -> its (value, word, record) under this multiplier (a code often recurs)
+    for code in codes:
+        known = done.get(code)
+        if known is None:
+            element, last_bit_exponent = _element_of_code(code, element_fmt)
+            if not element.is_finite:
+                known = (element, round_to_output(element, output, options), None)
+            else:
+                x = Exact.trusted(element.sign, element.magnitude * multiplier)
+                trace: list = []
+                word = _round_finite(x, out_fmt, options, trace)
+                known = (x, word, OutputRounding(trace[0], last_bit_exponent, multiplier) if trace else None)
+            done[code] = known
+        values.append(known[0])
+        words.append(known[1])
+        records.append(known[2])
+    return values, words, records
+
+
+@lru_cache(maxsize=4096)
+def _element_of_code(code: int, element_fmt) -> tuple[Exact, int | None]:
+    """(the value of an element code, the exponent of its :func:`element_last_bit` where it is
+    finite and nonzero, else None)."""
+    element = decode(code, element_fmt)
+    if not element.is_finite or not element.magnitude:
+        return element, None
+    return element, floor_log2(element_last_bit(element, element_fmt))
+
+
+def element_last_bit(element: Exact, element_fmt) -> Fraction:
+    """The weight of the last significand bit of a nonzero element value: 2^(max(floor(log2 |e|),
+    emin) - mantissa_bits) for floats, 2^-frac_bits (code 1's value) for integers."""
+    if element_fmt.kind != "float":
+        return Fraction(1, 1 << element_fmt.frac_bits)
+    return Fraction(2) ** (max(floor_log2(element.magnitude), element_fmt.emin) - element_fmt.mantissa_bits)
+
+
+def dequantize_block_traced(block: QuantizedBlock, fmt, output="float32", options: DequantizeOptions = DequantizeOptions(),
+                            tensor_scale: Fraction | None = None, scale_encoding: str = "e8m0"
+                            ) -> tuple[list[Exact], list[int], list]:
+    """(:func:`mxsim.ref.stored_block.dequantize_block` of the block, :func:`dequantize_block_bits` of
+    it under nvfp4_arith 'exact', each element's :class:`OutputRounding`: None where its value is
+    zero or not finite, and for every element of a NaN-scale block)."""
+    if not isinstance(options, DequantizeOptions):
+        raise ValueError(f"options must be DequantizeOptions, got {type(options).__name__}")
+    fmt = get_format(fmt, kind="block")
+    block = check_block(block, fmt, tensor_scale)
+    multipliers = block_multipliers(block, fmt, tensor_scale, scale_encoding)
+    if multipliers is None:
+        values = [Exact.nan() for _ in block.codes]
+        return values, [round_to_output(x, output, options) for x in values], [None] * len(block.codes)
+    size = fmt.subblock_size if fmt.subblocks else fmt.block_size
+    values, words, records = [], [], []
+    for j, multiplier in enumerate(multipliers):
+        v, w, r = round_elements_traced(block.codes[j * size:(j + 1) * size], fmt.element, multiplier, output, options)
+        values += v
+        words += w
+        records += r
+    return values, words, records
 
 
 def fp32_reciprocal_values(block: QuantizedBlock, fmt, global_scale: Fraction) -> list[Exact]:

@@ -14,13 +14,14 @@ quantization and the dot-product output call directly with arguments they have c
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import NamedTuple
 
 from ..formats import get_format
 from ..options.encode import OVERFLOW_MODES, EncodeOptions, check_encode_options, check_int8_allow_neg2, overflow_code
 from .exact import Number, floor_log2_ratio, ratio, to_exact
 from .round import round_magnitude
 
-__all__ = ["encode", "encode_ratio", "ratio_encoder", "round_to_grid", "round_ratio_to_grid"]
+__all__ = ["encode", "encode_traced", "EncodeRounding", "encode_ratio", "ratio_encoder", "round_to_grid", "round_ratio_to_grid"]
 
 _DETERMINISTIC = ("rne", "rna", "rtz", "rup", "rdn")
 
@@ -57,6 +58,41 @@ def encode(
 
     Returns the code as an int in [0, 2^width).
     """
+    return _encode(x, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2, options, None)
+
+
+class EncodeRounding(NamedTuple):
+    """What the rounding of one finite nonzero value decides on (docs/numerics.md sections 1 and 3.3),
+    as :func:`encode_traced` computed it: the magnitude ``numerator / denominator`` (integers > 0,
+    the value as read, exactly; ``negative``: its sign, False for unsigned formats) is placed on the
+    output grid of step 2^``grid`` at its binade (the last significand bit there: the smallest
+    normal binade's for subnormals, 2^-frac_bits for integers), between lo = floor(x / 2^grid) *
+    2^grid and hi = lo + 2^grid, and rounded to ``quotient`` * 2^grid (``quotient`` the integer
+    the rounding chose, lo's or hi's, before the overflow rule: a quotient above the format's
+    largest magnitude is then saturated or overflows). A format without subnormals holds nothing
+    below its smallest normal 2^emin: such a value is placed on [0, 2^emin) and goes to 2^emin
+    (``grid`` emin, ``quotient`` 1)."""
+
+    negative: bool
+    numerator: int
+    denominator: int
+    grid: int
+    quotient: int
+
+
+def encode_traced(x: Number, fmt, rounding: str = "rne", overflow: str = "saturate") -> tuple[int, EncodeRounding | None]:
+    """(:func:`encode` of ``x``, what its rounding decided on: :class:`EncodeRounding`, or None for a
+    NaN, an infinity or a zero, which do not round). Deterministic roundings only (rne, rna, rtz,
+    rup, rdn); errors as :func:`encode`'s."""
+    if rounding not in _DETERMINISTIC:
+        raise ValueError(f"rounding={rounding!r}: encode_traced takes {'|'.join(_DETERMINISTIC)}")
+    trace: list = []
+    code = _encode(x, fmt, rounding, overflow, None, 32, False, None, trace)
+    return code, (trace[0] if trace else None)
+
+
+def _encode(x, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2, options, trace) -> int:
+    """:func:`encode`; ``trace``: None, or a list that gets the value's :class:`EncodeRounding`."""
     if options is not None:
         rounding, overflow, rand_bits, rand_width, int8_allow_neg2 = _from_options(
             options, rounding, overflow, rand_bits, rand_width, int8_allow_neg2)
@@ -75,7 +111,7 @@ def encode(
         raise ValueError(f"negative input {to_exact(x)} cannot be encoded: format {fmt.name!r} is unsigned")
     if not d:
         return overflow_code(fmt, negative, overflow, rounding, infinite_input=True, int8_allow_neg2=int8_allow_neg2)
-    return ratio_encoder(fmt)(n, d, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2)
+    return ratio_encoder(fmt)(n, d, negative, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2, trace)
 
 
 def _from_options(options, *loose) -> tuple:
@@ -120,8 +156,9 @@ def encode_ratio(
 
 def ratio_encoder(fmt):
     """The function :func:`encode_ratio` hands a value of element format ``fmt`` to, with the
-    same nine arguments in the same order (all of them passed): for loops that encode many
-    values of one format and look the function up once."""
+    same nine arguments in the same order (all of them passed; a tenth, ``trace``, may be a list
+    that gets the value's :class:`EncodeRounding`): for loops that encode many values of one format
+    and look the function up once."""
     return _encode_int if fmt.kind == "int" else _encode_float
 
 
@@ -157,8 +194,11 @@ def round_ratio_to_grid(n: int, d: int, fmt, rounding_args) -> tuple[int, int]:
     return _round_on_grid(n, d, grid, *rounding_args), grid
 
 
-def _encode_int(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2) -> int:
+def _encode_int(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2,
+                trace=None) -> int:
     q = _round_on_grid(n, d, -fmt.frac_bits, rounding, negative, rand_bits, rand_width)
+    if trace is not None and n:
+        trace.append(EncodeRounding(negative, n, d, -fmt.frac_bits, q))
     limit = fmt.max_int
     if negative and fmt.encoding == "twos_complement" and int8_allow_neg2:
         limit += 1
@@ -171,9 +211,10 @@ def _encode_int(n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bi
 
 
 def _encode_float(
-    n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2=False
+    n: int, d: int, negative: bool, fmt, rounding, overflow, rand_bits, rand_width, int8_allow_neg2=False, trace=None
 ) -> int:
-    """(int8_allow_neg2 applies to integer formats only: ignored here.)"""
+    """(int8_allow_neg2 applies to integer formats only: ignored here.) ``trace``: None, or a list
+    that gets the :class:`EncodeRounding` of a nonzero value."""
     sign_bits = fmt.sign_mask if negative else 0
     if n == 0:
         if not fmt.subnormals:
@@ -182,11 +223,15 @@ def _encode_float(
     exponent = floor_log2_ratio(n, d)
     if exponent < fmt.emin:
         if not fmt.subnormals:
+            if trace is not None:
+                trace.append(EncodeRounding(negative, n, d, fmt.emin, 1))
             return sign_bits  # below the smallest normal: field 0 is the smallest normal binade
         exponent = fmt.emin
     m = fmt.mantissa_bits
     grid = exponent - m
     significand = _round_on_grid(n, d, grid, rounding, negative, rand_bits, rand_width)
+    if trace is not None:
+        trace.append(EncodeRounding(negative, n, d, grid, significand))
     # overflow: significand * 2^grid > max_normal = max_significand * 2^(emax - m), compared as
     # integers. Below the top binade (grid < emax - m) there is none: significand <= 2^(m+1) and
     # 2^(m+1) * 2^grid <= 2^emax <= max_normal.

@@ -25,6 +25,7 @@ __all__ = [
     "check_block",
     "check_tensor_scale",
     "dequantize_block",
+    "block_multipliers",
     "FP32_MAX",
     "FP32_MIN_NORMAL",
     "FP32_MIN_SUBNORMAL",
@@ -127,12 +128,10 @@ def dequantize_block(
     sign); NaN and Inf elements keep their sign, and zeros theirs."""
     fmt = get_format(fmt, kind="block")
     block = check_block(block, fmt, tensor_scale)
-    scale = decode_scale(block.scale, fmt.scale, scale_encoding)
-    if scale.is_nan:
+    multipliers = block_multipliers(block, fmt, tensor_scale, scale_encoding)
+    if multipliers is None:
         return [Exact.nan() for _ in block.codes]
-    factor = scale.value * (Fraction(1) if tensor_scale is None else Fraction(tensor_scale))
     element, size = fmt.element, fmt.subblock_size if fmt.subblocks else fmt.block_size
-    multipliers = [factor / (1 << tau) for tau in block.subscales] if fmt.subblocks else [factor]
     values = []
     for j, multiplier in enumerate(multipliers):  # sub-block j (the whole block without sub-blocks)
         scaled = {}  # code -> its value in this sub-block (a code often recurs)
@@ -143,3 +142,14 @@ def dequantize_block(
                 value = scaled[code] = x if x.kind != "finite" else Exact.trusted(x.sign, x.magnitude * multiplier)
             values.append(value)
     return values
+
+
+def block_multipliers(block: QuantizedBlock, fmt, tensor_scale: Fraction | None, scale_encoding: str) -> list[Fraction] | None:
+    """The factor each sub-block's elements are multiplied by (one for a block without
+    sub-blocks): the scale's value, times NVFP4's s_t, over 2^tau_j; None for a NaN scale. For a
+    ``block`` and ``fmt`` :func:`check_block` has accepted."""
+    scale = decode_scale(block.scale, fmt.scale, scale_encoding)
+    if scale.is_nan:
+        return None
+    factor = scale.value * (Fraction(1) if tensor_scale is None else Fraction(tensor_scale))
+    return [factor / (1 << tau) for tau in block.subscales] if fmt.subblocks else [factor]

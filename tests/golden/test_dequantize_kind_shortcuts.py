@@ -1,9 +1,10 @@
 """The shortcuts a dequantize suite takes for its classes (issue 22: the main job's CPU time) give
 what their definitions give:
 
-* each value's flags word of rounding-decision classes (``DequantizeSuite._decision_flag_words``:
-  the resolution from per-code integer factors, the bounds compared in integers) against the
-  definition computed here in Fractions: r = (the element's last significand bit) * x / element,
+* each value's flags word of rounding-decision classes (``DequantizeSuite._decision_flag_words``
+  of the reference dequantizer's records, :func:`mxsim.ref.dequant.dequantize_block_traced`: the
+  output grid's step and the resolution as the dequantizer reports them) against the definition
+  computed here in Fractions from the block's exact values and output words: r = (the element's last significand bit) * x / element,
   x compared with the output's largest normal (and smallest normal under ``dequant_ftz``), then
   :func:`mxsim.golden.coverage.rounding.decision_flags`; on the catalogue of suites of every
   output, E8M0 and int8 exponents, sub-scales (MX9), integer elements, NVFP4, ftz and saturate;
@@ -33,7 +34,7 @@ from mxsim.golden.coverage.rounding import decision_flags, ieee_interval
 from mxsim.golden.kinds.registry import suite_from_spec
 from mxsim.ref.stored_block import QuantizedBlock, dequantize_block
 from mxsim.ref.decode import decode
-from mxsim.ref.dequant import is_subnormal_word, round_to_output
+from mxsim.ref.dequant import dequantize_block_traced, is_subnormal_word, round_elements_traced, round_to_output
 from mxsim.ref.encode import encode
 from mxsim.ref.exact import Exact, floor_log2
 from mxsim.golden.values import fp32_value, unpack_word
@@ -89,11 +90,14 @@ def test_decision_flags_follow_the_definition_on_the_catalogue(params):
         codes = tuple(unpack_word(inputs["codes"], fmt.element.width, fmt.block_size))
         subscales = tuple(unpack_word(inputs["subscales"], fmt.subscale_bits, fmt.subblocks)) if fmt.subblocks else ()
         tensor_scale = fp32_value(inputs["tensor_scale"]).magnitude if "tensor_scale" in inputs else None
-        values = dequantize_block(QuantizedBlock(inputs["scale"], subscales, codes), fmt, tensor_scale,
-                                  suite.scale_encoding)
+        block = QuantizedBlock(inputs["scale"], subscales, codes)
+        values = dequantize_block(block, fmt, tensor_scale, suite.scale_encoding)
         words = [round_to_output(x, suite.output, suite.opts) for x in values]
         expected = _defined_flags(suite, values, words, codes)
-        assert suite._decision_flag_words(values, words, codes) == expected, inputs
+        traced_values, traced_words, records = dequantize_block_traced(block, fmt, suite.output, suite.opts,
+                                                                        tensor_scale, suite.scale_encoding)
+        assert (traced_values, traced_words) == (values, words)
+        assert suite._decision_flag_words(records) == expected, inputs
         checked += 1
         set_flags += sum(1 for f in expected if f)
     assert checked == plan.catalogue and set_flags > 100  # the catalogue has rounding decisions to check
@@ -147,7 +151,10 @@ def test_decision_flags_at_the_bounds_follow_the_definition(output, ftz):
     words = [round_to_output(x, output, suite.opts) for x in values]
     codes = [0x38] * len(values)
     expected = _defined_flags(suite, values, words, codes)
-    assert suite._decision_flag_words(values, words, codes) == expected
+    records = []
+    for m in magnitudes:  # element 1.0 (+0x38, -0xB8) times the magnitude
+        records += round_elements_traced([0x38, 0xB8], suite.fmt.element, m, output, suite.opts)[2]
+    assert suite._decision_flag_words(records) == expected
     # max_normal is decided, a value beyond it not, one below min_normal only without ftz
     assert expected[0] and not expected[4] and bool(expected[8]) is not ftz
 

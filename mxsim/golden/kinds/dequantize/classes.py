@@ -1,36 +1,24 @@
 """The corner classes of ``dequantize`` vectors: of the element codes, the scale, each value and its
-output word, and the rounding decisions of the output (one vector's values or many vectors' at once;
-docs/numerics.md sections 3.1 and 3.3)."""
+output word, and the rounding decisions of the output from the reference dequantizer's record of them
+(one vector's values or many vectors' at once; docs/numerics.md sections 3.1 and 3.3)."""
 
 from __future__ import annotations
 
-from fractions import Fraction
 from functools import cached_property
-
-import numpy as np
 
 from ....ref.stored_block import QuantizedBlock
 from ....ref.dequant import is_subnormal_word
 from ....ref.encode import encode
-from ....ref.exact import Exact, floor_log2
+from ....ref.exact import Exact
 from ....ref.scale_code import scale_code_exponent
-from ...coverage.rounding import decision_flags, ieee_interval
+from ...coverage.cast_roundings import CastRoundings
 from ...values import code_sets, decode
 from .exponents import EXPONENT_RANGE
 
 
-def element_last_bit(value: Exact, element) -> Fraction:
-    """The weight of the last significand bit of an element value (> 0): 2^(max(floor(log2 v),
-    emin) - mantissa_bits) for float elements, the value of code 1 for integer elements."""
-    if element.kind != "float":
-        return decode(1, element).magnitude
-    return Fraction(2) ** (max(floor_log2(value.magnitude), element.emin) - element.mantissa_bits)
-
-
 class DequantizeClasses:
     """The classes of a dequantize suite's vectors (needs ``self.fmt``, ``self.out``, ``self.opts``,
-    ``self.scale_encoding`` and ``self._nonzero_codes`` / ``self._nonzero_elements``:
-    :class:`.reach.DequantizeReach`)."""
+    ``self.scale_encoding``)."""
 
     def _classes(self, block: QuantizedBlock, values: list[Exact], words: list[int]) -> set:
         """The classes of one vector but the rounding decisions (:meth:`_decision_flag_words`): of
@@ -112,55 +100,14 @@ class DequantizeClasses:
             return False
         return not (self.opts.dequant_ftz and magnitude == 0)
 
-    def _decision_flag_words(self, values: list[Exact], words: list[int], codes) -> list[int]:
-        """Each value's flags word of decision classes (:meth:`_decision_rows`, then
-        :meth:`_decision_flags_of`); 0 where a value is zero, not finite, overflows, or flushes."""
-        picked, where = self._decision_rows(values, words, codes)
-        flags = [0] * len(values)
-        for i, f in zip(where, self._decision_flags_of(picked).tolist() if picked else ()):
-            flags[i] = f
-        return flags
-
-    def _decision_rows(self, values: list[Exact], words: list[int], codes) -> tuple[list[tuple], list[int]]:
-        """(rows, indices) of the values that are rounding decisions, x the value of element code c:
-        a row (|x|, its resolution r, the result's magnitude, negative) in floats, r the element's
-        last bit times the block's multiplier (x / element), taken as ``A * num(x) / (B * den(x))``
-        (:attr:`_resolution_factors`; Python's integer division is correctly rounded, as ``float``
-        of the Fraction r is). Left out: a value that is zero, not finite, overflows, or flushes
-        (``dequant_ftz``)."""
-        out, factors, ftz = self.out, self._resolution_factors, self.opts.dequant_ftz
-        top, bottom = out.max_normal, out.min_normal
-        picked, where = [], []
-        for i, (x, word, code) in enumerate(zip(values, words, codes)):
-            if not x.is_finite:
-                continue
-            n, d = x.magnitude.numerator, x.magnitude.denominator  # x compared with the bounds in integers
-            if not n or n * top.denominator > top.numerator * d:
-                continue
-            if ftz and n * bottom.denominator < bottom.numerator * d:
-                continue
-            a, b = factors[code]
-            result = decode(word, out).magnitude
-            picked.append((n / d, (a * n) / (b * d), result.numerator / result.denominator, bool(x.sign)))
-            where.append(i)
-        return picked, where
-
-    def _decision_flags_of(self, picked: list[tuple]) -> np.ndarray:
-        """The flags word (int64) of each row of :meth:`_decision_rows` (of one vector or many:
-        the operations are per row): the output's interval around |x|
-        (:func:`..coverage.rounding.ieee_interval`), then :func:`..coverage.rounding.decision_flags`."""
-        out = self.out
-        magnitude, resolution, result, negative = (np.array(column) for column in zip(*picked))
-        lo, hi, _ = ieee_interval(magnitude, out.mantissa_bits, out.emin, float(out.max_normal))
-        return decision_flags(magnitude, lo, hi, resolution, result, negative, float(out.min_normal))
-
-    @cached_property
-    def _resolution_factors(self) -> dict[int, tuple[int, int]]:
-        """Every finite nonzero element code -> (A, B), integers with A / B = (its last bit,
-        :func:`element_last_bit`) / (its magnitude): the resolution of a value x of that element is
-        A * x / B (:meth:`_decision_flag_words`)."""
-        factors = {}
-        for code, element in zip(self._nonzero_codes, self._nonzero_elements):
-            ratio = element_last_bit(element, self.fmt.element) / element.magnitude
-            factors[code] = (ratio.numerator, ratio.denominator)
-        return factors
+    def _decision_flag_words(self, records) -> list[int]:
+        """Each value's flags word of decision classes, from the reference dequantizer's record of its
+        output rounding (:class:`mxsim.ref.dequant.OutputRounding`, None where the value does not
+        round) through :meth:`...coverage.cast_roundings.CastRoundings.flags` on the output's grid;
+        0 where a value is zero, not finite, overflows (above the output's largest normal), or
+        flushes (``dequant_ftz``: below its smallest normal)."""
+        roundings = CastRoundings.from_output_roundings(records)
+        words = roundings.flags(self.out)
+        if self.opts.dequant_ftz:
+            words[roundings.value < float(self.out.min_normal)] = 0
+        return words.tolist()

@@ -7,12 +7,11 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import cached_property
 
-from ....ref.dequant import round_to_output
+from ....ref.dequant import element_last_bit, round_elements_traced
 from ....ref.exact import Exact
 from ...coverage.catalogue import class_names, flag_bits
 from ...coverage.rounding import BAND_CLASSES
 from ...values import decode
-from .classes import element_last_bit
 from .exponents import EXPONENT_RANGE
 
 
@@ -77,14 +76,10 @@ class DequantizeReach:
         normal (the map's shortcut for narrow elements)."""
         wanted = flag_bits(["subnormal_near_tie", "zero_result_sign"] + list(BAND_CLASSES))
         multiplier, bottom = Fraction(2) ** exponent, self.out.min_normal
-        codes, values = [], []
-        for code, element in zip(self._nonzero_codes, self._nonzero_elements):
-            x = Exact(element.sign, element.magnitude * multiplier)
-            if not (below_normal_only and x.magnitude >= bottom):
-                codes.append(code)
-                values.append(x)
-        words = [round_to_output(x, self.output, self.opts) for x in values]
-        flags = self._decision_flag_words(values, words, codes)
+        codes = [code for code, element in zip(self._nonzero_codes, self._nonzero_elements)
+                 if not (below_normal_only and element.magnitude * multiplier >= bottom)]
+        _, _, records = round_elements_traced(codes, self.fmt.element, multiplier, self.output, self.opts)
+        flags = self._decision_flag_words(records)
         return {c: f & wanted for c, f in zip(codes, flags) if f & wanted}
 
     def reachable_classes(self) -> frozenset[str]:

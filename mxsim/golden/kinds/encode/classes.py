@@ -1,6 +1,6 @@
-"""The corner classes of ``encode`` vectors: each code's classes, the rounding-decision classes of
-an fp32 input rounded to the element (one value or arrays of them), and which classes a suite's
-configuration can reach (docs/numerics.md section 3.3)."""
+"""The corner classes of ``encode`` vectors: each code's classes, and which classes a suite's
+configuration can reach (docs/numerics.md section 3.3). The rounding-decision classes come from the
+encoder's record (:mod:`...coverage.cast_roundings`, read by :mod:`.expected`)."""
 
 from __future__ import annotations
 
@@ -10,17 +10,18 @@ import numpy as np
 
 from ....ref.decode import finite_magnitudes
 from ...coverage.reach import MIN_CLASS_VECTORS
-from ...coverage.rounding import band_class, decision_flags, format_bands, fp32_resolution, grid_interval, magnitude_grid
+from ...coverage.rounding import band_class, format_bands
 from ...values import decode, is_subnormal_code
+from ..batch import bit, code_table
 
 
 class EncodeClasses:
     """The classes of an encode suite (needs ``self.fmt`` and ``self.rounding``)."""
 
-    def _code_classes(self, code: int) -> tuple[bool, set, float | None]:
+    def _code_classes(self, code: int) -> tuple[bool, frozenset]:
         """(whether the code holds +-max_normal, its classes ``max``, ``subnormal_output``, ``zero`` /
-        ``negative_zero``, the magnitude of its value as a float (None unless finite)) of a code of a
-        finite nonzero input, from the decoded value; kept per code (a code recurs)."""
+        ``negative_zero``) of a code of a finite nonzero input, from the decoded value; kept per
+        code (a code recurs)."""
         known = self._codes_seen.get(code)
         if known is None:
             y = decode(code, self.fmt)
@@ -30,21 +31,46 @@ class EncodeClasses:
                 classes.add("subnormal_output")
             if y.is_zero:
                 classes.add("negative_zero" if y.sign else "zero")
-            known = self._codes_seen[code] = (is_max, frozenset(classes), float(y.magnitude) if y.is_finite else None)
+            known = self._codes_seen[code] = (is_max, frozenset(classes))
         return known
+
+    def _batch_flags(self, bits: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """The classes of :meth:`.expected.EncodeExpected.compute_many` but the rounding decisions, of
+        N vectors from their fp32 input words (uint32; magnitude bits above 0x7F800000 NaN, equal
+        Inf, 0 zero, below 2^23 subnormal) and codes (int64): ``nan``, ``inf``, ``zero`` /
+        ``negative_zero`` of the input; of a finite nonzero input ``subnormal_input``, ``overflow``
+        (above the largest magnitude), the code's ``max`` (``saturation`` with ``overflow``),
+        ``subnormal_output`` and ``zero`` / ``negative_zero``; ``int8_neg2`` of the code."""
+        table = code_table(self.fmt)
+        magnitude = bits & np.uint32(0x7FFFFFFF)
+        negative = (bits >> np.uint32(31)).astype(bool)
+        flags = np.zeros(len(bits), dtype=np.int64)
+
+        def add(name, mask):
+            np.bitwise_or(flags, bit(name), out=flags, where=mask)
+
+        add("nan", magnitude > np.uint32(0x7F800000))
+        add("inf", magnitude == np.uint32(0x7F800000))
+        input_zero = magnitude == 0
+        add("zero", input_zero & ~negative)
+        add("negative_zero", input_zero & negative)
+        rounded = ~input_zero & (magnitude < np.uint32(0x7F800000))
+        add("subnormal_input", rounded & (magnitude < np.uint32(1 << 23)))
+        over = rounded & (np.abs(bits.view(np.float32).astype(np.float64)) > float(self.fmt.max_normal))
+        add("overflow", over)
+        is_max = rounded & table.max[codes]
+        add("max", is_max)
+        add("saturation", is_max & over)
+        add("subnormal_output", rounded & table.subnormal[codes])
+        code_zero = rounded & table.zero[codes]
+        add("zero", code_zero & ~table.negative[codes])
+        add("negative_zero", code_zero & table.negative[codes])
+        add("int8_neg2", table.neg2[codes])
+        return flags
 
     @cached_property
     def _codes_seen(self) -> dict:
         return {}
-
-    def _decision_flags(self, x, y, negative: bool):
-        """The rounding-decision classes (:mod:`...coverage.rounding`) of fp32 inputs of magnitude x
-        (within the format's range; x is an fp32 value, so a float holds it exactly) and sign
-        ``negative`` rounded to codes of magnitude y: floats (a flags word) or arrays of them (one
-        word each), the same steps either way."""
-        lo, hi, _ = grid_interval(x, 1.0, magnitude_grid(self.fmt, negative))
-        signs = np.full(len(x), negative) if isinstance(x, np.ndarray) else negative
-        return decision_flags(x, lo, hi, fp32_resolution(x), y, signs, self._min_normal)
 
     @cached_property
     def _min_normal(self) -> float:
