@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 import numpy as np
 
-from ..coverage.catalogue import flag_bits
+from ..kinds.batch import compute_each
 from ..kinds.suite import Suite
 
 __all__ = ["SAMPLE_MIN", "SAMPLE_PERCENT", "SAMPLE_LIST_MAX", "FOREVER_RUN", "FOREVER_PER_RUN", "ReferenceDisagreement", "CrossCheck",
@@ -57,16 +57,7 @@ def reference_expected(suite: Suite, inputs: dict[str, list[int]]) -> tuple[dict
     of the vectors whose inputs are given as one list per input field, from the reference model
     alone (``compute`` per vector, or the kind's ``compute_many`` of them all where it has one: the
     same reference per vector, its classes computed for all the vectors at once)."""
-    names = [f.name for f in suite.inputs]
-    outputs: dict[str, list[int]] = {f.name: [] for f in suite.outputs}
-    flags = []
-    rows = [dict(zip(names, values)) for values in zip(*(inputs[name] for name in names))]
-    many = getattr(suite, "compute_many", None)  # a kind that classes many vectors at once (quantize)
-    for out, classes in (many(rows) if many is not None else map(suite.compute, rows)):
-        for name, column in outputs.items():
-            column.append(out[name])
-        flags.append(flag_bits(classes))
-    return outputs, flags
+    return compute_each(suite, inputs)
 
 
 def sample_size(total: int, catalogue: int) -> int:

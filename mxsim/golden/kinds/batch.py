@@ -41,16 +41,18 @@ def bit(name: str) -> int:
 
 
 def compute_each(suite, inputs: dict) -> tuple[dict, list]:
-    """``compute`` vector by vector (the reference), in the ``compute_batch`` shape: for the
-    configurations the fast path does not model."""
+    """``compute`` of every vector (the reference), in the ``compute_batch`` shape: for the
+    configurations the fast path does not model. A kind with ``compute_many`` (the reference
+    vector by vector, its classes for all of them at once) computes the chunk in one call."""
     names = [f.name for f in suite.inputs]
     n = len(inputs[names[0]])
+    rows = [{name: int(inputs[name][i]) for name in names} for i in range(n)]
+    many = getattr(suite, "compute_many", None)
     outputs = {f.name: [] for f in suite.outputs}
     flags = []
-    for i in range(n):
-        out, classes = suite.compute({name: int(inputs[name][i]) for name in names})
-        for name, value in out.items():
-            outputs[name].append(value)
+    for out, classes in (many(rows) if many is not None else map(suite.compute, rows)):
+        for name, column in outputs.items():
+            column.append(out[name])
         flags.append(flag_bits(classes))
     return outputs, flags
 
