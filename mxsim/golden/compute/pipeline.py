@@ -171,13 +171,11 @@ def vector_columns(suite: Suite, seed: int, level: int, plan: Plan, first: int =
     end = plan.total if last is None else last
     drawn_as_columns = getattr(suite, "random_columns", None)
     if drawn_as_columns is None or (end is not None and end <= plan.catalogue):
-        for piece in _batched(vectors(suite, seed, level, plan, first, last), RUN):
-            yield {name: [row[name] for row, _ in piece] for name in names}, [origin for _, origin in piece]
+        yield from _row_pieces(vectors(suite, seed, level, plan, first, last), names)
         return
     catalogue = plan.catalogue
     if first < catalogue:
-        for piece in _batched(vectors(suite, seed, level, plan, first, catalogue), RUN):
-            yield {name: [row[name] for row, _ in piece] for name in names}, [origin for _, origin in piece]
+        yield from _row_pieces(vectors(suite, seed, level, plan, first, catalogue), names)
     index = max(first, catalogue)
     run = (index - catalogue) // RUN
     while end is None or index < end:
@@ -188,10 +186,10 @@ def vector_columns(suite: Suite, seed: int, level: int, plan: Plan, first: int =
         index, run = base + RUN, run + 1
 
 
-def _batched(iterable, size: int):
-    iterator = iter(iterable)
-    while piece := list(itertools.islice(iterator, size)):
-        yield piece
+def _row_pieces(stream, names: list[str]):
+    """(inputs, origin) pairs of :func:`vectors` as pieces of columns, :data:`RUN` vectors at a time."""
+    while piece := list(itertools.islice(stream, RUN)):
+        yield {name: [row[name] for row, _ in piece] for name in names}, [origin for _, origin in piece]
 
 
 def computed_chunks(suite: Suite, seed: int, level: int, plan: Plan, first: int = 0, last: int | None = None,

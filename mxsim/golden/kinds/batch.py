@@ -23,7 +23,7 @@ from ..coverage.catalogue import flag_bits
 from ..values import code_sets
 from .word_column import WordColumn
 
-__all__ = ["unpack_items", "pack_items", "pack_words", "CodeTable", "code_table", "FloatBits", "bit", "compute_each", "fast_dot_models",
+__all__ = ["unpack_items", "pack_items", "pack_words", "CodeTable", "code_table", "bit", "compute_each", "fast_dot_models",
            "dyadic_differ", "add_operand_classes"]
 
 
@@ -152,32 +152,6 @@ def code_table(fmt) -> CodeTable:
         column[sorted(sets[name])] = True
         arrays[name] = column
     return CodeTable(**arrays)
-
-
-@dataclass(frozen=True)
-class FloatBits:
-    """Value kinds of IEEE-style float codes (fp32, bf16, fp16 output words), from their bit
-    fields: Inf = exponent field all ones with fraction 0, NaN = all ones with a nonzero
-    fraction, zero = magnitude bits 0, subnormal = field 0 with a nonzero fraction."""
-
-    nan: np.ndarray
-    inf: np.ndarray
-    zero: np.ndarray
-    negative: np.ndarray
-    subnormal: np.ndarray
-
-    @classmethod
-    def of(cls, codes: np.ndarray, fmt) -> "FloatBits":
-        codes = codes.astype(np.int64)
-        magnitude = codes & ~fmt.sign_mask
-        inf_code = fmt.inf_code()
-        return cls(
-            magnitude > inf_code,
-            magnitude == inf_code,
-            magnitude == 0,
-            (codes & fmt.sign_mask) != 0,
-            (magnitude > 0) & (magnitude < (1 << fmt.mantissa_bits)),
-        )
 
 
 def add_operand_classes(add, operands) -> None:

@@ -46,8 +46,8 @@ from ...ref.fused import scale_parts
 from ...ref.output import storage_format
 from ...ref.terms import element_term, frac_bits
 from ..coverage.accumulator import C_FRACTION_BITS, cancels
-from ..coverage.rounding_record import FusedStepRecord, OutputRoundings
-from .batch import FloatBits, add_operand_classes, bit, code_table, compute_each, dyadic_differ, pack_items
+from ..coverage.rounding_record import FusedStepRecord, OutputCodes, OutputRoundings
+from .batch import add_operand_classes, bit, code_table, compute_each, dyadic_differ, pack_items
 
 __all__ = ["compute_fused_batch", "element_flags", "exact_outputs", "models"]
 
@@ -304,7 +304,7 @@ class _StepClasses:
         (rows the reference recomputes carry no total: their classes are the reference's)."""
         acc = self.acc
         negative, significand, lsb, _ = float32_parts(self.c.astype(np.uint32).view(np.float32))
-        c = FloatBits.of(self.c, _FP32)
+        c = OutputCodes.of(self.c, _FP32)
         special = self.special | c.nan | c.inf
         field = (self.c >> 23) & 0xFF
         e_c = np.where(significand != 0, np.maximum(np.where(field > 0, field - 127, _FP32_EMIN),

@@ -8,9 +8,9 @@ import numpy as np
 
 from ....fast.dot import FINITE, BlockDots
 from ...coverage.accumulator import block_lows
-from ...coverage.rounding_record import OutputRoundings
+from ...coverage.rounding_record import OutputCodes, OutputRoundings
 from ...stimulus import dot as dot_stimulus
-from ..batch import FloatBits, add_operand_classes, bit, code_table, dyadic_differ
+from ..batch import add_operand_classes, bit, code_table, dyadic_differ
 
 
 class DotClasses:
@@ -32,7 +32,7 @@ class DotClasses:
         ``shift_inexact`` (the frac_bits grid cut bits) (docs/numerics.md section 3.3)."""
         (scales_a, _, ca), (scales_b, _, cb) = sides
         ta, tb = code_table(self.fa.element), code_table(self.fb.element)
-        value = FloatBits.of(r.codes, self.out_format)
+        value = OutputCodes.of(r.codes, self.out_format)
         exact_finite = r.special == FINITE
         flags = np.zeros(len(r.codes), dtype=np.int64)
 

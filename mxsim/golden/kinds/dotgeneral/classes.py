@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from ....fast.dot import BlockDots
-from ..batch import FloatBits, bit, code_table
+from ...coverage.rounding_record import OutputCodes
+from ..batch import bit, code_table
 from ..dot.classes import rounding_flags
 
 
@@ -21,7 +22,7 @@ class DotGeneralClasses:
         codes ``result`` (count,), the blocks' codes ``block_codes`` (count, n) and ``blocks``
         (every block's Dot, (count, n))."""
         out_format = self.out_format
-        value, block = FloatBits.of(result, out_format), FloatBits.of(block_codes, out_format)
+        value, block = OutputCodes.of(result, out_format), OutputCodes.of(block_codes, out_format)
         flags = np.zeros(count, dtype=np.int64)
         flags[value.nan] |= bit("nan")
         flags[value.inf] |= bit("inf")
