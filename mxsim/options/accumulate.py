@@ -114,11 +114,13 @@ _CUSTOM_OUTPUT = r"fp32_e([2-8])m([1-9]|1[0-9]|2[0-3])"
 
 
 @lru_cache(maxsize=None)
+@lru_cache(maxsize=64)
 def output_float_format(name: str) -> FloatFormat:
     """The float format an ``output`` name rounds to: fp32, bf16, fp16 from the catalogue, or for
     ``fp32_eXmY`` the IEEE-style format with X exponent bits (bias 2^(X-1) - 1, emin 2 - 2^(X-1)),
     Y fraction bits, subnormals and IEEE specials (``fp32_e8m13`` is Hopper's: emin -126, smallest
-    subnormal 2^-139). Its values are all fp32 values (X <= 8, Y <= 23)."""
+    subnormal 2^-139). Its values are all fp32 values (X <= 8, Y <= 23). One object per name (kept:
+    the reference reads it for every rounded step, and its decoders find their tables by identity)."""
     found = re.fullmatch(_CUSTOM_OUTPUT, name)
     if found is None:
         return get_format(name, kind="float")

@@ -170,16 +170,14 @@ def fused_step_details(
 ) -> tuple[FusedStep, ...]:
     """Every step of :func:`fused_steps` as a :class:`FusedStep`; ``first_steps``: only the first
     that many (a step depends on the steps before it alone)."""
-    accumulator.check_block_format(fmt_a, fmt_b)
-    k = fmt_a.block_size
-    offset = integer_offset(fmt_a.element, accumulator) + integer_offset(fmt_b.element, accumulator)
+    plan = _step_plan(accumulator, fmt_a, fmt_b, len(blocks_a))
+    k, offset, order = plan.k, plan.offset, plan.order
     prods, anchors = [], []
-    order = accumulator.product_order(k)
     for a, b in zip(blocks_a, blocks_b):
         block = block_products(a.codes, a.subscales, fmt_a, b.codes, b.subscales, fmt_b)
         block = [(s, m, e + offset, kind) for s, m, e, kind in block] if offset else block
         read = None
-        if accumulator.zero_exponent is not None or accumulator.convert_elements is not None:
+        if plan.reads_exponents:
             read = _read_exponents(a, b, fmt_a, fmt_b, accumulator, offset)
         if order is not None:  # interleave_steps: the products in the order the steps take them
             block = [block[i] for i in order]
@@ -191,18 +189,69 @@ def fused_step_details(
         [scale_parts(a.scale, fmt_a.scale) for a in blocks_a],
         [scale_parts(b.scale, fmt_b.scale) for b in blocks_b],
         k,
-        frac_bits(fmt_a.element) + frac_bits(fmt_b.element),
+        plan.frac,
         anchors or None,
+        accumulator.step_terms != "block",
     )
     details = []
-    ranges = accumulator.step_ranges(k, len(blocks_a))[:first_steps]
-    storage = output_float_format(accumulator.output_storage)  # D is read back as the next step's C
-    for (first, last), restart in zip(ranges, group_starts(ranges, accumulator)):
+    storage = plan.storage
+    for (first, last), restart in plan.steps[:first_steps]:
         if restart:  # promotion (docs/numerics.md section 4.1): the chain restarts from +0; C is the register's
             c = PLUS_ZERO
+        elif details:  # the last step's D as this step's C (a last D is never read back)
+            c = decode(details[-1].code, storage)
         details.append(_step(ops, first, last, c, accumulator))
-        c = decode(details[-1].code, storage)
     return tuple(details)
+
+
+@dataclass(frozen=True)
+class _StepPlan:
+    """What an accumulator does with a pair of block formats and a count of blocks, the same for
+    every DotGeneral of that shape (derived once, :func:`_step_plan`): the block size ``k``, the
+    exponent ``offset`` of integer elements, the products' ``order`` within a block (None: index
+    order), ``frac`` = fa + fb, whether the unit reads elements' exponents its own way
+    (``reads_exponents``: ``zero_exponent``, ``convert_elements``), the ``storage`` format D is
+    read back in, and every step as ((first, last), whether it restarts a promotion group)."""
+
+    k: int
+    offset: int
+    order: tuple[int, ...] | None
+    frac: int
+    reads_exponents: bool
+    storage: object
+    steps: tuple[tuple[tuple[int, int], bool], ...]
+
+
+def _step_plan(accumulator: Accumulator, fmt_a, fmt_b, n_blocks: int) -> _StepPlan:
+    """The :class:`_StepPlan` of a shape, checked (:meth:`Accumulator.check_block_format`) the first
+    time it is asked for. Plans are found by the identity of the accumulator and formats (hashing an
+    Accumulator's fields costs more than a fused step): the entry holds those objects, so their ids
+    stay theirs."""
+    key = (id(accumulator), id(fmt_a), id(fmt_b), n_blocks)
+    held = _PLANS.get(key)
+    if held is not None:
+        return held[1]
+    accumulator.check_block_format(fmt_a, fmt_b)
+    k = fmt_a.block_size
+    ranges = accumulator.step_ranges(k, n_blocks)
+    plan = _StepPlan(
+        k=k,
+        offset=integer_offset(fmt_a.element, accumulator) + integer_offset(fmt_b.element, accumulator),
+        order=accumulator.product_order(k),
+        frac=frac_bits(fmt_a.element) + frac_bits(fmt_b.element),
+        reads_exponents=accumulator.zero_exponent is not None or accumulator.convert_elements is not None,
+        storage=output_float_format(accumulator.output_storage),
+        steps=tuple(zip(ranges, group_starts(ranges, accumulator))),
+    )
+    if len(_PLANS) >= _PLANS_HELD:
+        _PLANS.clear()
+    _PLANS[key] = ((accumulator, fmt_a, fmt_b), plan)
+    return plan
+
+
+_PLANS_HELD = 256  # shapes whose plans are kept (then it starts again)
+# (id(accumulator), id(fmt_a), id(fmt_b), n_blocks) -> ((accumulator, fmt_a, fmt_b), their plan)
+_PLANS: dict = {}
 
 
 def integer_offset(element, accumulator: Accumulator) -> int:
@@ -243,7 +292,9 @@ class _Operands:
     ``zero_exponent`` set, every product's anchor exponent (``anchors``; else None). Derived once
     (:func:`_operands`): ``specials``, the indices of the products that are not finite (NaN or
     Inf), ascending; ``block_scales``, :func:`_block_scale` of every block pair; ``nan_scales``,
-    whether a block pair has a NaN scale."""
+    whether a block pair has a NaN scale; for product terms (``step_terms="product"``; else None)
+    every product as a term (:func:`_product_terms`): ``values``, its signed exact value (n, x) =
+    n * 2^x with its scales, and ``reads``, the exponent it counts with for the anchor, or None."""
 
     products: list[tuple[int, int, int, str]]
     scales_a: list[ScaleParts]
@@ -254,19 +305,40 @@ class _Operands:
     specials: list[int]
     block_scales: list[tuple[int, int, int]]
     nan_scales: list[bool]
+    values: list[tuple[int, int]] | None
+    reads: list[int | None] | None
 
 
-def _operands(products, scales_a, scales_b, k: int, frac: int, anchors) -> _Operands:
+def _operands(products, scales_a, scales_b, k: int, frac: int, anchors, product_terms: bool) -> _Operands:
     """:class:`_Operands` with its derived lists."""
     specials = [i for i, (_, _, _, kind) in enumerate(products) if kind != "finite"]
     block_scales = [_block_scale(sa, sb, frac) for sa, sb in zip(scales_a, scales_b)]
     nan_scales = [sa.nan or sb.nan for sa, sb in zip(scales_a, scales_b)]
-    return _Operands(products, scales_a, scales_b, k, frac, anchors, specials, block_scales, nan_scales)
+    values, reads = _product_terms(products, block_scales, k, anchors) if product_terms else (None, None)
+    return _Operands(products, scales_a, scales_b, k, frac, anchors, specials, block_scales, nan_scales, values, reads)
+
+
+def _product_terms(products, block_scales, k: int, anchors) -> tuple[list[tuple[int, int]], list[int | None]]:
+    """Every product as a term, once per DotGeneral (a step takes a slice): its signed exact value
+    (n, x) = n * 2^x with its block pair's scales, and the exponent it counts with for the anchor,
+    Ea + Eb + XA + XB, or None where it does not count (a zero element); with ``anchors`` (the
+    unit's own reading: ``zero_exponent``, ``convert_elements``) XA + XB + that reading, None where
+    the reading is None. A product that is not finite gets entries too, never read (its step is
+    decided by the special values)."""
+    values, reads = [], []
+    for block, (scale, scale_exponent, shift) in enumerate(block_scales):
+        chunk = products[block * k : (block + 1) * k]
+        values += [((-m if s else m) * scale, e + shift) for s, m, e, _ in chunk]
+        if anchors is None:
+            reads += [e + scale_exponent if m else None for _, m, e, _ in chunk]
+        else:
+            reads += [None if r is None else scale_exponent + r for r in anchors[block * k : (block + 1) * k]]
+    return values, reads
 
 
 def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> FusedStep:
     """The step over products [first, last) with accumulator input ``c``. Terms and cuts are exact
-    dyadic integers (n, x) = n * 2^x (:func:`_terms`, :func:`_cut_sum`), and so are the step's
+    dyadic integers (n, x) = n * 2^x (:func:`_product_terms`, :func:`_block_terms`, :func:`_cut_sum`), and so are the step's
     sums; the exact total is rounded from its integers (:func:`_round_sum`)."""
     nan_scale = True in ops.nan_scales[first // ops.k : (last - 1) // ops.k + 1]  # a NaN scale of the step's blocks
     # a product that is not finite in [first, last)
@@ -276,21 +348,24 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
         outcome = special(kinds, nan_scale)  # (finite terms and a finite C have no special outcome)
         if outcome is not None:
             return _fused_step(round_output(outcome, acc), c, special=True)
-    terms = _terms(ops, first, last, acc)
+    if ops.values is None:
+        values, reads = _block_terms(ops, first, last, acc)
+    else:
+        values, reads = ops.values[first:last], ops.reads[first:last]
     e_c = _c_exponent(c, acc)
-    values = [(n, x) for n, x, _, _ in terms]
     base = min([x for _, x in values], default=0)  # the products' exact sum: units of 2^base
     units = sum([n << (x - base) for n, x in values])
     products = (units, base)
-    found = {"c": c, "nonzero": any(counts for _, _, _, counts in terms), "products": products, "c_exponent": e_c}
+    counting = [r for r in reads if r is not None]
+    found = {"c": c, "nonzero": bool(counting), "products": products, "c_exponent": e_c}
     if acc.sum_frac_bits is not None:
-        anchor, grid, products, cut, total = _late_join(terms, c, e_c, acc)
+        anchor, grid, products, cut, total = _late_join(values, reads, c, e_c, acc)
         if acc.zero_product_sum == "pass_c" and not products[0]:
             return _fused_step(round_output(c, acc), anchor=anchor, grid=grid, **found)
         found.update(anchor=anchor)
         return _fused_step(_round_sum(total, acc), grid=grid, cut_products=cut, total=total, **found)
     if acc.anchor == "max":
-        anchor = max([e_c] + [exponent for _, _, exponent, counts in terms if counts])
+        anchor = max([e_c, *counting])
         grid = anchor - acc.frac_bits
         if base >= grid:  # no term below the grid: the cut is exact
             cut_units, cut = units << (base - grid), products
@@ -314,35 +389,24 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
     return _fused_step(_round_sum(total, acc), grid=grid, cut_products=cut, total=total, **found)
 
 
-def _terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> list[tuple[int, int, int, bool]]:
-    """(n, x, exponent, counts for the anchor) of every product term, or of every block term
-    (``term_size`` products of one scale block), of the finite products [first, last): the term's
-    signed exact value is n * 2^x (integers)."""
-    if acc.step_terms != "block":
-        terms = []
-        for block in range(first // ops.k, (last - 1) // ops.k + 1):
-            scale, scale_exponent, shift = ops.block_scales[block]
-            start = max(first, block * ops.k)
-            products = ops.products[start : min(last, (block + 1) * ops.k)]
-            if ops.anchors is not None:  # zero_exponent, convert_elements: the anchors as the unit reads them
-                read = ops.anchors[start : start + len(products)]
-                terms += [((-m if s else m) * scale, e + shift, scale_exponent + (r or 0), r is not None)
-                          for (s, m, e, _), r in zip(products, read)]
-            else:
-                terms += [((-m if s else m) * scale, e + shift, e + scale_exponent, m != 0) for s, m, e, _ in products]
-        return terms
+def _block_terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> tuple[list[tuple[int, int]], list]:
+    """The terms of the finite products [first, last) with ``step_terms="block"``: every group of
+    ``term_size`` products of one scale block as one term, its exact sum with the scales (n, x) =
+    n * 2^x, and the exponent it counts with for the anchor, XA + XB, or None where none of its
+    products does (every one has a zero element)."""
     size = acc.effective_term_size(ops.k)
-    terms = []
+    values, reads = [], []
     for start in range(first, last, size):
         scale, scale_exponent, shift = ops.block_scales[start // ops.k]
         group = ops.products[start : min(start + size, last)]
         base = min([e for _, _, e, _ in group])  # the group's sum on the grid 2^(base - frac)
         total = sum([(-m if s else m) << (e - base) for s, m, e, _ in group if m])  # a zero product adds 0
-        terms.append((total * scale, base + shift, scale_exponent, any([m for _, m, _, _ in group])))
-    return terms
+        values.append((total * scale, base + shift))
+        reads.append(scale_exponent if any([m for _, m, _, _ in group]) else None)
+    return values, reads
 
 
-def _late_join(terms, c: Exact, e_c: int, acc: Accumulator) -> tuple[int, int, tuple, tuple, tuple]:
+def _late_join(values, reads, c: Exact, e_c: int, acc: Accumulator) -> tuple[int, int, tuple, tuple, tuple]:
     """The step sum when C joins after the products (``sum_frac_bits`` set; AMD CDNA3, contract 6.1).
 
     1. The terms are dealt into ``partial_sums`` interleaved sums (term i of the step into sum
@@ -355,16 +419,15 @@ def _late_join(terms, c: Exact, e_c: int, acc: Accumulator) -> tuple[int, int, t
        and C to 2^(E' - c_frac_bits), both by ``sum_rounding``; C counts as zero when
        e_C < E' - c_drop.
     Returns (E', the exponent of the sum's grid, S, S after its cut, the exact total), the last
-    three as dyadic pairs (n, x). The terms are dyadic (n, x, exponent, counts) as :func:`_terms`
-    gives them; every cut is in integers."""
+    three as dyadic pairs (n, x). The terms are dyadic values (n, x) with their anchor exponents
+    (None: not counting) as :func:`_step` takes them; every cut is in integers."""
     n, f = acc.partial_sums, acc.frac_bits
     sums = []  # (units, grid exponent, e_h) of every partial sum with a counting term
     for h in range(n):
-        part = terms[h::n]
-        exponents = [exponent for _, _, exponent, counts in part if counts]
+        exponents = [r for r in reads[h::n] if r is not None]
         if exponents:
             e_h = max(exponents)
-            sums.append((_cut_sum([(v, x) for v, x, _, _ in part], e_h - f, acc.shift_rounding), e_h - f, e_h))
+            sums.append((_cut_sum(values[h::n], e_h - f, acc.shift_rounding), e_h - f, e_h))
     if sums:
         e = max(e_h for _, _, e_h in sums)
         units, base = _cut_sum([(v, x) for v, x, _ in sums], e - f, acc.sum_rounding), e - f

@@ -15,10 +15,11 @@ import pytest
 from mxsim.golden.coverage.accumulator import block_rounding_classes
 from mxsim.golden.coverage.catalogue import class_names
 from mxsim.golden.coverage.output_rounding import NO_LOW
+from mxsim.golden.coverage import rounding_record
 from mxsim.golden.coverage.rounding_record import OutputRoundings
 from mxsim.options import Accumulator
 from mxsim.ref.exact import Exact
-from mxsim.ref.output import round_output
+from mxsim.ref.output import output_format, round_output
 
 FP32 = Accumulator()  # exact accumulation, fp32 output, rne
 FP16 = Accumulator(output="fp16")
@@ -154,3 +155,60 @@ def test_zero_and_non_finite_values_do_not_overflow():
             (False, True, (1 << 24) - 1, 200, None, 0xFF800000)]
     assert OutputRoundings.from_rows(rows).overflows(FP32).tolist() == [False, False, False]
     assert OutputRoundings.from_rows([]).overflows(FP32).tolist() == []
+
+
+def _near_decision_rows(rng: random.Random, accumulator, count: int):
+    """Values whose part below the ulp lies at or one lowest bit beside each point the rule reads
+    (0, u/2 - r, u/2, u/2 + r, 3u/4, u - r; r = 2^low), with the lowest bit 2 .. 90 bits below the
+    ulp (significands of up to about 115 bits), in normal binades and the output's subnormals, each
+    rounded to its code by the reference's output rounding."""
+    out = accumulator_output(accumulator)
+    rows = []
+    for _ in range(count):
+        top = rng.choice([rng.randint(-20, 20), rng.randint(out.emin - out.mantissa_bits, out.emin), out.emax - 1])
+        ulp = max(top, out.emin) - out.mantissa_bits
+        low = ulp - rng.choice([2, 3, 4, 17, 18, 19, 40, 90])
+        u, r = 1 << (ulp - low), 1
+        lo = (1 << (top - ulp)) + rng.getrandbits(max(0, top - ulp)) if top >= out.emin else rng.getrandbits(out.mantissa_bits)
+        t = rng.choice([0, u // 2 - r, u // 2, u // 2 + r, 3 * u // 4, u - r, rng.randrange(u)]) + rng.choice([-1, 0, 0, 1])
+        t = min(max(t, 0), u - 1)
+        n = lo * u + t
+        if not n:
+            continue
+        negative = rng.random() < 0.5
+        value = Exact(int(negative), Fraction(n) * Fraction(2) ** low)
+        rows.append((True, negative, n, low, None if rng.random() < 0.2 else low, round_output(value, accumulator)))
+    return rows
+
+
+def accumulator_output(accumulator):
+    return output_format(accumulator)
+
+
+@pytest.mark.parametrize("accumulator", [FP32, FP16, Accumulator(output="bf16", output_rounding="rtz"),
+                                         Accumulator(output_rounding="rup"), Accumulator(output="fp16", ftz=True),
+                                         Accumulator(output_rounding="rdn")],
+                         ids=["fp32", "fp16", "bf16-rtz", "fp32-rup", "fp16-ftz", "fp32-rdn"])
+def test_wide_values_near_every_decision_point_get_the_one_by_one_classes(accumulator, monkeypatch):
+    """Wide significands (the fused steps' C far above their products) are classed through a
+    binary64 stand-in (rounding_record._stand_in); the one-by-one classes with Python integers
+    (block_rounding_classes) are the definition they must match, near-ties at every lowest bit."""
+    stood_in = []
+    original = rounding_record._stand_in
+
+    def counted(*args):
+        found = original(*args)
+        stood_in.append(found is not None)
+        return found
+
+    monkeypatch.setattr(rounding_record, "_stand_in", counted)
+    rng = random.Random(f"test_rounding_record:near:{accumulator}")
+    rows = _near_decision_rows(rng, accumulator, 3000)
+    got = _classes(rows, accumulator)
+    for row, classes in zip(rows, got):
+        _, negative, n, x, low, code = row
+        exact = Exact(int(negative), Fraction(n) * Fraction(2) ** x)
+        assert classes == block_rounding_classes(exact, code, low, accumulator), row
+    seen = set().union(*got)
+    assert {"near_tie_top", "near_tie_bottom", "near_tie_below", "tie", "exact"} <= seen, seen
+    assert sum(stood_in) > 300  # wide significands, or lowest bits far below the ulp

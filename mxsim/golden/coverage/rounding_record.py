@@ -150,10 +150,79 @@ class OutputRoundings:
         if rows.size:
             flags[rows] = _binary64_flags(self.magnitude[rows].astype(np.int64), self.exponent[rows],
                                           self.negative[rows], self.low[rows], result[rows], out)
-        for i in np.flatnonzero(candidate & ~in_binary64).tolist():
+        others = np.flatnonzero(candidate & ~in_binary64)
+        if not others.size:
+            return flags
+        stand_ins = [_stand_in(int(n), x, None if low == NO_LOW else low, out) for n, x, low in
+                     zip(self.magnitude[others].tolist(), self.exponent[others].tolist(), self.low[others].tolist())]
+        taken = np.array([s is not None for s in stand_ins], dtype=bool)
+        rows = others[taken]
+        if rows.size:
+            n, x, low = (np.array(column, dtype=np.int64) for column in zip(*(s for s in stand_ins if s is not None)))
+            flags[rows] = _binary64_flags(n, x, self.negative[rows], low, result[rows], out)
+        for i in others[~taken].tolist():
             flags[i] = _integer_flags(int(self.magnitude[i]), int(self.exponent[i]), bool(self.negative[i]),
                                       int(self.low[i]), int(self.code[i]), accumulator)
         return flags
+
+
+_STAND_IN_BITS = 16  # how far below the ulp a stand-in's lowest bit may lie (at most; see _stand_in)
+
+
+def _stand_in(n: int, x: int, low: int | None, out) -> tuple[int, int, int] | None:
+    """(n', x', low'): a rounding that binary64 holds exactly (n' below 2^(m + 20), the lowest bit
+    2^low' at most 18 bits below the ulp; m the output's fraction bits) with the same decision
+    classes as n * 2^x (integers, n > 0) with lowest bit 2^low (None: no fixed lowest bit, as
+    :func:`.output_rounding.dyadic_rounding_flags` reads it: half the value's lowest set bit); None
+    where the value may overflow the output (its top bit at 2^emax or above: the caller decides
+    that with integers) or its exponent is beyond binary64's safe range.
+
+    The rule (:func:`.rounding.decision_flags`) reads a value x only through lo = x rounded down to
+    the ulp u, hi = lo + u (with the result and the output's smallest normal, both multiples of u
+    or of a larger power of two), and where t = x - lo lies among the points 0, u/2 - r, u/2,
+    u/2 + r, 3u/4 (r = 2^low; the near-tie points only when 4r <= u): at one of them or strictly
+    between two neighbours. The stand-in keeps lo and u, takes r' = 2^(ulp - 2 - D) with
+    D = min(ulp - 2 - low, 16) (r' = r when D is not capped; r' < u/4 whenever r < u/4, and r' = r
+    = u/4 when D = 0) or, without near-ties (4r > u), r' = u/2, and puts t' at the same point or at
+    the midpoint of the same gap between them: every comparison of the rule comes out the same."""
+    top = n.bit_length() - 1 + x
+    if top >= out.emax or abs(x) >= _SAFE_EXPONENT:
+        return None
+    ulp = max(top, out.emin) - out.mantissa_bits
+    if low is None:
+        low = x + (n & -n).bit_length() - 2
+    grid = min(x, low, ulp - 2)  # every point and t are integers in units of 2^grid
+    whole, t = divmod(n << (x - grid), 1 << (ulp - grid))  # lo = whole * u
+    half = 1 << (ulp - 1 - grid)
+    if low > ulp - 2:  # no near-tie: the stand-in's units are u/8, r' = u/2
+        d, low_out = 0, ulp - 1
+        t_out = 0 if not t else 2 if t < half else 4 if t == half else 6
+    else:  # units of u / 2^(D+3): u/2 = 2^(D+2), r' = 2, 3u/4 = 3 * 2^(D+1)
+        d = min(ulp - 2 - low, _STAND_IN_BITS)
+        low_out = ulp - 2 - d
+        r, three_quarters = 1 << (low - grid), 3 << (ulp - 2 - grid)
+        h = 1 << (d + 2)
+        if not t:
+            t_out = 0
+        elif t < half - r:
+            t_out = (1 << (d + 1)) - 1
+        elif t == half - r:
+            t_out = h - 2
+        elif t < half:
+            t_out = h - 1
+        elif t == half:
+            t_out = h
+        elif t < half + r:
+            t_out = h + 1
+        elif t == half + r:
+            t_out = h + 2
+        elif t < three_quarters:
+            t_out = (5 << d) + 1
+        elif t == three_quarters:
+            t_out = 3 << (d + 1)
+        else:
+            t_out = 7 << d
+    return (whole << (d + 3)) + t_out, ulp - 3 - d, low_out
 
 
 def _fits_binary64(magnitude: np.ndarray, exponent: np.ndarray, low: np.ndarray, out) -> np.ndarray:
