@@ -36,7 +36,8 @@ Errors are one line on stderr and exit code 2; a verification or check that find
 
 The package, one module per command group: :mod:`.parser` builds the argument parser from the
 groups' :mod:`.info`, :mod:`.tensors`, :mod:`.dot` and :mod:`.golden` (flags from the option
-definitions: :mod:`.flags`); :mod:`.output` holds the exit codes, printing and output files.
+definitions: :mod:`.flags`); :mod:`.output` holds the exit codes, printing and output files;
+:mod:`.garbage` the collector's settings while a command runs.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from ..golden import cluster as golden_cluster
 from ..golden.compute.crosscheck import ReferenceDisagreement
 from ..printable import escape_controls
 from ..reading import shorten
+from .garbage import batch_collection
 from .output import MAX_ERROR, CheckFailed, VerifyFailed, print_quietly, printable
 from .parser import build_parser
 
@@ -58,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command ``argv`` (default: ``sys.argv[1:]``) and return its exit code (module docstring)."""
     args = build_parser().parse_args(argv)
     try:
-        with signals.terminate_as_interrupt():
+        with signals.terminate_as_interrupt(), batch_collection():
             output = args.run(args)
     except KeyboardInterrupt:
         if not signals.terminated():

@@ -49,12 +49,13 @@ from dataclasses import MISSING, dataclass, fields
 from fractions import Fraction
 from functools import lru_cache
 from itertools import chain
+from operator import itemgetter
 
 from ..options.accumulate import Accumulator, output_float_format
 from .stored_block import QuantizedBlock
 from .decode import decode
-from .exact import Exact, floor_log2, floor_log2_ratio, to_exact
-from .output import round_finite_output, round_output
+from .exact import Exact, floor_log2, to_exact
+from .output import finite_rounder, round_output
 from .promote import group_starts, result_code
 from .round import CUT_ROUNDING, round_magnitude
 from .terms import block_products, block_terms, frac_bits, special
@@ -200,7 +201,7 @@ def fused_step_details(
             c = PLUS_ZERO
         elif details:  # the last step's D as this step's C (a last D is never read back)
             c = decode(details[-1].code, storage)
-        details.append(_step(ops, first, last, c, accumulator))
+        details.append(_step(ops, first, last, c, accumulator, plan))
     return tuple(details)
 
 
@@ -211,7 +212,8 @@ class _StepPlan:
     exponent ``offset`` of integer elements, the products' ``order`` within a block (None: index
     order), ``frac`` = fa + fb, whether the unit reads elements' exponents its own way
     (``reads_exponents``: ``zero_exponent``, ``convert_elements``), the ``storage`` format D is
-    read back in, and every step as ((first, last), whether it restarts a promotion group)."""
+    read back in, every step as ((first, last), whether it restarts a promotion group), and the
+    exponents e_C of a nonzero C counts with at least (``c_min``) and of a zero C (``c_zero``)."""
 
     k: int
     offset: int
@@ -220,6 +222,8 @@ class _StepPlan:
     reads_exponents: bool
     storage: object
     steps: tuple[tuple[tuple[int, int], bool], ...]
+    c_min: int
+    c_zero: int
 
 
 def _step_plan(accumulator: Accumulator, fmt_a, fmt_b, n_blocks: int) -> _StepPlan:
@@ -242,6 +246,8 @@ def _step_plan(accumulator: Accumulator, fmt_a, fmt_b, n_blocks: int) -> _StepPl
         reads_exponents=accumulator.zero_exponent is not None or accumulator.convert_elements is not None,
         storage=output_float_format(accumulator.output_storage),
         steps=tuple(zip(ranges, group_starts(ranges, accumulator))),
+        c_min=accumulator.effective_c_min_exponent,
+        c_zero=accumulator.effective_c_zero_exponent,
     )
     if len(_PLANS) >= _PLANS_HELD:
         _PLANS.clear()
@@ -292,9 +298,10 @@ class _Operands:
     ``zero_exponent`` set, every product's anchor exponent (``anchors``; else None). Derived once
     (:func:`_operands`): ``specials``, the indices of the products that are not finite (NaN or
     Inf), ascending; ``block_scales``, :func:`_block_scale` of every block pair; ``nan_scales``,
-    whether a block pair has a NaN scale; for product terms (``step_terms="product"``; else None)
-    every product as a term (:func:`_product_terms`): ``values``, its signed exact value (n, x) =
-    n * 2^x with its scales, and ``reads``, the exponent it counts with for the anchor, or None."""
+    whether a block pair has a NaN scale; for product terms (``step_terms="product"``; else None,
+    :func:`_product_terms`): ``units``, every product's signed exact value with its scales in units
+    of its block's ``bases`` (2^base: the smallest exponent of the block's products), and ``reads``,
+    the exponent every product counts with for the anchor, or None."""
 
     products: list[tuple[int, int, int, str]]
     scales_a: list[ScaleParts]
@@ -305,41 +312,73 @@ class _Operands:
     specials: list[int]
     block_scales: list[tuple[int, int, int]]
     nan_scales: list[bool]
-    values: list[tuple[int, int]] | None
+    units: list[int] | None
+    bases: list[int] | None
     reads: list[int | None] | None
 
 
 def _operands(products, scales_a, scales_b, k: int, frac: int, anchors, product_terms: bool) -> _Operands:
     """:class:`_Operands` with its derived lists."""
-    specials = [i for i, (_, _, _, kind) in enumerate(products) if kind != "finite"]
+    kinds = list(map(itemgetter(3), products))
+    specials = [] if kinds.count("finite") == len(kinds) else [i for i, kind in enumerate(kinds) if kind != "finite"]
     block_scales = [_block_scale(sa, sb, frac) for sa, sb in zip(scales_a, scales_b)]
     nan_scales = [sa.nan or sb.nan for sa, sb in zip(scales_a, scales_b)]
-    values, reads = _product_terms(products, block_scales, k, anchors) if product_terms else (None, None)
-    return _Operands(products, scales_a, scales_b, k, frac, anchors, specials, block_scales, nan_scales, values, reads)
+    units, bases, reads = _product_terms(products, block_scales, k, anchors) if product_terms else (None, None, None)
+    return _Operands(products, scales_a, scales_b, k, frac, anchors, specials, block_scales, nan_scales, units, bases,
+                     reads)
 
 
-def _product_terms(products, block_scales, k: int, anchors) -> tuple[list[tuple[int, int]], list[int | None]]:
-    """Every product as a term, once per DotGeneral (a step takes a slice): its signed exact value
-    (n, x) = n * 2^x with its block pair's scales, and the exponent it counts with for the anchor,
-    Ea + Eb + XA + XB, or None where it does not count (a zero element); with ``anchors`` (the
-    unit's own reading: ``zero_exponent``, ``convert_elements``) XA + XB + that reading, None where
-    the reading is None. A product that is not finite gets entries too, never read (its step is
-    decided by the special values)."""
-    values, reads = [], []
+def _product_terms(products, block_scales, k: int, anchors) -> tuple[list[int], list[int], list[int | None]]:
+    """Every product as a term, once per DotGeneral (a step sums a slice): (units, bases, reads).
+    A product of element exponent e (value (-1)^s * m * 2^(e - frac)) is, with its block pair's
+    scales, (-1)^s * m * sigA * sigB * 2^(e + x) (x of :func:`_block_scale`): ``units`` holds it
+    in units of 2^base of its block, base = (the block's smallest e) + x, in ``bases``. ``reads``:
+    the exponent it counts with for the anchor, Ea + Eb + XA + XB, or None where it does not count
+    (a zero element); with ``anchors`` (the unit's own reading: ``zero_exponent``,
+    ``convert_elements``) XA + XB + that reading, None where the reading is None. A product that
+    is not finite gets entries too, never read (its step is decided by the special values)."""
+    units, bases, reads = [], [], []
     for block, (scale, scale_exponent, shift) in enumerate(block_scales):
         chunk = products[block * k : (block + 1) * k]
-        values += [((-m if s else m) * scale, e + shift) for s, m, e, _ in chunk]
+        low = min(map(itemgetter(2), chunk))
+        units += [((-m if s else m) * scale) << (e - low) for s, m, e, _ in chunk]
+        bases.append(low + shift)
         if anchors is None:
             reads += [e + scale_exponent if m else None for _, m, e, _ in chunk]
         else:
             reads += [None if r is None else scale_exponent + r for r in anchors[block * k : (block + 1) * k]]
-    return values, reads
+    return units, bases, reads
 
 
-def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> FusedStep:
+def _product_sum(ops: _Operands, first: int, last: int) -> tuple[int, int]:
+    """The exact sum of the product terms [first, last) as (units, base), the value units * 2^base
+    (base: the smallest base of the blocks the products lie in)."""
+    k, b0, b1 = ops.k, first // ops.k, (last - 1) // ops.k
+    if b0 == b1:
+        return sum(ops.units[first:last]), ops.bases[b0]
+    base = min(ops.bases[b0 : b1 + 1])
+    total = 0
+    for block in range(b0, b1 + 1):
+        total += sum(ops.units[max(first, block * k) : min(last, (block + 1) * k)]) << (ops.bases[block] - base)
+    return total, base
+
+
+def _product_values(ops: _Operands, first: int, last: int) -> list[tuple[int, int]]:
+    """Every product term of [first, last) as its exact value (n, x) = n * 2^x (for the cut to a
+    grid above some of them and for the late C join)."""
+    values = []
+    for block in range(first // ops.k, (last - 1) // ops.k + 1):
+        scale, _, shift = ops.block_scales[block]
+        products = ops.products[max(first, block * ops.k) : min(last, (block + 1) * ops.k)]
+        values += [((-m if s else m) * scale, e + shift) for s, m, e, _ in products]
+    return values
+
+
+def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator, plan: _StepPlan) -> FusedStep:
     """The step over products [first, last) with accumulator input ``c``. Terms and cuts are exact
-    dyadic integers (n, x) = n * 2^x (:func:`_product_terms`, :func:`_block_terms`, :func:`_cut_sum`), and so are the step's
-    sums; the exact total is rounded from its integers (:func:`_round_sum`)."""
+    dyadic integers (n, x) = n * 2^x (:func:`_product_terms`, :func:`_block_terms`,
+    :func:`_cut_sum`), and so are the step's sums; the exact total is rounded from its integers
+    (:func:`_round_sum`)."""
     nan_scale = True in ops.nan_scales[first // ops.k : (last - 1) // ops.k + 1]  # a NaN scale of the step's blocks
     # a product that is not finite in [first, last)
     specials = ops.specials and bisect_left(ops.specials, first) < bisect_left(ops.specials, last)
@@ -348,44 +387,49 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator) -> 
         outcome = special(kinds, nan_scale)  # (finite terms and a finite C have no special outcome)
         if outcome is not None:
             return _fused_step(round_output(outcome, acc), c, special=True)
-    if ops.values is None:
+    if ops.units is None:
         values, reads = _block_terms(ops, first, last, acc)
+        base = min([x for _, x in values], default=0)  # the products' exact sum: units of 2^base
+        units = sum([n << (x - base) for n, x in values])
     else:
-        values, reads = ops.values[first:last], ops.reads[first:last]
-    e_c = _c_exponent(c, acc)
-    base = min([x for _, x in values], default=0)  # the products' exact sum: units of 2^base
-    units = sum([n << (x - base) for n, x in values])
+        values, reads = None, ops.reads[first:last]
+        units, base = _product_sum(ops, first, last)
+    c_value = _signed_dyadic(c)
+    e_c = _c_exponent(c_value, plan)
     products = (units, base)
-    counting = [r for r in reads if r is not None]
-    found = {"c": c, "nonzero": bool(counting), "products": products, "c_exponent": e_c}
+    found = {"c": c, "nonzero": reads.count(None) < len(reads), "products": products, "c_exponent": e_c}
     if acc.sum_frac_bits is not None:
-        anchor, grid, products, cut, total = _late_join(values, reads, c, e_c, acc)
+        values = values or _product_values(ops, first, last)
+        anchor, grid, products, cut, total = _late_join(values, reads, c_value, e_c, acc)
         if acc.zero_product_sum == "pass_c" and not products[0]:
             return _fused_step(round_output(c, acc), anchor=anchor, grid=grid, **found)
         found.update(anchor=anchor)
         return _fused_step(_round_sum(total, acc), grid=grid, cut_products=cut, total=total, **found)
     if acc.anchor == "max":
-        anchor = max([e_c, *counting])
+        anchor = max([e_c] + [r for r in reads if r is not None])
         grid = anchor - acc.frac_bits
         if base >= grid:  # no term below the grid: the cut is exact
             cut_units, cut = units << (base - grid), products
         else:
-            cut_units = _cut_sum(values, grid, acc.shift_rounding)
+            cut_units = _cut_sum(values or _product_values(ops, first, last), grid, acc.shift_rounding)
             cut = (cut_units, grid)
         if acc.zero_product_sum == "pass_c" and not cut_units:  # D = C, its sign included
             return _fused_step(round_output(c, acc), anchor=anchor, grid=grid, **found)
-        total = (_cut_sum([_signed_dyadic(c)], grid, acc.shift_rounding) + cut_units, grid)
+        total = (_cut_sum([c_value], grid, acc.shift_rounding) + cut_units, grid)
         found.update(anchor=anchor)
     else:
         block = first // ops.k
         grid = ops.scales_a[block].exponent + ops.scales_b[block].exponent - acc.frac_bits
-        cut = products if base >= grid else (_cut_sum(values, grid, acc.shift_rounding), grid)
+        if base >= grid:  # no term below the grid: the cut is exact
+            cut = products
+        else:
+            cut = (_cut_sum(values or _product_values(ops, first, last), grid, acc.shift_rounding), grid)
         if acc.bypass is not None and (e_c - FP32_FRACTION_BITS) - grid > acc.bypass:
             # D = C unchanged (C itself for an fp32 output, -0 included)
             return _fused_step(round_output(c, acc), grid=grid, cut_products=cut, bypass=True, **found)
         if not cut[0] and acc.zero_sum_passes_c((e_c - FP32_FRACTION_BITS) - grid):  # D = C, its sign included
             return _fused_step(round_output(c, acc), grid=grid, **found)
-        total = dyadic_sum(_signed_dyadic(c), cut)
+        total = dyadic_sum(c_value, cut)
     return _fused_step(_round_sum(total, acc), grid=grid, cut_products=cut, total=total, **found)
 
 
@@ -406,7 +450,8 @@ def _block_terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> tup
     return values, reads
 
 
-def _late_join(values, reads, c: Exact, e_c: int, acc: Accumulator) -> tuple[int, int, tuple, tuple, tuple]:
+def _late_join(values, reads, c_value: tuple[int, int], e_c: int, acc: Accumulator
+               ) -> tuple[int, int, tuple, tuple, tuple]:
     """The step sum when C joins after the products (``sum_frac_bits`` set; AMD CDNA3, contract 6.1).
 
     1. The terms are dealt into ``partial_sums`` interleaved sums (term i of the step into sum
@@ -438,7 +483,7 @@ def _late_join(values, reads, c: Exact, e_c: int, acc: Accumulator) -> tuple[int
     cut_units = _cut_sum([(units, base)], grid, acc.sum_rounding)
     dropped = acc.c_drop is not None and e_c < joint - acc.c_drop
     c_grid = joint - acc.c_frac_bits
-    c_units = 0 if dropped else _cut_sum([_signed_dyadic(c)], c_grid, acc.sum_rounding)
+    c_units = 0 if dropped else _cut_sum([c_value], c_grid, acc.sum_rounding)
     return joint, grid, (units, base), (cut_units, grid), dyadic_sum((cut_units, grid), (c_units, c_grid))
 
 
@@ -455,8 +500,8 @@ def _round_sum(total: tuple[int, int], acc: Accumulator) -> int:
     n, x = total
     magnitude = -n if n < 0 else n
     if x >= 0:
-        return round_finite_output(n < 0, magnitude << x, 1, acc)
-    return round_finite_output(n < 0, magnitude, 1 << -x, acc)
+        return finite_rounder(acc)(n < 0, magnitude << x, 1)
+    return finite_rounder(acc)(n < 0, magnitude, 1 << -x)
 
 
 def dyadic_sum(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
@@ -485,13 +530,14 @@ def _signed_dyadic(c: Exact) -> tuple[int, int]:
     return -n if c.sign else n, 1 - magnitude.denominator.bit_length()
 
 
-def _c_exponent(c: Exact, acc: Accumulator) -> int:
-    """e_C of a finite C: max(floor(log2 |C|), ``c_min_exponent``) (None: fp32's -126; an fp16 C:
-    fp16's -14), or ``effective_c_zero_exponent`` for +-0."""
-    magnitude = c.magnitude
-    if not magnitude:
-        return acc.effective_c_zero_exponent
-    return max(floor_log2_ratio(magnitude.numerator, magnitude.denominator), acc.effective_c_min_exponent)
+def _c_exponent(c_value: tuple[int, int], plan: _StepPlan) -> int:
+    """e_C of a finite C given as its exact value (n, x) = n * 2^x (:func:`_signed_dyadic`):
+    max(floor(log2 |C|), ``c_min_exponent``) (None: fp32's -126; an fp16 C: fp16's -14), or
+    ``effective_c_zero_exponent`` for +-0."""
+    n, x = c_value
+    if not n:
+        return plan.c_zero
+    return max(abs(n).bit_length() - 1 + x, plan.c_min)
 
 
 def _cut_sum(values: list[tuple[int, int]], grid: int, cut: str) -> int:

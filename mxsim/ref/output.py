@@ -16,12 +16,12 @@ from ..options import Accumulator
 from ..options.accumulate import output_float_format
 from .stored_block import fp32_of_ratio, to_fp32
 from .decode import decode
-from .encode import encode_ratio
+from .encode import encode_ratio, ratio_encoder
 from .exact import Exact, Number, dyadic, to_exact
 
 __all__ = [
-    "output_format", "storage_format", "round_output", "round_finite_output", "output_value", "fp32_add",
-    "fp32_add_dyadic", "fp32_bits", "fp32_input",
+    "output_format", "storage_format", "round_output", "round_finite_output", "finite_rounder", "output_value",
+    "fp32_add", "fp32_add_dyadic", "fp32_bits", "fp32_input",
 ]
 
 
@@ -62,17 +62,51 @@ def round_finite_output(negative: bool, numerator: int, denominator: int, accumu
     """:func:`round_output` of the finite value (-1)^negative * numerator / denominator (integers,
     numerator >= 0, denominator > 0, not necessarily reduced; -0 is numerator 0 with ``negative``
     True): for callers that hold a sum as integers (a fused step's dyadic total)."""
-    out = output_format(accumulator)
+    return finite_rounder(accumulator)(negative, numerator, denominator)
+
+
+def finite_rounder(accumulator: Accumulator):
+    """:func:`round_finite_output` of one accumulator as a function of (negative, numerator,
+    denominator), its formats and options looked up once (a fused reference rounds every step of
+    every vector with it). Kept per accumulator object, found by identity (hashing an Accumulator's
+    fields costs more than a rounding; the entry holds the object, so its id stays its own)."""
+    held = _ROUNDERS.get(id(accumulator))
+    if held is not None and held[0] is accumulator:
+        return held[1]
+    rounder = _finite_rounder(accumulator)
+    if len(_ROUNDERS) >= _ROUNDERS_HELD:
+        _ROUNDERS.clear()
+    _ROUNDERS[id(accumulator)] = (accumulator, rounder)
+    return rounder
+
+
+_ROUNDERS_HELD = 256  # accumulators whose rounders are kept (then it starts again)
+_ROUNDERS: dict = {}  # id(accumulator) -> (accumulator, its finite_rounder)
+
+
+def _finite_rounder(accumulator: Accumulator):
+    """The rule of :func:`round_finite_output` (see :func:`round_output`): encode with
+    ``output_rounding`` and ``output_overflow`` (``inf``: an overflow is +-Inf), then ``ftz`` and
+    ``zero_sign``, then the storage word (:func:`_widen`)."""
+    out, storage = output_format(accumulator), storage_format(accumulator)
     overflow = "error" if accumulator.output_overflow == "inf" else accumulator.output_overflow
-    try:
-        code = encode_ratio(numerator, denominator, negative, out, accumulator.output_rounding, overflow)
-    except OverflowError:
-        code = out.inf_code(negative)
-    if accumulator.ftz and code & ~out.sign_mask < 1 << out.mantissa_bits:
-        code &= out.sign_mask
-    if accumulator.zero_sign == "plus" and numerator and not code & ~out.sign_mask:
-        code = 0  # a nonzero value that rounded or flushed to zero is +0 (NVIDIA's fp16 D, contract 6.1)
-    return _widen(code, out, storage_format(accumulator))
+    rounding, encoder = accumulator.output_rounding, ratio_encoder(out)
+    ftz, plus_zero = accumulator.ftz, accumulator.zero_sign == "plus"
+    sign_mask, subnormal_top = out.sign_mask, 1 << out.mantissa_bits
+    padding = storage.mantissa_bits - out.mantissa_bits if out.exponent_bits == storage.exponent_bits else None
+
+    def rounder(negative: bool, numerator: int, denominator: int) -> int:
+        try:
+            code = encoder(numerator, denominator, negative, out, rounding, overflow, None, 32, False)
+        except OverflowError:
+            code = out.inf_code(negative)
+        if ftz and code & ~sign_mask < subnormal_top:
+            code &= sign_mask
+        if plus_zero and numerator and not code & ~sign_mask:
+            code = 0  # a nonzero value that rounded or flushed to zero is +0 (NVIDIA's fp16 D, contract 6.1)
+        return code << padding if padding is not None else _widen(code, out, storage)
+
+    return rounder
 
 
 def _widen(code: int, out, storage) -> int:

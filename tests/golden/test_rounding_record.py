@@ -169,8 +169,12 @@ def _near_decision_rows(rng: random.Random, accumulator, count: int):
         ulp = max(top, out.emin) - out.mantissa_bits
         low = ulp - rng.choice([2, 3, 4, 17, 18, 19, 40, 90])
         u, r = 1 << (ulp - low), 1
-        lo = (1 << (top - ulp)) + rng.getrandbits(max(0, top - ulp)) if top >= out.emin else rng.getrandbits(out.mantissa_bits)
-        t = rng.choice([0, u // 2 - r, u // 2, u // 2 + r, 3 * u // 4, u - r, rng.randrange(u)]) + rng.choice([-1, 0, 0, 1])
+        if top >= out.emin:  # lo / u: the binade's leading bit and random bits below it
+            lo = (1 << (top - ulp)) + rng.getrandbits(max(0, top - ulp))
+        else:
+            lo = rng.getrandbits(out.mantissa_bits)
+        points = [0, u // 2 - r, u // 2, u // 2 + r, 3 * u // 4, u - r, rng.randrange(u)]
+        t = rng.choice(points) + rng.choice([-1, 0, 0, 1])
         t = min(max(t, 0), u - 1)
         n = lo * u + t
         if not n:
