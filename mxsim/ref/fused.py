@@ -118,6 +118,8 @@ def fused_result(step_codes: Sequence[int], c: Exact, accumulator: Accumulator, 
     """The output code of a fused DotGeneral of ``n_blocks`` blocks from its steps' codes and the
     caller's C: the last D, or with ``promote_every`` the fp32 register that adds each promotion
     group's last D to C (:func:`mxsim.ref.promote.result_code`; docs/numerics.md section 4.1)."""
+    if accumulator.promote_every is None:  # the last D (no group starts to find)
+        return result_code(step_codes, (), c, accumulator)
     starts = group_starts(accumulator.step_ranges(block_size, n_blocks), accumulator)
     return result_code(step_codes, starts, c, accumulator)
 

@@ -15,7 +15,7 @@ def test_random_columns_hold_the_random_run(block):
     suite = suite_from_spec("quantize", block=block)
     by_rows, by_columns = np.random.default_rng(11), np.random.default_rng(11)
     rows = suite.random_run(by_rows, 101, 256)
-    columns = suite.random_columns(by_columns, 101, 256)
+    (columns,) = suite.random_columns([by_columns], [101], 256)
     assert sorted(columns) == sorted(f.name for f in suite.inputs)
     for name, column in columns.items():
         assert column == [row[name] for row in rows]

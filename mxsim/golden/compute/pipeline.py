@@ -49,6 +49,7 @@ __all__ = ["CHUNK", "Plan", "plan", "vectors", "vector_columns", "expected", "re
 
 CHUNK = 4096  # vectors per chunk; any value gives the same bytes (tests set a small one)
 RUN = 256  # random vectors beyond the catalogue per generator: fixed, part of what the vectors are
+RUNS_AT_ONCE = CHUNK // RUN  # random runs drawn together as columns (any value gives the same bytes)
 
 _ORIGIN_FLAGS = {origin: flag_bits([origin]) for origin in ("exhaustive", "directed", "random")}
 
@@ -165,8 +166,9 @@ def expected(suite: Suite, inputs: dict[str, list[int]]) -> tuple[dict[str, list
 def vector_columns(suite: Suite, seed: int, level: int, plan: Plan, first: int = 0, last: int | None = None
                    ) -> Iterator[tuple[dict[str, list[int]], list[str]]]:
     """The vectors of :func:`vectors` (the same, in the same order) as pieces of columns: (one list
-    per input field, the origins). A kind with ``random_columns`` hands a random run over as
-    columns, with no dict per vector (the columns :meth:`random_run`'s rows hold)."""
+    per input field, the origins). A kind with ``random_columns`` hands random runs over as
+    columns, :data:`RUNS_AT_ONCE` runs a call (each from its own generator), with no dict per
+    vector (the columns :meth:`random_run`'s rows hold)."""
     names = [f.name for f in suite.inputs]
     end = plan.total if last is None else last
     drawn_as_columns = getattr(suite, "random_columns", None)
@@ -179,11 +181,14 @@ def vector_columns(suite: Suite, seed: int, level: int, plan: Plan, first: int =
     index = max(first, catalogue)
     run = (index - catalogue) // RUN
     while end is None or index < end:
-        base = catalogue + run * RUN
-        stop = base + RUN if end is None else min(base + RUN, end)
-        columns = drawn_as_columns(run_generator(seed, suite, run), base, RUN)
-        yield {name: columns[name][index - base : stop - base] for name in names}, ["random"] * (stop - index)
-        index, run = base + RUN, run + 1
+        runs = RUNS_AT_ONCE if end is None else min(RUNS_AT_ONCE, (end - 1 - catalogue) // RUN - run + 1)
+        bases = [catalogue + r * RUN for r in range(run, run + runs)]
+        drawn = drawn_as_columns([run_generator(seed, suite, r) for r in range(run, run + runs)], bases, RUN)
+        for base, columns in zip(bases, drawn):
+            stop = base + RUN if end is None else min(base + RUN, end)
+            yield {name: columns[name][index - base : stop - base] for name in names}, ["random"] * (stop - index)
+            index = base + RUN
+        run += runs
 
 
 def _row_pieces(stream, names: list[str]):

@@ -36,7 +36,7 @@ from ...options.accumulate import C_WINDOW_BITS
 from ...ref.output import storage_format
 from ..values import decode, float_word, pack_word, unpack_word
 
-__all__ = ["C_KINDS", "add_c", "add_c_each", "directed_count", "with_c"]
+__all__ = ["C_KINDS", "add_c", "add_c_aimed", "add_c_each", "directed_count", "with_c"]
 
 # kind -> weight of the C of every other vector
 C_KINDS = {"near": 5, "cancel": 3, "dominant": 2, "zero": 2, "nan": 1, "inf": 1, "max": 1, "subnormal": 1, "bits": 1}
@@ -62,7 +62,12 @@ def add_c_each(suite, rows: list[dict], rng: random.Random) -> list[dict]:
     """Every vector of ``rows`` with a C (:func:`add_c`, drawn in turn from ``rng``), aimed at the
     first steps' D of all of them from one :meth:`~..kinds.dot.DotSuite.first_step_values` call
     (where it gives None, e.g. separate accumulation: from the reference, vector by vector)."""
-    firsts = suite.first_step_values(rows)
+    return add_c_aimed(suite, rows, rng, suite.first_step_values(rows))
+
+
+def add_c_aimed(suite, rows: list[dict], rng: random.Random, firsts: list[Exact] | None) -> list[dict]:
+    """:func:`add_c_each` with the first steps' D given (``firsts``, one per row; None: the
+    reference's, vector by vector)."""
     if firsts is None:
         return [add_c(suite, row, rng) for row in rows]
     return [add_c(suite, row, rng, first) for row, first in zip(rows, firsts)]

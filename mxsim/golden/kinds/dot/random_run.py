@@ -43,19 +43,32 @@ class DotRandomRun:
         ``rng``), aimed at the first step's D with C = +0 of the whole run computed in one
         :meth:`first_step_values` call (the reference vector by vector where that gives None:
         separate accumulation)."""
-        columns = self._block_columns(rng, n)
-        rows = _rows(columns)
-        if not self.has_c:
-            return rows
-        return accumulator_input.add_c_each(self, rows, random.Random(int(rng.integers(0, 1 << 63))))
+        return self._runs_with_c([rng], n)[0] if self.has_c else _rows(self._block_columns(rng, n))
 
-    def random_columns(self, rng: np.random.Generator, first: int, n: int) -> dict[str, list[int]]:
-        """:meth:`random_run` as columns (one list per input field): the same vectors, drawn the
-        same way, without a dict per vector where there is no C to aim."""
-        if self.has_c:
-            rows = self.random_run(rng, first, n)
-            return {f.name: [row[f.name] for row in rows] for f in self.inputs}
-        return self._block_columns(rng, n)
+    def random_columns(self, rngs: list[np.random.Generator], firsts: list[int], n: int) -> list[dict[str, list[int]]]:
+        """:meth:`random_run` of each run (``n`` vectors from ``rngs[i]``; ``firsts``, where each
+        starts, draws nothing here) as columns (one list per input field): the same vectors, drawn
+        the same way, without a dict per vector where there is no C to aim, and with C the first
+        steps' D of all the runs from one fast-path call."""
+        if not self.has_c:
+            return [self._block_columns(rng, n) for rng in rngs]
+        return [{f.name: [row[f.name] for row in rows] for f in self.inputs} for rows in self._runs_with_c(rngs, n)]
+
+    def _runs_with_c(self, rngs: list[np.random.Generator], n: int) -> list[list[dict]]:
+        """Each run's vectors with their C (:meth:`random_run`): a run's blocks, then the seed of its
+        C draws, from its own generator; the first steps' D of every run's vectors at once
+        (:meth:`first_step_values`); then each run's C drawn in turn from its seed."""
+        drawn = []
+        for rng in rngs:
+            rows = _rows(self._block_columns(rng, n))
+            drawn.append((rows, random.Random(int(rng.integers(0, 1 << 63)))))
+        firsts = self.first_step_values([row for rows, _ in drawn for row in rows])
+        runs, start = [], 0
+        for rows, c_rng in drawn:
+            aimed = None if firsts is None else firsts[start : start + len(rows)]
+            runs.append(accumulator_input.add_c_aimed(self, rows, c_rng, aimed))
+            start += len(rows)
+        return runs
 
     def _block_columns(self, rng: np.random.Generator, n: int) -> dict[str, list[int]]:
         """The block fields of ``n`` vectors (a's then b's), drawn by :meth:`_np_side`."""

@@ -110,13 +110,17 @@ class QuantizeStimulus:
         (vector ``first + j`` is "wide" for odd indices): a spread s in 0 .. 40 per block, each
         element a random sign and 24-bit significand at exponent randint(-s, s) // 4 (+ randint(-30,
         30) when wide) + randint(-3, 0) + randint(-3, 1), always a normal fp32 value."""
-        columns = self.random_columns(rng, first, n)
+        columns = self._run_columns(rng, first, n)
         names = list(columns)
         return [dict(zip(names, values)) for values in zip(*columns.values())]
 
-    def random_columns(self, rng: np.random.Generator, first: int, n: int) -> dict[str, list[int]]:
-        """:meth:`random_run` as columns (one list per input field: ``x``, and NVFP4's
-        ``tensor_scale``): the same vectors, drawn the same way, without a dict per vector."""
+    def random_columns(self, rngs: list[np.random.Generator], firsts: list[int], n: int) -> list[dict[str, list[int]]]:
+        """:meth:`random_run` of each run (``n`` vectors from ``rngs[i]``, the first being vector
+        ``firsts[i]``) as columns (one list per input field: ``x``, and NVFP4's ``tensor_scale``): the
+        same vectors, drawn the same way, without a dict per vector."""
+        return [self._run_columns(rng, first, n) for rng, first in zip(rngs, firsts)]
+
+    def _run_columns(self, rng: np.random.Generator, first: int, n: int) -> dict[str, list[int]]:
         k = self.fmt.block_size
         wide = (np.arange(first, first + n) % 2 == 1)[:, None]
         spread = rng.integers(0, 41, size=(n, 1))
