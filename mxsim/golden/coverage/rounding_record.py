@@ -427,8 +427,9 @@ def _step_row(step) -> tuple[bool, ...]:
     c_zero = not magnitude
     if step.special:
         return True, False, False, False, False, False, False, c_nan, c_inf, c_zero, False, False
-    n, x = step.products
-    inexact = not dyadic_equal(step.cut_products, step.products)
+    products, cut = step.products, step.cut_products
+    n, x = products
+    inexact = cut is not products and not dyadic_equal(cut, products)  # (no cut: the reference passes P itself)
     c_cancels = c_below = False
     if magnitude:
         c_num, c_den = magnitude.numerator, magnitude.denominator

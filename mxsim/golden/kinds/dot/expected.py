@@ -60,7 +60,7 @@ class DotExpected:
         accumulation the classes of all of them at once, from the reference's block Dots as the
         record the fast path fills (:mod:`.reference_record`, :meth:`.classes.DotClasses._batch_flags`)."""
         if self.fused:
-            return self._with_fused_classes([self._fused_vector(inputs) for inputs in rows])
+            return self._fused_chunk(rows) if rows else []
         return self._reference_chunk(rows) if rows else []
 
     def _reference_chunk(self, rows: list[dict]) -> list[tuple[dict, set]]:
@@ -73,22 +73,19 @@ class DotExpected:
         words = self._batch_flags(sides, record, registers).tolist()
         return [(out, set(class_names(word)) | c_set) for (_, out, c_set, _), word in zip(computed, words)]
 
-    def _fused_vector(self, inputs: dict):
-        """:meth:`_fused` of a vector's ``vector_blocks`` block pairs (fused accumulation takes no
-        tensor scale)."""
-        blocks_a, blocks_b = (self._fused_blocks(inputs, side, fmt) for side, fmt in (("a", self.fa), ("b", self.fb)))
-        return self._fused(blocks_a, blocks_b, float_value(inputs["c"], self.c_format) if self.has_c else None)
-
-    def _fused_blocks(self, inputs: dict, side: str, fmt) -> list[QuantizedBlock]:
-        """One operand's ``vector_blocks`` blocks, read with one unpacking per word: a field of n
-        blocks holds the block fields side by side (block j's items at [j * count, (j + 1) * count)
-        of the word's items), as the blocks of :meth:`_blocks` of each block's fields."""
-        n, k, per = self.vector_blocks, fmt.block_size, fmt.subblocks
-        scales = unpack_word(inputs[f"{side}_scale"], fmt.scale_storage_bits, n) if n > 1 else [inputs[f"{side}_scale"]]
-        codes = unpack_word(inputs[f"{side}_elems"], fmt.element.width, n * k)
-        subs = unpack_word(inputs[f"{side}_sub"], fmt.subscale_bits, n * per) if per else ()
-        return [QuantizedBlock(scales[j], tuple(subs[j * per:(j + 1) * per]), tuple(codes[j * k:(j + 1) * k]))
-                for j in range(n)]
+    def _fused_chunk(self, rows: list[dict]) -> list[tuple[dict, set]]:
+        """(outputs, classes) of vectors of fused accumulation from the reference (:meth:`_fused`,
+        no tensor scales): every vector's ``vector_blocks`` block pairs unpacked from the chunk's
+        field words at once (:meth:`_operand_arrays`), then the steps vector by vector, then the
+        classes of all of them at once (:meth:`_with_fused_classes`)."""
+        n = self.vector_blocks
+        columns = {f.name: [inputs[f.name] for inputs in rows] for f in self.block_fields}
+        sides = [self._operand_arrays(columns, side, fmt, n) for side, fmt in (("a", self.fa), ("b", self.fb))]
+        (blocks_a, blocks_b) = (_quantized_blocks(*side) for side in sides)
+        cs = [float_value(inputs["c"], self.c_format) if self.has_c else None for inputs in rows]
+        vectors = [self._fused(blocks_a[i * n : (i + 1) * n], blocks_b[i * n : (i + 1) * n], c)
+                   for i, c in enumerate(cs)]
+        return self._with_fused_classes(vectors, sides)
 
     def _reference_vector(self, inputs: dict):
         """(the reference's :class:`~mxsim.ref.dot.BlockDot`, the outputs, the classes of C against the
@@ -110,30 +107,32 @@ class DotExpected:
         return r, out, c_set, pair
 
     def _fused(self, blocks_a, blocks_b, c: Exact):
-        """(outputs, the block pairs, (the steps, c, the result)) of a fused vector (the
-        reference's steps; no tensor scales): its classes come for many vectors at once
-        (:meth:`_with_fused_classes`)."""
+        """(outputs, (the steps, c, the result)) of a fused vector (the reference's steps; no
+        tensor scales): its classes come for many vectors at once (:meth:`_with_fused_classes`)."""
         details = fused_step_details(blocks_a, blocks_b, self.fa, self.fb, self.acc, c)
         codes = [step.code for step in details]
         out = {"result": fused_result(codes, c, self.acc, self.fa.block_size, len(blocks_a))}
         if self.steps:
             out["steps"] = pack_word(codes, storage_format(self.acc).width)
-        return out, list(zip(blocks_a, blocks_b)), (details, c, out["result"])
+        return out, (details, c, out["result"])
 
-    def _with_fused_classes(self, vectors) -> list[tuple[dict, set]]:
+    def _with_fused_classes(self, vectors, sides) -> list[tuple[dict, set]]:
         """(outputs, classes) of the vectors of :meth:`_fused`: every step of every vector classed
         at once (:func:`...coverage.rounding_record.fused_flag_words`), and every block pair's element
-        classes (:func:`..fused_batch.element_flags`), ORed into each vector's classes."""
-        words = np.array(fused_flag_words((steps for _, _, steps in vectors), self.acc), dtype=np.int64)
-        pairs = [pair for _, vector_pairs, _ in vectors for pair in vector_pairs]
-        if pairs:
-            owner = np.repeat(np.arange(len(vectors)), [len(vector_pairs) for _, vector_pairs, _ in vectors])
-            side_a = [a for a, _ in pairs]
-            side_b = [b for _, b in pairs]
-            pair_words = element_flags(self.fa, self.fb,
-                                       np.array([a.scale for a in side_a], dtype=np.int64),
-                                       np.array([a.codes for a in side_a], dtype=np.int64).reshape(len(pairs), -1),
-                                       np.array([b.scale for b in side_b], dtype=np.int64),
-                                       np.array([b.codes for b in side_b], dtype=np.int64).reshape(len(pairs), -1))
-            np.bitwise_or.at(words, owner, pair_words)
-        return [(out, set(class_names(word))) for (out, _, _), word in zip(vectors, words.tolist())]
+        classes (:func:`..fused_batch.element_flags` of the chunk's operand arrays ``sides``: each
+        vector's ``vector_blocks`` pairs in turn), ORed into each vector's classes."""
+        words = np.array(fused_flag_words((steps for _, steps in vectors), self.acc), dtype=np.int64)
+        (scales_a, _, codes_a), (scales_b, _, codes_b) = sides
+        if len(codes_a):
+            pair_words = element_flags(self.fa, self.fb, scales_a.astype(np.int64), codes_a.astype(np.int64),
+                                       scales_b.astype(np.int64), codes_b.astype(np.int64))
+            words |= np.bitwise_or.reduce(pair_words.reshape(len(vectors), -1), axis=1)
+        return [(out, set(class_names(word))) for (out, _), word in zip(vectors, words.tolist())]
+
+
+def _quantized_blocks(scales: np.ndarray, subs: np.ndarray | None, codes: np.ndarray) -> list[QuantizedBlock]:
+    """The blocks of one side's operand arrays (:meth:`.fast_batch.DotFastBatch._operand_arrays`)
+    as the reference's :class:`QuantizedBlock` objects, codes and sub-scales as Python ints."""
+    sub_rows = [()] * len(scales) if subs is None else [tuple(row) for row in subs.tolist()]
+    return [QuantizedBlock(scale, sub, tuple(row))
+            for scale, sub, row in zip(scales.tolist(), sub_rows, codes.tolist())]
