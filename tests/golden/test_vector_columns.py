@@ -15,6 +15,7 @@ SUITES = [
     ("dot", {"block_a": "mxfp4_e2m1", "accumulator": {"mode": "exact"}, "c_input": True}),
     ("dotgeneral", {"block_a": "nvfp4", "n_blocks": 2}),
     ("quantize", {"block": "mxfp8_e4m3"}),
+    ("dot", {"block_a": "mxfp8_e4m3", "preset": "mxdotp_fp8", "steps": True}),  # C aimed by the fast path
 ]
 
 
@@ -38,6 +39,24 @@ def test_columns_are_the_vectors(kind, params):
         rows, origins = _rows_of(pipeline.vector_columns(suite, 2, 1, plan, first, last), names)
         assert rows == [{name: row[name] for name in names} for row, _ in expected], (first, last)
         assert origins == [origin for _, origin in expected], (first, last)
+
+
+@pytest.mark.parametrize("kind,params", [SUITES[1], SUITES[4]], ids=["c-exact", "c-fused"])
+def test_more_runs_than_are_drawn_at_once_are_the_vectors(kind, params):
+    """vector_columns draws RUNS_AT_ONCE runs a call (each from its own generator; with C, the first
+    steps of all of them from one fast-path call): across several such calls, from mid-run to a
+    last vector mid-run, the vectors are pipeline.vectors' (each run drawn alone)."""
+    suite = suite_from_spec(kind, **params)
+    names = [f.name for f in suite.inputs]
+    c = suite.catalogue_size(1)
+    runs = 2 * pipeline.RUNS_AT_ONCE + 3
+    plan = pipeline.plan(suite, 1, c + runs * pipeline.RUN)
+    first, last = c + 100, c + runs * pipeline.RUN - 30
+    expected = list(pipeline.vectors(suite, 3, 1, plan, first, last))
+    rows, origins = _rows_of(pipeline.vector_columns(suite, 3, 1, plan, first, last), names)
+    assert len(rows) == last - first
+    assert rows == [{name: row[name] for name in names} for row, _ in expected]
+    assert origins == ["random"] * (last - first)
 
 
 @pytest.mark.parametrize("size", [7, 256, 1000])
