@@ -7,7 +7,7 @@ allocations, a full one every 100 young ones) then spend a tenth to a fifth of a
 suite's CPU rescanning objects that are never garbage: almost everything mxsim frees, it frees by
 reference counting. :func:`batch_collection` freezes what exists when the command starts (the
 imported modules and tables: full collections skip it) and collects the young generation every
-10,000 allocations instead; on the way out both are undone, so a process that runs many commands
+100,000 allocations instead; on the way out both are undone, so a process that runs many commands
 (the tests) collects its cycles as before.
 """
 
@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 __all__ = ["YOUNG_THRESHOLD", "batch_collection"]
 
-YOUNG_THRESHOLD = 10_000  # allocations (net) between young collections while a command runs
+YOUNG_THRESHOLD = 100_000  # allocations (net) between young collections while a command runs
 
 
 @contextmanager

@@ -53,7 +53,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...options.accumulate import output_float_format
-from ...ref.exact import floor_log2_ratio
 from ...ref.fused import dyadic_equal
 from ...ref.output import output_format, storage_format
 from ..values import decode
@@ -363,22 +362,20 @@ class FusedStepRecord:
     def from_details(cls, vectors) -> "FusedStepRecord":
         """From the reference: ``vectors`` holds each vector's tuple of
         :class:`~mxsim.ref.fused.FusedStep` (Python integers throughout; comparisons exact)."""
-        rows, totals = [], []
-        add_row, add_total = rows.append, totals.append
+        steps, owners, firsts, lasts = [], [], [], []
         for v, details in enumerate(vectors):
-            last = len(details) - 1
-            for i, step in enumerate(details):
-                add_row((v, i == 0, i == last, step.code, *_step_row(step)))
-                total = step.total
-                if total is None:
-                    add_total((False, False, 0, 0, None, step.code))
-                else:
-                    n, x = total
-                    add_total((True, n < 0, -n if n < 0 else n, x, step_low(step), step.code))
-        columns = list(zip(*rows)) if rows else [()] * len(_COLUMNS)
-        arrays = {name: np.array(column, dtype=np.int64 if name in ("vector", "code") else bool)
-                  for name, column in zip(_COLUMNS, columns)}
-        return cls(**arrays, totals=OutputRoundings.from_rows(totals))
+            n = len(details)
+            if n:
+                steps += details
+                owners += [v] * n
+                firsts += [True] + [False] * (n - 1)
+                lasts += [False] * (n - 1) + [True]
+        rows = list(map(_step_row, steps))
+        columns = list(zip(*rows)) if rows else [()] * len(_STEP_COLUMNS)
+        arrays = {name: np.array(column, dtype=bool) for name, column in zip(_STEP_COLUMNS, columns)}
+        return cls(vector=np.array(owners, dtype=np.int64), first=np.array(firsts, dtype=bool),
+                   last=np.array(lasts, dtype=bool), code=np.array([step.code for step in steps], dtype=np.int64),
+                   **arrays, totals=OutputRoundings.from_rows(map(_total_row, steps)))
 
     def flags(self, accumulator, count: int) -> np.ndarray:
         """The flags word of each of the ``count`` vectors (int64): its steps' classes ORed."""
@@ -416,7 +413,14 @@ _STEP_COLUMNS = ("special", "nonzero", "products_zero", "inexact", "bypass", "cu
                  "c_zero", "c_cancels", "c_below")
 
 
-_COLUMNS = ("vector", "first", "last", "code") + _STEP_COLUMNS
+def _total_row(step) -> tuple:
+    """The :meth:`OutputRoundings.from_rows` row of one reference step: its exact total, or no
+    rounding (not finite) for a step without one (special, bypassed, C passed on)."""
+    total = step.total
+    if total is None:
+        return False, False, 0, 0, None, step.code
+    n, x = total
+    return True, n < 0, -n if n < 0 else n, x, step_low(step), step.code
 
 
 def _step_row(step) -> tuple[bool, ...]:
@@ -435,7 +439,8 @@ def _step_row(step) -> tuple[bool, ...]:
         c_num, c_den = magnitude.numerator, magnitude.denominator
         if n and (n < 0) != bool(c.sign):  # of one sign |C + P| > |C|: no cancellation
             c_cancels = cancels(-c_num if c.sign else c_num, c_den, *((n << x, 1) if x >= 0 else (n, 1 << -x)))
-        c_below = step.grid is not None and floor_log2_ratio(c_num, c_den) < step.grid
+        # |C| < 2^grid: floor(log2 |C|) from the bit lengths (C's denominator is a power of two)
+        c_below = step.grid is not None and c_num.bit_length() - c_den.bit_length() < step.grid
     c_lost = step.bypass or (step.anchor == step.c_exponent and inexact)
     return (False, step.nonzero, not n, inexact, step.bypass, not step.cut_products[0], c_lost, c_nan, c_inf,
             c_zero, c_cancels, c_below)
