@@ -162,6 +162,14 @@ def _fused_step(code: int, c: Exact, **given) -> FusedStep:
     return step
 
 
+def _step_of(fields: dict) -> FusedStep:
+    """The FusedStep of a dict holding every one of its fields (the adder's path fills it as it
+    decides; built as :func:`_fused_step` builds one, without keyword arguments to merge)."""
+    step = object.__new__(FusedStep)
+    step.__dict__.update(fields)
+    return step
+
+
 def fused_step_details(
     blocks_a: Sequence[QuantizedBlock],
     blocks_b: Sequence[QuantizedBlock],
@@ -399,40 +407,43 @@ def _step(ops: _Operands, first: int, last: int, c: Exact, acc: Accumulator, pla
     c_value = _signed_dyadic(c)
     e_c = _c_exponent(c_value, plan)
     products = (units, base)
-    found = {"c": c, "nonzero": reads.count(None) < len(reads), "products": products, "c_exponent": e_c}
+    step = {"code": 0, "c": c, "special": False, "nonzero": reads.count(None) < len(reads), "products": products,
+            "cut_products": (0, 0), "c_exponent": e_c, "anchor": None, "grid": None, "bypass": False, "total": None}
     if acc.sum_frac_bits is not None:
         values = values or _product_values(ops, first, last)
-        anchor, grid, products, cut, total = _late_join(values, reads, c_value, e_c, acc)
-        if acc.zero_product_sum == "pass_c" and not products[0]:
-            return _fused_step(round_output(c, acc), anchor=anchor, grid=grid, **found)
-        found.update(anchor=anchor)
-        return _fused_step(_round_sum(total, acc), grid=grid, cut_products=cut, total=total, **found)
-    if acc.anchor == "max":
+        step["anchor"], step["grid"], joined, cut, total = _late_join(values, reads, c_value, e_c, acc)
+        if acc.zero_product_sum == "pass_c" and not joined[0]:
+            step["code"] = round_output(c, acc)
+            return _step_of(step)
+    elif acc.anchor == "max":
         anchor = max([e_c] + [r for r in reads if r is not None])
-        grid = anchor - acc.frac_bits
+        step["anchor"] = anchor
+        step["grid"] = grid = anchor - acc.frac_bits
         if base >= grid:  # no term below the grid: the cut is exact
             cut_units, cut = units << (base - grid), products
         else:
             cut_units = _cut_sum(values or _product_values(ops, first, last), grid, acc.shift_rounding)
             cut = (cut_units, grid)
         if acc.zero_product_sum == "pass_c" and not cut_units:  # D = C, its sign included
-            return _fused_step(round_output(c, acc), anchor=anchor, grid=grid, **found)
+            step["code"] = round_output(c, acc)
+            return _step_of(step)
         total = (_cut_sum([c_value], grid, acc.shift_rounding) + cut_units, grid)
-        found.update(anchor=anchor)
     else:
-        block = first // ops.k
-        grid = ops.scales_a[block].exponent + ops.scales_b[block].exponent - acc.frac_bits
+        step["grid"] = grid = ops.block_scales[first // ops.k][1] - acc.frac_bits  # XA + XB - F
         if base >= grid:  # no term below the grid: the cut is exact
             cut = products
         else:
             cut = (_cut_sum(values or _product_values(ops, first, last), grid, acc.shift_rounding), grid)
         if acc.bypass is not None and (e_c - FP32_FRACTION_BITS) - grid > acc.bypass:
             # D = C unchanged (C itself for an fp32 output, -0 included)
-            return _fused_step(round_output(c, acc), grid=grid, cut_products=cut, bypass=True, **found)
+            step.update(code=round_output(c, acc), cut_products=cut, bypass=True)
+            return _step_of(step)
         if not cut[0] and acc.zero_sum_passes_c((e_c - FP32_FRACTION_BITS) - grid):  # D = C, its sign included
-            return _fused_step(round_output(c, acc), grid=grid, **found)
+            step["code"] = round_output(c, acc)
+            return _step_of(step)
         total = dyadic_sum(c_value, cut)
-    return _fused_step(_round_sum(total, acc), grid=grid, cut_products=cut, total=total, **found)
+    step.update(code=_round_sum(total, acc), cut_products=cut, total=total)
+    return _step_of(step)
 
 
 def _block_terms(ops: _Operands, first: int, last: int, acc: Accumulator) -> tuple[list[tuple[int, int]], list]:

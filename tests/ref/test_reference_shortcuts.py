@@ -139,6 +139,49 @@ def test_the_fused_step_record_built_fast_is_the_dataclass():
             fast.code = 0
 
 
+def test_the_adder_steps_hold_every_field_of_the_dataclass():
+    """The adder's path builds each FusedStep from a dict of its fields (ref.fused._step_of): on
+    steps of every route (fixed anchor with bypass, max anchor, C joined late, block terms), every
+    field is there, the step equals FusedStep(...) of the same fields, and it stays frozen."""
+    import dataclasses
+
+    import pytest
+
+    from mxsim.options import Accumulator
+    from mxsim.ref.block import QuantizedBlock
+    from mxsim.ref.fused import FusedStep, fused_step_details
+
+    names = {f.name for f in dataclasses.fields(FusedStep)}
+    rng = random.Random(9)
+    seen = set()
+    for preset, block in [("mxdotp_fp8", "mxfp8_e4m3"), ("blackwell_mxf8f6f4", "mxfp8_e4m3"),
+                          ("cdna3_fp8_mfma", None), ("blackwell_mxf4nvf4", "nvfp4")]:
+        acc = Accumulator.resolve(preset)
+        fmt = get_format(block) if block else get_format("mxfp8_e4m3")
+        if preset == "cdna3_fp8_mfma":
+            from mxsim.formats import BlockFormat
+            fmt = BlockFormat("mx_fp8_e4m3fnuz", get_format("fp8_e4m3fnuz"), 32, get_format("e8m0"))
+        for _ in range(40):
+            blocks = [[QuantizedBlock(rng.choice([120, 127, 130]), (), tuple(rng.randrange(1 << fmt.element.width)
+                                                                            for _ in range(fmt.block_size)))
+                       for _ in range(2)] for _ in range(2)]
+            if fmt.scale.name != "e8m0":
+                blocks = [[QuantizedBlock(rng.randrange(1, 0x7F), (), b.codes) for b in side] for side in blocks]
+            c = Exact(rng.randrange(2), Fraction(rng.randrange(1, 1 << 24), 1 << rng.randrange(0, 60)))
+            if rng.random() < 0.3:  # a C far above the products (MXDOTP's bypass)
+                c = Exact(rng.randrange(2), Fraction(rng.randrange(1 << 23, 1 << 24) << rng.randrange(20, 60)))
+            for step in fused_step_details(blocks[0], blocks[1], fmt, fmt, acc, c):
+                assert set(step.__dict__) == names
+                assert step == FusedStep(**{name: getattr(step, name) for name in names})
+                with pytest.raises(dataclasses.FrozenInstanceError):
+                    step.code = 0
+                seen.add((preset, "special" if step.special else "bypass" if step.bypass else
+                          "passed" if step.total is None else "rounded"))
+    assert {(preset, "rounded") for preset in ("mxdotp_fp8", "blackwell_mxf8f6f4", "cdna3_fp8_mfma",
+                                               "blackwell_mxf4nvf4")} <= seen, seen
+    assert {("mxdotp_fp8", "bypass"), ("mxdotp_fp8", "special")} <= seen, seen
+
+
 def test_block_products_keeps_recent_calls_only_for_the_same_immutable_arguments():
     """block_products returns a recent call's products again for the same tuple and format objects, and the
     products of the definition (products of the blocks' terms) for anything else: other codes, other sub-scales,
