@@ -79,6 +79,17 @@ def test_an_empty_record_has_no_flags():
     assert OutputRoundings.from_rows([]).flags(FP32).tolist() == []
 
 
+def _classes_match_one_by_one(rows, accumulator) -> list[set]:
+    """The record's classes of ``rows``, each asserted equal to the one-by-one classes with Python
+    integers (block_rounding_classes, the definition)."""
+    got = _classes(rows, accumulator)
+    for row, classes in zip(rows, got):
+        _, negative, n, x, low, code = row
+        exact = Exact(int(negative), Fraction(n) * Fraction(2) ** x)
+        assert classes == block_rounding_classes(exact, code, low, accumulator), row
+    return got
+
+
 def _random_rows(rng: random.Random, accumulator, count: int):
     """Dyadic values of 1 .. 80 significant bits at exponents that reach the output's subnormals,
     its top (overflows included) and beyond binary64's range; lowest bits fixed or not; each
@@ -103,12 +114,7 @@ def _random_rows(rng: random.Random, accumulator, count: int):
                          ids=["fp32", "fp16", "bf16-rtz", "fp32-rup", "fp16-ftz"])
 def test_the_record_gives_the_one_by_one_classes(accumulator):
     rng = random.Random(f"test_rounding_record:{accumulator}")
-    rows = _random_rows(rng, accumulator, 1500)
-    got = _classes(rows, accumulator)
-    for row, classes in zip(rows, got):
-        _, negative, n, x, low, code = row
-        exact = Exact(int(negative), Fraction(n) * Fraction(2) ** x)
-        assert classes == block_rounding_classes(exact, code, low, accumulator), row
+    got = _classes_match_one_by_one(_random_rows(rng, accumulator, 1500), accumulator)
     assert sum(map(bool, got)) > 400  # many rows are roundings with classes (fp16 overflows most)
 
 
@@ -207,12 +213,7 @@ def test_wide_values_near_every_decision_point_get_the_one_by_one_classes(accumu
 
     monkeypatch.setattr(rounding_record, "_stand_in", counted)
     rng = random.Random(f"test_rounding_record:near:{accumulator}")
-    rows = _near_decision_rows(rng, accumulator, 3000)
-    got = _classes(rows, accumulator)
-    for row, classes in zip(rows, got):
-        _, negative, n, x, low, code = row
-        exact = Exact(int(negative), Fraction(n) * Fraction(2) ** x)
-        assert classes == block_rounding_classes(exact, code, low, accumulator), row
+    got = _classes_match_one_by_one(_near_decision_rows(rng, accumulator, 3000), accumulator)
     seen = set().union(*got)
     assert {"near_tie_top", "near_tie_bottom", "near_tie_below", "tie", "exact"} <= seen, seen
     assert sum(stood_in) > 300  # wide significands, or lowest bits far below the ulp
