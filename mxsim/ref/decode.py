@@ -4,6 +4,8 @@ Codes of formats of at most :data:`TABLE_BITS` bits (every MX element and scale 
 decoded once per format into a table (:func:`code_table`), which :func:`decode` then indexes;
 wider formats (fp16, bf16, fp32) are decoded code by code, the last 2^17 codes of each kept (an
 output is often read again). Both use the same rule, :func:`_decode_code`; values are immutable.
+:func:`read_back` applies that rule to a code the reference has just rounded to, with no checks
+and nothing kept.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from functools import lru_cache
 from ..formats import get_format
 from .exact import Exact, as_int, dyadic
 
-__all__ = ["decode", "code_table", "finite_magnitudes", "TABLE_BITS"]
+__all__ = ["decode", "read_back", "code_table", "finite_magnitudes", "TABLE_BITS"]
 
 TABLE_BITS = 8
 
@@ -54,6 +56,14 @@ def decode(code: int, fmt) -> Exact:
             kept.clear()
         value = kept[code] = _decode_code(code, fmt)
     return value
+
+
+def read_back(code: int, fmt) -> Exact:
+    """The value of an output code the reference has just rounded to (a Python int the format
+    holds; ``fmt`` a format object), read back: :func:`decode`'s rule without its checks and
+    without keeping the value (a fused step's D is read once, as the next step's C; kept, the
+    values of a suite's steps would only fill the cache of recent codes)."""
+    return _decode_code(code, fmt)
 
 
 def _kept(fmt):

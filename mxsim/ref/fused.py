@@ -53,7 +53,7 @@ from operator import itemgetter
 
 from ..options.accumulate import Accumulator, output_float_format
 from .stored_block import QuantizedBlock
-from .decode import decode
+from .decode import decode, read_back
 from .exact import Exact, floor_log2, to_exact
 from .output import finite_rounder, round_output
 from .promote import group_starts, result_code
@@ -210,7 +210,7 @@ def fused_step_details(
         if restart:  # promotion (docs/numerics.md section 4.1): the chain restarts from +0; C is the register's
             c = PLUS_ZERO
         elif details:  # the last step's D as this step's C (a last D is never read back)
-            c = decode(details[-1].code, storage)
+            c = read_back(details[-1].code, storage)
         details.append(_step(ops, first, last, c, accumulator, plan))
     return tuple(details)
 

@@ -269,3 +269,29 @@ def test_rounding_a_sum_from_its_integers_is_round_output_of_its_value():
         numerator, denominator = (magnitude << x, 1) if x >= 0 else (magnitude, 1 << -x)
         value = Exact(int(negative), Fraction(numerator, denominator))
         assert round_finite_output(negative, numerator * common, denominator * common, acc) == round_output(value, acc)
+
+
+def test_read_back_is_decode_without_its_cache():
+    """ref.decode.read_back (a fused step's D read back as the next C) gives decode's value for
+    every kind of code of the output formats: zeros of both signs, subnormals, normals, the
+    largest finite values, Inf and NaN; and it leaves decode's cache of recent codes as it was."""
+    from mxsim.ref.decode import read_back
+
+    rng = random.Random(11)
+    for name in ("fp32", "bf16", "fp16"):
+        fmt = get_format(name)
+        top = fmt.inf_code()
+        special = [0, fmt.sign_mask, 1, fmt.sign_mask | 1, top - 1, top, fmt.sign_mask | top, top | 1,
+                   (1 << fmt.width) - 1, 1 << fmt.mantissa_bits, (1 << fmt.mantissa_bits) - 1]
+        codes = special + [rng.getrandbits(fmt.width) for _ in range(2000)]
+        for code in codes:
+            assert read_back(code, fmt) == decode(code, fmt), (name, hex(code))
+        tables = importlib.import_module("mxsim.ref.decode")._TABLES
+
+        def kept_counts():
+            return {key: len(kept) for key, (_, kept) in tables.items() if isinstance(kept, dict)}
+
+        before = kept_counts()
+        for _ in range(200):
+            read_back(rng.getrandbits(fmt.width), fmt)
+        assert kept_counts() == before
