@@ -65,6 +65,12 @@ class Operand:
         subscales = () if self.subscales is None else tuple(int(t) for t in self.subscales[i])
         return QuantizedBlock(int(self.scales[i]), subscales, tuple(int(c) for c in self.codes[i]))
 
+    def blocks(self) -> list[QuantizedBlock]:
+        """:meth:`block` of every block, the arrays converted to Python ints at once."""
+        subscales = [()] * len(self.scales) if self.subscales is None else list(map(tuple, self.subscales.tolist()))
+        return [QuantizedBlock(scale, sub, tuple(codes))
+                for scale, sub, codes in zip(self.scales.tolist(), subscales, self.codes.tolist())]
+
 
 @dataclass
 class BlockDots:

@@ -154,17 +154,15 @@ _STEP_DEFAULTS = {f.name: f.default for f in fields(FusedStep) if f.default is n
 
 
 def _fused_step(code: int, c: Exact, **given) -> FusedStep:
-    """``FusedStep(code, c, **given)``, built without the frozen dataclass's per-field
-    ``__setattr__`` (about 3x cheaper; a step is built for every fused step of every vector): the
-    fields go straight into the instance dict, where the dataclass keeps them."""
-    step = object.__new__(FusedStep)
-    step.__dict__.update(_STEP_DEFAULTS, code=code, c=c, **given)
-    return step
+    """``FusedStep(code, c, **given)``, the fields not given at their defaults (:func:`_step_of`)."""
+    return _step_of({**_STEP_DEFAULTS, "code": code, "c": c, **given})
 
 
 def _step_of(fields: dict) -> FusedStep:
-    """The FusedStep of a dict holding every one of its fields (the adder's path fills it as it
-    decides; built as :func:`_fused_step` builds one, without keyword arguments to merge)."""
+    """The FusedStep of a dict holding every one of its fields, built without the frozen
+    dataclass's per-field ``__setattr__`` (about 3x cheaper; a step is built for every fused step
+    of every vector, and the adder's path fills the dict as it decides): the fields go straight
+    into the instance dict, where the dataclass keeps them."""
     step = object.__new__(FusedStep)
     step.__dict__.update(fields)
     return step

@@ -93,7 +93,6 @@ def _finite_rounder(accumulator: Accumulator):
     rounding, encoder = accumulator.output_rounding, ratio_encoder(out)
     ftz, plus_zero = accumulator.ftz, accumulator.zero_sign == "plus"
     sign_mask, subnormal_top = out.sign_mask, 1 << out.mantissa_bits
-    padding = storage.mantissa_bits - out.mantissa_bits if out.exponent_bits == storage.exponent_bits else None
 
     def rounder(negative: bool, numerator: int, denominator: int) -> int:
         try:
@@ -104,7 +103,7 @@ def _finite_rounder(accumulator: Accumulator):
             code &= sign_mask
         if plus_zero and numerator and not code & ~sign_mask:
             code = 0  # a nonzero value that rounded or flushed to zero is +0 (NVIDIA's fp16 D, contract 6.1)
-        return code << padding if padding is not None else _widen(code, out, storage)
+        return _widen(code, out, storage)
 
     return rounder
 

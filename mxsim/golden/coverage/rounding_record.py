@@ -53,6 +53,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...options.accumulate import output_float_format
+from ...ref.exact import floor_log2_ratio
 from ...ref.fused import dyadic_equal
 from ...ref.output import output_format, storage_format
 from ..values import decode
@@ -439,8 +440,7 @@ def _step_row(step) -> tuple[bool, ...]:
         c_num, c_den = magnitude.numerator, magnitude.denominator
         if n and (n < 0) != bool(c.sign):  # of one sign |C + P| > |C|: no cancellation
             c_cancels = cancels(-c_num if c.sign else c_num, c_den, *((n << x, 1) if x >= 0 else (n, 1 << -x)))
-        # |C| < 2^grid: floor(log2 |C|) from the bit lengths (C's denominator is a power of two)
-        c_below = step.grid is not None and c_num.bit_length() - c_den.bit_length() < step.grid
+        c_below = step.grid is not None and floor_log2_ratio(c_num, c_den) < step.grid
     c_lost = step.bypass or (step.anchor == step.c_exponent and inexact)
     return (False, step.nonzero, not n, inexact, step.bypass, not step.cut_products[0], c_lost, c_nan, c_inf,
             c_zero, c_cancels, c_below)

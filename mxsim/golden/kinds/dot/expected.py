@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....fast.dot import Operand
 from ....ref import dot as ref_dot
 from ....ref.block import QuantizedBlock
 from ....ref.exact import Exact
@@ -81,7 +82,7 @@ class DotExpected:
         n = self.vector_blocks
         columns = {f.name: [inputs[f.name] for inputs in rows] for f in self.block_fields}
         sides = [self._operand_arrays(columns, side, fmt, n) for side, fmt in (("a", self.fa), ("b", self.fb))]
-        (blocks_a, blocks_b) = (_quantized_blocks(*side) for side in sides)
+        blocks_a, blocks_b = (Operand(fmt, *side).blocks() for side, fmt in zip(sides, (self.fa, self.fb)))
         cs = [float_value(inputs["c"], self.c_format) if self.has_c else None for inputs in rows]
         vectors = [self._fused(blocks_a[i * n : (i + 1) * n], blocks_b[i * n : (i + 1) * n], c)
                    for i, c in enumerate(cs)]
@@ -128,11 +129,3 @@ class DotExpected:
                                        scales_b.astype(np.int64), codes_b.astype(np.int64))
             words |= np.bitwise_or.reduce(pair_words.reshape(len(vectors), -1), axis=1)
         return [(out, set(class_names(word))) for (out, _), word in zip(vectors, words.tolist())]
-
-
-def _quantized_blocks(scales: np.ndarray, subs: np.ndarray | None, codes: np.ndarray) -> list[QuantizedBlock]:
-    """The blocks of one side's operand arrays (:meth:`.fast_batch.DotFastBatch._operand_arrays`)
-    as the reference's :class:`QuantizedBlock` objects, codes and sub-scales as Python ints."""
-    sub_rows = [()] * len(scales) if subs is None else [tuple(row) for row in subs.tolist()]
-    return [QuantizedBlock(scale, sub, tuple(row))
-            for scale, sub, row in zip(scales.tolist(), sub_rows, codes.tolist())]
